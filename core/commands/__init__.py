@@ -1,0 +1,1 @@
+"""Sub-commands of ``python -m core``; see ``core.cli.COMMAND_MODULES``."""

@@ -1,0 +1,84 @@
+"""Options and helpers shared by sub-commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+
+import numpy as np
+
+from core.cache import ArrayCache
+from core.embed import EmbedConfig
+from core.models import Encoder, load_encoder
+
+
+def add_model_arguments(p: argparse.ArgumentParser, pooling: bool = True) -> None:
+    p.add_argument("--model", default="", help="model directory or Hugging Face id (default: embedded all-MiniLM-L6-v2)")
+    if pooling:
+        p.add_argument("--pooling", default="mean", help="cls, mean, max, last2avg, first_last_avg, layer:K, "
+                       "enc_first, enc_mean, encdec_first (default: mean)")
+    p.add_argument("--max-length", type=int, default=256, help="max tokens per text (default: 256)")
+    p.add_argument("--batch-size", type=int, default=64, help="texts per forward pass (default: 64)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def add_json_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+
+def encoder_from_args(args: argparse.Namespace) -> Encoder:
+    return load_encoder(args.model)
+
+
+def embed_config(args: argparse.Namespace) -> EmbedConfig:
+    if args.max_length < 2 or args.batch_size < 1:
+        raise ValueError("--max-length must be >= 2 and --batch-size >= 1")
+    return EmbedConfig(batch_size=args.batch_size, max_length=args.max_length)
+
+
+def cache_from_args(args: argparse.Namespace) -> ArrayCache | None:
+    return None if getattr(args, "no_cache", False) else ArrayCache()
+
+
+def progress_bar(args: argparse.Namespace, desc: str) -> Callable[[int, int], None]:
+    """A (done, total) callback drawing a tqdm bar on stderr."""
+    from tqdm.auto import tqdm
+
+    state: dict[str, object] = {}
+
+    def update(done: int, total: int) -> None:
+        if getattr(args, "quiet", False):
+            return
+        bar = state.get("bar")
+        if bar is None:
+            bar = state["bar"] = tqdm(total=total, desc=desc, unit="text", file=sys.stderr, leave=False)
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+
+    return update
+
+
+def _jsonable(obj: object) -> object:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj
+
+
+def emit(args: argparse.Namespace, result: dict, text_lines: list[str]) -> None:
+    """Print JSON (``--json``) or human-readable lines."""
+    if getattr(args, "json", False):
+        print(json.dumps(_jsonable(result)))
+    else:
+        print("\n".join(text_lines))

