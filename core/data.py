@@ -177,7 +177,7 @@ def _read_jsonl(text: str, name: str) -> pd.DataFrame:
         except json.JSONDecodeError:
             raise InputError(f"{name}: line {i} is not valid JSON; each line must be one JSON object") from None
         if not isinstance(obj, dict):
-            raise InputError(f"{name}: line {i} is not a JSON object like {{\"sentence1\": ..., \"sentence2\": ...}}")
+            raise InputError(f'{name}: line {i} is not a JSON object like {{"sentence1": ..., "sentence2": ...}}')
         records.append(obj)
     if not records:
         raise InputError(f"{name}: the file is empty")
@@ -324,7 +324,7 @@ def _text_column(df: pd.DataFrame, name: str, text_column: str | None, has_heade
             raise InputError(f"{name}: no column '{text_column}'; columns are {', '.join(map(str, df.columns))}")
         return text_column
     lower = {str(c).lower(): c for c in df.columns}
-    for cand in TEXT_COLUMN_NAMES + ("sentence1",):
+    for cand in (*TEXT_COLUMN_NAMES, "sentence1"):
         if cand in lower:
             return lower[cand]
     if not has_header:

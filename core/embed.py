@@ -1,6 +1,6 @@
 """Sentence embeddings: batched, length-sorted, dynamically padded forward passes with pooling.
 
-    vectors = encode(load_encoder(), ["a sentence", "another"], pooling="mean")  # (2, 384) float32
+vectors = encode(load_encoder(), ["a sentence", "another"], pooling="mean")  # (2, 384) float32
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,4 +142,3 @@ def encoder_from_model(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBas
         fingerprint=fingerprint_model(model, name),
         is_encoder_decoder=bool(getattr(model.config, "is_encoder_decoder", False)),
     )
-

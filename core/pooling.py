@@ -18,9 +18,7 @@ from typing import Literal
 
 import torch
 
-PoolingName = Literal[
-    "cls", "mean", "max", "last2avg", "first_last_avg", "enc_first", "enc_mean", "encdec_first"
-]
+PoolingName = Literal["cls", "mean", "max", "last2avg", "first_last_avg", "enc_first", "enc_mean", "encdec_first"]
 ENCODER_POOLING_MODES: tuple[str, ...] = ("cls", "mean", "max", "last2avg", "first_last_avg")
 T5_POOLING_MODES: tuple[str, ...] = ("enc_first", "enc_mean", "encdec_first")
 POOLING_MODES: tuple[str, ...] = ENCODER_POOLING_MODES + T5_POOLING_MODES

@@ -15,10 +15,15 @@ from core.models import Encoder, load_encoder
 
 
 def add_model_arguments(p: argparse.ArgumentParser, pooling: bool = True) -> None:
-    p.add_argument("--model", default="", help="model directory or Hugging Face id (default: embedded all-MiniLM-L6-v2)")
+    p.add_argument(
+        "--model", default="", help="model directory or Hugging Face id (default: embedded all-MiniLM-L6-v2)"
+    )
     if pooling:
-        p.add_argument("--pooling", default="mean", help="cls, mean, max, last2avg, first_last_avg, layer:K, "
-                       "enc_first, enc_mean, encdec_first (default: mean)")
+        p.add_argument(
+            "--pooling",
+            default="mean",
+            help="cls, mean, max, last2avg, first_last_avg, layer:K, enc_first, enc_mean, encdec_first (default: mean)",
+        )
     p.add_argument("--max-length", type=int, default=256, help="max tokens per text (default: 256)")
     p.add_argument("--batch-size", type=int, default=64, help="texts per forward pass (default: 64)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")

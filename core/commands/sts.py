@@ -46,7 +46,10 @@ def run(args: argparse.Namespace) -> dict:
         "pooling": args.pooling,
         "warnings": pairs.warnings,
     }
-    lines = [f"{pairs.name}: {n} pairs, {encoder.name}, pooling {args.pooling}",
-             f"spearman {ev['spearman']:.2f}  pearson {ev['pearson']:.2f}", *pairs.warnings]
+    lines = [
+        f"{pairs.name}: {n} pairs, {encoder.name}, pooling {args.pooling}",
+        f"spearman {ev['spearman']:.2f}  pearson {ev['pearson']:.2f}",
+        *pairs.warnings,
+    ]
     emit(args, result, lines)
     return result
