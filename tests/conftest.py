@@ -1,0 +1,43 @@
+"""Shared fixtures: the real embedded model loaded once per session, STS-B location, a private cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parents[1]
+STSB_DIR = ROOT.parent / "shared" / "data" / "stsb"
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def stsb_dir() -> Path:
+    if not (STSB_DIR / "stsb-en-test.csv").exists():
+        pytest.skip(f"STS-B not found at {STSB_DIR}")
+    return STSB_DIR
+
+
+@pytest.fixture(scope="session")
+def encoder():
+    """The embedded all-MiniLM-L6-v2, loaded once for the whole session."""
+    from core.models import load_encoder
+
+    return load_encoder()
+
+
+@pytest.fixture()
+def tmp_cache(tmp_path, monkeypatch):
+    """An ArrayCache in a temporary folder (and ISOSCOPE_CACHE pointed there)."""
+    from core.cache import ArrayCache
+
+    monkeypatch.setenv("ISOSCOPE_CACHE", str(tmp_path / "cache"))
+    return ArrayCache(tmp_path / "cache" / "embeddings")
