@@ -1,0 +1,1 @@
+"""Isoscope dashboard: a thin Streamlit layer over ``core``."""

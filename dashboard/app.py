@@ -1,0 +1,35 @@
+"""Isoscope dashboard entry point: ``streamlit run dashboard/app.py``.
+
+An ``st.navigation`` router. The sidebar (model, pooling, max length) is drawn here once and shared by
+every page through ``dashboard.ui.settings()``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import streamlit as st  # noqa: E402
+
+from dashboard import ui  # noqa: E402
+
+st.set_page_config(page_title="Isoscope", page_icon=":material/blur_on:", layout="wide")
+
+PAGES = {
+    "Start": [
+        st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+    ],
+    "Similarity": [
+        st.Page("pages/similarity.py", title="Sentence pairs", icon=":material/compare_arrows:"),
+    ],
+}
+
+nav = st.navigation(PAGES)
+ui.sidebar()
+nav.run()

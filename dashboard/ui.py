@@ -1,0 +1,218 @@
+"""Shared widgets: the sidebar settings, data pickers, errors shown as one line, charts with downloads.
+
+User text is never rendered as HTML: tables show it literally, messages escape Markdown, and plot hover
+text is HTML-escaped (plotly renders a subset of HTML tags in hover labels).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from core.data import CORPUS_FORMATS, TABLE_FORMATS, Corpus, Pairs, safe_csv
+from core.errors import InputError
+from core.pooling import valid_pooling_modes
+from dashboard import services
+
+MAX_LENGTHS = (32, 64, 128, 256, 512)
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the sidebar chose; shared by every page."""
+
+    model: str  # "" = embedded default, else a path or hub id
+    model_label: str
+    pooling: str
+    max_length: int
+    num_layers: int
+    hidden_size: int
+    is_encoder_decoder: bool
+
+    @property
+    def pooling_modes(self) -> list[str]:
+        """Every pooling the loaded model accepts, layers included."""
+        base = list(valid_pooling_modes(self.is_encoder_decoder))
+        return base + [f"layer:{k}" for k in range(self.num_layers + 1)]
+
+
+# ------------------------------------------------------------------ text and errors
+
+
+def literal(text: object) -> str:
+    """Escape Markdown so user text shows exactly as typed inside st.markdown/st.error."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def plot_text(text: object, width: int = 80) -> str:
+    """User text for plotly hover labels: HTML-escaped, wrapped with <br>."""
+    words, lines, line = str(text).split(), [], ""
+    for w in words:
+        if line and len(line) + len(w) > width:
+            lines.append(line)
+            line = ""
+        line = f"{line} {w}".strip()
+    lines.append(line)
+    return "<br>".join(html.escape(x) for x in lines[:6])
+
+
+def user_error(exc: BaseException | str) -> None:
+    """One-line error box (never a traceback)."""
+    msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    st.error(literal(msg), icon=":material/error:")
+
+
+def show_warnings(warnings: Iterable[str]) -> None:
+    for w in warnings:
+        st.warning(literal(w), icon=":material/warning:")
+
+
+# ------------------------------------------------------------------ sidebar
+
+
+def sidebar() -> Settings:
+    """Draw the shared sidebar and store the chosen Settings in the session."""
+    with st.sidebar:
+        st.markdown("#### Model")
+        typed = st.text_input(
+            "Model path or Hugging Face id",
+            key="model_input",
+            placeholder="empty = embedded all-MiniLM-L6-v2",
+            help="A folder saved with save_pretrained, or a hub id (needs a network). "
+            "Leave empty for the embedded, offline all-MiniLM-L6-v2.",
+        ).strip()
+        model = typed
+        try:
+            enc = services.encoder(model)
+        except (InputError, OSError, ValueError) as exc:
+            user_error(exc)
+            st.caption("Using the embedded default instead.")
+            model = ""
+            enc = services.encoder("")
+        st.caption(f"{literal(enc.name)} · {enc.num_layers} layers · d = {enc.hidden_size}")
+        modes = list(valid_pooling_modes(enc.is_encoder_decoder)) + [f"layer:{k}" for k in range(enc.num_layers + 1)]
+        if st.session_state.get("pooling") not in modes:
+            st.session_state["pooling"] = "mean" if "mean" in modes else modes[0]
+        pooling = st.selectbox("Pooling", modes, key="pooling", help="How token vectors become one sentence vector.")
+        max_length = st.select_slider("Max tokens per text", MAX_LENGTHS, value=128, key="max_length")
+    settings = Settings(
+        model=model,
+        model_label=enc.name,
+        pooling=pooling,
+        max_length=int(max_length),
+        num_layers=enc.num_layers,
+        hidden_size=enc.hidden_size,
+        is_encoder_decoder=enc.is_encoder_decoder,
+    )
+    st.session_state["_settings"] = settings
+    return settings
+
+
+def settings() -> Settings:
+    """The sidebar's current choice (the router draws the sidebar before every page)."""
+    s = st.session_state.get("_settings")
+    return s if s is not None else sidebar()
+
+
+# ------------------------------------------------------------------ data pickers
+
+
+def pairs_input(key: str = "pairs") -> Pairs | None:
+    """Demo pairs, an uploaded pairs file, or two typed sentences.
+
+    An upload that fails shows one error line and keeps the previously loaded file.
+    """
+    options = ["Demo pairs", "Upload a file", "Type two sentences"]
+    source = st.radio("Sentence pairs", options, horizontal=True, key=f"{key}_source")
+    if source == options[0]:
+        pairs = services.demo_pairs()
+        st.caption(f"{len(pairs)} hand-written pairs with gold scores 0-5 (assets/demo_pairs.csv).")
+        return pairs
+    if source == options[1]:
+        return _uploaded(
+            key,
+            "Pairs file: sentence1, sentence2 and an optional score 0-5 (header optional)",
+            TABLE_FORMATS,
+            services.parse_pairs,
+        )
+    a = st.text_input("First sentence", "A man is playing a guitar on stage.", key=f"{key}_a", max_chars=2000)
+    b = st.text_input("Second sentence", "Someone performs music for an audience.", key=f"{key}_b", max_chars=2000)
+    if not a.strip() or not b.strip():
+        st.info("Type two sentences to compare.")
+        return None
+    return Pairs([a.strip()], [b.strip()], None, [], "typed")
+
+
+def corpus_input(key: str = "corpus") -> Corpus | None:
+    """The demo corpus or an uploaded corpus; a failed upload keeps the previous one."""
+    options = ["Demo corpus", "Upload a file"]
+    source = st.radio("Corpus", options, horizontal=True, key=f"{key}_source")
+    if source == options[0]:
+        corpus = services.demo_corpus()
+        st.caption(f"{len(corpus)} hand-written texts over 8 topics (assets/demo_corpus.csv).")
+        return corpus
+    return _uploaded(
+        key, "Corpus: one text per line (.txt) or a table with a 'text' column", CORPUS_FORMATS, services.parse_corpus
+    )
+
+
+def _uploaded(key: str, label: str, formats: tuple[str, ...], parse):  # -> Pairs | Corpus | None
+    up = st.file_uploader(label, type=[*formats, "json", "tab"], key=f"{key}_upload")
+    loaded_key = f"{key}_loaded"
+    if up is not None and st.session_state.get(f"{key}_file_id") != up.file_id:
+        try:
+            st.session_state[loaded_key] = parse(up.getvalue(), up.name)
+            st.session_state[f"{key}_file_id"] = up.file_id
+        except InputError as exc:
+            user_error(exc)
+            if st.session_state.get(loaded_key) is not None:
+                st.caption(f"Still using the previous file, {literal(st.session_state[loaded_key].name)}.")
+    data = st.session_state.get(loaded_key)
+    if data is None:
+        st.info("Upload a file to begin.")
+        return None
+    show_warnings(data.warnings)
+    st.caption(f"Loaded {literal(data.name)}: {len(data):,} rows.")
+    return data
+
+
+# ------------------------------------------------------------------ outputs
+
+
+def download_table(df: pd.DataFrame, name: str, label: str = "Download CSV") -> None:
+    """CSV download (formula-like cells neutralised)."""
+    st.download_button(
+        label,
+        data=safe_csv(df),
+        file_name=f"{name}.csv",
+        mime="text/csv",
+        key=f"dl_csv_{name}",
+        on_click="ignore",
+        icon=":material/download:",
+    )
+
+
+def chart(fig: go.Figure, name: str) -> None:
+    """An interactive plotly chart (PNG from its toolbar) with a standalone HTML download."""
+    st.plotly_chart(
+        fig,
+        width="stretch",
+        key=f"chart_{name}",
+        config={"toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}, "displaylogo": False},
+    )
+    st.download_button(
+        "Download HTML",
+        data=lambda: fig.to_html(include_plotlyjs=True, full_html=True).encode("utf-8"),
+        file_name=f"{name}.html",
+        mime="text/html",
+        key=f"dl_html_{name}",
+        on_click="ignore",
+        icon=":material/download:",
+    )
