@@ -67,15 +67,20 @@ class ArrayCache:
     def path(self, key: str) -> Path:
         return self.root / f"{key}.npy"
 
-    def get(self, key: str, expected_rows: int | None = None) -> np.ndarray | None:
+    def get(self, key: str, expected_rows: int | None = None, expected_cols: int | None = None) -> np.ndarray | None:
         """The cached array, or None when absent, unreadable, of the wrong shape or not finite."""
         p = self.path(key)
         if not p.exists():
             return None
         try:
             arr = np.load(p, allow_pickle=False)
+            if not isinstance(arr, np.ndarray):  # an .npz archive under our name
+                arr.close()
+                raise ValueError("not a single array")
             if expected_rows is not None and (arr.ndim != 2 or arr.shape[0] != expected_rows):
                 raise ValueError(f"shape {arr.shape} does not match {expected_rows} rows")
+            if expected_cols is not None and (arr.ndim != 2 or arr.shape[1] != expected_cols):
+                raise ValueError(f"shape {arr.shape} does not match {expected_cols} columns")
             if not np.isfinite(arr).all():
                 raise ValueError("non-finite values")
         except Exception as exc:  # corrupt or foreign file: drop it and recompute

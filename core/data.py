@@ -111,10 +111,13 @@ def decode_text(raw: bytes, name: str) -> tuple[str, list[str]]:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        text = raw.decode("latin-1")
+        try:  # Windows-1252 is Latin-1 plus printable characters (curly quotes, dashes) in 0x80-0x9F
+            text = raw.decode("cp1252")
+        except UnicodeDecodeError:
+            text = raw.decode("latin-1")
         if _control_chars(text) > 0:
             raise InputError(f"{name}: the bytes are not text in a known encoding; save the file as UTF-8") from None
-        warnings.append(f"{name}: not valid UTF-8, decoded as Latin-1; check accented characters")
+        warnings.append(f"{name}: not valid UTF-8, decoded as Latin-1 (Windows-1252); check accented characters")
     if _control_chars(text) > max(2, len(text) // 1000):
         raise InputError(f"{name}: contains binary data; upload a UTF-8 text file")
     return text, warnings
@@ -127,13 +130,72 @@ def _control_chars(text: str) -> int:
 # ---------------------------------------------------------------- tables
 
 
-def _read_delimited(text: str, sep: str) -> list[list[str]]:
-    rows = list(csv.reader(io.StringIO(text), delimiter=sep))
+def _read_delimited(text: str, sep: str, name: str) -> list[list[str]]:
+    """Rows of a delimited text (any line ending), blank rows skipped; malformed CSV is an InputError."""
+    # csv refuses cells over 131,072 characters by default; long texts are truncated later with a warning
+    csv.field_size_limit(max(csv.field_size_limit(), MAX_BYTES))
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=sep))
+    except csv.Error as exc:
+        raise InputError(f"{name}: not a readable CSV/TSV file ({exc}); check for an unmatched quote") from None
+    if any(len(c) > _LONG_FIELD for r in rows[-1:] for c in r) and _quote_left_open(text, sep):
+        raise InputError(f"{name}: a quoted field is never closed; check for an unmatched quote")
     return [r for r in rows if any(c.strip() for c in r)]
 
 
-def read_table(raw: bytes, name: str, fmt: str) -> tuple[pd.DataFrame, bool, list[str]]:
-    """Parse a table into strings. Returns (frame, has_header, warnings); delimited files may lack a header."""
+_LONG_FIELD = 131_072  # csv's default field limit: a longer last field is a long text or a quote left open
+
+
+def _quote_left_open(text: str, sep: str) -> bool:
+    """True when the file ends inside a quoted field (the lenient reader silently swallows the rest)."""
+    try:
+        for _ in csv.reader(io.StringIO(text, newline=""), delimiter=sep, strict=True):
+            pass
+    except csv.Error as exc:
+        return "unexpected end of data" in str(exc)
+    return False
+
+
+def _common_width(rows: list[list[str]], sample: int = 50) -> int:
+    """The number of columns shared by the first ``sample`` rows, or 0 when they differ."""
+    widths = {len(r) for r in rows[:sample]}
+    return widths.pop() if len(widths) == 1 else 0
+
+
+def _split_rows(text: str, sep: str, name: str, warnings: list[str]) -> list[list[str]]:
+    """Rows split on ``sep``, or on the other delimiter when the file clearly uses it.
+
+    A .csv whose rows all hold the same number (>= 2) of tab-separated fields, while its comma-separated
+    fields vary in number or are fewer, is a TSV (sentences often contain commas, rarely tabs); a .tsv
+    without any tab but with commas is a CSV.
+    """
+    rows = _read_delimited(text, sep, name)
+    if not rows:
+        raise InputError(f"{name}: the file is empty")
+    other = "," if sep == "\t" else "\t"
+    try:
+        needed = other in text and (sep == "," or max(len(r) for r in rows) == 1)
+        alt = _read_delimited(text, other, name) if needed else []
+    except InputError:
+        alt = []
+    if sep == ",":
+        width, alt_width = _common_width(rows), _common_width(alt)
+        switch = alt_width >= 2 and (width == 0 or alt_width > width)
+    else:
+        switch = any(len(r) > 1 for r in alt[:50])
+    if switch:
+        warnings.append(f"{name}: columns are separated by {'tabs' if other == chr(9) else 'commas'}; read as such")
+        return alt
+    return rows
+
+
+def read_table(
+    raw: bytes, name: str, fmt: str, header_names: tuple[str, ...] = ()
+) -> tuple[pd.DataFrame, bool, list[str]]:
+    """Parse a table into strings. Returns (frame, has_header, warnings); delimited files may lack a header.
+
+    A first row naming a known column (sentence1, score, text, ... or one of ``header_names``) is a header.
+    """
     warnings: list[str] = []
     if fmt == "parquet":
         try:
@@ -146,21 +208,16 @@ def read_table(raw: bytes, name: str, fmt: str) -> tuple[pd.DataFrame, bool, lis
     text, warnings = decode_text(raw, name)
     if fmt == "jsonl":
         return _read_jsonl(text, name), True, warnings
-    sep = "\t" if fmt == "tsv" else ","
-    rows = _read_delimited(text, sep)
-    if not rows:
-        raise InputError(f"{name}: the file is empty")
-    if max(len(r) for r in rows) == 1:
-        other = "," if sep == "\t" else "\t"
-        if any(len(r) > 1 for r in _read_delimited(text, other)[:50]):
-            rows = _read_delimited(text, other)
-            warnings.append(f"{name}: columns are separated by {'tabs' if other == chr(9) else 'commas'}; read as such")
+    rows = _split_rows(text, "\t" if fmt == "tsv" else ",", name, warnings)
     width = max(len(r) for r in rows)
     rows = [r + [""] * (width - len(r)) for r in rows]
     header = [c.strip().lower() for c in rows[0]]
-    has_header = bool({"sentence1", "sentence2", "score", *TEXT_COLUMN_NAMES} & set(header))
+    known = {"sentence1", "sentence2", "score", *TEXT_COLUMN_NAMES, *(h.strip().lower() for h in header_names)}
+    has_header = bool(known & set(header))
     if has_header:
-        cols = [c or f"column{i}" for i, c in enumerate(header)]
+        cols: list[str] = []
+        for i, c in enumerate(header):  # unique names: a repeated or empty header cell gets its position
+            cols.append(c if c and c not in cols else f"column{i}")
         df = pd.DataFrame(rows[1:], columns=cols, dtype=object)
     else:
         df = pd.DataFrame(rows, columns=[f"column{i}" for i in range(width)], dtype=object)
@@ -245,8 +302,11 @@ def load_pairs(
         if not keep.any():
             raise InputError(f"{name}: no row has a numeric score between {SCORE_RANGE[0]:g} and {SCORE_RANGE[1]:g}")
         scores = scores_all[keep].to_numpy(np.float64)
-    s1 = _truncate(s1[keep], name, warnings, max_chars)
-    s2 = _truncate(s2[keep], name, warnings, max_chars)
+    s1, s2 = s1[keep], s2[keep]
+    n_long = int((s1.str.len() > max_chars).sum() + (s2.str.len() > max_chars).sum())
+    if n_long:  # one warning for both columns
+        warnings.append(f"{name}: {n_long} text(s) longer than {max_chars} characters were truncated")
+        s1, s2 = s1.str.slice(0, max_chars), s2.str.slice(0, max_chars)
     return Pairs(s1.tolist(), s2.tolist(), scores, warnings, name)
 
 
@@ -303,7 +363,7 @@ def load_corpus(
         texts = pd.Series([ln for ln in lines if ln], dtype=object)
         meta = pd.DataFrame(index=range(len(texts)))
     else:
-        df, has_header, warnings = read_table(raw, name, fmt)
+        df, has_header, warnings = read_table(raw, name, fmt, (text_column,) if text_column else ())
         col = _text_column(df, name, text_column, has_header)
         texts = _clean_texts(df[col])
         meta = df.drop(columns=[col])
@@ -319,11 +379,13 @@ def load_corpus(
 
 
 def _text_column(df: pd.DataFrame, name: str, text_column: str | None, has_header: bool) -> str:
+    lower = {str(c).strip().lower(): c for c in df.columns}
     if text_column:
-        if text_column not in df.columns:
-            raise InputError(f"{name}: no column '{text_column}'; columns are {', '.join(map(str, df.columns))}")
-        return text_column
-    lower = {str(c).lower(): c for c in df.columns}
+        if text_column in df.columns:
+            return text_column
+        if text_column.strip().lower() in lower:  # delimited headers are read lower-cased
+            return lower[text_column.strip().lower()]
+        raise InputError(f"{name}: no column '{text_column}'; columns are {', '.join(map(str, df.columns))}")
     for cand in (*TEXT_COLUMN_NAMES, "sentence1"):
         if cand in lower:
             return lower[cand]
@@ -348,7 +410,10 @@ def safe_csv(df: pd.DataFrame) -> bytes:
         return "'" + v if isinstance(v, str) and v.startswith(FORMULA_PREFIXES) else v
 
     safe = df.copy()
+    safe.columns = [guard(c) for c in safe.columns]  # user-named metadata columns reach the header row
     for c in safe.columns:
         if safe[c].dtype == object or pd.api.types.is_string_dtype(safe[c]):
             safe[c] = safe[c].map(guard)
-    return safe.to_csv(index=False).encode("utf-8")
+    # CRLF rows (RFC 4180): the csv writer then quotes any cell holding a \r or \n. With "\n" rows a bare \r
+    # stays unquoted and a spreadsheet starts a new row there, so "a\r=cmd|..." would begin a cell with "=".
+    return safe.to_csv(index=False, lineterminator="\r\n").encode("utf-8")

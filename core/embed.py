@@ -23,32 +23,63 @@ ProgressFn = Callable[[int, int], None]  # (done, total)
 
 @dataclass
 class EmbedConfig:
-    """Settings of one embedding run."""
+    """Settings of one embedding run.
+
+    A batch holds ``batch_size`` texts, or more when they are short: texts are sorted by length and a batch
+    grows until it holds about ``batch_tokens`` padded tokens (0 turns this off). Small matrices waste CPU,
+    so this is faster on short sentences; a batch never holds more padded tokens than the larger of
+    ``batch_tokens`` and ``batch_size`` texts of its longest length.
+    """
 
     batch_size: int = 64
     max_length: int = 256
+    batch_tokens: int = 4096
+
+
+def model_max_tokens(encoder: Encoder) -> int | None:
+    """The longest input the model accepts (tokenizer limit, position embeddings), or None if unbounded."""
+    limits = [
+        v
+        for v in (
+            getattr(encoder.tokenizer, "model_max_length", None),
+            getattr(encoder.model.config, "max_position_embeddings", None),
+        )
+        if isinstance(v, int) and 0 < v < 1_000_000
+    ]
+    return min(limits) if limits else None
 
 
 def _tokenize_sorted(encoder: Encoder, texts: Sequence[str], max_length: int) -> tuple[list, np.ndarray]:
     """Tokenize once without padding; return encodings and the order longest-first."""
+    limit = model_max_tokens(encoder)
+    if limit is not None and max_length > limit:  # longer inputs would overflow the position embeddings
+        max_length = limit
+    if not texts:
+        return [], np.zeros(0, np.int64)
     enc = encoder.tokenizer(list(texts), truncation=True, max_length=max_length, padding=False)
     ids = enc["input_ids"]
     order = np.argsort([-len(x) for x in ids], kind="stable")
     return ids, order
 
 
-def _batches(ids: list, order: np.ndarray, batch_size: int, pad_id: int):
-    """Yield (index array, input_ids (b, t), attention_mask (b, t)) with padding to the batch's longest."""
-    for start in range(0, len(order), batch_size):
-        idx = order[start : start + batch_size]
-        seqs = [ids[i] for i in idx]
-        t = max(len(s) for s in seqs)
-        input_ids = torch.full((len(seqs), t), pad_id, dtype=torch.long)  # (b, t)
-        mask = torch.zeros((len(seqs), t), dtype=torch.long)  # (b, t)
-        for row, s in enumerate(seqs):
-            input_ids[row, : len(s)] = torch.tensor(s, dtype=torch.long)
-            mask[row, : len(s)] = 1
-        yield idx, input_ids, mask
+def _batches(ids: list, order: np.ndarray, config: EmbedConfig, pad_id: int):
+    """Yield (index array, input_ids (b, t), attention_mask (b, t)) with padding to the batch's longest.
+
+    ``order`` is longest-first, so the first text of a batch sets its padded length ``t``; the batch takes
+    ``max(batch_size, batch_tokens // t)`` texts.
+    """
+    start = 0
+    while start < len(order):
+        t = max(len(ids[order[start]]), 1)
+        size = max(config.batch_size, config.batch_tokens // t)
+        idx = order[start : start + size]
+        start += len(idx)
+        lengths = np.fromiter((len(ids[i]) for i in idx), np.int64, len(idx))  # (b,)
+        flat = np.fromiter((tok for i in idx for tok in ids[i]), np.int64, int(lengths.sum()))
+        mask_np = np.arange(t)[None, :] < lengths[:, None]  # (b, t) bool, real tokens first
+        input_np = np.full((len(idx), t), pad_id, np.int64)  # (b, t)
+        input_np[mask_np] = flat  # row-major fill keeps each text's tokens in order
+        yield idx, torch.from_numpy(input_np), torch.from_numpy(mask_np.astype(np.int64))
 
 
 def _forward(
@@ -75,6 +106,11 @@ def _forward(
     return {s.name: pool(s, enc_out.last_hidden_state, mask, hs, decoder_first) for s in specs}
 
 
+def _check_config(config: EmbedConfig) -> None:
+    if config.batch_size < 1 or config.max_length < 2 or config.batch_tokens < 0:
+        raise ValueError("batch_size must be >= 1, max_length >= 2 and batch_tokens >= 0")
+
+
 def encode_many(
     encoder: Encoder,
     texts: Sequence[str],
@@ -89,8 +125,7 @@ def encode_many(
     back in input order. With a cache, arrays already computed are read instead.
     """
     config = config or EmbedConfig()
-    if config.batch_size < 1 or config.max_length < 2:
-        raise ValueError("batch_size must be >= 1 and max_length >= 2")
+    _check_config(config)
     specs = [parse_pooling(p, encoder.num_layers, encoder.is_encoder_decoder) for p in poolings]
     n = len(texts)
     digest = text_digest(texts) if cache is not None else ""
@@ -98,9 +133,9 @@ def encode_many(
     out: dict[str, np.ndarray] = {}
     if cache is not None:
         for s in specs:
-            hit = cache.get(keys[s.name], expected_rows=n)
+            hit = cache.get(keys[s.name], expected_rows=n, expected_cols=encoder.hidden_size)
             if hit is not None:
-                out[s.name] = hit
+                out[s.name] = hit.astype(np.float32, copy=False)
     todo = [s for s in specs if s.name not in out]
     if todo and n == 0:
         out.update({s.name: np.zeros((0, encoder.hidden_size), np.float32) for s in todo})
@@ -128,7 +163,7 @@ def _encode_uncached(
     result = {s.name: np.empty((n, 0), np.float32) for s in specs}
     done = 0
     with torch.inference_mode():
-        for idx, input_ids, mask in _batches(ids, order, config.batch_size, pad_id):
+        for idx, input_ids, mask in _batches(ids, order, config, pad_id):
             pooled = _forward(encoder, specs, input_ids, mask)
             for name, vec in pooled.items():
                 if result[name].shape[1] == 0:
@@ -169,6 +204,7 @@ def token_vectors(
 ) -> TokenVectors:
     """Per-token contextual vectors (of ``layer`` of the encoder's hidden states) with their token ids."""
     config = config or EmbedConfig()
+    _check_config(config)
     ids, order = _tokenize_sorted(encoder, texts, config.max_length)
     pad_id = encoder.tokenizer.pad_token_id or 0
     n = len(texts)
@@ -178,7 +214,7 @@ def token_vectors(
     model = encoder.model
     body = model.get_encoder() if encoder.is_encoder_decoder else model
     with torch.inference_mode():
-        for idx, input_ids, mask in _batches(ids, order, config.batch_size, pad_id):
+        for idx, input_ids, mask in _batches(ids, order, config, pad_id):
             hs = body(input_ids=input_ids, attention_mask=mask, output_hidden_states=True).hidden_states
             h = hs[layer].float().numpy()  # (b, t, d)
             for row, i in enumerate(idx):

@@ -96,6 +96,12 @@ def _check_source(name: str) -> tuple[str, bool]:
     return name, False
 
 
+def _first_line(exc: BaseException, limit: int = 300) -> str:
+    """The first line of an exception message, cut to ``limit`` characters."""
+    line = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return line if len(line) <= limit else line[:limit] + "..."
+
+
 def load_encoder(name_or_path: str | None = None, device: str = "cpu") -> Encoder:
     """Load a tokenizer and model (eval mode, no grad) from a directory or a hub id.
 
@@ -106,13 +112,21 @@ def load_encoder(name_or_path: str | None = None, device: str = "cpu") -> Encode
     source, is_local = _check_source(name)
     try:
         config = AutoConfig.from_pretrained(source, trust_remote_code=False)
-        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # TypeError: a folder without tokenizer files
+            if not is_local:
+                raise
+            raise InputError(
+                f"'{name}' has no usable tokenizer ({_first_line(exc)}); save the tokenizer into the folder "
+                "too (tokenizer.save_pretrained)"
+            ) from exc
         model = AutoModel.from_pretrained(source, config=config, trust_remote_code=False)
     except InputError:
         raise
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         if is_local:
-            raise InputError(f"could not load a model from '{name}': {str(exc).splitlines()[0]}") from exc
+            raise InputError(f"could not load a model from '{name}': {_first_line(exc)}") from exc
         raise InputError(
             f"could not load '{name}' from the Hugging Face hub (offline or unknown id); "
             "leave the model field empty to use the embedded all-MiniLM-L6-v2."
