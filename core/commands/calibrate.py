@@ -1,0 +1,141 @@
+"""``python -m core calibrate``: embed a corpus, fit a calibrator on it, save it (safetensors + JSON).
+
+python -m core calibrate --input corpus.txt --method flow --out calibrators/flow-mean
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from core.calibrate import (
+    CALIBRATION_METHODS,
+    Calibrator,
+    Flow,
+    FlowConfig,
+    avg_cosine_or_nan,
+    fit_size_warning,
+    make_calibrator,
+)
+from core.commands.common import (
+    add_json_argument,
+    add_model_arguments,
+    cache_from_args,
+    embed_config,
+    emit,
+    encoder_from_args,
+    progress_bar,
+)
+from core.data import load_corpus
+from core.embed import encode
+from core.errors import InputError
+
+NAME = "calibrate"
+HELP = "fit a calibrator (flow, whitening, ...) on the embeddings of a corpus and save it"
+
+METHOD_HELP = "{" + ",".join(CALIBRATION_METHODS) + "}"
+
+
+def add_flow_arguments(p: argparse.ArgumentParser) -> None:
+    """``--flow-epochs`` and ``--seed`` (shared with ``sts``)."""
+    p.add_argument("--flow-epochs", type=int, default=None, help=f"flow epochs (default: {FlowConfig().epochs})")
+    p.add_argument("--seed", type=int, default=0, help="seed of the flow and of the random pairs (default: 0)")
+
+
+def calibrator_from_args(args: argparse.Namespace, method: str) -> Calibrator:
+    """Parse the method (ValueError listing the choices) with the flow options applied."""
+    if args.flow_epochs is not None and args.flow_epochs < 0:
+        raise InputError("--flow-epochs must be >= 0")
+    config = FlowConfig(seed=args.seed)
+    if args.flow_epochs is not None:
+        config.epochs = args.flow_epochs
+    return make_calibrator(method, flow_config=config)
+
+
+def epoch_bar(args: argparse.Namespace, desc: str = "flow") -> Callable[[int, int, float], None]:
+    """A (epoch, n_epochs, bits_per_dim) callback drawing a tqdm bar of epochs on stderr."""
+    from tqdm.auto import tqdm
+
+    state: dict[str, object] = {}
+
+    def update(epoch: int, n_epochs: int, bits: float) -> None:
+        if getattr(args, "quiet", False):
+            return
+        bar = state.get("bar")
+        if bar is None:
+            bar = state["bar"] = tqdm(total=n_epochs, desc=desc, unit="epoch", file=sys.stderr, leave=False)
+        bar.set_postfix(bits_per_dim=f"{bits:.4f}")
+        bar.update(epoch - bar.n)
+        if epoch >= n_epochs:
+            bar.close()
+
+    return update
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input", required=True, help="corpus: one text per line (.txt) or a table with a text column")
+    p.add_argument("--text-column", default=None, help="column holding the texts (default: text, sentence, ...)")
+    p.add_argument("--method", default="flow", help=f"calibration method {METHOD_HELP} (default: flow)")
+    p.add_argument("--out", required=True, help="folder to write calibrator.safetensors and calibrator.json to")
+    add_flow_arguments(p)
+    add_model_arguments(p)
+    add_json_argument(p)
+
+
+def run(args: argparse.Namespace) -> dict:
+    calibrator = calibrator_from_args(args, args.method)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is a file; give a folder")
+    corpus = load_corpus(args.input, text_column=args.text_column)
+    if len(corpus) < 2:
+        raise InputError(f"{corpus.name}: need at least 2 texts to fit a calibrator")
+    encoder = encoder_from_args(args)
+    vectors = encode(
+        encoder, corpus.texts, args.pooling, embed_config(args), progress_bar(args, "embed"), cache_from_args(args)
+    )
+    start = time.perf_counter()
+    if isinstance(calibrator, Flow):
+        calibrator.fit(vectors, progress=epoch_bar(args))
+    else:
+        calibrator.fit(vectors)
+    fit_seconds = time.perf_counter() - start
+    metadata = {
+        "model": encoder.name,
+        "model_fingerprint": encoder.fingerprint,
+        "pooling": args.pooling,
+        "max_length": args.max_length,
+        "fit_on": corpus.name,
+        "n_fit": len(corpus),
+        "fit_seconds": fit_seconds,
+    }
+    warnings = [*corpus.warnings, *[w for w in [fit_size_warning(calibrator, len(vectors), vectors.shape[1])] if w]]
+    calibrator.save(out, metadata)
+    after = calibrator.transform(vectors)  # (n, k)
+    result = {
+        "method": calibrator.method,
+        "out": str(out),
+        "n_texts": len(corpus),
+        "dim": int(vectors.shape[1]),
+        "fit_seconds": fit_seconds,
+        "bits_per_dim": getattr(calibrator, "bits_per_dim_", None),
+        "diverged": bool(getattr(calibrator, "diverged_", False)),
+        "avg_cosine_before": avg_cosine_or_nan(vectors, seed=args.seed),
+        "avg_cosine_after": avg_cosine_or_nan(after, seed=args.seed),
+        "model": encoder.name,
+        "pooling": args.pooling,
+        "warnings": warnings,
+    }
+    lines = [
+        f"{corpus.name}: {len(corpus)} texts, {encoder.name}, pooling {args.pooling}",
+        f"{calibrator.method} fitted in {fit_seconds:.1f} s, saved to {out}",
+        f"avg cosine of random pairs {result['avg_cosine_before']:.3f} -> {result['avg_cosine_after']:.3f}",
+        *([f"bits/dim {result['bits_per_dim']:.4f}"] if result["bits_per_dim"] is not None else []),
+        *(["warning: the flow diverged; kept the last good epoch"] if result["diverged"] else []),
+        *warnings,
+    ]
+    emit(args, result, lines)
+    return result
