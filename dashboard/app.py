@@ -27,6 +27,14 @@ PAGES = {
     ],
     "Similarity": [
         st.Page("pages/similarity.py", title="Sentence pairs", icon=":material/compare_arrows:"),
+        st.Page("pages/calibration.py", title="Calibration", icon=":material/tune:"),
+    ],
+    "Geometry": [
+        st.Page("pages/anisotropy.py", title="Anisotropy", icon=":material/scatter_plot:"),
+    ],
+    "Model anatomy": [
+        st.Page("pages/pooling.py", title="Pooling explorer", icon=":material/layers:"),
+        st.Page("pages/anatomy.py", title="Embedding anatomy", icon=":material/grid_on:"),
     ],
 }
 

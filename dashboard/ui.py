@@ -7,10 +7,12 @@ text is HTML-escaped (plotly renders a subset of HTML tags in hover labels).
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -91,8 +93,8 @@ def sidebar() -> Settings:
         model = typed
         try:
             enc = services.encoder(model)
-        except (InputError, OSError, ValueError) as exc:
-            user_error(exc)
+        except Exception as exc:  # any model that fails to load (e.g. corrupt weights) falls back to the default
+            user_error(exc if isinstance(exc, InputError) else f"could not load the model '{model}': {exc}")
             st.caption("Using the embedded default instead.")
             model = ""
             enc = services.encoder("")
@@ -216,3 +218,91 @@ def chart(fig: go.Figure, name: str) -> None:
         on_click="ignore",
         icon=":material/download:",
     )
+
+
+# ------------------------------------------------------------------ calibration
+
+
+CALIBRATION_CHOICES = ("none", "flow", "whitening", "whitening:K", "sn", "abtt:D", "sn+abtt:D")
+CALIBRATION_HELP = (
+    "flow: BERT-flow, a normalizing flow to an isotropic Gaussian (trained without labels); whitening: the "
+    "linear version (K keeps K components); sn: standard normalization per dimension; abtt: all-but-the-top, "
+    "removes the mean and the top D principal directions."
+)
+FIT_CHOICES = ("Demo corpus + these sentences", "These sentences only", "Upload a corpus")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration choice: method string for core.calibrate.make_calibrator, flow settings as JSON."""
+
+    method: str
+    flow_json: str = ""
+
+    @property
+    def active(self) -> bool:
+        return self.method != "none"
+
+
+def calibration_controls(key: str, default: str = "none", include_none: bool = True) -> Calibration:
+    """Method selector with its parameter (K, D) and, for the flow, its training settings."""
+    from core.calibrate import FlowConfig
+
+    s = settings()
+    choices = CALIBRATION_CHOICES if include_none else CALIBRATION_CHOICES[1:]
+    c1, c2 = st.columns([2, 1])
+    choice = c1.selectbox(
+        "Calibration", choices, index=choices.index(default), key=f"{key}_method", help=CALIBRATION_HELP
+    )
+    method = choice
+    if choice.endswith(":K"):
+        k = c2.number_input("K (components kept)", 2, s.hidden_size, min(256, s.hidden_size), key=f"{key}_k")
+        method = f"whitening:{int(k)}"
+    elif choice.endswith(":D"):
+        d = c2.number_input("D (top directions removed)", 1, 64, 3, key=f"{key}_d")
+        method = choice.replace("D", str(int(d)))
+    flow_json = ""
+    if choice == "flow":
+        base = FlowConfig()
+        with st.expander("Flow settings"):
+            f1, f2, f3 = st.columns(3)
+            cfg = FlowConfig(
+                epochs=int(f1.number_input("Epochs", 1, 200, base.epochs, key=f"{key}_epochs")),
+                lr=float(f2.select_slider("Learning rate", (1e-4, 3e-4, 1e-3, 3e-3), base.lr, key=f"{key}_lr")),
+                n_steps=int(f3.number_input("Flow steps", 1, 16, base.n_steps, key=f"{key}_steps")),
+                hidden=int(f1.select_slider("Coupling width", (64, 128, 256, 512), base.hidden, key=f"{key}_hid")),
+                coupling=f2.selectbox("Coupling", ("additive", "affine"), key=f"{key}_coupling"),
+                seed=int(f3.number_input("Seed", 0, 10_000, base.seed, key=f"{key}_seed")),
+            )
+        flow_json = json.dumps(asdict(cfg), sort_keys=True)
+    return Calibration(method, flow_json)
+
+
+def fit_texts(key: str, target: list[str]) -> tuple[list[str], str] | None:
+    """Which texts a calibrator is fitted on: the evaluated sentences, the demo corpus, or an upload."""
+    choice = st.radio("Fit the calibrator on", FIT_CHOICES, horizontal=True, key=f"{key}_fit_on")
+    if choice == FIT_CHOICES[0]:
+        return list(dict.fromkeys(services.demo_corpus().texts + list(target))), "demo corpus + target"
+    if choice == FIT_CHOICES[1]:
+        return target, "target"
+    corpus = _uploaded(f"{key}_fitcorpus", "Corpus to fit on", CORPUS_FORMATS, services.parse_corpus)
+    return (corpus.texts, corpus.name) if corpus is not None else None
+
+
+def calibrate(
+    cal: Calibration, pooling: str, fit_on: list[str], *arrays: np.ndarray
+) -> tuple[object, list[np.ndarray]] | None:
+    """Embed the fit texts, fit (cached) and map ``arrays``; a bad fit shows one error line and returns None."""
+    s = settings()
+    fit_vectors = services.embed(s.model, fit_on, pooling, s.max_length)
+    if len(fit_on) < 2 * s.hidden_size:
+        st.caption(
+            f"Fitted on {len(fit_on):,} texts, fewer than twice the {s.hidden_size} dimensions: the estimate "
+            "is rough. Fit on a larger corpus for a faithful calibration."
+        )
+    key = services.fit_key(s.model, pooling, s.max_length, fit_on)
+    try:
+        return services.calibrate(cal.method, cal.flow_json, key, fit_vectors, *arrays)
+    except (InputError, ValueError) as exc:
+        user_error(exc)
+        return None

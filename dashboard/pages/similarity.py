@@ -1,4 +1,4 @@
-"""Sentence pairs: cosine per pair, gold vs predicted, Spearman; pooling modes side by side."""
+"""Sentence pairs: cosine per pair, gold vs predicted, Spearman; pooling modes and calibration side by side."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from core.evaluate import correlations, cosine_pairs
+from core.evaluate import correlations, cosine_pairs, rank_shift
 from dashboard import services, ui
 
 s = ui.settings()
 st.title("Sentence-pair similarity")
 st.caption(
-    "Cosine similarity of each pair's sentence vectors; with gold scores, the Spearman correlation (x100) "
-    "says how well the ranking of cosines follows human judgement."
+    "Cosine similarity of each pair's sentence vectors. With gold scores, the Spearman correlation (x100) "
+    "says how well the ranking of cosines follows human judgement. Calibration maps the vectors to a more "
+    "isotropic space before the cosine; raw and calibrated are shown side by side."
 )
 
 pairs = ui.pairs_input("sim")
@@ -32,34 +33,43 @@ poolings = st.multiselect(
 if not poolings:
     st.info("Choose at least one pooling mode.")
     st.stop()
+cal = ui.calibration_controls("sim")
+fit = ui.fit_texts("sim", pairs.texts) if cal.active else None
 
 n = len(pairs)
 vectors = services.embed_many(s.model, pairs.texts, poolings, s.max_length)
-cosines = {p: cosine_pairs(vectors[p][:n], vectors[p][n:]) for p in poolings}
+# (column label, pooling, cosines) for every raw and calibrated variant
+variants: list[tuple[str, str, np.ndarray]] = []
+for p in poolings:
+    variants.append((p, p, cosine_pairs(vectors[p][:n], vectors[p][n:])))
+    if cal.active and fit is not None:
+        result = ui.calibrate(cal, p, fit[0], vectors[p])
+        if result is not None:
+            z = result[1][0]  # (2n, k)
+            variants.append((f"{p} + {cal.method}", p, cosine_pairs(z[:n], z[n:])))
 
 table = pairs.to_frame()
-for p, c in cosines.items():
-    table[f"cosine {p}"] = np.round(c, 4)
+for label, _, c in variants:
+    table[f"cosine {label}"] = np.round(c, 4)
 
+cols = st.columns(len(variants))
 if pairs.scores is None:
-    cols = st.columns(len(poolings))
-    for col, p in zip(cols, poolings, strict=True):
-        col.metric(f"cosine ({p})", f"{cosines[p][0]:.3f}" if n == 1 else f"mean {cosines[p].mean():.3f}")
+    for col, (label, _, c) in zip(cols, variants, strict=True):
+        col.metric(f"cosine ({label})", f"{c[0]:.3f}" if n == 1 else f"mean {c.mean():.3f}")
 else:
-    scores = {p: correlations(c, pairs.scores) for p, c in cosines.items()}
-    cols = st.columns(len(poolings))
-    for col, p in zip(cols, poolings, strict=True):
-        col.metric(f"Spearman ({p})", f"{scores[p]['spearman']:.1f}", help=f"Pearson {scores[p]['pearson']:.1f}")
+    for col, (label, _, c) in zip(cols, variants, strict=True):
+        r = correlations(c, pairs.scores)
+        col.metric(f"Spearman ({label})", f"{r['spearman']:.1f}", help=f"Pearson {r['pearson']:.1f}")
 
-    fig = make_subplots(rows=1, cols=len(poolings), subplot_titles=poolings, shared_yaxes=True)
+    fig = make_subplots(rows=1, cols=len(variants), subplot_titles=[v[0] for v in variants], shared_yaxes=False)
     hover = [ui.plot_text(f"{a}  ||  {b}") for a, b in zip(pairs.sentence1, pairs.sentence2, strict=True)]
-    for i, p in enumerate(poolings, start=1):
+    for i, (label, _, c) in enumerate(variants, start=1):
         fig.add_trace(
             go.Scattergl(
                 x=pairs.scores,
-                y=cosines[p],
+                y=c,
                 mode="markers",
-                name=p,
+                name=label,
                 text=hover,
                 hovertemplate="gold %{x:.2f}<br>cosine %{y:.3f}<br>%{text}<extra></extra>",
                 marker={"size": 6, "opacity": 0.6},
@@ -72,6 +82,17 @@ else:
     fig.update_layout(height=420, showlegend=False, margin={"t": 40, "b": 40})
     st.subheader("Gold vs predicted")
     ui.chart(fig, "similarity_scatter")
+
+if cal.active and len(variants) > 1 and n > 1:
+    raw, calibrated = variants[0][2], variants[1][2]
+    moved = table[["sentence1", "sentence2"]].copy()
+    moved["cosine raw"] = np.round(raw, 4)
+    moved["cosine calibrated"] = np.round(calibrated, 4)
+    moved["rank shift"] = rank_shift(raw, calibrated)
+    moved = moved.reindex(moved["rank shift"].abs().sort_values(ascending=False).index).head(10)
+    st.subheader(f"Pairs whose rank moved most ({variants[0][0]} → {variants[1][0]})")
+    st.caption("Positive: the pair ranks as more similar after calibration.")
+    st.dataframe(moved, width="stretch", hide_index=True)
 
 st.subheader("Pairs")
 st.dataframe(pd.DataFrame(table), width="stretch", hide_index=True)

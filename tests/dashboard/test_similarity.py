@@ -80,3 +80,16 @@ def test_upload_html_is_shown_literally(app: AppTest) -> None:
     assert not at.exception
     table = at.dataframe[0].value
     assert table["sentence1"].tolist() == ["<script>alert(1)</script>", "=cmd|' /C calc'!A0"]
+
+
+def test_whitening_side_by_side_with_rank_moves(app: AppTest) -> None:
+    at = open_page(app)
+    at.selectbox(key="sim_method").set_value("whitening").run()
+    assert not at.exception
+    m = metrics(at)
+    assert set(m) == {"Spearman (mean)", "Spearman (mean + whitening)"}
+    assert m["Spearman (mean)"] != m["Spearman (mean + whitening)"]
+    assert {"cosine mean", "cosine mean + whitening"} <= set(at.dataframe[-1].value.columns)
+    moved = at.dataframe[0].value
+    assert len(moved) == 10 and "rank shift" in moved.columns
+    assert moved["rank shift"].abs().is_monotonic_decreasing

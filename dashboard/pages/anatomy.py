@@ -1,0 +1,140 @@
+"""Embedding anatomy: how many parameters are embeddings, and how much of the input table is needed."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+import streamlit as st
+
+from core.errors import InputError
+from core.params import PRESET_NAMES, Architecture, architecture_from_model, get_preset, parameter_budget
+from dashboard import services, ui
+
+s = ui.settings()
+st.title("Embedding anatomy")
+st.caption(
+    "Embeddings are a large share of a transformer's parameters, most of all for multilingual vocabularies "
+    "(Chung et al. 2020). The output embedding is only used in pre-training, so input and output embeddings "
+    "can be decoupled: a small input embedding, a large output one that fine-tuning drops."
+)
+
+st.header("Parameter budget")
+LOADED = "loaded model"
+choice = st.selectbox("Architecture", [LOADED, *PRESET_NAMES, "custom"], key="anat_preset")
+try:
+    if choice == LOADED:
+        arch = architecture_from_model(services.encoder(s.model).model, name=s.model_label)
+    elif choice == "custom":
+        c = st.columns(4)
+        arch = Architecture(
+            vocab_size=int(c[0].number_input("Vocabulary", 100, 1_000_000, 250_000, key="anat_v")),
+            hidden_size=int(c[1].number_input("Hidden size", 16, 8192, 768, key="anat_h")),
+            num_layers=int(c[2].number_input("Layers", 1, 128, 12, key="anat_l")),
+            intermediate_size=int(c[3].number_input("Intermediate size", 16, 65536, 3072, key="anat_i")),
+            tied=st.toggle("Tied output embedding", False, key="anat_tied"),
+            input_embedding_size=int(c[0].number_input("E_in", 16, 8192, 768, key="anat_ein")),
+            output_embedding_size=int(c[1].number_input("E_out", 16, 8192, 768, key="anat_eout")),
+            name="custom",
+        ).validate()
+    else:
+        arch = get_preset(choice)
+    budget = parameter_budget(arch)
+except (InputError, ValueError) as exc:
+    ui.user_error(exc)
+    st.stop()
+
+m = st.columns(3)
+m[0].metric("Parameters (pre-training)", f"{budget.pretraining_total / 1e6:,.1f} M")
+m[1].metric("Embedding share, pre-training", f"{budget.embedding_share_pretraining:.1%}")
+m[2].metric("Embedding share, fine-tuning", f"{budget.embedding_share_finetuning:.1%}")
+groups = pd.DataFrame(
+    {
+        "stage": ["pre-training"] * 3 + ["fine-tuning"] * 2,
+        "group": ["input embedding", "transformer", "output embedding", "input embedding", "transformer"],
+        "parameters": [
+            budget.input_embedding,
+            budget.transformer,
+            budget.output_embedding,
+            budget.input_embedding,
+            budget.transformer,
+        ],
+    }
+)
+bar = px.bar(groups, x="stage", y="parameters", color="group", text_auto=".3s")
+bar.update_layout(height=380)
+ui.chart(bar, "parameter_budget")
+
+all_rows = [parameter_budget(get_preset(n)).to_dict() for n in PRESET_NAMES]
+presets = pd.DataFrame(all_rows)[
+    [
+        "name",
+        "vocab_size",
+        "hidden_size",
+        "num_layers",
+        "input_embedding_size",
+        "output_embedding_size",
+        "tied",
+        "pretraining_total",
+        "finetuning_total",
+        "embedding_share_pretraining",
+        "embedding_share_finetuning",
+    ]
+]
+with st.expander("All presets (from the public configurations)"):
+    st.dataframe(presets, width="stretch", hide_index=True)
+    ui.download_table(presets, "parameter_presets")
+components = pd.DataFrame([{"component": k, "group": g, "parameters": n} for k, (g, n) in budget.components.items()])
+with st.expander("Components of this architecture"):
+    st.dataframe(components, width="stretch", hide_index=True)
+
+st.header("The input embedding of the loaded model")
+spectrum = services.input_spectrum(s.model)
+c = st.columns(2)
+c[0].metric("Table shape", f"{spectrum.shape[0]:,} x {spectrum.shape[1]}")
+c[1].metric("Effective rank", f"{spectrum.effective_rank:.1f}", help="exp(entropy of normalised singular values)")
+spec = go.Figure()
+spec.add_trace(go.Scatter(y=spectrum.singular_values, name="singular value", mode="lines"))
+spec.add_trace(go.Scatter(y=spectrum.energy, name="energy kept at rank k", mode="lines", yaxis="y2"))
+spec.update_layout(
+    height=360,
+    xaxis_title="k",
+    yaxis={"title": "singular value", "type": "log"},
+    yaxis2={"title": "energy kept", "overlaying": "y", "side": "right", "range": [0, 1]},
+)
+ui.chart(spec, "input_embedding_spectrum")
+
+st.subheader("Shrink it to rank k")
+st.caption(
+    "Replace the table by its best rank-k approximation (what an input embedding of size k with a projection "
+    "would keep) and re-encode the pairs: STS Spearman and how many of each sentence's 10 nearest neighbours stay."
+)
+pairs = ui.pairs_input("anat")
+ranks = st.multiselect("Ranks", [8, 16, 32, 64, 128, 192, 256], default=[16, 64, 128], key="anat_ranks")
+if pairs is not None and ranks:
+    request = (services.pairs_key(pairs), tuple(sorted(ranks)), s.pooling, s.model, s.max_length)
+    if st.button("Shrink and re-encode", key="anat_go"):
+        st.session_state["anat_request"] = request
+    if st.session_state.get("anat_request") == request:
+        try:
+            result = services.shrink_curve(s.model, request[0], request[1], s.pooling, s.max_length, pairs)
+        except (InputError, ValueError) as exc:
+            ui.user_error(exc)
+            st.stop()
+        curve = result.curve
+        fig = go.Figure()
+        if pairs.scores is not None:
+            fig.add_trace(go.Scatter(x=curve["k"], y=curve["spearman"], name="Spearman", mode="lines+markers"))
+        ov = next(col for col in curve.columns if col.startswith("overlap_at_"))
+        fig.add_trace(
+            go.Scatter(x=curve["k"], y=curve[ov] * 100, name="neighbour overlap@10 (%)", mode="lines+markers")
+        )
+        fig.update_layout(height=380, xaxis_title="rank k", xaxis_type="log")
+        ui.chart(fig, "shrink_curve")
+        st.dataframe(curve, width="stretch", hide_index=True)
+        ui.download_table(curve, "shrink_curve")
+if services.encoder(s.model).model.get_output_embeddings() is None:
+    st.caption(
+        "The loaded model has no masked-LM head, so there is no output embedding to compare with. Load a "
+        "model saved with its MLM head (e.g. BertForMaskedLM) to compare input and output embeddings."
+    )

@@ -1,0 +1,95 @@
+"""Anisotropy: how isotropic is the space, per layer, and what does calibration change."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+import streamlit as st
+
+from core.cache import text_digest
+from core.metrics import cosine_histogram_sample, singular_values
+from dashboard import services, ui
+
+METRIC_HELP = {
+    "avg_cosine": "mean cosine of random pairs (0 = isotropic; Ethayarajh 2019)",
+    "isoscore": "IsoScore (Rudman et al. 2022): 1 = all directions used equally, 0 = one direction",
+    "partition_isotropy": "min/max of the partition function over principal directions (Mu & Viswanath 2018)",
+    "effective_rank": "exp of the entropy of the normalised singular values",
+    "explained_variance_top1": "share of variance on the first principal component",
+    "explained_variance_top10": "share of variance on the first ten principal components",
+    "uniformity": "log mean exp(-2 |x - y|^2) on the unit sphere (Wang & Isola 2020); lower is more uniform",
+}
+
+s = ui.settings()
+st.title("Anisotropy")
+st.caption(
+    "Are the sentence vectors spread over all directions, or crowded in a cone? Each metric is computed on "
+    "the corpus below for the sidebar's model and pooling, raw and after each calibrator (fitted on the same "
+    "texts, no labels)."
+)
+corpus = ui.corpus_input("ani")
+if corpus is None:
+    st.stop()
+texts = corpus.texts
+methods = st.multiselect(
+    "Calibrators to compare",
+    ["whitening", "sn", "abtt:3", "sn+abtt:3", "flow"],
+    default=["whitening", "sn+abtt:3"],
+    key="ani_methods",
+    help=ui.CALIBRATION_HELP,
+)
+
+raw = services.embed(s.model, texts, s.pooling, s.max_length)  # (n, d)
+spaces: dict[str, np.ndarray] = {"raw": raw}
+key = services.fit_key(s.model, s.pooling, s.max_length, texts)
+for m in methods:
+    _, (z,) = services.calibrate(m, "", key, raw, raw)
+    spaces[m] = z
+
+rows = {
+    name: services.metrics_of(services.vectors_key(s.model, s.pooling, s.max_length, texts, name), x)
+    for name, x in spaces.items()
+}
+table = pd.DataFrame(rows).T
+table.index.name = "space"
+st.subheader(f"Isotropy metrics ({s.pooling} pooling, {len(texts):,} texts)")
+st.dataframe(table.style.format("{:.3f}"), width="stretch")
+with st.expander("What the metrics mean"):
+    for k, v in METRIC_HELP.items():
+        st.markdown(f"- **{k}**: {v}")
+ui.download_table(table.reset_index(), "anisotropy_metrics")
+
+st.subheader("Pairwise cosines")
+hist = go.Figure()
+for name, x in spaces.items():
+    hist.add_trace(go.Histogram(x=cosine_histogram_sample(x, 20_000, seed=0), name=name, opacity=0.55, nbinsx=80))
+hist.update_layout(barmode="overlay", height=360, xaxis_title="cosine of a random pair", yaxis_title="pairs")
+ui.chart(hist, "cosine_histogram")
+
+st.subheader("Singular-value spectrum")
+spec = go.Figure()
+for name, x in spaces.items():
+    sv = singular_values(x)
+    spec.add_trace(go.Scatter(y=sv / sv.sum(), mode="lines", name=name))
+spec.update_layout(height=360, yaxis_type="log", xaxis_title="component", yaxis_title="normalised singular value")
+ui.chart(spec, "singular_values")
+
+st.subheader("Every layer (mean pooling of each layer)")
+per_layer = services.layer_metrics(s.model, text_digest(texts), s.max_length, tuple(texts))
+norm = (per_layer - per_layer.min()) / (per_layer.max() - per_layer.min()).replace(0, 1)
+heat = px.imshow(
+    norm.T,
+    x=[str(i) for i in per_layer.index],
+    y=list(per_layer.columns),
+    color_continuous_scale="Viridis",
+    aspect="auto",
+    labels={"x": "layer", "color": "scaled per metric"},
+)
+heat.update_traces(text=per_layer.T.round(3).values, texttemplate="%{text}")
+heat.update_layout(height=380)
+ui.chart(heat, "layer_metrics")
+with st.expander("Per-layer table"):
+    st.dataframe(per_layer.style.format("{:.3f}"), width="stretch")
+ui.download_table(per_layer.reset_index(), "layer_metrics")

@@ -1,0 +1,137 @@
+"""Calibration: fit a calibrator without labels, watch a flow train, compare every method and pooling."""
+
+from __future__ import annotations
+
+import io
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+import streamlit as st
+
+from core.evaluate import correlations, cosine_pairs
+from core.metrics import avg_cosine
+from dashboard import services, ui
+
+s = ui.settings()
+st.title("Calibration")
+st.caption(
+    "Pre-trained sentence vectors sit in a narrow cone. A calibrator, fitted on unlabelled sentences, maps "
+    "them to an isotropic space: BERT-flow learns an invertible map to a standard Gaussian; whitening is its "
+    "linear counterpart. Gold scores are used only to evaluate, never to fit."
+)
+
+pairs = ui.pairs_input("calp")
+if pairs is None:
+    st.stop()
+if pairs.scores is None or len(pairs) < 3:
+    st.info("Calibration is evaluated with gold scores: use the demo pairs or upload a file with a score column.")
+    st.stop()
+
+cal = ui.calibration_controls("calp", default="flow", include_none=False)
+fit = ui.fit_texts("calp", pairs.texts)
+if fit is None:
+    st.stop()
+fit_on, fit_label = fit
+request = (cal, fit_label, s.pooling, s.model, s.max_length)
+if st.button("Fit calibrator", type="primary", key="calp_fit"):
+    st.session_state["calp_request"] = request
+if st.session_state.get("calp_request") != request:
+    st.info(f"Press **Fit calibrator** to fit {cal.method} on {fit_label} with {s.pooling} pooling.")
+else:
+    n = len(pairs)
+    raw = services.embed(s.model, pairs.texts, s.pooling, s.max_length)  # (2n, d)
+    result = ui.calibrate(cal, s.pooling, fit_on, raw)
+    if result is not None:
+        calibrator, (z,) = result
+        before = correlations(cosine_pairs(raw[:n], raw[n:]), pairs.scores)
+        after = correlations(cosine_pairs(z[:n], z[n:]), pairs.scores)
+        c = st.columns(4)
+        c[0].metric("Spearman raw", f"{before['spearman']:.1f}")
+        c[1].metric(
+            f"Spearman {cal.method}", f"{after['spearman']:.1f}", f"{after['spearman'] - before['spearman']:+.1f}"
+        )
+        c[2].metric("avg cosine raw", f"{avg_cosine(raw):.3f}", help="Mean cosine of random pairs: 0 is isotropic.")
+        c[3].metric(f"avg cosine {cal.method}", f"{avg_cosine(z):.3f}")
+        history = getattr(calibrator, "history_", None)
+        if history:
+            if getattr(calibrator, "diverged_", False):
+                st.warning("Training diverged; the last good state was kept. Lower the learning rate.")
+            hist = pd.DataFrame(history)
+            fig = go.Figure(go.Scatter(x=hist["epoch"], y=hist["bits_per_dim"], mode="lines+markers"))
+            fig.add_hline(
+                y=calibrator.gaussian_bits_per_dim_,
+                line_dash="dot",
+                annotation_text="Gaussian fit (untrained flow = whitening)",
+            )
+            fig.update_layout(height=320, xaxis_title="epoch", yaxis_title="bits / dim (lower is better)")
+            st.subheader("Training curve")
+            ui.chart(fig, "flow_training")
+
+        buf = io.BytesIO()
+        np.save(buf, z.astype(np.float32), allow_pickle=False)
+        d1, d2 = st.columns(2)
+        d1.download_button(
+            "Download calibrated vectors (.npy)",
+            buf.getvalue(),
+            file_name=f"calibrated_{cal.method}.npy",
+            on_click="ignore",
+            key="calp_dl_npy",
+            icon=":material/download:",
+        )
+
+        def zipped() -> bytes:
+            with tempfile.TemporaryDirectory() as tmp:
+                calibrator.save(tmp)
+                out = io.BytesIO()
+                with zipfile.ZipFile(out, "w") as zf:
+                    for f in sorted(Path(tmp).iterdir()):
+                        zf.write(f, f.name)
+                return out.getvalue()
+
+        d2.download_button(
+            "Download fitted calibrator (.zip: safetensors + JSON)",
+            zipped,
+            file_name=f"calibrator_{cal.method}.zip",
+            on_click="ignore",
+            key="calp_dl_cal",
+            icon=":material/download:",
+        )
+
+st.divider()
+st.subheader("Every pooling x every calibrator")
+st.caption(
+    "Spearman (x100) on the loaded pairs, each calibrator fitted on the chosen fit texts for that pooling. "
+    "On a model already fine-tuned for similarity (like all-MiniLM-L6-v2 with mean pooling), calibration "
+    "often lowers the score; it helps most where the space is strongly anisotropic (e.g. cls pooling)."
+)
+t1, t2 = st.columns(2)
+table_poolings = t1.multiselect(
+    "Poolings", s.pooling_modes, default=list(dict.fromkeys([s.pooling, "cls", "first_last_avg"])), key="calp_tp"
+)
+methods = t2.multiselect(
+    "Calibrators",
+    ["none", "whitening", "whitening:128", "sn", "abtt:3", "sn+abtt:3", "flow"],
+    default=["none", "whitening", "sn+abtt:3", "flow"],
+    key="calp_tm",
+)
+if st.button("Compute table", key="calp_table_go"):
+    st.session_state["calp_table"] = (tuple(table_poolings), tuple(methods), fit_label, s.model, s.max_length)
+if st.session_state.get("calp_table") == (tuple(table_poolings), tuple(methods), fit_label, s.model, s.max_length):
+    df = services.calibration_table(
+        s.model, s.max_length, pairs, tuple(table_poolings), tuple(methods), fit_on, cal.flow_json
+    )
+    grid = df.pivot(index="pooling", columns="calibration", values="spearman").reindex(
+        index=table_poolings, columns=methods
+    )
+    best = df.loc[df["spearman"].idxmax()]
+    st.success(f"Best: {best['pooling']} + {best['calibration']} ({best['spearman']:.1f})")
+    fig = px.imshow(grid, text_auto=".1f", color_continuous_scale="Viridis", aspect="auto")
+    fig.update_layout(height=120 + 40 * len(table_poolings))
+    ui.chart(fig, "calibration_table")
+    st.dataframe(grid, width="stretch")
+    ui.download_table(df, "calibration_table")

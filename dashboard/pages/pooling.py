@@ -1,0 +1,65 @@
+"""Pooling explorer: STS for every pooling mode and every layer, raw and calibrated."""
+
+from __future__ import annotations
+
+import plotly.express as px
+import streamlit as st
+
+from dashboard import services, ui
+
+s = ui.settings()
+st.title("Pooling explorer")
+st.caption(
+    "How a sequence of token vectors becomes one sentence vector matters as much as the model (BERT-flow, "
+    "Sentence-T5). Every pooling mode and every layer's mean, from one forward pass, scored by Spearman (x100) "
+    "on the pairs; calibrators are fitted per pooling on the pairs' own sentences (no labels)."
+)
+pairs = ui.pairs_input("pool")
+if pairs is None:
+    st.stop()
+if pairs.scores is None or len(pairs) < 3:
+    st.info("The explorer needs gold scores: use the demo pairs or upload a file with a score column.")
+    st.stop()
+methods = st.multiselect(
+    "Calibrators",
+    ["whitening", "whitening:64", "sn", "abtt:3", "sn+abtt:3", "flow"],
+    default=["whitening:64"],
+    key="pool_methods",
+    help=ui.CALIBRATION_HELP,
+)
+request = (services.pairs_key(pairs), tuple(methods), s.model, s.max_length)
+if st.button("Run the explorer", type="primary", key="pool_go"):
+    st.session_state["pool_request"] = request
+if st.session_state.get("pool_request") != request:
+    st.info("Press **Run the explorer** (one forward pass for all poolings; calibrators add a fit each).")
+    st.stop()
+
+try:
+    report = services.pooling_report(s.model, request[0], tuple(methods), s.max_length, pairs)
+except ValueError as exc:
+    ui.user_error(exc)
+    st.stop()
+ui.show_warnings(report.warnings)
+table = report.table
+best = report.best
+st.success(
+    f"Best: {best['pooling']} + {best['calibration']}, Spearman {best['spearman']:.1f} "
+    f"({report.n_pairs} pairs, {report.n_sentences} unique sentences)"
+)
+grid = table.pivot(index="pooling", columns="calibration", values="spearman").reindex(
+    index=list(dict.fromkeys(table["pooling"])), columns=list(dict.fromkeys(table["calibration"]))
+)
+fig = px.imshow(grid, text_auto=".1f", color_continuous_scale="Viridis", aspect="auto", labels={"color": "Spearman"})
+fig.update_layout(height=140 + 32 * len(grid))
+st.subheader("Spearman: pooling (and layer) x calibration")
+ui.chart(fig, "pooling_heatmap")
+
+st.subheader("Alignment and uniformity (Wang & Isola 2020)")
+st.caption("Alignment: distance of positive pairs (gold > 4), lower is better. Uniformity: lower is more spread.")
+scatter = px.scatter(
+    table, x="uniformity", y="alignment", color="calibration", hover_name="pooling", symbol="calibration"
+)
+scatter.update_layout(height=420)
+ui.chart(scatter, "alignment_uniformity")
+st.dataframe(table, width="stretch", hide_index=True)
+ui.download_table(table, "pooling_table")

@@ -1,0 +1,42 @@
+"""AppTest: the Calibration page fits whitening and a flow, and fills the pooling x calibrator table."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from tests.dashboard.conftest import open_page
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_fit_whitening_then_flow(app: AppTest) -> None:
+    at = open_page(app, "calibration")
+    at.selectbox(key="calp_method").set_value("whitening").run()
+    assert not metrics(at), "nothing is fitted before the button is pressed"
+    at.button(key="calp_fit").click().run()
+    assert not at.exception
+    m = metrics(at)
+    assert {"Spearman raw", "Spearman whitening", "avg cosine whitening"} <= set(m)
+    assert abs(float(m["avg cosine whitening"])) < abs(float(m["avg cosine raw"]))
+
+    at.selectbox(key="calp_method").set_value("flow").run()
+    at.number_input(key="calp_epochs").set_value(3).run()
+    at.button(key="calp_fit").click().run()
+    assert not at.exception, at.exception
+    m = metrics(at)
+    assert "Spearman flow" in m
+    assert len(at.get("plotly_chart")) >= 1  # the training curve
+
+
+def test_pooling_by_calibrator_table(app: AppTest) -> None:
+    at = open_page(app, "calibration")
+    at.multiselect(key="calp_tp").set_value(["mean", "cls"]).run()
+    at.multiselect(key="calp_tm").set_value(["none", "whitening", "sn+abtt:3"]).run()
+    at.button(key="calp_table_go").click().run()
+    assert not at.exception, at.exception
+    grid = at.dataframe[-1].value
+    assert list(grid.index) == ["mean", "cls"]
+    assert list(grid.columns) == ["none", "whitening", "sn+abtt:3"]
+    assert at.success[0].value.startswith("Best:")

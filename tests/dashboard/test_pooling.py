@@ -1,0 +1,20 @@
+"""AppTest: the Pooling explorer on the demo pairs."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from tests.dashboard.conftest import open_page
+
+
+def test_explorer_table_and_best(app: AppTest) -> None:
+    at = open_page(app, "pooling")
+    assert not at.dataframe, "nothing runs before the button"
+    at.button(key="pool_go").click().run()
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    assert set(table["calibration"]) == {"none", "whitening:64"}
+    assert {"cls", "mean", "max", "last2avg", "first_last_avg", "layer:0", "layer:6"} <= set(table["pooling"])
+    best = table.loc[table["spearman"].idxmax()]
+    assert f"Best: {best['pooling']} + {best['calibration']}" in at.success[0].value
+    assert len(at.get("plotly_chart")) == 2
