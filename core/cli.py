@@ -10,6 +10,7 @@ import importlib
 import logging
 import os
 import sys
+from typing import NoReturn
 
 from core.errors import InputError
 
@@ -17,11 +18,23 @@ from core.errors import InputError
 COMMAND_MODULES: tuple[str, ...] = (
     "core.commands.embed",
     "core.commands.sts",
+    "core.commands.calibrate",
+    "core.commands.landscape",
+    "core.commands.pooling",
+    "core.commands.params",
+    "core.commands.geometry",
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr (exit status 2), like every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m core", description="Isoscope: embedding-space geometry.")
+    parser = _Parser(prog="python -m core", description="Isoscope: embedding-space geometry.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module_name in COMMAND_MODULES:
@@ -38,8 +51,15 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:
         args._run(args)
-    except (InputError, FileNotFoundError) as exc:
+    except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except OSError as exc:  # unreadable input, unwritable output folder, full disk
+        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
         return 2
     except ValueError as exc:  # invalid option values found by core (e.g. an unknown pooling)
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
@@ -47,7 +67,4 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; finished results are cached and the next run resumes from them", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
     return 0
