@@ -1,0 +1,75 @@
+"""Frequency bias: do frequent tokens sit near the origin and rare ones in sparse regions (BERT-flow Table 1)?"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.express as px
+import streamlit as st
+
+from core.cache import text_digest
+from core.errors import InputError
+from dashboard import services, ui
+
+s = ui.settings()
+st.title("Word-frequency bias")
+st.caption(
+    "BERT-flow (Li et al. 2020) found that frequent tokens have small norms and sit close together, while rare "
+    "tokens are far from the origin and from each other, so the space is shaped by frequency rather than "
+    "meaning. Token frequencies are counted with the model's tokenizer over the corpus; each token's L2 norm "
+    "and mean distance to its k nearest neighbours are grouped by frequency rank, raw and after calibration."
+)
+corpus = ui.corpus_input("freq")
+if corpus is None:
+    st.stop()
+c1, c2 = st.columns(2)
+space = c1.radio(
+    "Token vectors",
+    ["static", "contextual"],
+    horizontal=True,
+    key="freq_space",
+    help="static: rows of the input embedding matrix; contextual: token vectors of the last layer in context.",
+)
+calibration = c2.selectbox(
+    "Calibration", ["whitening", "sn+abtt:3", "flow", "none"], key="freq_cal", help=ui.CALIBRATION_HELP
+)
+try:
+    result = services.frequency_result(
+        s.model, text_digest(corpus.texts), s.max_length, calibration, (space,), tuple(corpus.texts)
+    )
+except (InputError, ValueError) as exc:
+    ui.user_error(exc)
+    st.stop()
+
+corr = result.correlations
+cols = st.columns(len(corr))
+for col, (_, row) in zip(cols, corr.iterrows(), strict=True):
+    col.metric(
+        f"Spearman(norm, count) {row['stage']}",
+        f"{row['spearman_norm_count']:.1f}",
+        help="Rank correlation of a token's norm with its frequency (x100); negative: frequent = small norm.",
+    )
+
+tokens = result.tokens.copy()
+tokens["log10 rank"] = np.log10(tokens["rank"].astype(float) + 1)
+tokens["hover"] = [ui.plot_text(t, 40) for t in tokens["token"]]
+fig = px.scatter(
+    tokens,
+    x="log10 rank",
+    y="norm",
+    color="bucket",
+    facet_col="stage",
+    hover_name="hover",
+    hover_data={"count": True, "knn_dist": ":.3f", "log10 rank": False, "bucket": False},
+    render_mode="webgl",
+)
+fig.update_yaxes(matches=None, showticklabels=True)
+fig.update_layout(height=440, xaxis_title="log10 frequency rank (0 = most frequent)")
+st.subheader("Norm vs frequency rank")
+ui.chart(fig, "frequency_norm")
+
+st.subheader("By frequency bucket")
+st.dataframe(result.buckets, width="stretch", hide_index=True)
+ui.download_table(result.buckets, "frequency_buckets")
+with st.expander("Per-token table"):
+    st.dataframe(result.tokens, width="stretch", hide_index=True)
+    ui.download_table(result.tokens, "frequency_tokens")
