@@ -1,4 +1,4 @@
-"""``python -m core embed``: embed a corpus to a .npy file."""
+"""``python -m core embed``: embed a corpus to a .npy file, in resumable chunks, or in shards through Ray."""
 
 from __future__ import annotations
 
@@ -21,20 +21,138 @@ from core.errors import InputError
 
 NAME = "embed"
 HELP = "embed a corpus (one text per line, or a table with a text column) to a .npy file"
+ENGINES: tuple[str, ...] = ("local", "ray")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", required=True, help="corpus file: .txt, .csv, .tsv, .jsonl or .parquet")
     p.add_argument("--text-column", default=None, help="column holding the texts (default: text)")
-    p.add_argument("--out", required=True, help="output .npy file, float32 (n, d)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="output .npy file, float32 (n, d); with --engine ray optional (gathers the shards into it, in memory)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="local: this process; ray: a pool of Ray actors writing shards to --shard-dir (default: local)",
+    )
+    p.add_argument(
+        "--chunk-size",
+        type=int,
+        default=None,
+        help="local: embed in resumable chunks of N texts, streaming a .txt input (no row limit); "
+        "ray: texts per shard (default 1024)",
+    )
+    p.add_argument("--shard-dir", default=None, help="ray: folder for the shards (shared by all nodes on a cluster)")
+    p.add_argument(
+        "--ray-address",
+        default="local",
+        help="ray: 'local' starts Ray on this machine; or a cluster address such as ray://head:10001 or auto",
+    )
+    p.add_argument("--actors", type=int, default=2, help="ray: number of actors, one model each (default: 2)")
+    p.add_argument("--num-cpus", type=int, default=2, help="ray with a local address: CPUs Ray may use (default: 2)")
     add_model_arguments(p)
     add_json_argument(p)
 
 
+def _check_out(out: str | None) -> Path | None:
+    if out is None:
+        return None
+    path = Path(out)
+    if path.suffix != ".npy":
+        raise InputError(f"--out must end in .npy, got '{path.name}'")
+    return path
+
+
+def _texts(args: argparse.Namespace) -> tuple[object, list[str]]:
+    """A .txt path (streamed) or the texts of a table, and load warnings."""
+    if Path(args.input).suffix.lower() in (".txt", ".text") and args.text_column is None:
+        if not Path(args.input).is_file():
+            raise InputError(f"file not found: {args.input}")
+        return Path(args.input), []
+    corpus = load_corpus(args.input, text_column=args.text_column)
+    return corpus.texts, corpus.warnings
+
+
+def _run_ray(args: argparse.Namespace, out: Path | None) -> dict:
+    from core.corpus_embed import DEFAULT_SHARD_ROWS, embed_with_ray, load_shards
+
+    if not args.shard_dir:
+        raise InputError("--engine ray needs --shard-dir (a folder every Ray node can write)")
+    source, warnings = _texts(args)
+    run = embed_with_ray(
+        source,
+        args.shard_dir,
+        model=args.model or None,
+        pooling=args.pooling,
+        config=embed_config(args),
+        shard_rows=args.chunk_size or DEFAULT_SHARD_ROWS,
+        num_actors=args.actors,
+        address=args.ray_address,
+        num_cpus=args.num_cpus,
+    )
+    result = {
+        "engine": "ray",
+        "shard_dir": str(run.shard_dir),
+        "n": run.n,
+        "dim": run.dim,
+        "shards": run.num_shards,
+        "computed_shards": len(run.computed_shards),
+        "resumed_shards": len(run.resumed_shards),
+        "out": None,
+        "warnings": warnings,
+    }
+    lines = [f"wrote {run.n} x {run.dim} vectors in {run.num_shards} shards to {run.shard_dir}"]
+    if out is not None:
+        _, vectors = load_shards(run.shard_dir)
+        atomic_save_npy(out, vectors)
+        result["out"] = str(out)
+        lines.append(f"wrote {vectors.shape[0]} x {vectors.shape[1]} vectors to {out}")
+    emit(args, result, [*lines, *warnings])
+    return result
+
+
+def _run_chunked(args: argparse.Namespace, out: Path) -> dict:
+    from core.corpus_embed import embed_to_npy
+
+    source, warnings = _texts(args)
+    run = embed_to_npy(
+        encoder_from_args(args),
+        source,
+        out,
+        args.pooling,
+        embed_config(args),
+        chunk_size=args.chunk_size,
+        progress=progress_bar(args, "embed"),
+    )
+    result = {
+        "engine": "local",
+        "out": str(out),
+        "n": run.n,
+        "dim": run.dim,
+        "chunks": run.num_chunks,
+        "computed_chunks": len(run.computed_chunks),
+        "resumed_chunks": len(run.resumed_chunks),
+        "warnings": warnings,
+    }
+    emit(args, result, [f"wrote {run.n} x {run.dim} vectors to {out}", *warnings])
+    return result
+
+
 def run(args: argparse.Namespace) -> dict:
-    out = Path(args.out)
-    if out.suffix != ".npy":
-        raise InputError(f"--out must end in .npy, got '{out.name}'")
+    out = _check_out(args.out)
+    if args.chunk_size is not None and args.chunk_size < 1:
+        raise InputError("--chunk-size must be at least 1")
+    if args.engine == "ray":
+        if args.actors < 1 or args.num_cpus < 1:
+            raise InputError("--actors and --num-cpus must be at least 1")
+        return _run_ray(args, out)
+    if out is None:
+        raise InputError("--out is required (a .npy file) unless --engine ray")
+    if args.chunk_size is not None:
+        return _run_chunked(args, out)
     corpus = load_corpus(args.input, text_column=args.text_column)
     encoder = encoder_from_args(args)
     vectors = encode(

@@ -1,0 +1,121 @@
+"""2-D and 3-D maps of embedding spaces: PCA, UMAP and t-SNE, deterministic for a given seed.
+
+xy = project(vectors, "umap", n_components=2, seed=0)    # (n, 2) float32
+rows = sample_indices(len(vectors), 20_000, seed=0)      # seeded subsample for big corpora
+
+- ``pca``: exact, via the eigenvectors of the covariance (float64); each axis's sign is fixed so that
+  its largest loading is positive (the scikit-learn ``svd_flip`` convention), so PCA is reproducible.
+- ``umap``: ``umap.UMAP`` with cosine distance, ``n_neighbors=15``, ``min_dist=0.1``. A seed makes it
+  single-threaded (UMAP's rule for reproducibility). The first call in a process JIT-compiles numba code.
+- ``tsne``: ``sklearn.manifold.TSNE`` with cosine distance, PCA initialisation, ``perplexity=30``
+  (lowered for tiny inputs). Slow beyond ~10k points: sample first.
+
+Extra keyword arguments go to the underlying estimator (``n_neighbors=50``, ``perplexity=10``, ...).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal, get_args
+
+import numpy as np
+
+from core.errors import InputError
+
+log = logging.getLogger(__name__)
+
+ProjectionMethod = Literal["pca", "umap", "tsne"]
+PROJECTION_METHODS: tuple[str, ...] = get_args(ProjectionMethod)
+N_COMPONENTS: tuple[int, ...] = (2, 3)
+SMALL_UMAP_ROWS = 64
+DEFAULT_PARAMS: dict[str, dict[str, object]] = {
+    "pca": {},
+    "umap": {"n_neighbors": 15, "min_dist": 0.1, "metric": "cosine", "n_jobs": 1},
+    "tsne": {"perplexity": 30.0, "metric": "cosine", "init": "pca"},
+}
+
+
+def sample_indices(n: int, max_points: int | None, seed: int = 0) -> np.ndarray:
+    """Sorted row indices (m,) int64: all ``n`` rows, or a seeded sample of ``max_points`` without replacement."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if max_points is None or max_points >= n:
+        return np.arange(n, dtype=np.int64)
+    if max_points < 1:
+        raise InputError(f"sample size must be at least 1, got {max_points}")
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(n, size=int(max_points), replace=False)).astype(np.int64)
+
+
+def _check_input(X: np.ndarray, method: str, n_components: int) -> np.ndarray:
+    if method not in PROJECTION_METHODS:
+        raise InputError(f"unknown projection '{method}'; choose one of {', '.join(PROJECTION_METHODS)}")
+    if n_components not in N_COMPONENTS:
+        raise InputError(f"n_components must be 2 or 3, got {n_components}")
+    arr = np.asarray(X)
+    if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.number):
+        raise InputError(f"vectors must be a 2-D numeric array (rows, dimensions), got shape {arr.shape}")
+    if arr.shape[1] < n_components:
+        raise InputError(f"{arr.shape[1]}-dimensional vectors cannot be projected to {n_components} dimensions")
+    if arr.shape[0] < n_components + 2:
+        raise InputError(f"need at least {n_components + 2} points to project, got {arr.shape[0]}")
+    if not np.isfinite(arr).all():
+        raise InputError("vectors contain NaN or infinite values; drop or fix those rows first")
+    return arr
+
+
+def pca(X: np.ndarray, n_components: int = 2) -> np.ndarray:
+    """Coordinates on the top principal axes (n, k), signs fixed so each axis's largest loading is positive."""
+    Xc = np.asarray(X, dtype=np.float64)
+    Xc = Xc - Xc.mean(axis=0)  # (n, d)
+    cov = Xc.T @ Xc  # (d, d)
+    _, evecs = np.linalg.eigh(cov)  # ascending
+    comps = evecs[:, ::-1][:, :n_components]  # (d, k)
+    top = np.argmax(np.abs(comps), axis=0)  # (k,)
+    comps = comps * np.sign(comps[top, np.arange(n_components)])
+    return (Xc @ comps).astype(np.float32)  # (n, k)
+
+
+def _umap(X: np.ndarray, n_components: int, seed: int, params: dict) -> np.ndarray:
+    import umap
+
+    n = X.shape[0]
+    params = {**DEFAULT_PARAMS["umap"], **params}
+    params["n_neighbors"] = int(min(params["n_neighbors"], n - 1))
+    if n < SMALL_UMAP_ROWS and "init" not in params:  # spectral init is unreliable on tiny graphs
+        params["init"] = "random"
+    reducer = umap.UMAP(n_components=n_components, random_state=seed, **params)
+    return np.asarray(reducer.fit_transform(X.astype(np.float32)), dtype=np.float32)
+
+
+def _tsne(X: np.ndarray, n_components: int, seed: int, params: dict) -> np.ndarray:
+    from sklearn.manifold import TSNE
+
+    n = X.shape[0]
+    params = {**DEFAULT_PARAMS["tsne"], **params}
+    params["perplexity"] = float(min(params["perplexity"], max(1.0, (n - 1) / 3)))
+    method = params.pop("method", "barnes_hut" if n_components < 4 else "exact")
+    tsne = TSNE(n_components=n_components, random_state=seed, method=method, **params)
+    return np.asarray(tsne.fit_transform(X.astype(np.float32)), dtype=np.float32)
+
+
+def project(
+    X: np.ndarray,
+    method: str = "pca",
+    n_components: int = 2,
+    seed: int = 0,
+    **params: object,
+) -> np.ndarray:
+    """Map vectors (n, d) to (n, ``n_components``) float32 with ``method`` in ``PROJECTION_METHODS``.
+
+    Same input, method, seed and parameters give the same output. Big corpora: project a
+    ``sample_indices`` subsample.
+    """
+    arr = _check_input(X, method, n_components)
+    if method == "pca":
+        if params:
+            raise InputError(f"pca takes no parameters, got {', '.join(params)}")
+        return pca(arr, n_components)
+    if method == "umap":
+        return _umap(arr, n_components, seed, dict(params))
+    return _tsne(arr, n_components, seed, dict(params))

@@ -1,0 +1,223 @@
+"""core.corpus_embed: resumable chunked embedding, shards, IVF-PQ from shards, and the Ray engine."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import core.corpus_embed as ce
+from core.cli import main
+from core.data import load_pairs
+from core.embed import EmbedConfig, encode
+from core.errors import InputError
+from core.index import build_index, recall_at_k
+
+TEXTS = [
+    f"{subject} {verb} the {thing} {when}."
+    for subject in ("A cat", "The old man", "Two children", "My neighbour", "A small robot")
+    for verb in ("watches", "paints", "forgets")
+    for thing in ("river", "cake")
+    for when in ("today", "at night")
+]  # 60 short texts
+CONFIG = EmbedConfig(batch_size=16, max_length=64)
+
+
+class StopAfter(Exception):
+    pass
+
+
+@pytest.fixture(scope="module")
+def reference(encoder) -> np.ndarray:
+    """The single-call embeddings of TEXTS, (60, 384)."""
+    return encode(encoder, TEXTS, "mean", CONFIG)
+
+
+@pytest.fixture()
+def counted(monkeypatch) -> list[int]:
+    """Records how many texts each ``encode`` call inside core.corpus_embed embedded (the real model runs)."""
+    sizes: list[int] = []
+
+    def spy(encoder, texts, *args, **kwargs):
+        sizes.append(len(texts))
+        return encode(encoder, texts, *args, **kwargs)
+
+    monkeypatch.setattr(ce, "encode", spy)
+    return sizes
+
+
+def test_chunked_run_equals_one_call(tmp_path, encoder, reference, counted):
+    out = tmp_path / "vectors.npy"
+    calls: list[tuple[int, int]] = []
+    run = ce.embed_to_npy(encoder, TEXTS, out, config=CONFIG, chunk_size=25, progress=lambda d, t: calls.append((d, t)))
+    assert (run.n, run.dim, run.num_chunks) == (60, 384, 3)
+    assert run.computed_chunks == [0, 1, 2] and run.resumed_chunks == []
+    assert counted == [25, 25, 10]
+    assert calls == [(25, 60), (50, 60), (60, 60)]
+    vectors = np.load(out, allow_pickle=False)
+    assert vectors.dtype == np.float32 and vectors.shape == (60, 384)
+    np.testing.assert_allclose(vectors, reference, atol=1e-5)
+    assert not ce.partial_path(out).exists() and not ce.progress_path(out).exists()
+
+
+def test_interrupted_run_resumes_with_the_remaining_chunks(tmp_path, encoder, reference, counted):
+    out = tmp_path / "vectors.npy"
+
+    def stop_after_two(done: int, total: int) -> None:
+        if done >= 2 * 13:
+            raise StopAfter
+
+    with pytest.raises(StopAfter):
+        ce.embed_to_npy(encoder, TEXTS, out, config=CONFIG, chunk_size=13, progress=stop_after_two)
+    assert not out.exists()  # never a half-written result under the final name
+    assert json.loads(ce.progress_path(out).read_text())["done"] == [0, 1]
+    assert counted == [13, 13]
+
+    counted.clear()
+    run = ce.embed_to_npy(encoder, TEXTS, out, config=CONFIG, chunk_size=13)
+    assert run.resumed_chunks == [0, 1] and run.computed_chunks == [2, 3, 4]
+    assert counted == [13, 13, 8]  # only the missing chunks were embedded
+    straight = tmp_path / "straight.npy"
+    ce.embed_to_npy(encoder, TEXTS, straight, config=CONFIG, chunk_size=13)
+    np.testing.assert_array_equal(np.load(out), np.load(straight))
+    np.testing.assert_allclose(np.load(out), reference, atol=1e-5)
+
+
+def test_changed_input_starts_over(tmp_path, encoder, counted):
+    out = tmp_path / "vectors.npy"
+
+    def stop(done: int, total: int) -> None:
+        raise StopAfter
+
+    with pytest.raises(StopAfter):
+        ce.embed_to_npy(encoder, TEXTS[:40], out, config=CONFIG, chunk_size=20, progress=stop)
+    counted.clear()
+    other = [t.upper() for t in TEXTS[:40]]
+    run = ce.embed_to_npy(encoder, other, out, config=CONFIG, chunk_size=20)
+    assert run.resumed_chunks == [] and run.computed_chunks == [0, 1] and counted == [20, 20]
+    np.testing.assert_allclose(np.load(out), encode(encoder, other, "mean", CONFIG), atol=1e-5)
+
+
+def test_text_file_is_streamed_line_by_line(tmp_path, encoder, reference):
+    src = tmp_path / "corpus.txt"
+    lines = []
+    for i, t in enumerate(TEXTS):
+        lines.append(f"  {t}  ")
+        if i % 20 == 0:
+            lines.append("")  # blank lines are skipped, as load_corpus does
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert ce.scan_source(src)[0] == 60
+    out = tmp_path / "vectors.npy"
+    run = ce.embed_to_npy(encoder, src, out, config=CONFIG, chunk_size=32)
+    assert run.n == 60
+    np.testing.assert_allclose(np.load(out), reference, atol=1e-5)
+
+
+def test_input_errors(tmp_path, encoder):
+    with pytest.raises(InputError, match=r"must end in \.npy"):
+        ce.embed_to_npy(encoder, TEXTS, tmp_path / "x.csv")
+    with pytest.raises(InputError, match="no texts"):
+        ce.embed_to_npy(encoder, [], tmp_path / "x.npy")
+    with pytest.raises(ValueError, match="unknown pooling"):
+        ce.embed_to_npy(encoder, TEXTS, tmp_path / "x.npy", pooling="median")
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine line\n\xff\xfe\xfa broken\n")
+    with pytest.raises(InputError, match="line 2 is not valid UTF-8"):
+        ce.embed_to_npy(encoder, bad, tmp_path / "x.npy")
+    (tmp_path / "corpus.csv").write_text("text\nhello\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"\.txt file"):
+        ce.embed_to_npy(encoder, tmp_path / "corpus.csv", tmp_path / "x.npy")
+
+
+def test_cli_chunked_local_engine(tmp_path, reference, capsys):
+    src = tmp_path / "corpus.txt"
+    src.write_text("\n".join(TEXTS), encoding="utf-8")
+    out = tmp_path / "v.npy"
+    argv = ["embed", "--input", str(src), "--out", str(out), "--chunk-size", "40", "--batch-size", "16"]
+    assert main([*argv, "--max-length", "64", "--quiet", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["n"] == 60 and result["chunks"] == 2 and result["computed_chunks"] == 2
+    np.testing.assert_allclose(np.load(out), reference, atol=1e-5)
+
+
+def test_cli_engine_options_are_checked(tmp_path, capsys):
+    src = tmp_path / "corpus.txt"
+    src.write_text("one\ntwo\n", encoding="utf-8")
+    assert main(["embed", "--input", str(src), "--engine", "ray"]) == 2
+    assert "--shard-dir" in capsys.readouterr().err
+    assert main(["embed", "--input", str(src)]) == 2
+    assert "--out is required" in capsys.readouterr().err
+    assert main(["embed", "--input", str(src), "--out", str(tmp_path / "v.npy"), "--chunk-size", "0"]) == 2
+    assert "--chunk-size" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- shards
+
+
+def _clustered(n: int, d: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((30, d))
+    return (centres[rng.integers(0, 30, n)] + 0.5 * rng.standard_normal((n, d))).astype(np.float32)
+
+
+def test_save_and_load_shards_in_id_order(tmp_path):
+    X = _clustered(1050, 32, 0)
+    assert ce.save_shards(X, tmp_path / "s", shard_rows=100) == 11
+    ids, vectors = ce.load_shards(tmp_path / "s")
+    np.testing.assert_array_equal(ids, np.arange(1050))
+    np.testing.assert_array_equal(vectors, X)
+    with pytest.raises(InputError, match="already holds shards"):
+        ce.save_shards(X, tmp_path / "s")
+    ce.shard_path(tmp_path / "s", 4).unlink()
+    with pytest.raises(InputError, match="incomplete"):
+        ce.load_shards(tmp_path / "s")
+    ce.shard_path(tmp_path / "s", 5).write_bytes(b"not a zip")
+    with pytest.raises(InputError, match="not a readable shard"):
+        ce.load_shards(tmp_path / "s")
+
+
+def test_ivfpq_from_shards_matches_in_memory_search(tmp_path):
+    X = _clustered(6000, 32, 1)
+    ce.save_shards(X, tmp_path / "s", shard_rows=1000)
+    index = ce.build_ivfpq_from_shards(tmp_path / "s", sample_size=3000, nlist=32, m=8, nbits=6, nprobe=8, seed=0)
+    assert index.kind == "ivfpq" and index.ntotal == 6000 and index.params.pq_m == 8
+    exact = build_index(X, "flat")
+    queries = _clustered(100, 32, 1) + 0.01
+    assert recall_at_k(index, exact, queries, 10) >= 0.3  # random ids: ~0.002
+    _, ids = index.search(X[[5, 4321]], 1)
+    np.testing.assert_array_equal(ids[:, 0], [5, 4321])  # ids survive shard-by-shard adding
+    with pytest.raises(InputError, match="no complete shard set"):
+        ce.build_ivfpq_from_shards(tmp_path / "missing")
+
+
+@pytest.mark.slow
+def test_ray_engine_equals_single_process(tmp_path, stsb_dir, encoder, capsys):
+    """2000 STS-B sentences through `python -m core embed --engine ray` (local Ray, 2 actors)."""
+    pairs = load_pairs(stsb_dir / "stsb-en-train.csv")
+    texts = pairs.texts[:2000]
+    src = tmp_path / "stsb.txt"
+    src.write_text("\n".join(texts), encoding="utf-8")
+    shards, out = tmp_path / "shards", tmp_path / "stsb.npy"
+    argv = ["embed", "--engine", "ray", "--input", str(src), "--shard-dir", str(shards), "--out", str(out)]
+    argv += ["--chunk-size", "500", "--actors", "2", "--batch-size", "32", "--quiet", "--json"]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["n"] == 2000 and result["shards"] == 4 and result["computed_shards"] == 4
+    assert sorted(p.name for p in shards.glob("shard-*.npz")) == [f"shard-{i:06d}.npz" for i in range(4)]
+
+    single = encode(encoder, texts, "mean", EmbedConfig(batch_size=64, max_length=256))  # (2000, 384)
+    ids, vectors = ce.load_shards(shards)
+    np.testing.assert_array_equal(ids, np.arange(2000))
+    np.testing.assert_allclose(vectors, single, atol=1e-5)
+    np.testing.assert_array_equal(np.load(out), vectors)
+
+    # a rerun finds every shard done and starts no Ray work
+    assert main(argv) == 0
+    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert again["computed_shards"] == 0 and again["resumed_shards"] == 4
+
+    index = ce.build_ivfpq_from_shards(shards, sample_size=2000, nlist=16, m=48, nprobe=16)
+    assert index.ntotal == 2000
+    _, top = index.search(single[:50], 5)
+    assert (top == np.arange(50)[:, None]).any(axis=1).mean() >= 0.9  # each sentence finds itself
