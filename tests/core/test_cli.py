@@ -1,0 +1,150 @@
+"""The command line: JSON results, exit status 2 with one stderr line on bad input, .npy output."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import core.commands.common as common
+from core.cli import COMMAND_MODULES, main
+from core.data import load_pairs
+from core.embed import encode
+from core.evaluate import correlations, cosine_pairs
+
+PAIRS = [
+    ("A man is playing a guitar.", "A man plays the guitar.", 4.8),
+    ("A woman is slicing an onion.", "Someone is cutting an onion.", 4.2),
+    ("A dog runs in the park.", "A dog is running on the grass.", 3.6),
+    ("The stock market fell today.", "Shares dropped on the exchange.", 3.4),
+    ("A child is reading a book.", "A kid plays football outside.", 1.0),
+    ("The sun is shining.", "A man is cooking pasta.", 0.2),
+    ("Two birds sit on a wire.", "Birds are perched on a cable.", 4.0),
+    ("She is writing a letter.", "The train leaves at noon.", 0.0),
+]
+
+
+@pytest.fixture()
+def pairs_file(tmp_path: Path) -> Path:
+    path = tmp_path / "pairs.csv"
+    path.write_text("".join(f'"{a}","{b}",{s}\n' for a, b, s in PAIRS))
+    return path
+
+
+@pytest.fixture()
+def cli(encoder, tmp_cache, monkeypatch):
+    """``core.cli.main`` with the session's real encoder (no reload per call) and a private cache."""
+    monkeypatch.setattr(common, "encoder_from_args", lambda args: encoder)
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(name)
+        if hasattr(module, "encoder_from_args"):
+            monkeypatch.setattr(module, "encoder_from_args", lambda args: encoder)
+    return main
+
+
+def _one_error_line(capsys) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip("\n").split("\n")
+    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
+    assert captured.out == ""
+    return lines[0]
+
+
+def test_sts_json(cli, encoder, pairs_file: Path, capsys) -> None:
+    assert cli(["sts", "--pairs", str(pairs_file), "--json", "--quiet"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1
+    result = json.loads(out[0])
+    assert result["n_pairs"] == len(PAIRS)
+    pairs = load_pairs(pairs_file)
+    vecs = encode(encoder, pairs.texts)
+    expected = correlations(cosine_pairs(vecs[: len(PAIRS)], vecs[len(PAIRS) :]), pairs.scores)
+    assert result["spearman"] == pytest.approx(expected["spearman"], abs=1e-6)
+    assert result["pearson"] == pytest.approx(expected["pearson"], abs=1e-6)
+    assert 50 < result["spearman"] <= 100  # x100 scale, and these pairs are easy
+
+
+def test_sts_text_output_and_pooling(cli, pairs_file: Path, capsys) -> None:
+    assert cli(["sts", "--pairs", str(pairs_file), "--pooling", "cls", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "spearman" in out and "pooling cls" in out and "8 pairs" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["sts", "--pairs", "{tmp}/missing.csv"], "not found"),
+        (["sts", "--pairs", "{pairs}", "--pooling", "median"], "unknown pooling"),
+        (["sts", "--pairs", "{pairs}", "--pooling", "layer:99"], "layer"),
+        (["sts", "--pairs", "{pairs}", "--pooling", "enc_first"], "encoder-decoder"),
+        (["sts", "--pairs", "{noscores}"], "score"),
+        (["sts", "--pairs", "{binary}"], "binary"),
+        (["sts", "--pairs", "{pairs}", "--max-length", "0"], "max-length"),
+        (["embed", "--input", "{corpus}", "--out", "{tmp}/x.txt"], ".npy"),
+        (["embed", "--input", "{tmp}/missing.txt", "--out", "{tmp}/x.npy"], "not found"),
+    ],
+)
+def test_bad_input_exit_2_and_one_stderr_line(cli, tmp_path: Path, pairs_file: Path, capsys, argv, match) -> None:
+    (tmp_path / "noscores.csv").write_text("sentence1,sentence2\na cat,a dog\n")
+    (tmp_path / "junk.csv").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    (tmp_path / "corpus.txt").write_text("one\ntwo\n")
+    names = {
+        "tmp": tmp_path,
+        "pairs": pairs_file,
+        "noscores": tmp_path / "noscores.csv",
+        "binary": tmp_path / "junk.csv",
+        "corpus": tmp_path / "corpus.txt",
+    }
+    argv = [a.format(**names) for a in argv]
+    assert cli(argv) == 2
+    line = _one_error_line(capsys)
+    assert match.lower() in line.lower(), line
+    assert not (tmp_path / "x.npy").exists()
+
+
+def test_embed_writes_float32_npy(cli, encoder, tmp_path: Path, capsys) -> None:
+    texts = ["The first text.", "A second, longer text about something else entirely.", "Third"]
+    work = tmp_path / "work"
+    work.mkdir()
+    corpus = work / "corpus.txt"
+    corpus.write_text("\n".join(texts) + "\n\n")
+    out = work / "x.npy"
+    assert cli(["embed", "--input", str(corpus), "--out", str(out), "--json", "--quiet"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["n"] == 3 and result["dim"] == 384 and result["out"] == str(out)
+    vecs = np.load(out, allow_pickle=False)
+    assert vecs.dtype == np.float32 and vecs.shape == (3, 384)
+    np.testing.assert_allclose(vecs, encode(encoder, texts), atol=1e-6)
+    assert sorted(p.name for p in work.iterdir()) == ["corpus.txt", "x.npy"]  # no temp files
+
+
+def test_embed_csv_with_text_column(cli, tmp_path: Path, capsys) -> None:
+    corpus = tmp_path / "c.csv"
+    corpus.write_text("id,body\n1,hello world\n2,goodbye moon\n")
+    out = tmp_path / "v.npy"
+    assert cli(["embed", "--input", str(corpus), "--text-column", "body", "--out", str(out), "--quiet"]) == 0
+    assert "wrote 2 x 384" in capsys.readouterr().out
+    assert np.load(out, allow_pickle=False).shape == (2, 384)
+
+
+def test_python_m_core_end_to_end(pairs_file: Path, tmp_path: Path, repo_root: Path) -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ISOSCOPE_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "core", "sts", "--pairs", str(pairs_file), "--json", "--quiet"],
+        cwd=repo_root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["n_pairs"] == len(PAIRS) and 50 < result["spearman"] <= 100
+    assert result["model"] == "all-MiniLM-L6-v2 (embedded)" and result["pooling"] == "mean"
+    assert list((tmp_path / "cache" / "embeddings").glob("*.npy"))  # the cache went where it was told
