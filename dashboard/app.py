@@ -31,10 +31,17 @@ PAGES = {
     ],
     "Geometry": [
         st.Page("pages/anisotropy.py", title="Anisotropy", icon=":material/scatter_plot:"),
+        st.Page("pages/frequency.py", title="Frequency bias", icon=":material/bar_chart:"),
+        st.Page("pages/overlap.py", title="Lexical overlap", icon=":material/join_inner:"),
+    ],
+    "Neighbours": [
+        st.Page("pages/neighbours.py", title="Neighbours", icon=":material/hub:"),
+        st.Page("pages/projection.py", title="Projection map", icon=":material/map:"),
     ],
     "Model anatomy": [
         st.Page("pages/pooling.py", title="Pooling explorer", icon=":material/layers:"),
         st.Page("pages/anatomy.py", title="Embedding anatomy", icon=":material/grid_on:"),
+        st.Page("pages/landscape.py", title="Loss surfaces", icon=":material/landscape:"),
     ],
 }
 

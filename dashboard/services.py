@@ -200,6 +200,38 @@ def layer_metrics(model: str, texts_key: str, max_length: int, _texts: tuple[str
     return pd.DataFrame(rows).set_index("layer")
 
 
+# ------------------------------------------------------------------ frequency and lexical overlap
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def frequency_result(
+    model: str, texts_key: str, max_length: int, calibration: str, spaces: tuple[str, ...], _texts: tuple[str, ...]
+):
+    """core.frequency.frequency_analysis (token norms and kNN distances by frequency bucket), raw and calibrated."""
+    from core.frequency import frequency_analysis
+
+    bar = st.progress(0.0, text="Token vectors…")
+    try:
+        return frequency_analysis(
+            encoder(model),
+            list(_texts),
+            spaces,
+            calibrator=None if calibration == "none" else calibration,
+            embed_config=EmbedConfig(max_length=max_length),
+            progress=lambda d, t: bar.progress(d / max(t, 1), text=f"Token vectors: {d:,} / {t:,} texts"),
+        )
+    finally:
+        bar.empty()
+
+
+@st.cache_data(show_spinner="Edit distances…", max_entries=16)
+def overlap(sentence1: tuple[str, ...], sentence2: tuple[str, ...], similarities: dict[str, np.ndarray | None]):
+    """core.overlap.overlap_analysis: Spearman of each similarity with the word edit distance."""
+    from core.overlap import overlap_analysis
+
+    return overlap_analysis(sentence1, sentence2, similarities)
+
+
 # ------------------------------------------------------------------ model anatomy
 
 
@@ -263,3 +295,456 @@ def shrink_curve(model: str, key: str, ranks: tuple[int, ...], pooling: str, max
         )
     finally:
         bar.empty()
+
+
+# ------------------------------------------------------------------ neighbours and projection
+
+import hashlib  # noqa: E402
+import io  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+from core.data import MAX_ROWS  # noqa: E402
+from core.index import NeighbourhoodChange, QueryNeighbours, VectorIndex  # noqa: E402
+
+NPY_MAGIC = b"\x93NUMPY"
+SHIFT_MAX_SCORES = 1 << 24  # scores compared at once when ranking neighbours in the other space
+
+
+def load_vectors(data: bytes, name: str) -> np.ndarray:
+    """Precomputed vectors from an uploaded .npy file: (n, d) float32, validated; never unpickled.
+
+    Raises InputError (one line, says what to fix) for anything but a finite, real, 2-D array.
+    """
+    hint = "save a 2-D float array with numpy.save(path, vectors, allow_pickle=False)"
+    if not data.startswith(NPY_MAGIC):
+        raise InputError(f"{name}: not a NumPy .npy file (pickles, .npz and text are refused); {hint}")
+    try:
+        arr = np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, EOFError, OSError) as exc:
+        reason = str(exc).splitlines()[0][:80] if str(exc) else type(exc).__name__
+        raise InputError(f"{name}: unreadable .npy ({reason}); {hint}") from None
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "fiu":
+        raise InputError(f"{name}: holds {getattr(arr, 'dtype', type(arr).__name__)} values, not numbers; {hint}")
+    if arr.ndim != 2:
+        raise InputError(f"{name}: vectors must be a 2-D array (rows, dimensions), got shape {arr.shape}")
+    n, d = arr.shape
+    if n < 3 or d < 2:
+        raise InputError(f"{name}: need at least 3 rows and 2 dimensions, got {n} x {d}")
+    if n > MAX_ROWS:
+        raise InputError(f"{name}: {n:,} rows is over the limit of {MAX_ROWS:,}; sample the vectors first")
+    out = np.ascontiguousarray(arr, dtype=np.float32)  # (n, d)
+    bad = ~np.isfinite(out).all(axis=1)  # (n,)
+    if bad.any():
+        raise InputError(f"{name}: {int(bad.sum())} row(s) contain NaN or infinite values (in float32); fix them first")
+    return out
+
+
+def array_key(vectors: np.ndarray, *parts: object) -> str:
+    """Key naming an array by its content (for caches), optionally with more ``parts``."""
+    arr = np.ascontiguousarray(vectors)
+    return make_key("array", arr.shape, arr.dtype.str, hashlib.sha256(arr.tobytes()).hexdigest(), *parts)
+
+
+def calibrated_key(vectors_key: str, method: str, flow_json: str, fit_key: str) -> str:
+    """Key naming vectors mapped by a calibrator fitted on the vectors named ``fit_key``."""
+    return make_key(vectors_key, method, flow_json, fit_key)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def calibrated_vectors(
+    method: str, flow_json: str, fit_key: str, vectors_key: str, _fit_vectors: np.ndarray, _vectors: np.ndarray
+) -> np.ndarray:
+    """``_vectors`` (n, d) mapped by the calibrator fitted (cached) on ``_fit_vectors``: (n, d') float32."""
+    calibrator = fit_calibrator(method, flow_json, fit_key, _fit_vectors)
+    return np.asarray(calibrator.transform(_vectors), dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class SpaceIndex:
+    """A FAISS index over one space and the unit rows it holds (for exact ranks)."""
+
+    index: VectorIndex
+    unit: np.ndarray  # (n, d) L2-normalised float32, read-only
+
+
+@st.cache_resource(show_spinner="Building the neighbour index…", max_entries=8)
+def space_index(vectors_key: str, _vectors: np.ndarray) -> SpaceIndex:
+    """core.index.build_index over ``_vectors`` (kind by size), cached by the key naming them."""
+    from core.index import as_unit_float32, build_index
+
+    index = build_index(_vectors)
+    unit = index.stored_vectors() if index.kind == "flat" else as_unit_float32(_vectors)
+    unit.flags.writeable = False
+    return SpaceIndex(index, unit)
+
+
+def _ranks_in(unit: np.ndarray, query: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Exact 1-based ranks (k,) of rows ``targets`` among all rows of ``unit`` (n, d) by cosine to ``query``
+    (d,), ties broken by row id (as core.index does)."""
+    scores = unit @ query  # (n,)
+    ids = np.arange(len(scores))
+    out = np.empty(len(targets), np.int64)
+    step = max(1, SHIFT_MAX_SCORES // max(len(scores), 1))
+    for s in range(0, len(targets), step):
+        t = targets[s : s + step]  # (b,)
+        st_ = scores[t][:, None]  # (b, 1)
+        higher = (scores[None, :] > st_).sum(axis=1)  # (b,)
+        tied_before = ((scores[None, :] == st_) & (ids[None, :] < t[:, None])).sum(axis=1)  # (b,)
+        out[s : s + step] = higher + tied_before + 1
+    return out
+
+
+def query_neighbours(
+    raw_key: str,
+    cal_key: str,
+    raw: np.ndarray,
+    calibrated: np.ndarray,
+    raw_query: np.ndarray,
+    cal_query: np.ndarray,
+    k: int,
+) -> QueryNeighbours:
+    """Top-``k`` of one query vector in the raw and the calibrated space, searched with the cached FAISS
+    indexes, with each hit's exact rank in the other space, places gained and overlap@k (Jaccard).
+
+    ``raw_query`` (1, d) / ``cal_query`` (1, d'); a corpus row used as the query is its own first hit.
+    """
+    from core.index import as_unit_float32, jaccard
+
+    raw_ix, cal_ix = space_index(raw_key, raw), space_index(cal_key, calibrated)
+    q_raw = as_unit_float32(raw_query, "query", raw_ix.index.dim)  # (1, d)
+    q_cal = as_unit_float32(cal_query, "calibrated query", cal_ix.index.dim)  # (1, d')
+    b_scores, b_ids = raw_ix.index.search(q_raw, k)  # (1, k)
+    a_scores, a_ids = cal_ix.index.search(q_cal, k)  # (1, k)
+    b_ids, b_scores = b_ids[0][b_ids[0] >= 0], b_scores[0][b_ids[0] >= 0]  # (k,)
+    a_ids, a_scores = a_ids[0][a_ids[0] >= 0], a_scores[0][a_ids[0] >= 0]  # (k,)
+    after_rank_before = _ranks_in(raw_ix.unit, q_raw[0], a_ids)  # (k,)
+    return QueryNeighbours(
+        query=None,
+        before_ids=b_ids,
+        before_scores=b_scores,
+        after_ids=a_ids,
+        after_scores=a_scores,
+        overlap=jaccard(b_ids, a_ids),
+        before_rank_after=_ranks_in(cal_ix.unit, q_cal[0], b_ids),
+        after_rank_before=after_rank_before,
+        rank_shift=after_rank_before - np.arange(1, len(a_ids) + 1),
+    )
+
+
+@st.cache_data(show_spinner="Comparing every neighbourhood…", max_entries=32)
+def neighbourhood_change(
+    raw_key: str, cal_key: str, k: int, sample: int, _raw: np.ndarray, _calibrated: np.ndarray
+) -> NeighbourhoodChange:
+    """core.index.neighbourhood_change (each sentence's own top-``k`` excludes itself) on a seeded sample."""
+    from core.index import neighbourhood_change as change
+
+    return change(_raw, _calibrated, k=k, sample=sample, seed=0)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def overlap_by_calibrator(
+    raw_key: str,
+    fit_key: str,
+    methods: tuple[str, ...],
+    flow_json: str,
+    k: int,
+    sample: int,
+    _raw: np.ndarray,
+    _fit_vectors: np.ndarray,
+) -> pd.DataFrame:
+    """Mean overlap@k between raw and calibrated neighbourhoods for each calibrator (fitted on ``_fit_vectors``)."""
+    bar = st.progress(0.0, text="Neighbourhoods under each calibrator…")
+    rows = []
+    try:
+        for i, m in enumerate(methods):
+            bar.progress(i / max(len(methods), 1), text=f"Neighbourhoods under {m}…")
+            fj = flow_json if m == "flow" else ""
+            z = calibrated_vectors(m, fj, fit_key, raw_key, _fit_vectors, _raw)
+            change = neighbourhood_change(raw_key, calibrated_key(raw_key, m, fj, fit_key), k, sample, _raw, z)
+            rows.append({"calibration": m, "mean_overlap": change.mean_overlap, "k": change.k})
+    finally:
+        bar.empty()
+    return pd.DataFrame(rows)
+
+
+_PROJECTION_MESSAGE = {
+    "pca": "PCA of {n:,} points…",
+    "umap": "UMAP of {n:,} points… (the first UMAP run in a session compiles its code: allow a minute)",
+    "tsne": "t-SNE of {n:,} points… (slow beyond a few thousand points: lower the sample size)",
+}
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def projection(
+    vectors_key: str, method: str, n_components: int, sample: int, seed: int, params_json: str, _vectors: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """core.projection.project of a seeded sample of ``_vectors``: (rows (m,) int64, coordinates (m, c) float32).
+
+    ``params_json`` holds the method's extra parameters (n_neighbors, perplexity, ...) as JSON.
+    """
+    from core.projection import project, sample_indices
+
+    rows = sample_indices(len(_vectors), sample, seed)  # (m,)
+    with st.spinner(_PROJECTION_MESSAGE.get(method, "Projecting {n:,} points…").format(n=len(rows)), show_time=True):
+        coords = project(_vectors[rows], method, n_components, seed, **json.loads(params_json or "{}"))  # (m, c)
+    return rows, coords
+
+
+@st.cache_data(show_spinner="Counting tokens…", max_entries=16)
+def token_lengths(model: str, texts_key: str, _texts: tuple[str, ...]) -> np.ndarray:
+    """Number of tokens of each text (n,) with the model's tokenizer, special tokens included, untruncated."""
+    tok = encoder(model).tokenizer
+    out = np.empty(len(_texts), np.int64)
+    for s in range(0, len(_texts), 1024):
+        ids = tok(list(_texts[s : s + 1024]), add_special_tokens=True, truncation=False)["input_ids"]
+        out[s : s + len(ids)] = [len(x) for x in ids]
+    return out
+
+
+def precomputed_coordinates(meta: pd.DataFrame) -> np.ndarray | None:
+    """Numeric x, y (and z when present) metadata columns as (n, 2|3) float32, else None."""
+    cols = {str(c).strip().lower(): c for c in meta.columns}
+    if "x" not in cols or "y" not in cols or meta.empty:
+        return None
+    names = ["x", "y"] + (["z"] if "z" in cols else [])
+    values = [pd.to_numeric(meta[cols[c]], errors="coerce").to_numpy(np.float64) for c in names]
+    xyz = np.stack(values, axis=1)  # (n, 2|3)
+    if not np.isfinite(xyz[:, :2]).all():
+        return None
+    if xyz.shape[1] == 3 and not np.isfinite(xyz[:, 2]).all():
+        xyz = xyz[:, :2]
+    return xyz.astype(np.float32)
+
+
+# ------------------------------------------------------------------ loss surfaces
+
+from pathlib import Path  # noqa: E402
+
+LANDSCAPE_N_TRAIN = (16, 32, 64, 128)
+LANDSCAPE_GRIDS = (3, 5, 7, 9)
+LANDSCAPE_EVAL_SIZES = (8, 16, 32, 64)
+LANDSCAPE_MAX_LENGTHS = (32, 64, 128)
+LANDSCAPE_LRS = (2e-5, 5e-5, 1e-4, 3e-4)
+
+
+@dataclass(frozen=True)
+class LandscapeView:
+    """A finished landscape experiment read back, with its tables ready to show and download."""
+
+    out_dir: str
+    summary: dict
+    inits: dict  # init -> core.landscape.results.InitResults
+    axes: pd.DataFrame  # one row per init: axes, theta1/theta2 coordinates, flatness, metrics at theta1
+    trajectory: pd.DataFrame  # one row per (init, run, epoch): signed (a, b), residual, true vs surface loss
+    rollback: pd.DataFrame  # one row per (init, group rolled back to theta0)
+    curves: pd.DataFrame  # long: init, alpha, metrics of the 1D curve
+    surfaces: pd.DataFrame  # long: init, alpha, beta, metrics of the 2D grid
+    disk_mb: float
+
+
+def landscape_root() -> Path:
+    """Folder of the landscape experiments (``$ISOSCOPE_CACHE/landscape``), read at every call."""
+    from core.landscape.results import default_root
+
+    return default_root()
+
+
+def landscape_runs() -> list[dict]:
+    """Summaries of the finished experiments under ``landscape_root()``, newest first (not cached: a finished
+    run must appear at once)."""
+    from core.landscape.results import list_results
+
+    return list_results(landscape_root())
+
+
+def landscape_tasks() -> tuple[str, ...]:
+    """Built-in tasks runnable here: the demo tasks, and STS-B when its files are present."""
+    from core.landscape.tasks import stsb_dir
+
+    folder = stsb_dir()
+    has_stsb = (folder / "stsb-en-train.csv").exists() and (folder / "stsb-en-dev.csv").exists()
+    return ("demo-topic", "demo-pairs") + (("stsb",) if has_stsb else ())
+
+
+def landscape_task2(task: str) -> str:
+    from core.landscape.tasks import default_task2
+
+    return default_task2(task)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _landscape_run(
+    model: str,
+    task: str,
+    n_train: int,
+    epochs: int,
+    lr: float,
+    grid: int,
+    max_length: int,
+    eval_size: int,
+    points_1d: int,
+    hessian_iters: int,
+    seed: int,
+    root: str,
+) -> str:
+    from core.landscape import LandscapeConfig, TrainConfig, load_task, run_landscape
+    from core.landscape.classifier import INITS
+    from core.landscape.pipeline import experiment_key
+
+    task1, task2 = load_task(task, seed), load_task(landscape_task2(task), seed)
+    config = LandscapeConfig(
+        train=TrainConfig(lr=lr, epochs=epochs, batch_size=16, n_train=n_train, max_length=max_length, seed=seed),
+        eval_size=eval_size,
+        eval_chunk=32,
+        grid=grid,
+        points_1d=points_1d,
+        hessian_iters=hessian_iters,
+        hessian_size=min(16, eval_size),
+    ).validate()
+    enc = encoder(model)
+    out = Path(root) / experiment_key(enc, task1, task2, config)
+    n_stages = len(INITS) * (5 + (hessian_iters > 0))  # train x2, 1D curve, surface, rollback, Hessian
+    bar = st.progress(0.0, text="Preparing the landscape run…")
+    stage = [-1]
+
+    def factory(desc: str):
+        stage[0] += 1
+        k = min(stage[0], n_stages - 1)
+
+        def update(done: int, total: int) -> None:
+            frac = min((k + done / max(total, 1)) / n_stages, 1.0)
+            bar.progress(frac, text=f"Step {k + 1}/{n_stages} · {desc}: {done:,} / {total:,}")
+
+        update(0, 1)
+        return update
+
+    try:
+        return run_landscape(enc, task1, task2, config, out, factory)["out_dir"]
+    finally:
+        bar.empty()
+
+
+def landscape_run(
+    model: str,
+    task: str,
+    n_train: int,
+    epochs: int,
+    lr: float,
+    grid: int,
+    max_length: int,
+    eval_size: int,
+    points_1d: int = 11,
+    hessian_iters: int = 5,
+    seed: int = 0,
+) -> str:
+    """Train pre-trained and scratch on ``task`` (second axis: a different demo task) with a small, fixed
+    recipe and measure the landscape; returns the result folder (cached; resumes from disk).
+
+    Raises InputError / ValueError (bad task, a run that did not move, ...) with one line to show.
+    """
+    args = (model, task, n_train, epochs, lr, grid, max_length, eval_size, points_1d, hessian_iters, seed)
+    out = _landscape_run(*args, str(landscape_root()))
+    if not (Path(out) / "summary.json").exists():  # the folder was deleted since: run again
+        _landscape_run.clear()
+        out = _landscape_run(*args, str(landscape_root()))
+    return out
+
+
+def _num(x: object) -> float:
+    return float(x) if isinstance(x, int | float) else float("nan")
+
+
+def _axes_row(init: str, r: dict) -> dict:
+    ax, fl = r.get("axes", {}), r.get("flatness", {})
+    hess, grid = fl.get("hessian", {}), fl.get("grid_train_loss", {})
+    grid_h = fl.get("grid_heldout_loss", {})
+    eig = [v for v in grid.get("eigenvalues_param") or [] if v is not None]
+    eig_h = [v for v in grid_h.get("eigenvalues_param") or [] if v is not None]
+    t1, t2 = r.get("theta1", {}), r.get("theta2_coords", {})
+    return {
+        "init": init,
+        "norm_delta1": _num(ax.get("norm_delta1")),
+        "norm_delta2": _num(ax.get("norm_delta2")),
+        "cos_delta1_delta2": _num(ax.get("cos_delta1_delta2")),
+        "kept_fraction_delta2": _num(ax.get("kept_fraction")),
+        "cos_e1_e2": _num(ax.get("cos_e1_e2")),
+        "theta2_a": _num(t2.get("a")),
+        "theta2_b": _num(t2.get("b")),
+        "theta2_residual": _num(t2.get("residual")),
+        "hessian_top_eigenvalue": _num(hess.get("eigenvalue")),
+        "hessian_converged": hess.get("converged"),
+        "hessian_iterations": hess.get("iterations"),
+        "hessian_examples": hess.get("n_examples"),
+        "grid_curvature_max": max(eig) if eig else float("nan"),
+        "grid_curvature_min": min(eig) if eig else float("nan"),
+        "grid_heldout_curvature_max": max(eig_h) if eig_h else float("nan"),
+        "grid_fit_rmse": _num(grid.get("fit_rmse")),
+        "theta1_train_loss": _num(t1.get("train_loss")),
+        "theta1_train_acc": _num(t1.get("train_acc")),
+        "theta1_heldout_loss": _num(t1.get("heldout_loss")),
+        "theta1_heldout_acc": _num(t1.get("heldout_acc")),
+        "n_params": r.get("n_params"),
+    }
+
+
+def _landscape_tables(res) -> dict[str, pd.DataFrame]:
+    """Flat tables of a core.landscape.results.LandscapeResults."""
+    axes, traj, roll, curves, surfaces = [], [], [], [], []
+    for init, ir in res.inits.items():
+        axes.append(_axes_row(init, ir.results))
+        t = ir.trajectory_frame()
+        if not t.empty:
+            t.insert(0, "init", init)
+            t["surface_minus_true_train_loss"] = t["surface_train_loss"] - t["train_loss"]
+            t["surface_minus_true_heldout_loss"] = t["surface_heldout_loss"] - t["heldout_loss"]
+            traj.append(t)
+        rb = ir.rollback_frame()
+        if not rb.empty:
+            rb.insert(0, "init", init)
+            rb["layers"] = rb["layers"].map(lambda v: " ".join(map(str, v)) if isinstance(v, list) else "")
+            roll.append(rb)
+        c = {k: np.asarray(v) for k, v in ir.curve.items() if k != "key"}
+        if "alpha" in c:
+            curves.append(pd.DataFrame({"init": init, **c}))
+        s = {k: np.asarray(v) for k, v in ir.surface.items() if k != "key"}
+        if "alpha" in s and "beta" in s:
+            a, b = np.meshgrid(s.pop("alpha"), s.pop("beta"), indexing="ij")  # (n_a, n_b)
+            cols = {k: v.ravel() for k, v in s.items()}
+            surfaces.append(pd.DataFrame({"init": init, "alpha": a.ravel(), "beta": b.ravel(), **cols}))
+
+    def cat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    return {
+        "axes": pd.DataFrame(axes),
+        "trajectory": cat(traj),
+        "rollback": cat(roll),
+        "curves": cat(curves),
+        "surfaces": cat(surfaces),
+    }
+
+
+@st.cache_data(show_spinner="Reading the landscape results…", max_entries=8)
+def _landscape_view(out_dir: str, mtime: float) -> LandscapeView:
+    from core.landscape.results import load_results
+
+    res = load_results(out_dir)
+    if not res.inits:
+        raise InputError(f"{out_dir}: the run has no finished initialisation yet; run it again to resume")
+    size = sum(f.stat().st_size for f in Path(out_dir).rglob("*") if f.is_file())
+    return LandscapeView(out_dir, res.summary, res.inits, disk_mb=size / 2**20, **_landscape_tables(res))
+
+
+def landscape_view(out_dir: str) -> LandscapeView:
+    """A result folder read back (cached until its summary.json changes); InputError when it holds none."""
+    summary = Path(out_dir) / "summary.json"
+    if not summary.exists():
+        raise InputError(f"{out_dir}: no landscape results here; run `python -m core landscape` first")
+    return _landscape_view(out_dir, summary.stat().st_mtime)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def landscape_disk_estimate(model: str, epochs: int) -> float:
+    """Approximate MB of checkpoints a live run keeps: 4 runs x (epochs + 1) float32 parameter vectors."""
+    n = sum(p.numel() for p in encoder(model).model.parameters())
+    return 4 * (epochs + 1) * n * 4 / 2**20

@@ -256,7 +256,7 @@ def calibration_controls(key: str, default: str = "none", include_none: bool = T
     )
     method = choice
     if choice.endswith(":K"):
-        k = c2.number_input("K (components kept)", 2, s.hidden_size, min(256, s.hidden_size), key=f"{key}_k")
+        k = c2.number_input("K (components kept)", 2, s.hidden_size, min(64, s.hidden_size), key=f"{key}_k")
         method = f"whitening:{int(k)}"
     elif choice.endswith(":D"):
         d = c2.number_input("D (top directions removed)", 1, 64, 3, key=f"{key}_d")

@@ -1,0 +1,292 @@
+"""Neighbours: which sentences are near each other, before and after calibration.
+
+The k nearest neighbours of a query (a corpus sentence or a typed one) in the raw and the calibrated
+space side by side, their overlap@k, and corpus-wide: whose neighbourhood changed most, per calibrator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from core.cache import text_digest
+from core.calibrate import fit_size_warning
+from core.data import CORPUS_FORMATS, Corpus
+from core.errors import InputError
+from dashboard import services, ui
+
+SOURCES = ("Demo corpus", "Upload a file", "Upload vectors (.npy)")
+COMPARED_METHODS = ("whitening", "sn+abtt:3", "abtt:3")
+META_COLUMNS = 3  # metadata columns shown next to each neighbour
+UP, DOWN = "background-color: rgba(46, 160, 67, 0.25)", "background-color: rgba(248, 81, 73, 0.25)"
+
+
+def precomputed_input() -> tuple[Corpus, np.ndarray, str] | None:
+    """Uploaded vectors (.npy) with a metadata table; a failed upload keeps the previous pair."""
+    st.caption(
+        "Vectors: a 2-D float .npy (one row per text, saved with allow_pickle=False). Table: one row per vector, "
+        "in the same order, with a 'text' column; other columns become metadata."
+    )
+    c1, c2 = st.columns(2)
+    up_vec = c1.file_uploader("Vectors (.npy)", type=["npy"], key="nb_vec_upload")
+    up_meta = c2.file_uploader("Texts and metadata", type=[*CORPUS_FORMATS, "json", "tab"], key="nb_meta_upload")
+    loaded = st.session_state.get("nb_vec_loaded")
+    if up_vec is not None and up_meta is not None:
+        ids = (up_vec.file_id, up_meta.file_id)
+        if st.session_state.get("nb_vec_file_ids") != ids:
+            try:
+                vectors = services.load_vectors(up_vec.getvalue(), up_vec.name)
+                corpus = services.parse_corpus(up_meta.getvalue(), up_meta.name)
+                if len(corpus) != len(vectors):
+                    raise InputError(
+                        f"{up_vec.name} has {len(vectors):,} rows but {up_meta.name} has {len(corpus):,} texts "
+                        "(rows with empty text are dropped); they must match row for row"
+                    )
+                key = services.array_key(vectors, text_digest(corpus.texts))
+                loaded = st.session_state["nb_vec_loaded"] = (corpus, vectors, key, up_vec.name)
+                st.session_state["nb_vec_file_ids"] = ids
+            except InputError as exc:
+                ui.user_error(exc)
+                if loaded is not None:
+                    st.caption(
+                        f"Still using the previous files, {ui.literal(loaded[3])} and {ui.literal(loaded[0].name)}."
+                    )
+    if loaded is None:
+        st.info("Upload a .npy of vectors and the table of their texts to begin.")
+        return None
+    corpus, vectors, key, vec_name = loaded
+    ui.show_warnings(corpus.warnings)
+    st.caption(
+        f"Loaded {ui.literal(vec_name)}: {vectors.shape[0]:,} vectors of dimension {vectors.shape[1]}, "
+        f"texts from {ui.literal(corpus.name)}."
+    )
+    return corpus, vectors, key
+
+
+def clamp(key: str, low: int, high: int) -> None:
+    """Forget a number widget's value that is out of its range (the corpus changed size): back to its default."""
+    value = st.session_state.get(key)
+    if isinstance(value, int | float) and not low <= value <= high:
+        del st.session_state[key]
+
+
+def shift_colour(value: object) -> str:
+    text = str(value)
+    if text == "new" or text.startswith("+"):
+        return UP
+    if text == "dropped" or text.startswith("-"):
+        return DOWN
+    return ""
+
+
+def rows_frame(corpus: Corpus, ids: np.ndarray, meta_cols: list[str]) -> pd.DataFrame:
+    """text and a few metadata columns of corpus rows ``ids``."""
+    table = pd.DataFrame({"text": [corpus.texts[i] for i in ids]})
+    for col in meta_cols:
+        table[col] = corpus.meta[col].iloc[ids].astype(str).to_numpy()
+    return table
+
+
+def neighbour_table(
+    corpus: Corpus, meta_cols: list[str], ids: np.ndarray, scores: np.ndarray, other: np.ndarray, k: int, space: str
+) -> pd.DataFrame:
+    """rank, text, metadata, score, rank in the other space and the shift (``new``/``dropped`` past k)."""
+    rank = np.arange(1, len(ids) + 1)
+    table = rows_frame(corpus, ids, meta_cols)
+    table.insert(0, "rank", rank)
+    table.insert(1, "score", np.round(scores.astype(np.float64), 4))
+    if space == "raw":  # places moved under calibration: + means ranked higher after
+        shift = [("dropped" if o > k else f"{r - o:+d}") for r, o in zip(rank, other, strict=True)]
+        table.insert(2, "shift", shift)
+        table["calibrated rank"] = other
+    else:
+        table.insert(2, "shift", [("new" if o > k else f"{o - r:+d}") for r, o in zip(rank, other, strict=True)])
+        table["raw rank"] = other
+    table["shift"] = table["shift"].replace("+0", "0")
+    return table
+
+
+def styled(table: pd.DataFrame):
+    return table.style.map(shift_colour, subset=["shift"]).format({"score": "{:.4f}"})
+
+
+s = ui.settings()
+st.title("Neighbours")
+st.caption(
+    "The nearest sentences by cosine similarity, in the raw space and after calibration. Calibration spreads "
+    "the vectors out of their narrow cone; this page shows whose neighbours change and how much "
+    "(overlap@k: the Jaccard index of the two top-k sets, 1 = the same neighbours)."
+)
+
+source = st.radio("Corpus", SOURCES, horizontal=True, key="nb_source")
+embedded = source != SOURCES[2]
+if source == SOURCES[0]:
+    corpus = services.demo_corpus()
+    st.caption(f"{len(corpus)} hand-written texts over 8 topics (assets/demo_corpus.csv).")
+elif source == SOURCES[1]:
+    corpus = ui._uploaded(
+        "nb", "Corpus: one text per line (.txt) or a table with a 'text' column", CORPUS_FORMATS, services.parse_corpus
+    )
+else:
+    loaded = precomputed_input()
+    corpus = None if loaded is None else loaded[0]
+if corpus is None:
+    st.stop()
+texts = corpus.texts
+n = len(texts)
+if n < 3:
+    st.info("Neighbours need at least 3 texts; load a larger corpus.")
+    st.stop()
+meta_cols = [c for c in corpus.meta.columns if str(c).lower() not in ("x", "y", "z")][:META_COLUMNS]
+
+if embedded:
+    raw = services.embed(s.model, texts, s.pooling, s.max_length)  # (n, d)
+    raw_key = services.vectors_key(s.model, s.pooling, s.max_length, texts)
+else:
+    _, raw, raw_key = loaded
+    st.caption(
+        "The vectors are used as uploaded: the sidebar's model and pooling apply only to typed queries; "
+        "the calibrator is fitted on the uploaded vectors."
+    )
+
+# ------------------------------------------------------------------ calibration
+cal = ui.calibration_controls("nb_cal", default="whitening:K", include_none=False)
+if embedded:
+    st.session_state.setdefault("nb_cal_fit_on", ui.FIT_CHOICES[1])  # the corpus itself, unless the user asks
+    fit = ui.fit_texts("nb_cal", texts)
+    if fit is None:
+        st.stop()
+    fit_on = fit[0]
+    fit_vectors = raw if fit_on == texts else services.embed(s.model, fit_on, s.pooling, s.max_length)
+    fit_key = services.fit_key(s.model, s.pooling, s.max_length, fit_on)
+else:
+    fit_vectors, fit_key = raw, raw_key
+try:
+    calibrated = services.calibrated_vectors(cal.method, cal.flow_json, fit_key, raw_key, fit_vectors, raw)
+    cal_key = services.calibrated_key(raw_key, cal.method, cal.flow_json, fit_key)
+except (InputError, ValueError) as exc:
+    ui.user_error(exc)
+    st.stop()
+size_warning = fit_size_warning(
+    services.fit_calibrator(cal.method, cal.flow_json, fit_key, fit_vectors), len(fit_vectors), fit_vectors.shape[1]
+)
+if size_warning:
+    st.warning(ui.literal(size_warning), icon=":material/warning:")
+
+# ------------------------------------------------------------------ one query
+st.subheader("Neighbours of one sentence")
+clamp("nb_pick", 0, n - 1)
+clamp("nb_k", 1, min(50, n))
+clamp("nb_sample", 2, n)
+c1, c2, c3 = st.columns([3, 3, 1])
+pick = c1.selectbox(
+    "Pick a corpus sentence",
+    range(n),
+    format_func=lambda i: texts[i] if len(texts[i]) <= 120 else texts[i][:117] + "…",
+    key="nb_pick",
+)
+typed = c2.text_input(
+    "…or type a sentence", key="nb_query", max_chars=2000, placeholder="empty = use the picked sentence"
+).strip()
+k = int(c3.slider("k", 1, min(50, n), min(10, n), key="nb_k"))
+
+query_text = texts[pick]
+q_raw, q_cal = raw[pick : pick + 1], calibrated[pick : pick + 1]  # (1, d), (1, d')
+if typed:
+    if not embedded and raw.shape[1] != s.hidden_size:
+        st.info(
+            f"A typed sentence is embedded with the sidebar model (d = {s.hidden_size}), which does not match the "
+            f"uploaded vectors (d = {raw.shape[1]}); showing the picked sentence instead."
+        )
+    else:
+        if not embedded:
+            st.caption(
+                "Typed queries are embedded with the sidebar model and pooling: they only make sense if "
+                "the uploaded vectors came from the same model."
+            )
+        query_text = typed
+        q_raw = services.embed(s.model, [typed], s.pooling, s.max_length)  # (1, d)
+        q_cal = services.fit_calibrator(cal.method, cal.flow_json, fit_key, fit_vectors).transform(q_raw)
+st.markdown(f"**Query:** {ui.literal(query_text)}")
+
+result = services.query_neighbours(raw_key, cal_key, raw, calibrated, q_raw, q_cal, k)
+k_shown = len(result.before_ids)
+new = int((result.after_rank_before > k_shown).sum())
+m1, m2, m3 = st.columns(3)
+m1.metric(
+    f"overlap@{k_shown} (Jaccard)",
+    f"{result.overlap:.2f}",
+    help="|raw top-k ∩ calibrated top-k| / |raw top-k ∪ calibrated top-k|: 1 = the same neighbours.",
+)
+m2.metric("new in the calibrated top-k", f"{new}")
+m3.metric("largest move up", f"{max(int(result.rank_shift.max()), 0):+d}" if k_shown else "0")
+
+raw_table = neighbour_table(
+    corpus, meta_cols, result.before_ids, result.before_scores, result.before_rank_after, k_shown, "raw"
+)
+cal_table = neighbour_table(
+    corpus, meta_cols, result.after_ids, result.after_scores, result.after_rank_before, k_shown, "calibrated"
+)
+left, right = st.columns(2)
+with left:
+    st.markdown(f"**Raw** ({ui.literal(s.pooling) if embedded else 'uploaded vectors'})")
+    st.dataframe(styled(raw_table), width="stretch", hide_index=True)
+    ui.download_table(raw_table, "neighbours_raw")
+with right:
+    st.markdown(f"**Calibrated** ({ui.literal(cal.method)})")
+    st.dataframe(styled(cal_table), width="stretch", hide_index=True)
+    ui.download_table(cal_table, "neighbours_calibrated")
+st.caption(
+    "Ranks count every corpus row (a corpus sentence is its own first neighbour). shift: places gained under "
+    "calibration (+ moved up); 'new' entered the calibrated top-k, 'dropped' left it."
+)
+
+# ------------------------------------------------------------------ the whole corpus
+st.divider()
+st.subheader("Across the corpus")
+sample = int(
+    st.number_input(
+        "Sentences compared (seeded sample; neighbours are still searched among all rows)",
+        min_value=2,
+        max_value=n,
+        value=min(n, 1000),
+        step=100,
+        key="nb_sample",
+    )
+)
+change = services.neighbourhood_change(raw_key, cal_key, k, sample, raw, calibrated)
+st.metric(
+    f"mean overlap@{change.k} under {cal.method}",
+    f"{change.mean_overlap:.3f}",
+    help="Each sentence's own top-k (itself excluded), raw vs calibrated, averaged over the compared sentences.",
+)
+most = change.to_frame().head(20)
+changed = rows_frame(corpus, most["id"].to_numpy(), meta_cols)
+changed.insert(0, "row", most["id"].to_numpy())
+changed[f"overlap@{change.k}"] = np.round(most["overlap"].to_numpy(), 3)
+st.markdown("**Sentences whose neighbourhoods changed most**")
+st.dataframe(changed, width="stretch", hide_index=True)
+ui.download_table(change.to_frame().assign(text=lambda d: [texts[i] for i in d["id"]]), "neighbourhood_change")
+
+methods = tuple(dict.fromkeys([*COMPARED_METHODS, cal.method]))
+by_method = services.overlap_by_calibrator(raw_key, fit_key, methods, cal.flow_json, k, sample, raw, fit_vectors)
+fig = go.Figure(
+    go.Bar(
+        x=by_method["calibration"],
+        y=by_method["mean_overlap"],
+        text=by_method["mean_overlap"].round(3),
+        textposition="outside",
+        marker_color=["#4c78a8" if m != cal.method else "#f58518" for m in by_method["calibration"]],
+    )
+)
+fig.update_layout(
+    height=340,
+    yaxis={"range": [0, 1.08], "title": f"mean overlap@{change.k}"},
+    xaxis_title="calibration",
+    margin={"t": 30},
+)
+st.markdown("**Mean overlap per calibrator** (lower = calibration rearranges neighbourhoods more)")
+ui.chart(fig, "overlap_by_calibrator")
+ui.download_table(by_method, "overlap_by_calibrator")

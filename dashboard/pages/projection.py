@@ -1,0 +1,273 @@
+"""Projection map: the corpus in 2-D or 3-D (PCA, UMAP, t-SNE), raw and calibrated side by side.
+
+Colour by a metadata column, the vector norm or the length; hover shows the text; select a region (lasso
+or box) to list its points; highlight the texts that contain a search string.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from core.cache import text_digest
+from core.calibrate import fit_size_warning
+from core.errors import InputError
+from core.projection import sample_indices
+from dashboard import services, ui
+
+METHODS = {"PCA": "pca", "UMAP": "umap", "t-SNE": "tsne"}
+PRECOMPUTED = "precomputed (x, y columns)"
+DERIVED = ("norm", "token length", "text length", "none")
+MAX_CATEGORIES = 20  # more distinct values: the rarest are drawn together as "other"
+CONFIG = {"displaylogo": False}
+
+
+def colour_values(name: str) -> tuple[np.ndarray | None, bool]:
+    """Colour of every corpus row (n,) and whether it is categorical."""
+    if name == "none":
+        return None, False
+    if name == "norm":
+        return np.linalg.norm(raw, axis=1), False
+    if name == "token length":
+        return services.token_lengths(s.model, text_digest(texts), tuple(texts)), False
+    if name == "text length":
+        return np.array([len(t) for t in texts]), False
+    col = corpus.meta[meta_cols[name]]
+    num = pd.to_numeric(col, errors="coerce")
+    if num.notna().all() and num.nunique() > MAX_CATEGORIES:
+        return num.to_numpy(np.float64), False
+    return col.fillna("(missing)").astype(str).to_numpy(), True
+
+
+def map_figure(
+    coords: np.ndarray, rows: np.ndarray, title: str, colour: np.ndarray | None, categorical: bool, hits: np.ndarray
+) -> go.Figure:
+    """Scattergl (2-D) or Scatter3d (3-D) of ``coords`` (m, 2|3) for corpus ``rows`` (m,); row ids in customdata."""
+    dims = coords.shape[1]
+    trace = go.Scattergl if dims == 2 else go.Scatter3d
+    size = 7 if dims == 2 else 3
+    hover = np.array([ui.plot_text(texts[i]) for i in rows], dtype=object)  # (m,)
+
+    def points(mask: np.ndarray, **kw) -> go.Scattergl | go.Scatter3d:
+        xyz = {"x": coords[mask, 0], "y": coords[mask, 1]} | ({"z": coords[mask, 2]} if dims == 3 else {})
+        return trace(
+            **xyz, mode="markers", text=hover[mask], customdata=rows[mask].tolist(), hoverlabel={"align": "left"}, **kw
+        )
+
+    fig = go.Figure()
+    everything = np.ones(len(rows), bool)
+    if colour is None:
+        fig.add_trace(points(everything, name="texts", hovertemplate="%{text}<extra></extra>", marker={"size": size}))
+    elif categorical:
+        values = colour[rows]  # (m,)
+        counts = pd.Series(values).value_counts()
+        keep = list(counts.index[: MAX_CATEGORIES - 1]) if len(counts) > MAX_CATEGORIES else list(counts.index)
+        groups = [(c, values == c) for c in sorted(keep)]
+        if len(keep) < len(counts):
+            groups.append(("other", ~np.isin(values, keep)))
+        for cat, mask in groups:
+            name = html.escape(str(cat)[:40])
+            fig.add_trace(
+                points(
+                    mask,
+                    name=name,
+                    hovertemplate="%{text}<extra>%{fullData.name}</extra>",
+                    marker={"size": size, "opacity": 0.8},
+                )
+            )
+    else:
+        fig.add_trace(
+            points(
+                everything,
+                name=html.escape(colour_by),
+                hovertemplate="%{text}<br>value %{marker.color:.4g}<extra></extra>",
+                marker={
+                    "size": size,
+                    "opacity": 0.85,
+                    "color": colour[rows],
+                    "colorscale": "Viridis",
+                    "showscale": True,
+                    "colorbar": {"title": {"text": html.escape(colour_by)}},
+                },
+            )
+        )
+    found = hits[rows]
+    if found.any():
+        fig.add_trace(
+            points(
+                found,
+                name=f"matches ({int(found.sum())})",
+                hovertemplate="%{text}<extra>match</extra>",
+                marker={"size": 2 * size + 4, "symbol": "circle-open", "color": "#d62728", "line": {"width": 2}},
+            )
+        )
+    fig.update_layout(
+        title={"text": html.escape(title)},
+        height=560,
+        margin={"t": 50, "l": 10, "r": 10, "b": 10},
+        legend={"itemsizing": "constant"},
+    )
+    if dims == 2:
+        fig.update_layout(dragmode="lasso", xaxis={"showticklabels": False}, yaxis={"showticklabels": False})
+    return fig
+
+
+def selectable_chart(fig: go.Figure, name: str) -> set[int]:
+    """Like ui.chart, with lasso/box selection: returns the corpus rows selected on the chart."""
+    event = st.plotly_chart(
+        fig,
+        width="stretch",
+        key=f"chart_{name}",
+        on_select="rerun",
+        selection_mode=("lasso", "box"),
+        config={**CONFIG, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}},
+    )
+    st.download_button(
+        "Download HTML",
+        data=lambda: fig.to_html(include_plotlyjs=True, full_html=True).encode("utf-8"),
+        file_name=f"{name}.html",
+        mime="text/html",
+        key=f"dl_html_{name}",
+        on_click="ignore",
+        icon=":material/download:",
+    )
+    selected: set[int] = set()
+    for point in (event or {}).get("selection", {}).get("points", []):
+        # (trace, index in trace) -> the corpus row kept in that trace's customdata
+        curve, index = point.get("curve_number"), point.get("point_index", point.get("point_number"))
+        if isinstance(curve, int) and isinstance(index, int) and 0 <= curve < len(fig.data):
+            rows_ = fig.data[curve].customdata
+            if rows_ is not None and 0 <= index < len(rows_):
+                selected.add(int(np.ravel(rows_[index])[0]))
+    return selected
+
+
+def show_map(coords: np.ndarray, rows: np.ndarray, title: str, name: str) -> set[int]:
+    fig = map_figure(coords, rows, title, colour, categorical, hits)
+    if coords.shape[1] == 2:
+        return selectable_chart(fig, name)
+    ui.chart(fig, name)
+    return set()
+
+
+s = ui.settings()
+st.title("Projection map")
+st.caption(
+    "Every sentence as a point: nearby points have similar vectors. The same corpus is drawn from the raw "
+    "vectors and from the calibrated ones (fitted on the corpus, no labels). PCA keeps the global shape; "
+    "UMAP and t-SNE keep local neighbourhoods (distances between far clusters mean little)."
+)
+corpus = ui.corpus_input("pj")
+if corpus is None:
+    st.stop()
+texts = corpus.texts
+n = len(texts)
+if n < 5:
+    st.info("A map needs at least 5 texts; load a larger corpus.")
+    st.stop()
+raw = services.embed(s.model, texts, s.pooling, s.max_length)  # (n, d)
+raw_key = services.vectors_key(s.model, s.pooling, s.max_length, texts)
+
+cal = ui.calibration_controls("pj", default="whitening:K", include_none=False)
+st.session_state.setdefault("pj_fit_on", ui.FIT_CHOICES[1])  # the corpus itself, unless the user asks
+fit = ui.fit_texts("pj", texts)
+if fit is None:
+    st.stop()
+fit_on = fit[0]
+fit_vectors = raw if fit_on == texts else services.embed(s.model, fit_on, s.pooling, s.max_length)
+fit_key = services.fit_key(s.model, s.pooling, s.max_length, fit_on)
+try:
+    calibrated = services.calibrated_vectors(cal.method, cal.flow_json, fit_key, raw_key, fit_vectors, raw)
+except (InputError, ValueError) as exc:
+    ui.user_error(exc)
+    st.stop()
+size_warning = fit_size_warning(
+    services.fit_calibrator(cal.method, cal.flow_json, fit_key, fit_vectors), len(fit_vectors), fit_vectors.shape[1]
+)
+if size_warning:
+    st.warning(ui.literal(size_warning), icon=":material/warning:")
+cal_key = services.calibrated_key(raw_key, cal.method, cal.flow_json, fit_key)
+
+# ------------------------------------------------------------------ map settings
+xyz = services.precomputed_coordinates(corpus.meta)  # (n, 2|3) or None
+labels = list(METHODS) + ([PRECOMPUTED] if xyz is not None else [])
+c1, c2, c3, c4 = st.columns([2, 1, 2, 1])
+label = c1.selectbox("Method", labels, key="pj_projection")
+dim_options = (2, 3) if label != PRECOMPUTED or xyz.shape[1] == 3 else (2,)
+if st.session_state.get("pj_dims") not in dim_options:
+    st.session_state["pj_dims"] = dim_options[0]
+dims = int(c2.radio("Dimensions", dim_options, format_func=lambda d: f"{d}D", horizontal=True, key="pj_dims"))
+if not 5 <= st.session_state.get("pj_sample", 5) <= n:  # the corpus changed size: back to the default
+    del st.session_state["pj_sample"]
+sample = int(
+    c3.number_input(
+        "Points drawn (seeded sample)", 5, n, min(n, 3000), step=500, key="pj_sample", help="Big corpora: sample."
+    )
+)
+seed = int(c4.number_input("Seed", 0, 1_000_000, 0, key="pj_sample_seed"))
+method = METHODS.get(label, "precomputed")
+params: dict[str, float | int] = {}
+if method == "umap":
+    with st.expander("UMAP settings"):
+        p1, p2 = st.columns(2)
+        params["n_neighbors"] = int(p1.slider("Neighbours", 2, 100, 15, key="pj_umap_neighbors"))
+        params["min_dist"] = float(p2.slider("Minimum distance", 0.0, 0.99, 0.1, 0.01, key="pj_umap_min_dist"))
+elif method == "tsne":
+    with st.expander("t-SNE settings"):
+        params["perplexity"] = float(st.slider("Perplexity", 2.0, 100.0, 30.0, 1.0, key="pj_tsne_perplexity"))
+
+meta_cols = {str(c): c for c in corpus.meta.columns if str(c).strip().lower() not in ("x", "y", "z", *DERIVED)}
+options = [*meta_cols, *DERIVED]
+d1, d2 = st.columns(2)
+colour_by = d1.selectbox(
+    "Colour by", options, index=options.index("topic") if "topic" in options else 0, key="pj_color"
+)
+search = d2.text_input("Highlight texts containing", key="pj_search", max_chars=200).strip()
+colour, categorical = colour_values(colour_by)
+hits = np.array([search.lower() in t.lower() for t in texts]) if search else np.zeros(n, bool)  # (n,)
+if search:
+    st.caption(f"{int(hits.sum()):,} text(s) contain “{ui.literal(search)}” (drawn as red rings).")
+
+# ------------------------------------------------------------------ the maps
+selected: dict[str, set[int]] = {}
+if method == "precomputed":
+    rows = sample_indices(n, sample, seed)
+    st.caption("Precomputed coordinates from the x/y columns: one map (calibration does not apply to them).")
+    selected["precomputed"] = show_map(xyz[rows, :dims], rows, "precomputed coordinates", f"projection_xy_{dims}d")
+else:
+    params_json = json.dumps(params, sort_keys=True)
+    spaces = (
+        ("raw", f"raw ({s.pooling})", raw_key, raw),
+        ("calibrated", f"calibrated ({cal.method})", cal_key, calibrated),
+    )
+    for col, (space, title, key, vectors) in zip(st.columns(2), spaces, strict=True):
+        with col:
+            try:
+                rows, coords = services.projection(key, method, dims, sample, seed, params_json, vectors)
+            except (InputError, ValueError) as exc:
+                ui.user_error(exc)
+                continue
+            selected[space] = show_map(coords, rows, f"{label} · {title}", f"projection_{space}_{method}_{dims}d")
+if dims == 3:
+    st.caption("Drag to rotate. Region selection works on the 2-D maps.")
+
+# ------------------------------------------------------------------ selected region
+chosen = sorted(set().union(*selected.values())) if selected else []
+st.subheader("Selected points")
+if not chosen:
+    st.caption("Draw a lasso or a box on a 2-D map to list the points inside.")
+else:
+    table = pd.DataFrame({"row": chosen, "text": [texts[i] for i in chosen]})
+    table["selected on"] = [", ".join(sp for sp, rows_ in selected.items() if i in rows_) for i in chosen]
+    for c, column in meta_cols.items():
+        table[c] = corpus.meta[column].iloc[chosen].astype(str).to_numpy()
+    if colour is not None and not categorical:
+        table[colour_by] = np.round(np.asarray(colour, np.float64)[chosen], 4)
+    st.caption(f"{len(table):,} point(s).")
+    st.dataframe(table, width="stretch", hide_index=True)
+    ui.download_table(table, "projection_selection")

@@ -1,0 +1,105 @@
+"""AppTest: the Projection map page (PCA, UMAP, 2-D and 3-D, colours, search highlight, precomputed x/y)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from tests.dashboard.conftest import open_page
+
+
+def figures(at: AppTest) -> list[dict]:
+    """The plotly figures on the page, as JSON."""
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def values(data: object) -> list:
+    """A trace array from plotly's JSON: a list, or a typed array {"dtype", "bdata"(, "shape")}."""
+    if isinstance(data, dict) and "bdata" in data:
+        return np.frombuffer(base64.b64decode(data["bdata"]), dtype=data["dtype"]).tolist()
+    return list(data)
+
+
+def trace_names(fig: dict) -> list[str]:
+    return [t.get("name", "") for t in fig["data"]]
+
+
+def test_pca_2d_raw_and_calibrated_coloured_by_topic(app: AppTest) -> None:
+    at = open_page(app, "projection")
+    assert not at.error
+    assert at.selectbox(key="pj_projection").value == "PCA"
+    figs = figures(at)
+    assert len(figs) == 2  # raw and calibrated side by side
+    for fig in figs:
+        assert {t["type"] for t in fig["data"]} == {"scattergl"}
+        # default colour: the demo corpus's topic column, one trace per topic
+        assert len(fig["data"]) == 8 and "sports" in trace_names(fig)
+        assert sum(len(values(t["x"])) for t in fig["data"]) == 336
+    titles = [f["layout"]["title"]["text"] for f in figs]
+    assert "raw" in titles[0] and "whitening" in titles[1]
+
+    at.selectbox(key="pj_color").set_value("norm").run()
+    assert not at.exception, at.exception
+    fig = figures(at)[0]
+    assert len(fig["data"]) == 1 and fig["data"][0]["marker"]["showscale"]
+    at.selectbox(key="pj_color").set_value("topic").run()
+    assert len(figures(at)[0]["data"]) == 8
+
+
+def test_search_highlight_and_sample(app: AppTest) -> None:
+    at = open_page(app, "projection")
+    at.text_input(key="pj_search").set_value("football").run()
+    assert not at.exception, at.exception
+    for fig in figures(at):
+        (hits,) = [t for t in fig["data"] if t["name"].startswith("matches")]
+        assert hits["marker"]["symbol"] == "circle-open" and hits["marker"]["size"] > fig["data"][0]["marker"]["size"]
+        assert all("football" in t.lower() for t in hits["text"])
+        assert hits["name"] == f"matches ({len(values(hits['x']))})" and len(values(hits["x"])) >= 1
+    at.number_input(key="pj_sample").set_value(100).run()
+    assert not at.exception, at.exception
+    assert all(
+        sum(len(values(t["x"])) for t in f["data"] if not t["name"].startswith("matches")) == 100 for f in figures(at)
+    )
+
+
+def test_umap_and_3d(app: AppTest) -> None:
+    at = open_page(app, "projection")
+    at.selectbox(key="pj_projection").set_value("UMAP").run()
+    assert not at.exception, at.exception
+    assert not at.error
+    assert len(figures(at)) == 2
+    at.radio(key="pj_dims").set_value(3).run()
+    assert not at.exception, at.exception
+    figs = figures(at)
+    assert len(figs) == 2 and {t["type"] for f in figs for t in f["data"]} == {"scatter3d"}
+    at.selectbox(key="pj_projection").set_value("PCA").run()
+    assert not at.exception, at.exception
+    assert {t["type"] for f in figures(at) for t in f["data"]} == {"scatter3d"}
+
+
+def test_precomputed_xy_columns(app: AppTest) -> None:
+    at = open_page(app, "projection")
+    at.radio(key="pj_source").set_value("Upload a file").run()
+    rows = [
+        f"Sentence number {i} about <b>{'cats' if i % 2 else 'dogs'}</b>.,{i},{i * 0.5},<i>g{i}</i>" for i in range(30)
+    ]
+    data = ("text,x,y,group\n" + "\n".join(rows) + "\n").encode()
+    at.file_uploader(key="pj_upload").set_value(("xy.csv", data, "text/csv")).run()
+    assert not at.exception, at.exception
+    assert "precomputed (x, y columns)" in at.selectbox(key="pj_projection").options
+    assert "x" not in at.selectbox(key="pj_color").options
+    at.selectbox(key="pj_projection").set_value("precomputed (x, y columns)").run()
+    assert not at.exception, at.exception
+    (fig,) = figures(at)
+    xs = sorted(x for t in fig["data"] for x in values(t["x"]))
+    assert xs == list(range(30))
+    # hover text and legend names are HTML-escaped user text
+    hover = " ".join(h for t in fig["data"] for h in t["text"])
+    assert "&lt;b&gt;" in hover and "<b>" not in hover
+    # 30 distinct groups: the 19 most frequent get a colour each, the rest are "other"
+    names = trace_names(fig)
+    assert len(names) == 20 and names[-1] == "other"
+    assert all(n.startswith("&lt;i&gt;g") for n in names[:-1])
