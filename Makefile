@@ -42,5 +42,8 @@ format: $(VENV)/.dev-installed
 bench: $(VENV)/.dev-installed
 	$(BIN)/python bench/run_all.py
 
+screenshots: $(VENV)/.dev-installed browser
+	$(BIN)/pytest tests/e2e -q
+
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

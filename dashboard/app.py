@@ -23,25 +23,25 @@ st.set_page_config(page_title="Isoscope", page_icon=":material/blur_on:", layout
 
 PAGES = {
     "Start": [
-        st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+        st.Page("views/home.py", title="Home", icon=":material/home:", default=True),
     ],
     "Similarity": [
-        st.Page("pages/similarity.py", title="Sentence pairs", icon=":material/compare_arrows:"),
-        st.Page("pages/calibration.py", title="Calibration", icon=":material/tune:"),
+        st.Page("views/similarity.py", title="Sentence pairs", icon=":material/compare_arrows:"),
+        st.Page("views/calibration.py", title="Calibration", icon=":material/tune:"),
     ],
     "Geometry": [
-        st.Page("pages/anisotropy.py", title="Anisotropy", icon=":material/scatter_plot:"),
-        st.Page("pages/frequency.py", title="Frequency bias", icon=":material/bar_chart:"),
-        st.Page("pages/overlap.py", title="Lexical overlap", icon=":material/join_inner:"),
+        st.Page("views/anisotropy.py", title="Anisotropy", icon=":material/scatter_plot:"),
+        st.Page("views/frequency.py", title="Frequency bias", icon=":material/bar_chart:"),
+        st.Page("views/overlap.py", title="Lexical overlap", icon=":material/join_inner:"),
     ],
     "Neighbours": [
-        st.Page("pages/neighbours.py", title="Neighbours", icon=":material/hub:"),
-        st.Page("pages/projection.py", title="Projection map", icon=":material/map:"),
+        st.Page("views/neighbours.py", title="Neighbours", icon=":material/hub:"),
+        st.Page("views/projection.py", title="Projection map", icon=":material/map:"),
     ],
     "Model anatomy": [
-        st.Page("pages/pooling.py", title="Pooling explorer", icon=":material/layers:"),
-        st.Page("pages/anatomy.py", title="Embedding anatomy", icon=":material/grid_on:"),
-        st.Page("pages/landscape.py", title="Loss surfaces", icon=":material/landscape:"),
+        st.Page("views/pooling.py", title="Pooling explorer", icon=":material/layers:"),
+        st.Page("views/anatomy.py", title="Embedding anatomy", icon=":material/grid_on:"),
+        st.Page("views/landscape.py", title="Loss surfaces", icon=":material/landscape:"),
     ],
 }
 

@@ -25,7 +25,12 @@ def add_model_arguments(p: argparse.ArgumentParser, pooling: bool = True) -> Non
             help="cls, mean, max, last2avg, first_last_avg, layer:K, enc_first, enc_mean, encdec_first (default: mean)",
         )
     p.add_argument("--max-length", type=int, default=256, help="max tokens per text (default: 256)")
-    p.add_argument("--batch-size", type=int, default=64, help="at least this many texts per forward pass; short texts are batched up to a token budget (default: 64)")
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=64,
+        help="at least this many texts per forward pass; short texts are batched up to a token budget (default: 64)",
+    )
     p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 

@@ -11,8 +11,8 @@ APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 
 
 def open_page(at: AppTest, page: str) -> AppTest:
-    """Switch the router to ``pages/<page>.py`` and run it; fails on any exception."""
-    at.switch_page(f"pages/{page}.py").run()
+    """Switch the router to ``views/<page>.py`` and run it; fails on any exception."""
+    at.switch_page(f"views/{page}.py").run()
     assert not at.exception, at.exception
     return at
 

@@ -23,14 +23,11 @@ pairs = ui.pairs_input("sim")
 if pairs is None:
     st.stop()
 
-# The sidebar choice leads: a new sidebar pooling (or a first visit) resets the comparison to it.
-if st.session_state.get("sim_sidebar_pooling") != s.pooling or "sim_poolings" not in st.session_state:
-    st.session_state["sim_sidebar_pooling"] = s.pooling
-    st.session_state["sim_poolings"] = [s.pooling]
 poolings = st.multiselect(
     "Pooling modes to compare side by side",
     s.pooling_modes,
-    key="sim_poolings",
+    default=[s.pooling],
+    key=f"sim_poolings:{s.pooling}",  # a new sidebar pooling starts a new comparison from it
     help="The sidebar pooling is the default; add more to compare.",
 )
 if not poolings:

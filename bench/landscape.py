@@ -1,0 +1,160 @@
+"""Benchmark core.landscape: short fine-tuning, then a loss-surface grid with the default model.
+
+Usage (from the repo root)::
+
+    .venv/bin/python bench/landscape.py            # 21 x 21 grid, 64 examples per point; target: grid <= 180 s
+    .venv/bin/python bench/landscape.py --quick    # 5 x 5 grid, 16 examples per point, under a minute
+
+Fine-tunes all-MiniLM-L6-v2 (+ head) on a few hundred STS-B binary examples (theta1) and on the demo
+topic task (theta2), builds the plane, then times the grid. Each grid point evaluates a fixed batch of
+training and held-out examples (half each) with ``functional_call`` on a flat parameter vector.
+Checkpoints go to a temporary folder, so every run trains and measures for real (no cache).
+Prints a table, then as its LAST line one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from core.landscape.axes import make_plane, project  # noqa: E402
+from core.landscape.classifier import Evaluator, build_classifier, make_eval_set  # noqa: E402
+from core.landscape.curvature import hvp  # noqa: E402
+from core.landscape.flat import FlatLayout  # noqa: E402
+from core.landscape.surface import surface_2d  # noqa: E402
+from core.landscape.tasks import load_task, sample  # noqa: E402
+from core.landscape.train import TrainConfig, run_key, train_run  # noqa: E402
+from core.models import load_encoder  # noqa: E402
+
+TARGET_GRID_SECONDS = 180.0
+
+
+def _train(encoder, task, config: TrainConfig, folder: Path, slot: str):
+    """Fine-tune from the pre-trained weights; returns (model, layout, first and last theta, seconds)."""
+    model = build_classifier(encoder, task.n_classes, "pretrained", config.seed)
+    layout = FlatLayout.from_module(model)
+    key = run_key(encoder.fingerprint, "pretrained", task, config, layout)
+    start = time.perf_counter()
+    ckpts, _ = train_run(model, layout, encoder.tokenizer, task, config, folder / slot, key, reuse=False)
+    return model, layout, ckpts[0].load(), ckpts[-1].load(), time.perf_counter() - start
+
+
+def run(grid: int, eval_size: int, n_train: int, epochs: int, hvps: int, seed: int) -> dict[str, object]:
+    t = time.perf_counter()
+    encoder = load_encoder()
+    load_seconds = time.perf_counter() - t
+    stsb, topic = load_task("stsb", seed), load_task("demo-topic", seed)
+    config = TrainConfig(n_train=n_train, epochs=epochs, batch_size=16, max_length=128, seed=seed)
+    train1, train2 = sample(stsb.train, n_train, seed), sample(topic.train, n_train, seed)
+    with tempfile.TemporaryDirectory(prefix="isoscope-landscape-bench-") as tmp:
+        model, layout, theta0, theta1, train1_s = _train(encoder, train1, config, Path(tmp), "task1")
+        _, _, _, theta2_full, train2_s = _train(encoder, train2, config, Path(tmp), "task2")
+    n_enc = layout.prefix_size("encoder.")
+    theta2 = torch.cat([theta2_full[:n_enc], theta0[n_enc:]])  # shared encoder displacement only
+    plane = make_plane(theta0, theta1, theta2)
+    half = eval_size // 2
+    eval_set = make_eval_set(
+        encoder.tokenizer, sample(train1, half, seed + 1), sample(stsb.heldout, eval_size - half, seed + 2), 128, 8
+    )
+    evaluate = Evaluator(model, layout, eval_set)
+    evaluate(theta0)  # warm-up
+    t = time.perf_counter()
+    evaluate(theta0)
+    one_point = time.perf_counter() - t
+    alphas, betas = np.linspace(-0.5, 1.5, grid), np.linspace(-0.5, 1.5, grid)
+    t, cpu = time.perf_counter(), time.process_time()
+    surface = surface_2d(evaluate, plane, alphas, betas)
+    grid_seconds, grid_cpu = time.perf_counter() - t, time.process_time() - cpu
+    hvp_seconds = None
+    if hvps:
+        v = torch.randn(theta1.shape, generator=torch.Generator().manual_seed(seed))
+        t = time.perf_counter()
+        for _ in range(hvps):
+            hvp(lambda th: evaluate.train_loss(th), theta1, v)
+        hvp_seconds = (time.perf_counter() - t) / hvps
+    p1, p2 = project(plane, theta1), project(plane, theta2)
+    return {
+        "model": encoder.name,
+        "n_params": layout.size,
+        "n_train": [len(train1), len(train2)],
+        "epochs": epochs,
+        "grid": [grid, grid],
+        "examples_per_point": {"train": eval_set.n_train, "heldout": eval_set.n_heldout},
+        "torch_threads": torch.get_num_threads(),
+        "load_average_1min": round(os.getloadavg()[0], 2),
+        "model_load_seconds": round(load_seconds, 2),
+        "train1_seconds": round(train1_s, 2),
+        "train2_seconds": round(train2_s, 2),
+        "one_point_seconds": round(one_point, 4),
+        "grid_seconds": round(grid_seconds, 2),
+        "seconds_per_point": round(grid_seconds / grid**2, 4),
+        "grid_cpu_seconds": round(grid_cpu, 2),  # CPU time of this process: wall time on an idle machine (1 thread)
+        "target_grid_seconds": TARGET_GRID_SECONDS,
+        "meets_target": bool(grid_seconds <= TARGET_GRID_SECONDS),
+        "hvp_seconds": None if hvp_seconds is None else round(hvp_seconds, 2),
+        "cos_delta1_delta2": round(plane.cos_delta1_delta2, 6),
+        "kept_fraction": round(plane.kept_fraction, 6),
+        "cos_e1_e2": plane.cos_e1_e2,
+        "theta1_coords": [round(p1.a, 6), round(p1.b, 6)],
+        "theta1_residual": p1.residual,
+        "theta2_coords": [round(p2.a, 6), round(p2.b, 6)],
+        "theta2_residual": p2.residual,
+        "train_loss_range": [float(np.min(surface["train_loss"])), float(np.max(surface["train_loss"]))],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="5 x 5 grid, 16 examples, tiny training (< 1 min)")
+    parser.add_argument("--grid", type=int, default=None, help="points per axis (default: 21, quick: 5)")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's default)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.quick:
+        result = run(args.grid or 5, eval_size=16, n_train=32, epochs=1, hvps=1, seed=args.seed)
+    else:
+        result = run(args.grid or 21, eval_size=64, n_train=300, epochs=2, hvps=2, seed=args.seed)
+    rows = [
+        ("model", result["model"]),
+        ("threads / load avg", f"{result['torch_threads']} / {result['load_average_1min']}"),
+        ("train task1 / task2 (s)", f"{result['train1_seconds']} / {result['train2_seconds']}"),
+        (
+            "grid",
+            f"{result['grid'][0]} x {result['grid'][1]}, {sum(result['examples_per_point'].values())} examples/pt",
+        ),
+        ("one point (s)", result["one_point_seconds"]),
+        ("grid (s)", f"{result['grid_seconds']} (target <= {TARGET_GRID_SECONDS:.0f})"),
+        ("seconds per point", result["seconds_per_point"]),
+        ("grid CPU time (s)", result["grid_cpu_seconds"]),
+        ("Hessian-vector product (s)", result["hvp_seconds"]),
+        ("cos(delta1, delta2)", result["cos_delta1_delta2"]),
+        ("theta1 coords", result["theta1_coords"]),
+        ("theta2 coords / residual", f"{result['theta2_coords']} / {result['theta2_residual']:.2e}"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k:<{width}}  {v}")
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

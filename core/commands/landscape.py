@@ -1,0 +1,154 @@
+"""``python -m core landscape``: loss surfaces of fine-tuning from pre-trained weights vs from scratch.
+
+Trains the classifier on ``--task`` (theta0 -> theta1) and on ``--task2`` (theta0 -> theta2) from the
+pre-trained weights and from a random init of the same architecture, then writes 1D curves, the
+training-loss and held-out-error surfaces, signed trajectories, layer rollback and flatness under
+``--out`` (default ``~/.cache/isoscope/landscape/<key>``). Re-running resumes from what is on disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import torch
+
+from core.commands.common import add_json_argument, add_model_arguments, emit, encoder_from_args, progress_bar
+from core.landscape.classifier import HEAD_POOLINGS, INITS
+from core.landscape.pipeline import LandscapeConfig, run_landscape
+from core.landscape.tasks import BUILTIN_TASKS, default_task2, load_task
+from core.landscape.train import TrainConfig
+
+NAME = "landscape"
+HELP = "loss surfaces, trajectories, layer rollback and flatness: fine-tuning from pre-trained weights vs scratch"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    tasks = "|".join(BUILTIN_TASKS)
+    p.add_argument(
+        "--task", required=True, help=f"{tasks} or a labelled file (text,label or sentence1,sentence2,label)"
+    )
+    p.add_argument(
+        "--task2",
+        default=None,
+        help=f"second task for the second axis: {tasks} or a file (default: a different demo task)",
+    )
+    p.add_argument(
+        "--stsb-dir",
+        default=None,
+        help="folder with stsb-en-train.csv and stsb-en-dev.csv (default: ../shared/data/stsb)",
+    )
+    p.add_argument("--n-train", type=int, default=300, help="training examples per task (default: 300)")
+    p.add_argument("--epochs", type=int, default=3, help="fine-tuning epochs (default: 3)")
+    p.add_argument("--lr", type=float, default=5e-5, help="AdamW learning rate, decayed linearly to 0 (default: 5e-5)")
+    p.add_argument("--train-batch-size", type=int, default=16, help="examples per training step (default: 16)")
+    p.add_argument("--seed", type=int, default=0, help="seed of sampling, head init, scratch init, order (default: 0)")
+    p.add_argument("--head-pooling", default="mean", choices=HEAD_POOLINGS, help="head input (default: mean)")
+    p.add_argument(
+        "--eval-size", type=int, default=64, help="fixed training and held-out examples per point (default: 64 each)"
+    )
+    p.add_argument(
+        "--grid", type=int, default=None, help="points per axis of the 2D surfaces (default: from --time-budget)"
+    )
+    p.add_argument(
+        "--time-budget", type=float, default=120.0, help="seconds per surface used to choose --grid (default: 120)"
+    )
+    p.add_argument(
+        "--range",
+        nargs=2,
+        type=float,
+        default=(-0.5, 1.5),
+        metavar=("LO", "HI"),
+        help="alpha range (default: -0.5 1.5)",
+    )
+    p.add_argument(
+        "--range-b", nargs=2, type=float, default=None, metavar=("LO", "HI"), help="beta range (default: --range)"
+    )
+    p.add_argument("--points-1d", type=int, default=21, help="points of the 1D curve along delta1 (default: 21)")
+    p.add_argument("--hessian-iters", type=int, default=20, help="power-iteration steps, 0 to skip (default: 20)")
+    p.add_argument(
+        "--hessian-size", type=int, default=32, help="training examples for Hessian-vector products (default: 32)"
+    )
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: 0 = torch's default)")
+    p.add_argument("--init", default="both", choices=("both", *INITS), help="initialisations to run (default: both)")
+    p.add_argument("--out", default=None, help="result folder (default: ~/.cache/isoscope/landscape/<key>)")
+    add_model_arguments(p, pooling=False)
+    for action in p._actions:  # same option, smaller default: length-sorted chunks of 8 pad little
+        if action.dest == "batch_size":
+            action.default, action.help = 8, "examples per evaluation forward pass (default: 8)"
+        elif action.dest == "no_cache":
+            action.help = "recompute everything (do not reuse checkpoints or results in --out)"
+    add_json_argument(p)
+
+
+def config_from_args(args: argparse.Namespace) -> LandscapeConfig:
+    train = TrainConfig(
+        lr=args.lr,
+        epochs=args.epochs,
+        batch_size=args.train_batch_size,
+        n_train=args.n_train,
+        max_length=args.max_length,
+        seed=args.seed,
+        pooling=args.head_pooling,
+    )
+    return LandscapeConfig(
+        train=train,
+        eval_size=args.eval_size,
+        eval_chunk=args.batch_size,
+        grid=args.grid,
+        time_budget=args.time_budget,
+        range_a=tuple(args.range),
+        range_b=tuple(args.range_b) if args.range_b else None,
+        points_1d=args.points_1d,
+        hessian_iters=args.hessian_iters,
+        hessian_size=args.hessian_size,
+        inits=INITS if args.init == "both" else (args.init,),
+        reuse=not args.no_cache,
+    ).validate()
+
+
+def run(args: argparse.Namespace) -> dict:
+    config = config_from_args(args)
+    if args.threads < 0:
+        raise ValueError("--threads must be >= 0")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    task1 = load_task(args.task, args.seed, args.stsb_dir)
+    task2 = load_task(args.task2 or default_task2(args.task), args.seed, args.stsb_dir)
+    encoder = encoder_from_args(args)
+    summary = run_landscape(encoder, task1, task2, config, args.out, lambda desc: progress_bar(args, desc))
+    emit(args, summary, _lines(summary))
+    return summary
+
+
+def _f(x: object, digits: int = 4) -> str:
+    return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}g}"
+
+
+def _lines(s: dict) -> list[str]:
+    g = s["grid"]
+    spp = [s[i]["surface_seconds_per_point"] for i in s["inits"] if s[i].get("surface_seconds_per_point")]
+    lines = [
+        f"{s['model']}: task {s['task']} (n={s['n_train'][0]}), second task {s['task2']} (n={s['n_train'][1]})",
+        f"grid {g['grid']}x{g['grid']} ({g['source']}), "
+        + (f"{_f(spp[0], 3)} s per point, " if spp else "surfaces read from the cache, ")
+        + f"wall {s['wall_seconds']:.0f} s; results in {s['out_dir']}",
+    ]
+    for init in s["inits"]:
+        r = s[init]
+        ax, t1, fl = r["axes"], r["theta1"], r["flatness"]
+        hess = fl["hessian"].get("eigenvalue")
+        grid_eig = fl["grid_train_loss"].get("eigenvalues_param")
+        lines += [
+            f"[{init}] theta1: train loss {_f(t1['train_loss'])} acc {_f(t1['train_acc'], 3)} | "
+            f"held-out loss {_f(t1['heldout_loss'])} acc {_f(t1['heldout_acc'], 3)}",
+            f"  axes: |d1| {_f(ax['norm_delta1'])} |d2| {_f(ax['norm_delta2'])} cos(d1,d2) {_f(ax['cos_delta1_delta2'])} "
+            f"kept {_f(ax['kept_fraction'])} cos(e1,e2) {_f(ax['cos_e1_e2'], 2)}",
+            f"  theta1 at ({_f(r['theta1_coords']['a'])}, {_f(r['theta1_coords']['b'])}), "
+            f"theta2 residual {_f(r['theta2_coords']['residual'], 2)}",
+            f"  flatness: top Hessian eigenvalue {_f(hess)}, grid curvature (per unit parameter) "
+            f"{[_f(v) for v in grid_eig] if grid_eig else 'n/a'}",
+            "  rollback (held-out acc): "
+            + ", ".join(f"{row['group']} {_f(row['heldout_acc'], 3)}" for row in r["rollback"]),
+        ]
+    return lines + list(s.get("warnings", []))

@@ -1,0 +1,207 @@
+"""Real-browser fixtures: one Streamlit server and one headless Debian chromium for the whole session.
+
+The server runs ``dashboard/app.py`` on a free loopback port with the user's embedding cache (so a second
+run is fast) and is stopped at the end by killing its process group. No browser is ever downloaded: the
+system chromium is used through Playwright's ``executable_path``. Without chromium the tests are skipped,
+except under ``CI=true`` where a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+VIEWPORT = {"width": 1400, "height": 1000}
+HEALTH_TIMEOUT_S = 90.0
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI=true and {reason}; run `make browser` (scripts/ensure_browser.sh)", pytrace=False)
+    pytest.skip(f"{reason}; run `make browser` to install Debian chromium")
+
+
+def chromium_path() -> str | None:
+    explicit = os.environ.get("ISOSCOPE_CHROMIUM")
+    candidates = (
+        [explicit] if explicit else ["/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")]
+    )
+    for c in candidates:
+        if c and Path(c).is_file() and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    url: str
+    proc: subprocess.Popen
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def tracebacks(self) -> list[str]:
+        """Uncaught exceptions the server logged (Streamlit logs them as 'Uncaught app execution')."""
+        text = self.log()
+        return [chunk[:800] for chunk in text.split("Uncaught app execution")[1:]]
+
+
+def start_server(log_path: Path) -> Server:
+    """Start ``streamlit run dashboard/app.py`` and wait for ``/_stcore/health``."""
+    port = free_port()
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    cmd = [
+        str(ROOT / ".venv" / "bin" / "streamlit"),
+        "run",
+        "dashboard/app.py",
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
+    with open(log_path, "wb") as log:  # the child keeps its own copy of the handle
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    server = Server(url, proc, log_path)
+    deadline = time.monotonic() + HEALTH_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"streamlit exited with {proc.returncode}:\n{server.log()[-2000:]}", pytrace=False)
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.read().strip() == b"ok":
+                    return server
+        except OSError:
+            pass
+        time.sleep(0.25)
+    stop_server(server)
+    pytest.fail(f"streamlit not healthy after {HEALTH_TIMEOUT_S:.0f} s:\n{server.log()[-2000:]}", pytrace=False)
+    raise AssertionError("unreachable")
+
+
+def stop_server(server: Server) -> None:
+    """Terminate the server's whole process group (SIGTERM, then SIGKILL)."""
+    if server.proc.poll() is not None:
+        return
+    try:
+        os.killpg(server.proc.pid, signal.SIGTERM)
+        server.proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.proc.pid, signal.SIGKILL)
+        server.proc.wait(timeout=15)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.fixture(scope="session")
+def chromium_executable() -> str:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        _unavailable("the playwright Python package is not installed")
+    path = chromium_path()
+    if path is None:
+        where = os.environ.get("ISOSCOPE_CHROMIUM") or "/usr/bin/chromium or on PATH"
+        _unavailable(f"chromium was not found ({where})")
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def streamlit_server(chromium_executable: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    server = start_server(tmp_path_factory.mktemp("streamlit") / "server.log")
+    try:
+        yield server
+    finally:
+        stop_server(server)
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_executable: str):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium_executable, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="session")
+def warm_server(streamlit_server: Server, browser) -> Server:
+    """The server after one session has opened the home page (model loaded, router registered).
+
+    The first visit goes to "/" on purpose: see test_deep_link_on_fresh_server for why a deep link as the
+    very first request of a server fails.
+    """
+    from tests.e2e import browser as b
+
+    context = browser.new_context(viewport=VIEWPORT)
+    context.add_init_script(b.RUN_COUNTER_JS)
+    page = context.new_page()
+    try:
+        b.goto(page, streamlit_server.url + "/")
+        page.get_by_role("heading", name="Isoscope").first.wait_for(timeout=b.RUN_TIMEOUT_MS)
+    finally:
+        context.close()
+    return streamlit_server
+
+
+@pytest.fixture()
+def page(warm_server: Server, browser):
+    """A fresh browser tab (a new Streamlit session) on the home page; fails on new server tracebacks."""
+    from tests.e2e import browser as b
+
+    seen = len(warm_server.tracebacks())
+    context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+    context.add_init_script(b.RUN_COUNTER_JS)
+    pg = context.new_page()
+    pg.set_default_timeout(b.ACTION_TIMEOUT_MS)
+    try:
+        b.goto(pg, warm_server.url + "/")
+        pg.get_by_role("heading", name="Isoscope").first.wait_for(timeout=b.RUN_TIMEOUT_MS)
+        yield pg
+    finally:
+        context.close()
+    new = warm_server.tracebacks()[seen:]
+    assert not new, f"the server logged an uncaught exception: {new[0]}"

@@ -1,0 +1,213 @@
+"""Hostile files shared by the loader, CLI and AppTest tests.
+
+``REFUSED_*``: (case id, file name, bytes, fragments the one-line message must contain).
+``ACCEPTED_*``: (case id, file name, bytes, check(data)) for input that loads, possibly with a warning.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FORMULAS = ("=cmd|' /C calc'!A0", "+1+1", "@SUM(A1)", "-2+3", '=HYPERLINK("http://x.invalid","click")')
+HTML = ("<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "<b>bold</b> & <i>it</i>", "**not bold**")
+LONG = "a" * 100_000  # one sentence of 100k characters
+HUGE = "b" * 300_000  # longer than the csv module's default field limit (131,072)
+ROWS_200K = 200_000
+
+
+def csv_bytes(rows: list[list[Any]], header: list[str] | None = None, encoding: str = "utf-8") -> bytes:
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    if header:
+        w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue().encode(encoding)
+
+
+def junk(n: int = 4096, seed: int = 0) -> bytes:
+    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8).tobytes()
+
+
+class MarkerPayload:
+    """Unpickling this creates ``path``: proof that a loader unpickled user data."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (self.path,))
+
+
+def pickled_npy(marker: Path) -> bytes:
+    """A real .npy file (np.save with allow_pickle=True) of an object array holding a MarkerPayload."""
+    arr = np.empty(2, dtype=object)
+    arr[0], arr[1] = MarkerPayload(marker), "x"
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=True)
+    return buf.getvalue()
+
+
+def raw_pickle(marker: Path) -> bytes:
+    return pickle.dumps(MarkerPayload(marker))
+
+
+GOOD_PAIRS = [
+    ["A man is playing a guitar.", "A man plays the guitar.", 4.8],
+    ["A woman slices an onion.", "Someone cuts an onion.", 4.2],
+    ["Two dogs run in a field.", "The stock market fell.", 0.4],
+    ["A child reads a book.", "A kid is reading.", 4.0],
+]
+GOOD_PAIRS_CSV = csv_bytes(GOOD_PAIRS, ["sentence1", "sentence2", "score"])
+PAIRS_TEXT = "sentence1,sentence2,score\nCafé crème brûlée,Thé glacé à la pêche,2.5\nÉté,Hiver,1\n"
+
+REFUSED_PAIRS: list[tuple[str, str, bytes, tuple[str, ...]]] = [
+    ("empty", "p.csv", b"", ("empty",)),
+    ("whitespace_only", "p.csv", b"  \n\n\t \n", ("empty",)),
+    ("header_only", "p.csv", b"sentence1,sentence2,score\n", ("no data rows",)),
+    ("semicolon_delimiter", "p.csv", b"sentence1;sentence2;score\nA cat.;A dog.;3\nB.;C.;2\n", ("one column",)),
+    ("one_column", "p.csv", b"just one sentence\nanother one\n", ("one column",)),
+    ("missing_columns", "p.csv", b"text,label\nA cat,1\n", ("missing columns", "sentence1")),
+    ("jsonl_missing_keys", "p.jsonl", b'{"a": "x", "b": "y"}\n', ("missing columns",)),
+    ("scores_out_of_range", "p.csv", b"sentence1,sentence2,score\nA,B,7\nC,D,-1\nE,F,5.01\n", ("between 0 and 5",)),
+    (
+        "scores_not_numbers",
+        "p.csv",
+        b"sentence1,sentence2,score\nA,B,abc\nC,D,nan\nE,F,inf\nG,H,=1+1\n",
+        ("numeric score",),
+    ),
+    ("all_sentences_empty", "p.csv", b"sentence1,sentence2\n,x\ny,\n", ("empty sentence",)),
+    ("binary_junk", "p.csv", junk(), ("binary",)),
+    ("png_renamed_csv", "p.csv", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + junk(512, 1), ("binary",)),
+    ("control_chars", "p.csv", b"sentence1,sentence2\n" + bytes(range(1, 9)) * 50 + b",b\n", ("binary",)),
+    ("utf16_without_bom", "p.csv", PAIRS_TEXT.encode("utf-16-le"), ("binary",)),
+    ("pickle_as_csv", "p.csv", pickle.dumps({"a": 1}), ("binary",)),
+    ("jsonl_not_json", "p.jsonl", b'{"sentence1": "a", \n', ("not valid json",)),
+    ("jsonl_not_objects", "p.jsonl", b"[1, 2]\n", ("not a json object",)),
+    ("parquet_junk", "p.parquet", b"PAR1" + junk(256), ("parquet",)),
+    ("unsupported_extension", "p.xlsx", b"PK\x03\x04" + junk(64), ("unsupported file type",)),
+    ("rows_200k", "p.csv", b"sentence1,sentence2,score\n" + b"a,b,1\n" * ROWS_200K, ("over the limit",)),
+    ("quote_never_closed", "p.csv", b'sentence1,sentence2,score\na,"' + b"x\n" * 100_000 + b"c,d,3\n", ("quote",)),
+]
+
+
+def _check_utf16(p) -> None:
+    assert p.sentence1 == ["Café crème brûlée", "Été"] and any("UTF-16" in w for w in p.warnings)
+
+
+def _check_latin1(p) -> None:
+    assert p.sentence1 == ["Café crème brûlée", "Été"] and any("Latin-1" in w for w in p.warnings)
+
+
+def _check_long(p) -> None:
+    assert len(p.sentence1[0]) < 10_000 and p.sentence1[0] == LONG[: len(p.sentence1[0])]
+    assert any("truncated" in w for w in p.warnings)
+
+
+def _check_huge(p) -> None:
+    assert len(p.sentence2[0]) < 10_000 and p.sentence2[0] == HUGE[: len(p.sentence2[0])]
+    assert any("truncated" in w for w in p.warnings)
+
+
+def _check_formulas(p) -> None:
+    assert p.sentence1 == list(FORMULAS) and p.sentence2 == list(FORMULAS)[::-1]
+
+
+def _check_html(p) -> None:
+    assert p.sentence1 == list(HTML)
+
+
+def _check_some_bad_scores(p) -> None:
+    assert p.sentence1 == ["C"] and list(p.scores) == [3.0]
+    assert any("not a number" in w for w in p.warnings) and any("outside" in w for w in p.warnings)
+
+
+def _check_tabs(p) -> None:
+    assert p.sentence1 == ["A cat, sitting"] and any("tabs" in w for w in p.warnings)
+
+
+ACCEPTED_PAIRS: list[tuple[str, str, bytes, Callable[[Any], None]]] = [
+    ("utf16_with_bom", "p.csv", PAIRS_TEXT.encode("utf-16"), _check_utf16),
+    ("latin1", "p.csv", PAIRS_TEXT.encode("latin-1"), _check_latin1),
+    ("sentence_100k_chars", "p.csv", csv_bytes([[LONG, "short", 3]], ["sentence1", "sentence2", "score"]), _check_long),
+    ("sentence_300k_chars", "p.csv", csv_bytes([["short", HUGE, 3]], ["sentence1", "sentence2", "score"]), _check_huge),
+    (
+        "formula_cells",
+        "p.csv",
+        csv_bytes(
+            [[a, b, 2] for a, b in zip(FORMULAS, FORMULAS[::-1], strict=True)], ["sentence1", "sentence2", "score"]
+        ),
+        _check_formulas,
+    ),
+    (
+        "html_and_script",
+        "p.csv",
+        csv_bytes([[h, "plain", 1] for h in HTML], ["sentence1", "sentence2", "score"]),
+        _check_html,
+    ),
+    ("some_scores_bad", "p.csv", b"sentence1,sentence2,score\nA,B,abc\nC,D,3\nE,F,9\n", _check_some_bad_scores),
+    ("tabs_in_csv", "p.csv", b"sentence1\tsentence2\tscore\nA cat, sitting\tA cat\t4\n", _check_tabs),
+]
+
+GOOD_CORPUS_TXT = "\n".join(
+    f"{s} number {i}." for i, s in enumerate(["A cat sleeps", "Stocks fell", "Rain is coming", "I cook rice"] * 8)
+).encode()
+
+REFUSED_CORPUS: list[tuple[str, str, bytes, tuple[str, ...]]] = [
+    ("empty", "c.txt", b"", ("empty",)),
+    ("whitespace_only", "c.txt", b"\n \n\t\n", ("empty",)),
+    ("header_only", "c.csv", b"text,topic\n", ("no data rows",)),
+    ("no_text_column", "c.csv", b"score,label\n1,2\n", ("no text column",)),
+    ("binary_junk", "c.txt", junk(), ("binary",)),
+    ("binary_junk_csv", "c.csv", junk(seed=3), ("binary",)),
+    ("utf16_without_bom", "c.txt", "héllo\nwörld\n".encode("utf-16-le"), ("binary",)),
+    ("pickle_as_txt", "c.txt", pickle.dumps(["a", "b"]), ("binary",)),
+    ("jsonl_not_json", "c.jsonl", b"{not json}\n", ("not valid json",)),
+    ("parquet_junk", "c.parquet", b"PAR1" + junk(128), ("parquet",)),
+    ("unsupported_extension", "c.docx", b"PK\x03\x04", ("unsupported file type",)),
+    ("lines_200k", "c.txt", b"some text\n" * ROWS_200K, ("over the limit",)),
+    ("quote_never_closed", "c.csv", b'text,topic\n"' + b"x\n" * 100_000 + b"c,d\n", ("quote",)),
+]
+
+
+def _c_utf16(c) -> None:
+    assert c.texts == ["héllo", "wörld"] and any("UTF-16" in w for w in c.warnings)
+
+
+def _c_latin1(c) -> None:
+    assert c.texts == ["héllo", "wörld"] and any("Latin-1" in w for w in c.warnings)
+
+
+def _c_long(c) -> None:
+    assert len(c.texts) == 2 and len(c.texts[0]) < 10_000 and any("truncated" in w for w in c.warnings)
+
+
+def _c_formulas(c) -> None:
+    assert c.texts == list(FORMULAS)
+
+
+def _c_html(c) -> None:
+    assert c.texts == list(HTML)
+
+
+ACCEPTED_CORPUS: list[tuple[str, str, bytes, Callable[[Any], None]]] = [
+    ("utf16_with_bom", "c.txt", "héllo\nwörld\n".encode("utf-16"), _c_utf16),
+    ("latin1", "c.txt", "héllo\nwörld\n".encode("latin-1"), _c_latin1),
+    ("text_100k_chars", "c.txt", (LONG + "\nshort\n").encode(), _c_long),
+    ("text_100k_chars_csv", "c.csv", csv_bytes([[LONG], ["short"]], ["text"]), _c_long),
+    ("text_300k_chars_csv", "c.csv", csv_bytes([[HUGE], ["short"]], ["text"]), _c_long),
+    ("formula_cells", "c.csv", csv_bytes([[f, "t"] for f in FORMULAS], ["text", "topic"]), _c_formulas),
+    ("html_and_script", "c.txt", "\n".join(HTML).encode(), _c_html),
+    ("html_jsonl", "c.jsonl", "\n".join(json.dumps({"text": h}) for h in HTML).encode(), _c_html),
+]
+
+
+def ids(cases: list[tuple]) -> list[str]:
+    return [c[0] for c in cases]

@@ -1,0 +1,186 @@
+"""Hostile vector uploads (.npy) for the Neighbours page: dashboard.services.load_vectors and the upload.
+
+A .npy is loaded with allow_pickle=False: a pickle disguised as .npy (np.save of an object array whose
+element's __reduce__ would create a marker file) is refused and never unpickled.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.errors import InputError
+from tests.hostile.cases import GOOD_CORPUS_TXT, junk, pickled_npy, raw_pickle
+from tests.hostile.conftest import assert_app_refused, assert_one_line, new_app, open_page
+
+services = pytest.importorskip("dashboard.services")
+if not hasattr(services, "load_vectors"):
+    pytest.skip("dashboard.services.load_vectors is not there yet", allow_module_level=True)
+
+N_GOOD, D_GOOD = 32, 16  # GOOD_CORPUS_TXT has 32 lines
+
+
+def npy(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=False)
+    return buf.getvalue()
+
+
+def header_claiming(shape: tuple[int, ...], descr: str = "<f4", payload: int = 64) -> bytes:
+    """A tiny .npy whose header claims ``shape`` (the data is missing)."""
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": descr, "fortran_order": False, "shape": shape})
+    return buf.getvalue() + b"\x00" * payload
+
+
+GOOD = np.random.default_rng(0).standard_normal((N_GOOD, D_GOOD)).astype(np.float32)  # (n, d)
+
+
+def _with_nan() -> bytes:
+    a = GOOD.copy()
+    a[3, 2] = np.nan
+    return npy(a)
+
+
+def _with_inf() -> bytes:
+    a = GOOD.astype(np.float64)
+    a[5, 0] = np.inf
+    return npy(a)
+
+
+def _overflows_float32() -> bytes:
+    a = GOOD.astype(np.float64)
+    a[1, 1] = 1e300  # finite as float64, inf once stored as float32
+    return npy(a)
+
+
+def _truncated() -> bytes:
+    data = npy(GOOD)
+    return data[: len(data) - 100]
+
+
+def _npz() -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, vectors=GOOD)
+    return buf.getvalue()
+
+
+# (case id, bytes or a function of the marker path, fragments of the message)
+REFUSED = [
+    ("pickle_disguised_as_npy", pickled_npy, ("npy",)),
+    ("raw_pickle", raw_pickle, ("not a numpy .npy",)),
+    ("binary_junk", junk(2048), ("not a numpy .npy",)),
+    ("empty", b"", ("not a numpy .npy",)),
+    ("text_file", b"0.1,0.2\n0.3,0.4\n", ("not a numpy .npy",)),
+    ("npz_archive", _npz(), ("not a numpy .npy",)),
+    ("truncated", _truncated(), ("unreadable",)),
+    ("corrupt_header", b"\x93NUMPY\x01\x00" + junk(200), ("unreadable",)),
+    ("object_header", header_claiming((3, 3), "|O"), ("npy",)),
+    ("nan_row", _with_nan(), ("nan",)),
+    ("inf_row", _with_inf(), ("infinite",)),
+    ("overflows_float32", _overflows_float32(), ("infinite",)),
+    ("one_dimensional", npy(np.arange(10, dtype=np.float32)), ("2-d",)),
+    ("three_dimensional", npy(np.zeros((4, 3, 2), np.float32)), ("2-d",)),
+    ("too_few_rows", npy(np.zeros((2, 8), np.float32)), ("at least 3 rows",)),
+    ("strings", npy(np.array([["a", "b"], ["c", "d"], ["e", "f"]])), ("not numbers",)),
+    ("complex", npy(np.ones((4, 4), np.complex64)), ("not numbers",)),
+    ("booleans", npy(np.ones((4, 4), bool)), ("not numbers",)),
+    ("structured", npy(np.zeros(4, dtype=[("a", "<f4"), ("b", "<f4")])), ("not numbers",)),
+    ("rows_200k", npy(np.zeros((200_000, 2), np.float32)), ("over the limit",)),
+    ("negative_shape", header_claiming((-1, 5)), ("unreadable",)),
+    ("claims_400mb", header_claiming((100_000, 1000)), ("unreadable",)),
+]
+BOMB = pytest.param(
+    "claims_exabytes",
+    header_claiming((10**7, 10**7)),
+    ("npy",),
+    marks=pytest.mark.xfail(
+        strict=True,
+        raises=AssertionError,
+        reason="dashboard/services.py load_vectors: a 130-byte .npy whose header claims 10^7 x 10^7 floats makes "
+        "np.load raise MemoryError (not InputError; the page shows an exception). Check the header's shape "
+        "against MAX_ROWS and the file size (np.lib.format.read_array_header_*) before loading",
+    ),
+    id="claims_exabytes",
+)
+
+
+def _bytes(data, marker: Path) -> bytes:
+    return data(marker) if callable(data) else data
+
+
+@pytest.mark.parametrize(("case", "data", "fragments"), [*REFUSED, BOMB], ids=[c[0] for c in REFUSED] + [None])
+def test_load_vectors_refuses(case: str, data, fragments: tuple[str, ...], tmp_path: Path) -> None:
+    marker = tmp_path / "MARKER"
+    name = f"{case}.npy"
+    try:
+        services.load_vectors(_bytes(data, marker), name)
+    except InputError as exc:
+        msg = str(exc)
+        assert_one_line(msg)
+        assert name in msg
+        for f in fragments:
+            assert f.lower() in msg.lower(), f"{f!r} not in {msg!r}"
+    except Exception as exc:
+        raise AssertionError(f"{type(exc).__name__} instead of InputError: {str(exc)[:200]}") from None
+    else:
+        raise AssertionError(f"{case} was accepted")
+    assert not marker.exists(), "the pickle inside the .npy was executed"
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64, np.int8, np.uint16])
+def test_load_vectors_accepts_numbers_as_float32(dtype) -> None:
+    out = services.load_vectors(npy(GOOD.astype(dtype)), "v.npy")
+    assert out.dtype == np.float32 and out.shape == (N_GOOD, D_GOOD) and out.flags.c_contiguous
+
+
+def test_fortran_order_and_big_endian_load() -> None:
+    for arr in (np.asfortranarray(GOOD), GOOD.astype(">f4")):
+        np.testing.assert_array_equal(services.load_vectors(npy(arr), "v.npy"), GOOD)
+
+
+# ---------------------------------------------------------------- the Neighbours upload (AppTest)
+
+PAGE = "neighbours"
+APP_REFUSED = [c for c in REFUSED if c[0] not in ("rows_200k", "claims_400mb")]  # keep the session light
+
+
+def _set(at, key: str, name: str, data: bytes):
+    at.file_uploader(key=key).set_value((name, data, "application/octet-stream")).run()
+    return at
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    """The Neighbours page with good vectors and their texts uploaded."""
+    at = open_page(new_app(), PAGE)
+    at.radio(key="nb_source").set_value("Upload vectors (.npy)").run()
+    _set(at, "nb_meta_upload", "texts.txt", GOOD_CORPUS_TXT)
+    _set(at, "nb_vec_upload", "good.npy", npy(GOOD))
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    caption = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert f"good.npy: {N_GOOD} vectors of dimension {D_GOOD}" in caption
+    return at
+
+
+@pytest.mark.parametrize(("case", "data", "fragments"), APP_REFUSED, ids=[c[0] for c in APP_REFUSED])
+def test_app_upload_refused_keeps_good_vectors(loaded, case, data, fragments, tmp_path: Path) -> None:
+    marker = tmp_path / "MARKER"
+    charts = len(loaded.get("plotly_chart"))
+    _set(loaded, "nb_vec_upload", f"{case}.npy", _bytes(data, marker))
+    assert_app_refused(loaded, *fragments)
+    caption = " ".join(c.value for c in loaded.caption).replace("\\", "")
+    assert "good.npy" in caption  # the previous vectors are still in use
+    assert len(loaded.get("plotly_chart")) == charts
+    assert not marker.exists()
+
+
+def test_app_upload_wrong_row_count(loaded) -> None:
+    _set(loaded, "nb_vec_upload", "short.npy", npy(GOOD[:10]))
+    msg = assert_app_refused(loaded, "10 rows", "32 texts")
+    assert "short.npy" in msg
+    _set(loaded, "nb_vec_upload", "good.npy", npy(GOOD))  # back to a matching pair
+    assert not loaded.error
