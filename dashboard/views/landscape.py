@@ -222,7 +222,7 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
     eval_size = c[2].select_slider(
         "Evaluation examples",
         services.LANDSCAPE_EVAL_SIZES,
-        32,
+        16,
         key="land_eval",
         help="Fixed training and held-out examples (this many of each) evaluated at every point.",
     )
@@ -231,7 +231,7 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
             "Hessian iterations",
             0,
             30,
-            5,
+            3,
             key="land_hess",
             help="Power-iteration steps for the top Hessian eigenvalue at θ1 (0 skips it; each is a double backward).",
         )
@@ -239,7 +239,9 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
     st.caption(
         f"Second axis: {services.landscape_task2(task)}. Model: {ui.literal(s.model_label)}. Four runs (pre-trained "
         f"and scratch × two tasks), AdamW with batch 16 and linear decay; every epoch's weights are kept on disk "
-        f"(about {services.landscape_disk_estimate(s.model, epochs):,.0f} MB) under {ui.literal(services.landscape_root())}."
+        f"(about {services.landscape_disk_estimate(s.model, epochs):,.0f} MB) under "
+        f"{ui.literal(services.landscape_root())}. A live run is a sketch: for faithful numbers, precompute a "
+        "larger one from the command line (`python -m core landscape`)."
     )
     request = (s.model, task, n_train, epochs, float(lr), grid, max_length, eval_size, hessian_iters)
     if st.button("Run live", type="primary", key="land_run", disabled=s.is_encoder_decoder):
@@ -293,6 +295,12 @@ st.caption(
     f"{sm['wall_seconds']:.0f} s · {view.disk_mb:,.0f} MB on disk."
 )
 ui.show_warnings(sm.get("warnings", []))
+with st.expander("Precompute a full run from the command line", icon=":material/terminal:"):
+    st.code(CLI, language="bash")
+    st.caption(
+        f"Results go to {ui.literal(services.landscape_root())} and appear in the selector; re-running resumes "
+        "from what is on disk."
+    )
 inits = [i for i in ("pretrained", "scratch") if i in view.inits]
 if len(inits) < 2:
     st.warning("Only one initialisation in this result: the comparison needs both (CLI --init both).")

@@ -68,3 +68,13 @@ def test_live_tiny_run_shows_both_initialisations(app: AppTest, results_root: Pa
     # a second press of the same configuration is served from the cache and keeps the result selected
     at.button(key="land_run").click().run()
     assert not at.exception and at.selectbox(key="land_pick").value == str(out_dir)
+
+
+def test_unfinished_result_is_one_error_line(app: AppTest, results_root: Path) -> None:
+    folder = results_root / "unfinished"
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text(json.dumps({"task": "demo-topic", "inits": ["pretrained", "scratch"]}))
+    at = open_page(app, "landscape")
+    assert at.selectbox(key="land_pick").value == str(folder)
+    assert len(at.error) == 1 and "no finished initialisation" in at.error[0].value
+    assert not at.get("plotly_chart") and not at.metric
