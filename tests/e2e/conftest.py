@@ -169,11 +169,7 @@ def browser(chromium_executable: str):
 
 @pytest.fixture(scope="session")
 def warm_server(streamlit_server: Server, browser) -> Server:
-    """The server after one session has opened the home page (model loaded, router registered).
-
-    The first visit goes to "/" on purpose: see test_deep_link_on_fresh_server for why a deep link as the
-    very first request of a server fails.
-    """
+    """The server after one session has opened the home page (the model is loaded once, here)."""
     from tests.e2e import browser as b
 
     context = browser.new_context(viewport=VIEWPORT)

@@ -203,6 +203,25 @@ def projection_interaction(page: Page, tmp: Path) -> None:
     assert b.main(page).locator('[data-testid="stPlotlyChart"] .gl-container').count() >= 2  # WebGL 3-D scenes
 
 
+def landscape_interaction(page: Page, tmp: Path) -> None:
+    """With a stored result (the user's cache): switch the rollback metric and its bar chart follows.
+    Without one, the page says how to make one (training live takes minutes, so the suite does not)."""
+    if b.main(page).locator('[data-testid="stSelectbox"]', has_text="Result").count() == 0:
+        assert "No results yet" in b.main(page).inner_text()
+        return
+    assert b.chart_count(page, at_least=5) >= 5
+
+    def axis_titles() -> list[str]:
+        titles = page.locator('[data-testid="stMain"] .js-plotly-plot .ytitle')  # SVG: textContent, not innerText
+        return titles.evaluate_all("els => els.map(e => e.textContent)")
+
+    before = axis_titles()
+    b.choose_radio(page, "Metric", "train_loss")
+    b.assert_clean(page)
+    after = axis_titles()
+    assert "train loss" in after and "train loss" not in before, (before, after)
+
+
 PAGES: tuple[PageCase, ...] = (
     PageCase("", "Home", "Isoscope", 0),
     PageCase("similarity", "Sentence pairs", "Sentence-pair similarity", 1, similarity_interaction),
@@ -214,6 +233,7 @@ PAGES: tuple[PageCase, ...] = (
     PageCase("projection", "Projection map", "Projection map", 2, projection_interaction),
     PageCase("pooling", "Pooling explorer", "Pooling explorer", 0, pooling_interaction, shot_after=True),
     PageCase("anatomy", "Embedding anatomy", "Embedding anatomy", 2, anatomy_interaction),
+    PageCase("landscape", "Loss surfaces", "Loss surfaces", 0, landscape_interaction),
 )
 IDS = [p.name for p in PAGES]
 
@@ -274,6 +294,7 @@ def test_similarity_compares_two_poolings(page: Page) -> None:
 
 
 def test_similarity_compares_two_poolings_after_upload(page: Page, tmp_path: Path) -> None:
+    """Regression: the multiselect once showed no tag after a new upload while the page computed 'mean'."""
     b.open_page(page, "Sentence pairs", "Sentence-pair similarity")
     b.choose_radio(page, "Sentence pairs", "Upload a file")
     b.upload(page, write_pairs(tmp_path))
@@ -285,7 +306,11 @@ def test_similarity_compares_two_poolings_after_upload(page: Page, tmp_path: Pat
 
 
 def test_deep_link_on_fresh_server(browser, tmp_path: Path) -> None:
-    """A bookmark to /similarity opened right after the server starts must work like any other visit."""
+    """A bookmark to /similarity opened right after the server starts works like any other visit.
+
+    Regression: while the pages lived in dashboard/pages/, Streamlit ran pages/*.py directly (MPA v1, without
+    app.py, so no sidebar and no sys.path for core) until st.navigation had run once in the server process.
+    """
     server = start_server(tmp_path / "fresh.log")
     context = browser.new_context(viewport=VIEWPORT)
     context.add_init_script(b.RUN_COUNTER_JS)

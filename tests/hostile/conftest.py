@@ -119,11 +119,19 @@ def new_app() -> AppTest:
     return at
 
 
+def pages_folder() -> str:
+    """The folder of the dashboard's page files (views/, formerly pages/)."""
+    for name in ("views", "pages"):
+        if (ROOT / "dashboard" / name).is_dir():
+            return name
+    raise AssertionError("no dashboard/views or dashboard/pages folder")
+
+
 def open_page(at: AppTest, page: str) -> AppTest:
-    page_file = ROOT / "dashboard" / "pages" / f"{page}.py"
-    if not page_file.exists():
-        pytest.skip(f"dashboard/views/{page}.py does not exist yet")
-    at.switch_page(f"views/{page}.py").run()
+    folder = pages_folder()
+    if not (ROOT / "dashboard" / folder / f"{page}.py").exists():
+        pytest.skip(f"dashboard/{folder}/{page}.py does not exist yet")
+    at.switch_page(f"{folder}/{page}.py").run()
     assert not at.exception, at.exception
     return at
 

@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from core.errors import InputError
 from core.models import default_model_path, load_encoder
 from tests.hostile.cases import MarkerPayload
-from tests.hostile.conftest import APP, assert_one_line
+from tests.hostile.conftest import APP, assert_one_line, pages_folder
 
 
 def _missing(tmp: Path, marker: Path) -> str:
@@ -128,7 +128,7 @@ def default_metrics() -> dict[str, str]:
     """The Sentence pairs metrics on the embedded default model."""
     at = AppTest.from_file(APP, default_timeout=600)
     at.run()
-    at.switch_page("views/similarity.py").run()
+    at.switch_page(f"{pages_folder()}/similarity.py").run()
     assert not at.exception
     return {m.label: m.value for m in at.metric}
 
@@ -141,8 +141,7 @@ def default_metrics() -> dict[str, str]:
 def test_app_bad_model_keeps_default(default_metrics, case: str, make, tmp_path: Path) -> None:
     """A bad model in the sidebar: one error line, and every page keeps working on the embedded default.
 
-    The model is typed before the first run: that run goes through the router (app.py) and draws the
-    sidebar, which AppTest does not show on later runs of this app (see the report on dashboard/pages).
+    The model is typed before the first run, so the router (app.py) draws the sidebar with it.
     """
     marker = tmp_path / "MARKER"
     at = AppTest.from_file(APP, default_timeout=600)
@@ -156,7 +155,7 @@ def test_app_bad_model_keeps_default(default_metrics, case: str, make, tmp_path:
     settings = at.session_state["_settings"]
     assert settings.model == "" and "all-MiniLM-L6-v2" in settings.model_label
     assert at.title[0].value == "Isoscope"
-    at.switch_page("views/similarity.py").run()
+    at.switch_page(f"{pages_folder()}/similarity.py").run()
     assert not at.exception
     assert {m.label: m.value for m in at.metric} == default_metrics  # same result as on the default model
     assert not marker.exists()
