@@ -9,6 +9,7 @@ rerun an action triggered has completed, so waiting never races with a rerun tha
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlparse
@@ -194,7 +195,21 @@ def captions(page: Page) -> str:
 
 def choose_radio(page: Page, label: str, option: str) -> None:
     group = main(page).locator('[data-testid="stRadio"]', has_text=label).first
-    rerun_after(page, group.locator('[data-testid="stRadioOption"]', has_text=option).first.click)
+    choice = group.locator('[data-testid="stRadioOption"]', has_text=option).first
+    before = runs(page)
+    for _attempt in range(3):
+        choice.click()
+        try:
+            choice.locator("input").wait_for(state="attached", timeout=1_000)
+            page.wait_for_function("el => el.checked", arg=choice.locator("input").element_handle(), timeout=5_000)
+            break
+        except PlaywrightTimeoutError:
+            continue
+    try:
+        page.wait_for_function("n => (window.__stRuns || 0) > n", arg=before, timeout=RUN_TIMEOUT_MS)
+        wait_idle(page)
+    except PlaywrightTimeoutError:
+        raise AssertionError(f"no finished rerun after choosing {option!r}: {state(page)}") from None
 
 
 def listbox_option(page: Page, text: str) -> Locator:
@@ -210,18 +225,40 @@ def _open_combobox(box: Locator, text: str) -> None:
     field.fill(text)
 
 
+def _select(page: Page, box: Locator, option: str, chosen: Callable[[], bool]) -> None:
+    """Open ``box``, click ``option`` until ``chosen()`` confirms it (a click can land while the list is
+    redrawn), then wait for the rerun it triggers."""
+    before = runs(page)
+    for _attempt in range(3):
+        _open_combobox(box, option)
+        listbox_option(page, option).click()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not chosen():
+            page.wait_for_timeout(100)
+        if chosen():
+            break
+        page.keyboard.press("Escape")
+    else:
+        raise AssertionError(f"could not choose {option!r}: {state(page)}")
+    try:
+        page.wait_for_function("n => (window.__stRuns || 0) > n", arg=before, timeout=RUN_TIMEOUT_MS)
+        wait_idle(page)
+    except PlaywrightTimeoutError:
+        raise AssertionError(f"no finished rerun after choosing {option!r}: {state(page)}") from None
+
+
 def choose_select(scope: Locator, page: Page, label: str, option: str) -> None:
     """Pick ``option`` in the selectbox labelled ``label`` inside ``scope`` (react-aria combobox)."""
     box = scope.locator('[data-testid="stSelectbox"]', has_text=label).first
-    _open_combobox(box, option)
-    rerun_after(page, listbox_option(page, option).click)
+    field = box.locator('input[role="combobox"]')
+    _select(page, box, option, lambda: field.input_value() == option and field.get_attribute("aria-expanded") != "true")
 
 
 def add_to_multiselect(scope: Locator, page: Page, label: str, option: str) -> None:
     """Add ``option`` to the multiselect labelled ``label`` inside ``scope``, then close its list."""
     box = scope.locator('[data-testid="stMultiSelect"]', has_text=label).first
-    _open_combobox(box, option)
-    rerun_after(page, listbox_option(page, option).click)
+    tag = box.locator(f'[data-tag][aria-label="{option}"]')
+    _select(page, box, option, lambda: tag.count() > 0)
     page.keyboard.press("Escape")
 
 
