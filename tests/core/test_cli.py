@@ -19,8 +19,8 @@ from core.embed import encode
 from core.evaluate import correlations, cosine_pairs
 
 PAIRS = [
-    ("A man is playing a guitar.", "A man plays the guitar.", 4.8),
-    ("A woman is slicing an onion.", "Someone is cutting an onion.", 4.2),
+    ("A man is strumming a guitar.", "A man plays the guitar.", 4.8),
+    ("A woman is chopping an onion.", "Someone is cutting an onion.", 4.2),
     ("A dog runs in the park.", "A dog is running on the grass.", 3.6),
     ("The stock market fell today.", "Shares dropped on the exchange.", 3.4),
     ("A child is reading a book.", "A kid plays football outside.", 1.0),

@@ -17,7 +17,7 @@ from core.errors import InputError
 FORMULA = "=cmd|' /C calc'!A0"
 
 ROWS = [
-    ("A man is playing a guitar.", "A person plays the guitar.", 4.5),
+    ("A man is strumming a guitar.", "A person plays the guitar.", 4.5),
     ("The cat sits on the mat, quietly.", "A dog runs in the park.", 0.5),
     ("Stocks fell sharply on Monday.", "Markets dropped at the start of the week.", 3.8),
 ]

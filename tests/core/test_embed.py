@@ -15,7 +15,7 @@ from core.embed import EmbedConfig, encode, encode_many, model_max_tokens, token
 from core.models import encoder_from_model
 
 TEXTS = [
-    "A man is playing a guitar.",
+    "A man is strumming a guitar.",
     "Hi",
     "The quick brown fox jumps over the lazy dog while the farmer watches from a distance, unimpressed.",
     "Stocks fell sharply on Monday after the central bank raised interest rates.",

@@ -12,8 +12,8 @@ from core.overlap import edit_distance, edit_distances, levenshtein, overlap_ana
 
 
 def test_word_tokens_lowercase_no_punctuation_keeps_apostrophes() -> None:
-    assert word_tokens("A girl is styling her hair.") == ["a", "girl", "is", "styling", "her", "hair"]
-    assert word_tokens("One woman's ankle, don't!") == ["one", "woman's", "ankle", "don't"]
+    assert word_tokens("A boy is combing his hair.") == ["a", "boy", "is", "combing", "his", "hair"]
+    assert word_tokens("One cat's tail, don't!") == ["one", "cat's", "tail", "don't"]
 
 
 @pytest.mark.parametrize(
@@ -46,10 +46,10 @@ def test_disjoint_sentences_distance_one() -> None:
 
 
 def test_one_substitution_over_longer_length() -> None:
-    d = edit_distance("A girl is styling her hair.", "A girl is brushing her hair.")
+    d = edit_distance("A boy is combing his hair.", "A boy is brushing his hair.")
     assert d == pytest.approx(1 / 6)
     assert edit_distance("a b", "a b c") == pytest.approx(1 / 3)  # one insertion, longer has 3 words
-    assert edit_distance("a girl is styling", "a girl is brushing", normalize=False) == 1.0
+    assert edit_distance("a boy is combing", "a boy is brushing", normalize=False) == 1.0
 
 
 def test_char_level() -> None:

@@ -39,8 +39,8 @@ class PageCase:
 # ---------------------------------------------------------------- interactions
 
 GOOD_PAIRS = [
-    ("A man is playing a guitar.", "A man plays the guitar.", 4.8),
-    ("A woman is slicing an onion.", "Someone cuts an onion.", 4.2),
+    ("A man is strumming a guitar.", "A man plays the guitar.", 4.8),
+    ("A woman is chopping an onion.", "Someone cuts an onion.", 4.2),
     ("Two dogs run in a field.", "Dogs are running on grass.", 3.9),
     ("The stock market fell today.", "Shares dropped sharply.", 3.1),
     ("A child reads a book.", "A kid is cooking dinner.", 1.4),
