@@ -7,10 +7,9 @@ import json
 import sys
 from collections.abc import Callable
 
-import numpy as np
-
 from core.cache import ArrayCache
 from core.embed import EmbedConfig
+from core.jsonutil import to_jsonable
 from core.models import Encoder, load_encoder
 
 
@@ -72,23 +71,9 @@ def progress_bar(args: argparse.Namespace, desc: str) -> Callable[[int, int], No
     return update
 
 
-def _jsonable(obj: object) -> object:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None
-    return obj
-
-
 def emit(args: argparse.Namespace, result: dict, text_lines: list[str]) -> None:
     """Print JSON (``--json``) or human-readable lines."""
     if getattr(args, "json", False):
-        print(json.dumps(_jsonable(result)))
+        print(json.dumps(to_jsonable(result)))
     else:
         print("\n".join(text_lines))

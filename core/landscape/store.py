@@ -17,26 +17,13 @@ from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
 from core.cache import atomic_write_bytes
+from core.jsonutil import to_jsonable
 
 log = logging.getLogger(__name__)
 
 
-def _jsonable(obj: object) -> object:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None
-    return obj
-
-
 def write_json(path: Path, obj: object) -> None:
-    atomic_write_bytes(path, json.dumps(_jsonable(obj), indent=1).encode("utf-8"))
+    atomic_write_bytes(path, json.dumps(to_jsonable(obj), indent=1).encode("utf-8"))
 
 
 def read_json(path: Path) -> dict | None:
