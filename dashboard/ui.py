@@ -293,16 +293,61 @@ def calibrate(
     cal: Calibration, pooling: str, fit_on: list[str], *arrays: np.ndarray
 ) -> tuple[object, list[np.ndarray]] | None:
     """Embed the fit texts, fit (cached) and map ``arrays``; a bad fit shows one error line and returns None."""
+    from core.calibrate import fit_size_warning
+
     s = settings()
     fit_vectors = services.embed(s.model, fit_on, pooling, s.max_length)
-    if len(fit_on) < 2 * s.hidden_size:
-        st.caption(
-            f"Fitted on {len(fit_on):,} texts, fewer than twice the {s.hidden_size} dimensions: the estimate "
-            "is rough. Fit on a larger corpus for a faithful calibration."
-        )
     key = services.fit_key(s.model, pooling, s.max_length, fit_on)
     try:
-        return services.calibrate(cal.method, cal.flow_json, key, fit_vectors, *arrays)
+        calibrator, mapped = services.calibrate(cal.method, cal.flow_json, key, fit_vectors, *arrays)
     except (InputError, ValueError) as exc:
         user_error(exc)
         return None
+    warning = fit_size_warning(calibrator, len(fit_vectors), fit_vectors.shape[1])
+    if warning:
+        st.warning(literal(warning), icon=":material/warning:")
+    return calibrator, mapped
+
+
+@dataclass(frozen=True)
+class CalibratedSpace:
+    """A corpus's vectors after a calibrator chosen on the page, with what the calibrator was fitted on."""
+
+    calibration: Calibration
+    vectors: np.ndarray  # (n, k) calibrated
+    key: str  # names the calibrated vectors, for caches
+    fit_vectors: np.ndarray  # (m, d)
+    fit_key: str
+
+
+def calibrated_space(key: str, raw: np.ndarray, raw_key: str, texts: list[str] | None = None) -> CalibratedSpace:
+    """Calibration controls, a (cached) fit and the calibrated ``raw``; stops the page on a bad fit.
+
+    With ``texts`` the user chooses the fit texts (default: the corpus itself); without (uploaded vectors)
+    the calibrator is fitted on ``raw``. Warns when there are too few fit vectors for the dimensions.
+    """
+    from core.calibrate import fit_size_warning
+
+    s = settings()
+    cal = calibration_controls(key, default="whitening:K", include_none=False)
+    if texts is None:
+        fit_vectors, fit_k = raw, raw_key
+    else:
+        st.session_state.setdefault(f"{key}_fit_on", FIT_CHOICES[1])  # the corpus itself, unless the user asks
+        fit = fit_texts(key, texts)
+        if fit is None:
+            st.stop()
+        fit_on = fit[0]
+        fit_vectors = raw if fit_on == texts else services.embed(s.model, fit_on, s.pooling, s.max_length)
+        fit_k = services.fit_key(s.model, s.pooling, s.max_length, fit_on)
+    try:
+        calibrated = services.calibrated_vectors(cal.method, cal.flow_json, fit_k, raw_key, fit_vectors, raw)
+    except (InputError, ValueError) as exc:
+        user_error(exc)
+        st.stop()
+    calibrator = services.fit_calibrator(cal.method, cal.flow_json, fit_k, fit_vectors)
+    warning = fit_size_warning(calibrator, len(fit_vectors), fit_vectors.shape[1])
+    if warning:
+        st.warning(literal(warning), icon=":material/warning:")
+    cal_key = services.calibrated_key(raw_key, cal.method, cal.flow_json, fit_k)
+    return CalibratedSpace(cal, calibrated, cal_key, fit_vectors, fit_k)

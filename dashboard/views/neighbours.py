@@ -12,7 +12,6 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.cache import text_digest
-from core.calibrate import fit_size_warning
 from core.data import CORPUS_FORMATS, Corpus
 from core.errors import InputError
 from dashboard import services, ui
@@ -152,28 +151,9 @@ else:
     )
 
 # ------------------------------------------------------------------ calibration
-cal = ui.calibration_controls("nb_cal", default="whitening:K", include_none=False)
-if embedded:
-    st.session_state.setdefault("nb_cal_fit_on", ui.FIT_CHOICES[1])  # the corpus itself, unless the user asks
-    fit = ui.fit_texts("nb_cal", texts)
-    if fit is None:
-        st.stop()
-    fit_on = fit[0]
-    fit_vectors = raw if fit_on == texts else services.embed(s.model, fit_on, s.pooling, s.max_length)
-    fit_key = services.fit_key(s.model, s.pooling, s.max_length, fit_on)
-else:
-    fit_vectors, fit_key = raw, raw_key
-try:
-    calibrated = services.calibrated_vectors(cal.method, cal.flow_json, fit_key, raw_key, fit_vectors, raw)
-    cal_key = services.calibrated_key(raw_key, cal.method, cal.flow_json, fit_key)
-except (InputError, ValueError) as exc:
-    ui.user_error(exc)
-    st.stop()
-size_warning = fit_size_warning(
-    services.fit_calibrator(cal.method, cal.flow_json, fit_key, fit_vectors), len(fit_vectors), fit_vectors.shape[1]
-)
-if size_warning:
-    st.warning(ui.literal(size_warning), icon=":material/warning:")
+space = ui.calibrated_space("nb_cal", raw, raw_key, texts if embedded else None)
+cal, calibrated, cal_key = space.calibration, space.vectors, space.key
+fit_vectors, fit_key = space.fit_vectors, space.fit_key
 
 # ------------------------------------------------------------------ one query
 st.subheader("Neighbours of one sentence")

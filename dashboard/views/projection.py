@@ -15,7 +15,6 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.cache import text_digest
-from core.calibrate import fit_size_warning
 from core.errors import InputError
 from core.projection import sample_indices
 from dashboard import services, ui
@@ -173,25 +172,8 @@ if n < 5:
 raw = services.embed(s.model, texts, s.pooling, s.max_length)  # (n, d)
 raw_key = services.vectors_key(s.model, s.pooling, s.max_length, texts)
 
-cal = ui.calibration_controls("pj", default="whitening:K", include_none=False)
-st.session_state.setdefault("pj_fit_on", ui.FIT_CHOICES[1])  # the corpus itself, unless the user asks
-fit = ui.fit_texts("pj", texts)
-if fit is None:
-    st.stop()
-fit_on = fit[0]
-fit_vectors = raw if fit_on == texts else services.embed(s.model, fit_on, s.pooling, s.max_length)
-fit_key = services.fit_key(s.model, s.pooling, s.max_length, fit_on)
-try:
-    calibrated = services.calibrated_vectors(cal.method, cal.flow_json, fit_key, raw_key, fit_vectors, raw)
-except (InputError, ValueError) as exc:
-    ui.user_error(exc)
-    st.stop()
-size_warning = fit_size_warning(
-    services.fit_calibrator(cal.method, cal.flow_json, fit_key, fit_vectors), len(fit_vectors), fit_vectors.shape[1]
-)
-if size_warning:
-    st.warning(ui.literal(size_warning), icon=":material/warning:")
-cal_key = services.calibrated_key(raw_key, cal.method, cal.flow_json, fit_key)
+space = ui.calibrated_space("pj", raw, raw_key, texts)
+cal, calibrated, cal_key = space.calibration, space.vectors, space.key
 
 # ------------------------------------------------------------------ map settings
 xyz = services.precomputed_coordinates(corpus.meta)  # (n, 2|3) or None
