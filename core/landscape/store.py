@@ -41,7 +41,9 @@ def read_json(path: Path) -> dict | None:
 def write_arrays(path: Path, arrays: dict[str, np.ndarray]) -> None:
     """npz of numeric arrays (no object arrays, so no pickle on either side)."""
     buf = io.BytesIO()
-    np.savez(buf, **{k: np.ascontiguousarray(v) for k, v in arrays.items()})
+    # np.ascontiguousarray turns a 0-d array (a cache key) into shape (1,); keep scalars 0-d so the key
+    # read back compares equal and the cache hits.
+    np.savez(buf, **{k: np.asarray(v) if np.ndim(v) == 0 else np.ascontiguousarray(v) for k, v in arrays.items()})
     atomic_write_bytes(path, buf.getvalue())
 
 

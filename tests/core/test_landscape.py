@@ -432,3 +432,13 @@ def test_cli_runs_and_reports_bad_input(tiny, stsb_dir, tmp_path, capsys):
 def test_float64_dot_is_accurate():
     x = torch.full((3_000_000,), 0.1, dtype=torch.float32)
     assert dot(x, x) == pytest.approx(3_000_000 * float(np.float32(0.1)) ** 2, rel=1e-10)
+
+
+def test_array_store_keeps_cache_keys_scalar(tmp_path) -> None:
+    """A 0-d key must read back as itself, or every cached curve/surface is silently recomputed."""
+    from core.landscape.store import read_arrays, write_arrays
+
+    write_arrays(tmp_path / "a.npz", {"key": np.array("abc123"), "loss": np.ones((2, 3))})
+    back = read_arrays(tmp_path / "a.npz")
+    assert back["key"].shape == () and str(back["key"]) == "abc123"
+    assert back["loss"].shape == (2, 3)
