@@ -248,7 +248,7 @@ def _check_rows(n: int, name: str, max_rows: int) -> None:
         raise InputError(f"{name}: {n:,} rows is over the limit of {max_rows:,}; sample the file or raise the limit")
 
 
-def _clean_texts(values: pd.Series) -> pd.Series:
+def clean_texts(values: pd.Series) -> pd.Series:
     """Strings, stripped; missing values become empty strings."""
     return values.map(lambda v: "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip())
 
@@ -282,7 +282,7 @@ def load_pairs(
     df, has_header, warnings = read_table(raw, name, fmt)
     df = _pair_columns(df, name, has_header)
     _check_rows(len(df), name, max_rows)
-    s1, s2 = _clean_texts(df["sentence1"]), _clean_texts(df["sentence2"])
+    s1, s2 = clean_texts(df["sentence1"]), clean_texts(df["sentence2"])
     keep = (s1 != "") & (s2 != "")
     if not keep.any():
         raise InputError(f"{name}: every row has an empty sentence")
@@ -365,7 +365,7 @@ def load_corpus(
     else:
         df, has_header, warnings = read_table(raw, name, fmt, (text_column,) if text_column else ())
         col = _text_column(df, name, text_column, has_header)
-        texts = _clean_texts(df[col])
+        texts = clean_texts(df[col])
         meta = df.drop(columns=[col])
         empty = texts == ""
         if empty.any():

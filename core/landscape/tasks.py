@@ -21,7 +21,7 @@ from core.data import (
     MAX_ROWS,
     TABLE_FORMATS,
     TEXT_COLUMN_NAMES,
-    _clean_texts,
+    clean_texts,
     file_format,
     load_corpus,
     load_pairs,
@@ -187,12 +187,12 @@ def load_task_file(source: str | Path | bytes, name: str | None = None) -> tuple
             f"(found {', '.join(map(str, df.columns))[:120]})"
         )
     if "sentence1" in cols and "sentence2" in cols:
-        texts = {"a": _clean_texts(df[cols["sentence1"]]), "b": _clean_texts(df[cols["sentence2"]])}
+        texts = {"a": clean_texts(df[cols["sentence1"]]), "b": clean_texts(df[cols["sentence2"]])}
     elif any(c in cols for c in TEXT_COLUMN_NAMES):
-        texts = {"a": _clean_texts(df[cols[next(c for c in TEXT_COLUMN_NAMES if c in cols)]])}
+        texts = {"a": clean_texts(df[cols[next(c for c in TEXT_COLUMN_NAMES if c in cols)]])}
     else:
         raise InputError(f"{name}: needs a 'text' column, or 'sentence1' and 'sentence2' columns, next to 'label'")
-    labels = _clean_texts(df[cols["label"]])
+    labels = clean_texts(df[cols["label"]])
     keep = labels != ""
     for t in texts.values():
         keep &= t != ""
