@@ -5,11 +5,11 @@ Usage (from the repo root)::
     .venv/bin/python bench/projection.py            # 10k and 50k points; UMAP 10k target < 60 s
     .venv/bin/python bench/projection.py --quick    # 10k points only (PCA, one cold UMAP), under a minute
 
-UMAP's first call in a process JIT-compiles numba code (partly cached on disk by umap/pynndescent, so
-a second process starts faster); a warm-up on a small set does not help, because below 4096 points UMAP
-computes exact neighbours and skips the NN-descent code that 10k points compile. The full run reports
-the cold first call and a warm second call on the same 10k points (the target is checked on the warm
-one); ``--quick`` runs UMAP once, cold (the target is checked on that). UMAP here is seeded and therefore
+UMAP's first call in a process JIT-compiles numba code. Up to 50k points core.projection hands UMAP an
+exact cosine kNN graph from FAISS (``precomputed_knn``), which skips NN-descent and most of that
+compilation (a cold 10k call took 58 s before, about 18 s now). The full run reports the cold first call
+and a warm second call on the same 10k points; the target is checked on the slower of the two (what a
+user meets on a fresh dashboard). ``--quick`` runs UMAP once, cold. UMAP here is seeded and therefore
 single-threaded (UMAP's rule for reproducible layouts). The data generator is the one of
 bench/index.py. Each step also records its process CPU seconds (``cpu_s``): on a machine busy with
 other work the wall time can be several times the CPU time. Prints a table, then as its LAST line one JSON object.
@@ -61,8 +61,9 @@ def run(sizes: list[int], d: int, seed: int, quick: bool) -> dict[str, object]:
         if not quick and n == sizes[0]:
             warm_s, _ = timed(lambda Xn=Xn: project(Xn, "umap", 2, seed=seed), f"umap_{n}_warm")
             report[f"umap_{n}_warm_s"] = round(warm_s, 2)
-    umap_10k = report.get("umap_10000_warm_s", report.get("umap_10000_cold_s"))
-    if umap_10k is not None:
+    runs_10k = [report[k] for k in ("umap_10000_cold_s", "umap_10000_warm_s") if k in report]
+    if runs_10k:
+        umap_10k = max(runs_10k)
         report["umap_10k_target_s"] = UMAP_10K_TARGET_S
         report["umap_10k_meets_target"] = bool(umap_10k < UMAP_10K_TARGET_S)
     report["cpu_s"] = dict(CPU_SECONDS)  # process CPU time per step: what the wall time is on an idle core

@@ -18,6 +18,7 @@ from core.index import (
     choose_kind,
     exact_topk,
     jaccard,
+    knn_graph,
     neighbourhood_change,
     neighbours_before_after,
     recall_at_k,
@@ -295,3 +296,29 @@ def test_before_after_validation(data):
         neighbours_before_after(data, data, [3000], k=3)
     with pytest.raises(InputError, match="k must be"):
         neighbourhood_change(data, data, k=0)
+
+
+def test_knn_graph_is_exact_with_each_row_first(data):
+    ids, dist = knn_graph(data, 8)
+    assert ids.shape == dist.shape == (len(data), 8) and ids.dtype == np.int64 and dist.dtype == np.float32
+    np.testing.assert_array_equal(ids[:, 0], np.arange(len(data)))
+    np.testing.assert_array_equal(dist[:, 0], 0.0)
+    ref_scores, ref_ids = brute_force(data, data, 8)  # row itself first (cos 1) for distinct rows
+    np.testing.assert_array_equal(np.sort(ids[:, 1:], axis=1), np.sort(ref_ids[:, 1:], axis=1))
+    np.testing.assert_allclose(dist, 1.0 - ref_scores, atol=1e-5)
+    assert (np.diff(dist, axis=1) >= -1e-6).all()
+
+
+def test_knn_graph_puts_a_row_first_even_among_exact_duplicates():
+    """Five copies of one vector tie at distance 0: each copy still lists itself first, once."""
+    rng = np.random.default_rng(1)
+    X = np.vstack([np.repeat(rng.standard_normal((1, 6)), 5, axis=0), rng.standard_normal((20, 6))])
+    ids, dist = knn_graph(X, 3)
+    np.testing.assert_array_equal(ids[:, 0], np.arange(len(X)))
+    assert all(len(set(row)) == 3 for row in ids.tolist())
+    np.testing.assert_allclose(dist[:5], 0.0, atol=1e-6)  # copies' neighbours are other copies
+
+
+def test_knn_graph_rejects_bad_k(data):
+    with pytest.raises(InputError, match="between 1 and"):
+        knn_graph(data[:5], 6)

@@ -102,3 +102,11 @@ def test_bad_inputs(blobs):
     for call, message in cases:
         with pytest.raises(InputError, match=message):
             call()
+
+
+def test_umap_with_another_metric_uses_its_own_neighbour_search(blobs):
+    """Cosine uses exact FAISS neighbours; another metric goes through UMAP's NN-descent and still works."""
+    Y = project(blobs, "umap", seed=0, metric="euclidean", n_epochs=100).astype(np.float64)
+    labels = np.repeat(np.arange(3), 50)
+    centres = np.stack([Y[labels == c].mean(0) for c in range(3)])
+    assert (np.argmin(((Y[:, None, :] - centres[None]) ** 2).sum(-1), axis=1) == labels).mean() > 0.95
