@@ -8,8 +8,9 @@ The head is initialised from ``seed`` alone (normal, std = the config's initiali
 the pre-trained and the from-scratch run on the same task start from the same head.
 
 ``Evaluator`` computes loss and accuracy of any flat theta on one fixed, seeded evaluation set (training
-examples and held-out examples, length-sorted into padded chunks once) with ``functional_call``, dropout
-off (``eval()``) and ``torch.inference_mode``.
+examples and held-out examples, length-sorted into padded chunks once), dropout off (``eval()``), under
+``torch.inference_mode``: for BERT encoders with the padding-free forward of ``core.landscape.packed``,
+for others with ``functional_call`` chunk by chunk. Both read the parameters as views of the flat theta.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from transformers import AutoModel
 
 from core.cache import make_key
 from core.landscape.flat import FlatLayout
+from core.landscape.packed import PACKED_MODEL_TYPES, PackedBatch, packed_logits, supports_packed
 from core.landscape.tasks import Task
 from core.models import Encoder
 from core.pooling import masked_mean
@@ -160,27 +162,39 @@ def make_eval_set(tokenizer, train: Task, heldout: Task, max_length: int, chunk_
 class Evaluator:
     """Loss and accuracy of a flat theta on a fixed EvalSet, through ``functional_call`` (no weight copies)."""
 
-    def __init__(self, model: Classifier, layout: FlatLayout, eval_set: EvalSet) -> None:
+    def __init__(self, model: Classifier, layout: FlatLayout, eval_set: EvalSet, packed: bool | None = None) -> None:
+        """``packed``: use the padding-free BERT forward (``core.landscape.packed``); None = wherever supported."""
         self.model = model
         self.layout = layout
         self.eval_set = eval_set
+        supported = supports_packed(model.encoder)
+        if packed and not supported:
+            raise ValueError(f"the packed forward supports {', '.join(PACKED_MODEL_TYPES)} encoders only")
+        self.packed = (
+            PackedBatch.from_padded([c.inputs for c in eval_set.chunks]) if packed is not False and supported else None
+        )
+        self._labels = torch.cat([c.labels for c in eval_set.chunks])  # (S,) in chunk order
+        self._split = torch.cat([c.split for c in eval_set.chunks])  # (S,)
+
+    def logits(self, theta: torch.Tensor) -> torch.Tensor:
+        """Logits (S, c) of every evaluation example (chunk order) at ``theta``, without gradients."""
+        self.model.eval()  # dropout off, always
+        with torch.inference_mode():
+            params = self.layout.unflatten(theta)
+            if self.packed is not None:
+                return packed_logits(params, self.model.encoder.config, self.packed, self.model.pooling)
+            return torch.cat(
+                [functional_call(self.model, params, args=(), kwargs=c.inputs) for c in self.eval_set.chunks]
+            )
 
     def __call__(self, theta: torch.Tensor) -> dict[str, float]:
         """{"train_loss", "train_acc", "heldout_loss", "heldout_acc"} (mean cross-entropy, accuracy)."""
-        self.model.eval()  # dropout off, always
-        loss_sum = torch.zeros(2, dtype=torch.float64)
-        correct = torch.zeros(2, dtype=torch.float64)
-        count = torch.zeros(2, dtype=torch.float64)
-        with torch.inference_mode():
-            params = self.layout.unflatten(theta)
-            for chunk in self.eval_set.chunks:
-                logits = functional_call(self.model, params, args=(), kwargs=chunk.inputs).float()  # (b, c)
-                losses = F.cross_entropy(logits, chunk.labels, reduction="none").double()  # (b,)
-                hits = (logits.argmax(-1) == chunk.labels).double()  # (b,)
-                loss_sum.index_add_(0, chunk.split, losses)
-                correct.index_add_(0, chunk.split, hits)
-                count.index_add_(0, chunk.split, torch.ones_like(losses))
-        loss, acc = (loss_sum / count).tolist(), (correct / count).tolist()
+        logits = self.logits(theta).float()  # (S, c)
+        losses = F.cross_entropy(logits, self._labels, reduction="none").double()  # (S,)
+        hits = (logits.argmax(-1) == self._labels).double()  # (S,)
+        count = torch.zeros(2, dtype=torch.float64).index_add_(0, self._split, torch.ones_like(losses))
+        loss = (torch.zeros(2, dtype=torch.float64).index_add_(0, self._split, losses) / count).tolist()
+        acc = (torch.zeros(2, dtype=torch.float64).index_add_(0, self._split, hits) / count).tolist()
         return {"train_loss": loss[0], "train_acc": acc[0], "heldout_loss": loss[1], "heldout_acc": acc[1]}
 
     def train_loss(self, theta: torch.Tensor, max_examples: int | None = None) -> torch.Tensor:

@@ -53,7 +53,7 @@ class LandscapeConfig:
 
     train: TrainConfig = field(default_factory=TrainConfig)
     eval_size: int = 64  # fixed, seeded training examples AND held-out examples evaluated at every point
-    eval_chunk: int = 8  # examples per forward pass; small length-sorted chunks waste little on padding
+    eval_chunk: int = 8  # examples per attention block (BERT: packed forward) or per padded forward pass (others)
     grid: int | None = None  # points per axis; None: the largest odd size that fits time_budget
     time_budget: float = 120.0  # seconds for one surface (one initialisation) when grid is None
     range_a: tuple[float, float] = (-0.5, 1.5)
