@@ -12,6 +12,7 @@ import io
 import json
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -253,12 +254,14 @@ def clean_texts(values: pd.Series) -> pd.Series:
     return values.map(lambda v: "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip())
 
 
-def _truncate(texts: pd.Series, name: str, warnings: list[str], max_chars: int) -> pd.Series:
-    long = texts.str.len() > max_chars
-    if long.any():
-        warnings.append(f"{name}: {int(long.sum())} text(s) longer than {max_chars} characters were truncated")
-        texts = texts.where(~long, texts.str.slice(0, max_chars))
-    return texts
+def truncate_texts(
+    columns: Sequence[pd.Series], name: str, warnings: list[str], max_chars: int = MAX_CHARS
+) -> list[pd.Series]:
+    """Texts cut to ``max_chars`` characters, with one warning for all ``columns`` when any was cut."""
+    n_long = sum(int((c.str.len() > max_chars).sum()) for c in columns)
+    if n_long:
+        warnings.append(f"{name}: {n_long} text(s) longer than {max_chars} characters were truncated")
+    return [c.str.slice(0, max_chars) if n_long else c for c in columns]
 
 
 # ---------------------------------------------------------------- pairs
@@ -303,10 +306,7 @@ def load_pairs(
             raise InputError(f"{name}: no row has a numeric score between {SCORE_RANGE[0]:g} and {SCORE_RANGE[1]:g}")
         scores = scores_all[keep].to_numpy(np.float64)
     s1, s2 = s1[keep], s2[keep]
-    n_long = int((s1.str.len() > max_chars).sum() + (s2.str.len() > max_chars).sum())
-    if n_long:  # one warning for both columns
-        warnings.append(f"{name}: {n_long} text(s) longer than {max_chars} characters were truncated")
-        s1, s2 = s1.str.slice(0, max_chars), s2.str.slice(0, max_chars)
+    s1, s2 = truncate_texts([s1, s2], name, warnings, max_chars)
     return Pairs(s1.tolist(), s2.tolist(), scores, warnings, name)
 
 
@@ -374,7 +374,7 @@ def load_corpus(
         meta = meta.reset_index(drop=True)
         texts = texts.reset_index(drop=True)
     _check_rows(len(texts), name, max_rows)
-    texts = _truncate(texts, name, warnings, max_chars)
+    (texts,) = truncate_texts([texts], name, warnings, max_chars)
     return Corpus(texts.tolist(), meta, warnings, name)
 
 

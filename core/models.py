@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from core.errors import InputError
@@ -124,6 +125,11 @@ def load_encoder(name_or_path: str | None = None, device: str = "cpu") -> Encode
         model = AutoModel.from_pretrained(source, config=config, trust_remote_code=False)
     except InputError:
         raise
+    except SafetensorError as exc:  # a truncated or corrupt weights file
+        raise InputError(
+            f"the weights of '{name}' are unreadable ({_first_line(exc)}); the .safetensors file is damaged or "
+            "incomplete: save or download the model again"
+        ) from exc
     except (OSError, ValueError, KeyError, TypeError) as exc:
         if is_local:
             raise InputError(f"could not load a model from '{name}': {_first_line(exc)}") from exc

@@ -7,9 +7,14 @@ nothing visible), and the embedding cache on disk makes a second visit instant e
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import math
 import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,9 +22,10 @@ import streamlit as st
 
 from core.cache import ArrayCache, default_cache_dir, make_key
 from core.calibrate import Calibrator, Flow, FlowConfig, load_calibrator, make_calibrator
-from core.data import Corpus, Pairs, load_corpus, load_pairs
+from core.data import MAX_ROWS, Corpus, Pairs, load_corpus, load_pairs
 from core.embed import EmbedConfig, encode_many
 from core.errors import InputError
+from core.index import NeighbourhoodChange, QueryNeighbours, VectorIndex
 from core.models import Encoder, load_encoder
 from core.paths import DEMO_CORPUS, DEMO_PAIRS
 
@@ -299,15 +305,28 @@ def shrink_curve(model: str, key: str, ranks: tuple[int, ...], pooling: str, max
 
 # ------------------------------------------------------------------ neighbours and projection
 
-import hashlib  # noqa: E402
-import io  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
-
-from core.data import MAX_ROWS  # noqa: E402
-from core.index import NeighbourhoodChange, QueryNeighbours, VectorIndex  # noqa: E402
 
 NPY_MAGIC = b"\x93NUMPY"
 SHIFT_MAX_SCORES = 1 << 24  # scores compared at once when ranking neighbours in the other space
+
+
+def _check_npy_header(data: bytes, name: str, hint: str) -> None:
+    """Refuse a .npy whose header claims more rows than MAX_ROWS or more bytes than the file holds.
+
+    Read before ``np.load``, which would otherwise try to allocate whatever the header claims (a 130-byte
+    file can claim exabytes). Malformed headers raise ValueError, which the caller reports.
+    """
+    stream = io.BytesIO(data)
+    version = np.lib.format.read_magic(stream)
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, _, dtype = read_header(stream, max_header_size=10_000)
+    if dtype.hasobject:
+        return  # np.load refuses it with allow_pickle=False
+    if shape and shape[0] > MAX_ROWS:
+        raise InputError(f"{name}: {shape[0]:,} rows is over the limit of {MAX_ROWS:,}; sample the vectors first")
+    claimed = math.prod(shape) * dtype.itemsize
+    if claimed > len(data) - stream.tell():
+        raise InputError(f"{name}: unreadable .npy (its header claims {claimed:,} bytes, the file is shorter); {hint}")
 
 
 def load_vectors(data: bytes, name: str) -> np.ndarray:
@@ -319,6 +338,7 @@ def load_vectors(data: bytes, name: str) -> np.ndarray:
     if not data.startswith(NPY_MAGIC):
         raise InputError(f"{name}: not a NumPy .npy file (pickles, .npz and text are refused); {hint}")
     try:
+        _check_npy_header(data, name, hint)
         arr = np.load(io.BytesIO(data), allow_pickle=False)
     except (ValueError, EOFError, OSError) as exc:
         reason = str(exc).splitlines()[0][:80] if str(exc) else type(exc).__name__
@@ -518,7 +538,6 @@ def precomputed_coordinates(meta: pd.DataFrame) -> np.ndarray | None:
 
 # ------------------------------------------------------------------ loss surfaces
 
-from pathlib import Path  # noqa: E402
 
 LANDSCAPE_N_TRAIN = (16, 32, 64, 128)
 LANDSCAPE_GRIDS = (3, 5, 7, 9)

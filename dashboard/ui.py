@@ -244,11 +244,19 @@ class Calibration:
         return self.method != "none"
 
 
-def calibration_controls(key: str, default: str = "none", include_none: bool = True) -> Calibration:
-    """Method selector with its parameter (K, D) and, for the flow, its training settings."""
+def calibration_controls(
+    key: str, default: str = "none", include_none: bool = True, dim: int | None = None
+) -> Calibration:
+    """Method selector with its parameter (K, D) and, for the flow, its training settings.
+
+    ``dim``: dimension of the vectors to calibrate (default: the sidebar model's); bounds K and D.
+    """
     from core.calibrate import FlowConfig
 
-    s = settings()
+    dim = int(dim or settings().hidden_size)
+    for name, top in ((f"{key}_k", dim), (f"{key}_d", max(1, min(64, dim - 1)))):
+        if st.session_state.get(name, 0) > top:  # kept from vectors with more dimensions
+            st.session_state[name] = top
     choices = CALIBRATION_CHOICES if include_none else CALIBRATION_CHOICES[1:]
     c1, c2 = st.columns([2, 1])
     choice = c1.selectbox(
@@ -256,10 +264,11 @@ def calibration_controls(key: str, default: str = "none", include_none: bool = T
     )
     method = choice
     if choice.endswith(":K"):
-        k = c2.number_input("K (components kept)", 2, s.hidden_size, min(64, s.hidden_size), key=f"{key}_k")
+        k = c2.number_input("K (components kept)", 2, max(2, dim), min(64, dim), key=f"{key}_k")
         method = f"whitening:{int(k)}"
     elif choice.endswith(":D"):
-        d = c2.number_input("D (top directions removed)", 1, 64, 3, key=f"{key}_d")
+        top = max(1, min(64, dim - 1))
+        d = c2.number_input("D (top directions removed)", 1, top, min(3, top), key=f"{key}_d")
         method = choice.replace("D", str(int(d)))
     flow_json = ""
     if choice == "flow":
@@ -329,7 +338,7 @@ def calibrated_space(key: str, raw: np.ndarray, raw_key: str, texts: list[str] |
     from core.calibrate import fit_size_warning
 
     s = settings()
-    cal = calibration_controls(key, default="whitening:K", include_none=False)
+    cal = calibration_controls(key, default="whitening:K", include_none=False, dim=raw.shape[1])
     if texts is None:
         fit_vectors, fit_k = raw, raw_key
     else:

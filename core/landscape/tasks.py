@@ -27,6 +27,7 @@ from core.data import (
     load_pairs,
     read_source,
     read_table,
+    truncate_texts,
 )
 from core.errors import InputError
 
@@ -202,9 +203,10 @@ def load_task_file(source: str | Path | bytes, name: str | None = None) -> tuple
         warnings.append(f"{name}: dropped {int((~keep).sum())} row(s) with an empty text or label")
     if int(keep.sum()) > MAX_ROWS:
         raise InputError(f"{name}: {int(keep.sum()):,} rows is over the limit of {MAX_ROWS:,}; sample the file")
+    kept = truncate_texts([t[keep] for t in texts.values()], name, warnings)
     task = _labelled(
-        texts["a"][keep].tolist(),
-        texts["b"][keep].tolist() if "b" in texts else None,
+        kept[0].tolist(),
+        kept[1].tolist() if len(kept) == 2 else None,
         labels[keep].tolist(),
         Path(name).stem,
     )

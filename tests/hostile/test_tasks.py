@@ -75,11 +75,6 @@ def test_rows_without_label_dropped_with_warning() -> None:
     assert_one_line(warnings[0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core/landscape/tasks.py: load_task_file keeps a 100k-character text whole, without the truncation "
-    "and warning that load_pairs/load_corpus give (apply core.data's _truncate)",
-)
 def test_long_text_truncated_with_warning() -> None:
     data = csv_bytes([[LONG, "a"], ["x", "a"], ["y", "b"], ["z", "b"]], ["text", "label"])
     task, warnings = tasks.load_task_file(data, "long.csv")
