@@ -23,6 +23,7 @@ from core.landscape.store import RowStore
 from core.landscape.surface import curve_1d, grid_size_for_budget, interpolate, surface_2d
 from core.landscape.tasks import load_task, load_task_file, sample
 from core.landscape.train import TrainConfig
+from tests.tiny_models import tiny_bert
 
 # ---------------------------------------------------------------- exact geometry
 
@@ -257,23 +258,7 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def tiny():
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    from core.models import default_model_path, encoder_from_model
-
-    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=3,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=128,
-        hidden_dropout_prob=0.3,
-        attention_probs_dropout_prob=0.3,
-    )
-    torch.manual_seed(1234)
-    return encoder_from_model(BertModel(config), tokenizer, "tiny-bert")
+    return tiny_bert(1234, num_hidden_layers=3, hidden_dropout_prob=0.3, attention_probs_dropout_prob=0.3)
 
 
 @pytest.fixture(scope="module")

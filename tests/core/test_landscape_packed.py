@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 from torch.func import functional_call
-from transformers import AutoTokenizer, BertConfig, BertModel, RobertaConfig, RobertaModel
+from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
 
 from core.landscape.classifier import Evaluator, build_classifier, make_eval_set
 from core.landscape.flat import FlatLayout
 from core.landscape.packed import PackedBatch, packed_logits, supports_packed
 from core.landscape.tasks import Task
-from core.models import default_model_path, encoder_from_model
+from core.models import encoder_from_model
+from tests.tiny_models import tiny_bert
 
 # Our own sentences, of very different lengths, so chunks carry real padding.
 FIRST = [
@@ -49,17 +50,7 @@ def _tasks() -> tuple[Task, Task]:
 
 @pytest.fixture(scope="module")
 def tiny():
-    tokenizer = AutoTokenizer.from_pretrained(default_model_path())
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=48,
-        max_position_embeddings=128,
-    )
-    torch.manual_seed(7)
-    return encoder_from_model(BertModel(config), tokenizer, "tiny-bert")
+    return tiny_bert(7, num_attention_heads=4, intermediate_size=48)
 
 
 def _padded_logits(model, layout, eval_set, theta) -> torch.Tensor:
