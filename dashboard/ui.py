@@ -152,17 +152,28 @@ def pairs_input(key: str = "pairs") -> Pairs | None:
     return Pairs([a.strip()], [b.strip()], None, [], "typed")
 
 
-def corpus_input(key: str = "corpus") -> Corpus | None:
-    """The demo corpus or an uploaded corpus; a failed upload keeps the previous one."""
-    options = ["Demo corpus", "Upload a file"]
-    source = st.radio("Corpus", options, horizontal=True, key=f"{key}_source")
-    if source == options[0]:
+CORPUS_SOURCES = ("Demo corpus", "Upload a file")
+
+
+def corpus_source(key: str = "corpus", extra: tuple[str, ...] = ()) -> str:
+    """Where the corpus comes from: one of ``CORPUS_SOURCES`` or a page's own ``extra`` sources."""
+    return st.radio("Corpus", [*CORPUS_SOURCES, *extra], horizontal=True, key=f"{key}_source")
+
+
+def corpus_from(source: str, key: str = "corpus") -> Corpus | None:
+    """The demo corpus or an uploaded corpus (``source`` in ``CORPUS_SOURCES``); a failed upload keeps the previous one."""
+    if source == CORPUS_SOURCES[0]:
         corpus = services.demo_corpus()
         st.caption(f"{len(corpus)} hand-written texts over 8 topics (assets/demo_corpus.csv).")
         return corpus
     return _uploaded(
         key, "Corpus: one text per line (.txt) or a table with a 'text' column", CORPUS_FORMATS, services.parse_corpus
     )
+
+
+def corpus_input(key: str = "corpus") -> Corpus | None:
+    """The demo corpus or an uploaded corpus, as the user picks."""
+    return corpus_from(corpus_source(key), key)
 
 
 def _uploaded(key: str, label: str, formats: tuple[str, ...], parse):  # -> Pairs | Corpus | None
@@ -201,13 +212,17 @@ def download_table(df: pd.DataFrame, name: str, label: str = "Download CSV") -> 
     )
 
 
-def chart(fig: go.Figure, name: str) -> None:
-    """An interactive plotly chart (PNG from its toolbar) with a standalone HTML download."""
-    st.plotly_chart(
+def chart(fig: go.Figure, name: str, selectable: bool = False):
+    """An interactive plotly chart (PNG from its toolbar) with a standalone HTML download.
+
+    ``selectable``: lasso/box selection reruns the page; returns the selection event (else None).
+    """
+    event = st.plotly_chart(
         fig,
         width="stretch",
         key=f"chart_{name}",
         config={"toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}, "displaylogo": False},
+        **({"on_select": "rerun", "selection_mode": ("lasso", "box")} if selectable else {}),
     )
     st.download_button(
         "Download HTML",
@@ -218,6 +233,7 @@ def chart(fig: go.Figure, name: str) -> None:
         on_click="ignore",
         icon=":material/download:",
     )
+    return event if selectable else None
 
 
 # ------------------------------------------------------------------ calibration

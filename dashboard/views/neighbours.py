@@ -16,7 +16,7 @@ from core.data import CORPUS_FORMATS, Corpus
 from core.errors import InputError
 from dashboard import services, ui
 
-SOURCES = ("Demo corpus", "Upload a file", "Upload vectors (.npy)")
+VECTORS_SOURCE = "Upload vectors (.npy)"  # next to ui.CORPUS_SOURCES
 COMPARED_METHODS = ("whitening", "sn+abtt:3", "abtt:3")
 META_COLUMNS = 3  # metadata columns shown next to each neighbour
 UP, DOWN = "background-color: rgba(46, 160, 67, 0.25)", "background-color: rgba(248, 81, 73, 0.25)"
@@ -119,15 +119,10 @@ st.caption(
     "(overlap@k: the Jaccard index of the two top-k sets, 1 = the same neighbours)."
 )
 
-source = st.radio("Corpus", SOURCES, horizontal=True, key="nb_source")
-embedded = source != SOURCES[2]
-if source == SOURCES[0]:
-    corpus = services.demo_corpus()
-    st.caption(f"{len(corpus)} hand-written texts over 8 topics (assets/demo_corpus.csv).")
-elif source == SOURCES[1]:
-    corpus = ui._uploaded(
-        "nb", "Corpus: one text per line (.txt) or a table with a 'text' column", CORPUS_FORMATS, services.parse_corpus
-    )
+source = ui.corpus_source("nb", (VECTORS_SOURCE,))
+embedded = source != VECTORS_SOURCE
+if embedded:
+    corpus = ui.corpus_from(source, "nb")
 else:
     loaded = precomputed_input()
     corpus = None if loaded is None else loaded[0]

@@ -23,7 +23,6 @@ METHODS = {"PCA": "pca", "UMAP": "umap", "t-SNE": "tsne"}
 PRECOMPUTED = "precomputed (x, y columns)"
 DERIVED = ("norm", "token length", "text length", "none")
 MAX_CATEGORIES = 20  # more distinct values: the rarest are drawn together as "other"
-CONFIG = {"displaylogo": False}
 
 
 def colour_values(name: str) -> tuple[np.ndarray | None, bool]:
@@ -118,23 +117,7 @@ def map_figure(
 
 def selectable_chart(fig: go.Figure, name: str) -> set[int]:
     """Like ui.chart, with lasso/box selection: returns the corpus rows selected on the chart."""
-    event = st.plotly_chart(
-        fig,
-        width="stretch",
-        key=f"chart_{name}",
-        on_select="rerun",
-        selection_mode=("lasso", "box"),
-        config={**CONFIG, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}},
-    )
-    st.download_button(
-        "Download HTML",
-        data=lambda: fig.to_html(include_plotlyjs=True, full_html=True).encode("utf-8"),
-        file_name=f"{name}.html",
-        mime="text/html",
-        key=f"dl_html_{name}",
-        on_click="ignore",
-        icon=":material/download:",
-    )
+    event = ui.chart(fig, name, selectable=True)
     selected: set[int] = set()
     for point in (event or {}).get("selection", {}).get("points", []):
         # (trace, index in trace) -> the corpus row kept in that trace's customdata
