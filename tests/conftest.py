@@ -41,3 +41,17 @@ def tmp_cache(tmp_path, monkeypatch):
 
     monkeypatch.setenv("ISOSCOPE_CACHE", str(tmp_path / "cache"))
     return ArrayCache(tmp_path / "cache" / "embeddings")
+
+
+@pytest.fixture()
+def cli_main(encoder, tmp_cache, monkeypatch):
+    """``core.cli.main`` on the session's real encoder (no reload per call) and a private cache."""
+    import importlib
+
+    from core.cli import COMMAND_MODULES, main
+
+    for name in ("core.commands.common", *COMMAND_MODULES):  # commands import the helper by name
+        module = importlib.import_module(name)
+        if hasattr(module, "encoder_from_args"):
+            monkeypatch.setattr(module, "encoder_from_args", lambda args: encoder)
+    return main

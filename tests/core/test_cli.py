@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
@@ -12,8 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import core.commands.common as common
-from core.cli import COMMAND_MODULES, main
 from core.data import load_pairs
 from core.embed import encode
 from core.evaluate import correlations, cosine_pairs
@@ -35,17 +32,6 @@ def pairs_file(tmp_path: Path) -> Path:
     path = tmp_path / "pairs.csv"
     path.write_text("".join(f'"{a}","{b}",{s}\n' for a, b, s in PAIRS))
     return path
-
-
-@pytest.fixture()
-def cli(encoder, tmp_cache, monkeypatch):
-    """``core.cli.main`` with the session's real encoder (no reload per call) and a private cache."""
-    monkeypatch.setattr(common, "encoder_from_args", lambda args: encoder)
-    for name in COMMAND_MODULES:
-        module = importlib.import_module(name)
-        if hasattr(module, "encoder_from_args"):
-            monkeypatch.setattr(module, "encoder_from_args", lambda args: encoder)
-    return main
 
 
 def _one_error_line(capsys) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
@@ -12,10 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import core.commands.common as common
 from core.cache import ArrayCache
 from core.calibrate import Flow, Whitening, load_calibrator
-from core.cli import COMMAND_MODULES, main
 from core.data import load_corpus, load_pairs
 from core.embed import encode
 from core.evaluate import correlations, cosine_pairs
@@ -63,17 +60,6 @@ def corpus_file(tmp_path: Path) -> Path:
     texts = load_corpus(DEMO_CORPUS).texts[::2] if DEMO_CORPUS.exists() else [t for p in FALLBACK_PAIRS for t in p[:2]]
     path.write_text("\n".join(texts) + "\n")
     return path
-
-
-@pytest.fixture()
-def cli(encoder, tmp_cache, monkeypatch):
-    """``core.cli.main`` with the session's real encoder (no reload per call) and a private cache."""
-    monkeypatch.setattr(common, "encoder_from_args", lambda args: encoder)
-    for name in COMMAND_MODULES:
-        module = importlib.import_module(name)
-        if hasattr(module, "encoder_from_args"):
-            monkeypatch.setattr(module, "encoder_from_args", lambda args: encoder)
-    return main
 
 
 def _json(capsys) -> dict:

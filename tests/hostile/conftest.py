@@ -6,7 +6,6 @@ and how many passed.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,22 +72,12 @@ class CliResult:
 
 
 @pytest.fixture()
-def cli(monkeypatch, capsys, encoder, tmp_cache) -> Callable[..., CliResult]:
+def cli(cli_main, capsys) -> Callable[..., CliResult]:
     """``cli("sts", "--pairs", path)`` runs ``core.cli.main`` in-process on the session encoder."""
-    from core import cli as core_cli
-
-    def from_args(args):
-        return encoder
-
-    monkeypatch.setattr("core.commands.common.encoder_from_args", from_args)
-    for name in core_cli.COMMAND_MODULES:  # commands import the helper by name
-        module = importlib.import_module(name)
-        if hasattr(module, "encoder_from_args"):
-            monkeypatch.setattr(module, "encoder_from_args", from_args)
 
     def run(*argv: str) -> CliResult:
         capsys.readouterr()
-        code = core_cli.main([*argv, "--quiet"] if argv and argv[0] in ("sts", "embed") else list(argv))
+        code = cli_main([*argv, "--quiet"] if argv and argv[0] in ("sts", "embed") else list(argv))
         captured = capsys.readouterr()
         return CliResult(code, captured.out, captured.err)
 

@@ -1,0 +1,11 @@
+"""Fixtures of the core tests."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture()
+def cli(cli_main):
+    """``cli([...])`` is ``python -m core ...`` in-process: exit status, output on capsys."""
+    return cli_main
