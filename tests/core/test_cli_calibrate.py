@@ -17,20 +17,8 @@ from core.data import load_corpus, load_pairs
 from core.embed import encode
 from core.evaluate import correlations, cosine_pairs
 from core.metrics import avg_cosine
+from core.paths import DEMO_CORPUS, DEMO_PAIRS, ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-DEMO_PAIRS = ROOT / "assets" / "demo_pairs.csv"
-DEMO_CORPUS = ROOT / "assets" / "demo_corpus.csv"
-FALLBACK_PAIRS = [
-    ("A man is strumming a guitar.", "A man plays the guitar.", 4.8),
-    ("A woman is chopping an onion.", "Someone is cutting an onion.", 4.2),
-    ("A dog runs in the park.", "A dog is running on the grass.", 3.6),
-    ("The stock market fell today.", "Shares dropped on the exchange.", 3.4),
-    ("A child is reading a book.", "A kid plays football outside.", 1.0),
-    ("The sun is shining.", "A man is cooking pasta.", 0.2),
-    ("Two birds sit on a wire.", "Birds are perched on a cable.", 4.0),
-    ("She is writing a letter.", "The train leaves at noon.", 0.0),
-]
 CALIBRATED_KEYS = {
     "method",
     "spearman",
@@ -44,20 +32,17 @@ CALIBRATED_KEYS = {
 
 @pytest.fixture()
 def pairs_file(tmp_path: Path) -> Path:
-    """A small pairs CSV: the first 60 demo pairs, or a hand-written fallback."""
+    """A small pairs CSV: the first 60 demo pairs."""
     path = tmp_path / "pairs.csv"
-    if DEMO_PAIRS.exists():
-        path.write_bytes(load_pairs(DEMO_PAIRS).to_frame().head(60).to_csv(index=False).encode())
-    else:
-        path.write_text("".join(f'"{a}","{b}",{s}\n' for a, b, s in FALLBACK_PAIRS))
+    path.write_bytes(load_pairs(DEMO_PAIRS).to_frame().head(60).to_csv(index=False).encode())
     return path
 
 
 @pytest.fixture()
 def corpus_file(tmp_path: Path) -> Path:
-    """One text per line: every other text of the demo corpus (168), or the fallback pairs' sentences."""
+    """One text per line: every other text of the demo corpus (168)."""
     path = tmp_path / "corpus.txt"
-    texts = load_corpus(DEMO_CORPUS).texts[::2] if DEMO_CORPUS.exists() else [t for p in FALLBACK_PAIRS for t in p[:2]]
+    texts = load_corpus(DEMO_CORPUS).texts[::2]
     path.write_text("\n".join(texts) + "\n")
     return path
 
