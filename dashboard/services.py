@@ -614,7 +614,7 @@ def _landscape_run(
     config = LandscapeConfig(
         train=TrainConfig(lr=lr, epochs=epochs, batch_size=16, n_train=n_train, max_length=max_length, seed=seed),
         eval_size=eval_size,
-        eval_chunk=16,  # short chunks pad less: about 30% faster than 32 on sentence pairs
+        eval_chunk=16,  # attention blocks of 16 length-sorted examples (the packed BERT forward pads nothing else)
         grid=grid,
         points_1d=points_1d,
         hessian_iters=hessian_iters,
