@@ -43,7 +43,7 @@ bench: $(VENV)/.dev-installed
 	$(BIN)/python bench/run_all.py
 
 screenshots: $(VENV)/.dev-installed browser
-	$(BIN)/pytest tests/e2e -q
+	ISOSCOPE_SCREENSHOTS=1 $(BIN)/pytest tests/e2e -q
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
+README_SCREENSHOTS = ROOT / "docs" / "screenshots"  # written only when ISOSCOPE_SCREENSHOTS=1 (make screenshots)
 VIEWPORT = {"width": 1400, "height": 1000}
 HEALTH_TIMEOUT_S = 90.0
 CHROMIUM_ARGS = [
@@ -204,3 +204,11 @@ def page(warm_server: Server, browser):
         context.close()
     new = warm_server.tracebacks()[seen:]
     assert not new, f"the server logged an uncaught exception: {new[0]}"
+
+
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory) -> Path:
+    """Where page screenshots go: the README's folder under ``make screenshots``, else a temporary one."""
+    if os.environ.get("ISOSCOPE_SCREENSHOTS") == "1":
+        return README_SCREENSHOTS
+    return tmp_path_factory.mktemp("screenshots")

@@ -1,5 +1,6 @@
 """Every dashboard page in a real browser: it loads without an exception, its charts draw, one main
-interaction works, and a full-page screenshot lands in docs/screenshots/<page>.png for the README (taken
+interaction works, and a full-page screenshot is taken (into docs/screenshots/<page>.png for the README
+under ``make screenshots``, which sets ISOSCOPE_SCREENSHOTS=1; elsewhere into a temporary folder; taken
 after the interaction for pages that show little before a button is pressed).
 
 Adding a page is one entry in ``PAGES``: its URL path (the file name), sidebar title, heading, the
@@ -19,7 +20,7 @@ import pytest
 from playwright.sync_api import Page
 
 from tests.e2e import browser as b
-from tests.e2e.conftest import SCREENSHOTS, VIEWPORT, Server, start_server, stop_server
+from tests.e2e.conftest import VIEWPORT, Server, start_server, stop_server
 
 
 @dataclass(frozen=True)
@@ -252,7 +253,7 @@ def test_sidebar_lists_every_page(page: Page) -> None:
 
 
 @pytest.mark.parametrize("case", PAGES, ids=IDS)
-def test_page(page: Page, warm_server: Server, case: PageCase, tmp_path: Path) -> None:
+def test_page(page: Page, warm_server: Server, case: PageCase, tmp_path: Path, screenshots: Path) -> None:
     """One session per page: open it from the sidebar, check it draws, screenshot it, run its interaction,
     then open it again by its URL path (a new session)."""
     if case.path:
@@ -261,7 +262,7 @@ def test_page(page: Page, warm_server: Server, case: PageCase, tmp_path: Path) -
     b.assert_clean(page)
     charts = b.chart_count(page, at_least=case.min_charts)
     assert charts >= case.min_charts, f"{case.name}: {charts} plotly chart(s), expected >= {case.min_charts}"
-    shot = SCREENSHOTS / f"{case.name}.png"
+    shot = screenshots / f"{case.name}.png"
     if not case.shot_after:
         b.screenshot(page, shot)
     if case.interact is not None:
