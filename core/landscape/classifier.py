@@ -9,8 +9,8 @@ the pre-trained and the from-scratch run on the same task start from the same he
 
 ``Evaluator`` computes loss and accuracy of any flat theta on one fixed, seeded evaluation set (training
 examples and held-out examples, length-sorted into padded chunks once), dropout off (``eval()``), under
-``torch.inference_mode``: for BERT encoders with the padding-free forward of ``core.landscape.packed``,
-for others with ``functional_call`` chunk by chunk. Both read the parameters as views of the flat theta.
+``torch.inference_mode``, with ``functional_call`` on views of the flat theta: for BERT encoders on the
+padding-free ``PackedClassifier`` (``core.landscape.packed``), for others on the padded chunks.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from transformers import AutoModel
 
 from core.cache import make_key
 from core.landscape.flat import FlatLayout
-from core.landscape.packed import PACKED_MODEL_TYPES, PackedBatch, packed_logits, supports_packed
+from core.landscape.packed import PackedBatch, PackedClassifier, supports_packed
 from core.landscape.tasks import Task
 from core.models import Encoder
 from core.pooling import masked_mean
@@ -167,12 +167,9 @@ class Evaluator:
         self.model = model
         self.layout = layout
         self.eval_set = eval_set
-        supported = supports_packed(model.encoder)
-        if packed and not supported:
-            raise ValueError(f"the packed forward supports {', '.join(PACKED_MODEL_TYPES)} encoders only")
-        self.packed = (
-            PackedBatch.from_padded([c.inputs for c in eval_set.chunks]) if packed is not False and supported else None
-        )
+        use_packed = packed if packed is not None else supports_packed(model.encoder)
+        self.packed_model = PackedClassifier(model) if use_packed else None  # refuses other encoders
+        self.packed = PackedBatch.from_padded([c.inputs for c in eval_set.chunks]) if use_packed else None
         self._labels = torch.cat([c.labels for c in eval_set.chunks])  # (S,) in chunk order
         self._split = torch.cat([c.split for c in eval_set.chunks])  # (S,)
 
@@ -181,8 +178,8 @@ class Evaluator:
         self.model.eval()  # dropout off, always
         with torch.inference_mode():
             params = self.layout.unflatten(theta)
-            if self.packed is not None:
-                return packed_logits(params, self.model.encoder.config, self.packed, self.model.pooling)
+            if self.packed_model is not None:
+                return functional_call(self.packed_model, params, args=(self.packed,))
             return torch.cat(
                 [functional_call(self.model, params, args=(), kwargs=c.inputs) for c in self.eval_set.chunks]
             )
