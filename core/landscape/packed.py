@@ -9,13 +9,13 @@ with a key-padding mask, and gathered back. Query, key and value are one fused p
 
 ``PackedClassifier`` wraps a ``Classifier``'s own modules (same parameter names), so a grid point is
 ``functional_call(PackedClassifier(model), layout.unflatten(theta), args=(batch,))``: views of the flat
-vector, no weight copies. Exact: the logits equal the Hugging Face forward of ``Classifier`` to float32 rounding (tests compare the
-two on a tiny random BERT and on the default model). Used for ``BertModel`` with absolute positions
-(BERT, MiniLM and their fine-tunes); ``supports_packed`` says when, and other encoders keep the padded
-``functional_call`` path.
+vector, no weight copies. Exact: the logits equal the Hugging Face forward of ``Classifier`` to float32
+rounding (tests compare the two on a tiny random BERT and on the default model). Used for ``BertModel``
+with absolute positions (BERT, MiniLM and their fine-tunes); ``supports_packed`` says when, and other
+encoders keep the padded ``functional_call`` path.
 
-On 64 STS-B pairs (1,993 tokens, 2,280 with padding in chunks of 8) with all-MiniLM-L6-v2 this takes
-about 0.33 s a point instead of 0.46 s here.
+On 64 STS-B pairs (1,993 tokens; 2,280 with padding in chunks of 8) with all-MiniLM-L6-v2, one point
+takes 0.30 s instead of 0.38 s here (``bench/landscape.py`` measures both side by side).
 """
 
 from __future__ import annotations
