@@ -9,7 +9,7 @@ rows = sample_indices(len(vectors), 20_000, seed=0)      # seeded subsample for 
   single-threaded (UMAP's rule for reproducibility). Up to ``KNN_EXACT_MAX_ROWS`` rows the cosine
   neighbour graph is exact, from FAISS (``core.index.knn_graph``, about 0.5 s for 10k x 384), and is
   handed to UMAP as ``precomputed_knn``: that skips UMAP's approximate NN-descent, whose numba JIT
-  compilation dominated a first call in a process (58 s -> 17 s for 10k points here). Bigger inputs,
+  compilation dominated a first call in a process (58 s -> 19 s for 10k points here). Bigger inputs,
   or another metric, use UMAP's own NN-descent.
 - ``tsne``: ``sklearn.manifold.TSNE`` with cosine distance, PCA initialisation, ``perplexity=30``
   (lowered for tiny inputs). Slow beyond ~10k points: sample first.
