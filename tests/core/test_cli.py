@@ -14,6 +14,7 @@ import pytest
 from core.data import load_pairs
 from core.embed import encode
 from core.evaluate import correlations, cosine_pairs
+from tests.core.cli_checks import one_error_line
 
 PAIRS = [
     ("A man is strumming a guitar.", "A man plays the guitar.", 4.8),
@@ -32,14 +33,6 @@ def pairs_file(tmp_path: Path) -> Path:
     path = tmp_path / "pairs.csv"
     path.write_text("".join(f'"{a}","{b}",{s}\n' for a, b, s in PAIRS))
     return path
-
-
-def _one_error_line(capsys) -> str:
-    captured = capsys.readouterr()
-    lines = captured.err.strip("\n").split("\n")
-    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
-    assert captured.out == ""
-    return lines[0]
 
 
 def test_sts_json(cli, encoder, pairs_file: Path, capsys) -> None:
@@ -89,7 +82,7 @@ def test_bad_input_exit_2_and_one_stderr_line(cli, tmp_path: Path, pairs_file: P
     }
     argv = [a.format(**names) for a in argv]
     assert cli(argv) == 2
-    line = _one_error_line(capsys)
+    line = one_error_line(capsys)
     assert match.lower() in line.lower(), line
     assert not (tmp_path / "x.npy").exists()
 

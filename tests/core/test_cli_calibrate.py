@@ -18,6 +18,7 @@ from core.embed import encode
 from core.evaluate import correlations, cosine_pairs
 from core.metrics import avg_cosine
 from core.paths import DEMO_CORPUS, DEMO_PAIRS, ROOT
+from tests.core.cli_checks import one_error_line
 
 CALIBRATED_KEYS = {
     "method",
@@ -50,14 +51,6 @@ def corpus_file(tmp_path: Path) -> Path:
 def _json(capsys) -> dict:
     out = capsys.readouterr().out
     return json.loads(out.strip().splitlines()[-1])
-
-
-def _one_error_line(capsys) -> str:
-    captured = capsys.readouterr()
-    lines = captured.err.strip("\n").split("\n")
-    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
-    assert captured.out == ""
-    return lines[0]
 
 
 def test_sts_calibrate_whitening_json(cli, encoder, pairs_file: Path, capsys) -> None:
@@ -139,7 +132,7 @@ def test_bad_input_exits_2_with_one_line(cli, pairs_file: Path, corpus_file: Pat
         argv += ["--input", str(corpus_file)]
     argv = [str(tmp_path / a) if a in ("missing-corpus.txt", "x") else a for a in argv]
     assert cli(argv) == 2
-    _one_error_line(capsys)
+    one_error_line(capsys)
 
 
 def test_calibrate_out_is_a_file(cli, corpus_file: Path, tmp_path, capsys) -> None:
@@ -147,7 +140,7 @@ def test_calibrate_out_is_a_file(cli, corpus_file: Path, tmp_path, capsys) -> No
     blocker.write_text("x")
     argv = ["calibrate", "--input", str(corpus_file), "--method", "sn", "--out", str(blocker)]
     assert cli(argv) == 2
-    assert "is a file" in _one_error_line(capsys)
+    assert "is a file" in one_error_line(capsys)
 
 
 def test_subprocess_bad_method_is_one_line(pairs_file: Path) -> None:
