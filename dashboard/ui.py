@@ -152,6 +152,17 @@ def pairs_input(key: str = "pairs") -> Pairs | None:
     return Pairs([a.strip()], [b.strip()], None, [], "typed")
 
 
+def scored_pairs_input(key: str, needs: str) -> Pairs:
+    """Pairs with gold scores (at least 3), else an info line naming what ``needs`` them and the page stops."""
+    pairs = pairs_input(key)
+    if pairs is None:
+        st.stop()
+    if pairs.scores is None or len(pairs) < 3:
+        st.info(f"{needs} gold scores: use the demo pairs or upload a file with a score column.")
+        st.stop()
+    return pairs
+
+
 CORPUS_SOURCES = ("Demo corpus", "Upload a file")
 
 

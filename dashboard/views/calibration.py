@@ -25,12 +25,7 @@ st.caption(
     "linear counterpart. Gold scores are used only to evaluate, never to fit."
 )
 
-pairs = ui.pairs_input("calp")
-if pairs is None:
-    st.stop()
-if pairs.scores is None or len(pairs) < 3:
-    st.info("Calibration is evaluated with gold scores: use the demo pairs or upload a file with a score column.")
-    st.stop()
+pairs = ui.scored_pairs_input("calp", "Calibration is evaluated with")
 
 cal = ui.calibration_controls("calp", default="flow", include_none=False)
 fit = ui.fit_texts("calp", pairs.texts)

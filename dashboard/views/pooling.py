@@ -14,12 +14,7 @@ st.caption(
     "Sentence-T5). Every pooling mode and every layer's mean, from one forward pass, scored by Spearman (x100) "
     "on the pairs; calibrators are fitted per pooling on the pairs' own sentences (no labels)."
 )
-pairs = ui.pairs_input("pool")
-if pairs is None:
-    st.stop()
-if pairs.scores is None or len(pairs) < 3:
-    st.info("The explorer needs gold scores: use the demo pairs or upload a file with a score column.")
-    st.stop()
+pairs = ui.scored_pairs_input("pool", "The explorer needs")
 methods = st.multiselect(
     "Calibrators",
     ["whitening", "whitening:64", "sn", "abtt:3", "sn+abtt:3", "flow"],

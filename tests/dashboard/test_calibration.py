@@ -40,3 +40,12 @@ def test_pooling_by_calibrator_table(app: AppTest) -> None:
     assert list(grid.index) == ["mean", "cls"]
     assert list(grid.columns) == ["none", "whitening", "sn+abtt:3"]
     assert at.success[0].value.startswith("Best:")
+
+
+def test_pairs_without_scores_get_one_info_line(app: AppTest) -> None:
+    """Typed sentences have no gold score: the page says what it needs instead of failing."""
+    at = open_page(app, "calibration")
+    at.radio(key="calp_source").set_value("Type two sentences").run()
+    assert not at.exception and not at.error
+    assert any("gold scores" in i.value for i in at.info), [i.value for i in at.info]
+    assert not at.button, "nothing to fit without gold scores"

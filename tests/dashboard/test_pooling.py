@@ -18,3 +18,10 @@ def test_explorer_table_and_best(app: AppTest) -> None:
     best = table.loc[table["spearman"].idxmax()]
     assert f"Best: {best['pooling']} + {best['calibration']}" in at.success[0].value
     assert len(at.get("plotly_chart")) == 2
+
+
+def test_pairs_without_scores_get_one_info_line(app: AppTest) -> None:
+    at = open_page(app, "pooling")
+    at.radio(key="pool_source").set_value("Type two sentences").run()
+    assert not at.exception and not at.error
+    assert any("The explorer needs gold scores" in i.value for i in at.info), [i.value for i in at.info]
