@@ -419,17 +419,53 @@ class QueryNeighbours:
         )
 
 
-def _ranks_of(scores: np.ndarray, targets: np.ndarray, exclude: int | None) -> np.ndarray:
-    """1-based ranks of ``targets`` in the descending order of ``scores`` (n,), ties broken by row id."""
+RANK_BLOCK_SCORES = 1 << 24  # score comparisons held at once by ranks_of
+
+
+def ranks_of(scores: np.ndarray, targets: np.ndarray, exclude: int | None = None) -> np.ndarray:
+    """1-based ranks (k,) of rows ``targets`` in the descending order of ``scores`` (n,), ties broken by row id.
+
+    ``exclude``: a row left out of the ranking (the query itself). Compares blocks of targets at once.
+    """
     s = scores.astype(np.float64)
     if exclude is not None:
-        s = s.copy()
         s[exclude] = -np.inf
     ids = np.arange(len(s))
+    targets = np.asarray(targets, np.int64)
     out = np.empty(len(targets), np.int64)
-    for j, t in enumerate(targets):
-        out[j] = int((s > s[t]).sum() + ((s == s[t]) & (ids < t)).sum()) + 1
+    step = max(1, RANK_BLOCK_SCORES // max(len(s), 1))
+    for start in range(0, len(targets), step):
+        t = targets[start : start + step]  # (b,)
+        st = s[t][:, None]  # (b, 1)
+        higher = (s[None, :] > st).sum(axis=1)  # (b,)
+        tied_before = ((s[None, :] == st) & (ids[None, :] < t[:, None])).sum(axis=1)  # (b,)
+        out[start : start + step] = higher + tied_before + 1
     return out
+
+
+def compare_hits(
+    query: int | None,
+    before: tuple[np.ndarray, np.ndarray],
+    after: tuple[np.ndarray, np.ndarray],
+    raw_scores: np.ndarray,
+    cal_scores: np.ndarray,
+) -> QueryNeighbours:
+    """One query's top-k ``(ids, scores)`` before and after calibration, with each hit's rank in the other
+    space (from the query's full score rows ``raw_scores`` / ``cal_scores`` (n,)), places gained and overlap@k."""
+    b_ids, b_scores = before
+    a_ids, a_scores = after
+    after_rank_before = ranks_of(raw_scores, a_ids, query)
+    return QueryNeighbours(
+        query=query,
+        before_ids=b_ids,
+        before_scores=b_scores,
+        after_ids=a_ids,
+        after_scores=a_scores,
+        overlap=jaccard(b_ids, a_ids),
+        before_rank_after=ranks_of(cal_scores, b_ids, query),
+        after_rank_before=after_rank_before,
+        rank_shift=after_rank_before - np.arange(1, len(a_ids) + 1),
+    )
 
 
 def _topk_from_scores(scores: np.ndarray, k: int, exclude: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -489,22 +525,9 @@ def neighbours_before_after(
     for j, row in enumerate(rows):
         s_raw = raw @ q_raw[j]  # (n,)
         s_cal = cal @ q_cal[j]  # (n,)
-        b_ids, b_scores = _topk_from_scores(s_raw, int(k), row)
-        a_ids, a_scores = _topk_from_scores(s_cal, int(k), row)
-        after_rank_before = _ranks_of(s_raw, a_ids, row)
-        out.append(
-            QueryNeighbours(
-                query=row,
-                before_ids=b_ids,
-                before_scores=b_scores,
-                after_ids=a_ids,
-                after_scores=a_scores,
-                overlap=jaccard(b_ids, a_ids),
-                before_rank_after=_ranks_of(s_cal, b_ids, row),
-                after_rank_before=after_rank_before,
-                rank_shift=after_rank_before - np.arange(1, len(a_ids) + 1),
-            )
-        )
+        before = _topk_from_scores(s_raw, int(k), row)
+        after = _topk_from_scores(s_cal, int(k), row)
+        out.append(compare_hits(row, before, after, s_raw, s_cal))
     return out
 
 

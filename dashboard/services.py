@@ -20,12 +20,20 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.cache import ArrayCache, default_cache_dir, make_key
+from core.cache import ArrayCache, default_cache_dir, make_key, text_digest
 from core.calibrate import Calibrator, Flow, FlowConfig, load_calibrator, make_calibrator
 from core.data import MAX_ROWS, Corpus, Pairs, load_corpus, load_pairs
 from core.embed import EmbedConfig, encode_many
 from core.errors import InputError
-from core.index import NeighbourhoodChange, QueryNeighbours, VectorIndex
+from core.index import (
+    NeighbourhoodChange,
+    QueryNeighbours,
+    VectorIndex,
+    as_unit_float32,
+    build_index,
+    compare_hits,
+)
+from core.index import neighbourhood_change as change_of_neighbourhoods
 from core.models import Encoder, load_encoder
 from core.paths import DEMO_CORPUS, DEMO_PAIRS
 
@@ -54,8 +62,6 @@ def _embed_many(
 
 def embed_many(model: str, texts: Sequence[str], poolings: Sequence[str], max_length: int) -> dict[str, np.ndarray]:
     """Pooled embeddings, one (n, d) float32 array per pooling, from one forward pass over ``texts``."""
-    from core.cache import text_digest
-
     texts = tuple(texts)
     return _embed_many(model, text_digest(texts), tuple(poolings), max_length, texts)
 
@@ -92,8 +98,6 @@ def parse_corpus(data: bytes, name: str) -> Corpus:
 
 def fit_key(model: str, pooling: str, max_length: int, texts: Sequence[str]) -> str:
     """Identity of a set of fit vectors (for caches): model, pooling, length, texts."""
-    from core.cache import text_digest
-
     return make_key(model, pooling, max_length, text_digest(texts))
 
 
@@ -243,8 +247,6 @@ def overlap(sentence1: tuple[str, ...], sentence2: tuple[str, ...], similarities
 
 def pairs_key(pairs: Pairs) -> str:
     """Key naming a pairs set (texts and scores), for caches."""
-    from core.cache import text_digest
-
     scores = "" if pairs.scores is None else np.asarray(pairs.scores, np.float64).tobytes().hex()
     return make_key(text_digest(pairs.texts), scores)
 
@@ -307,7 +309,6 @@ def shrink_curve(model: str, key: str, ranks: tuple[int, ...], pooling: str, max
 
 
 NPY_MAGIC = b"\x93NUMPY"
-SHIFT_MAX_SCORES = 1 << 24  # scores compared at once when ranking neighbours in the other space
 
 
 def _check_npy_header(data: bytes, name: str, hint: str) -> None:
@@ -390,28 +391,10 @@ class SpaceIndex:
 @st.cache_resource(show_spinner="Building the neighbour index…", max_entries=8)
 def space_index(vectors_key: str, _vectors: np.ndarray) -> SpaceIndex:
     """core.index.build_index over ``_vectors`` (kind by size), cached by the key naming them."""
-    from core.index import as_unit_float32, build_index
-
     index = build_index(_vectors)
     unit = index.stored_vectors() if index.kind == "flat" else as_unit_float32(_vectors)
     unit.flags.writeable = False
     return SpaceIndex(index, unit)
-
-
-def _ranks_in(unit: np.ndarray, query: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """Exact 1-based ranks (k,) of rows ``targets`` among all rows of ``unit`` (n, d) by cosine to ``query``
-    (d,), ties broken by row id (as core.index does)."""
-    scores = unit @ query  # (n,)
-    ids = np.arange(len(scores))
-    out = np.empty(len(targets), np.int64)
-    step = max(1, SHIFT_MAX_SCORES // max(len(scores), 1))
-    for s in range(0, len(targets), step):
-        t = targets[s : s + step]  # (b,)
-        st_ = scores[t][:, None]  # (b, 1)
-        higher = (scores[None, :] > st_).sum(axis=1)  # (b,)
-        tied_before = ((scores[None, :] == st_) & (ids[None, :] < t[:, None])).sum(axis=1)  # (b,)
-        out[s : s + step] = higher + tied_before + 1
-    return out
 
 
 def query_neighbours(
@@ -428,27 +411,15 @@ def query_neighbours(
 
     ``raw_query`` (1, d) / ``cal_query`` (1, d'); a corpus row used as the query is its own first hit.
     """
-    from core.index import as_unit_float32, jaccard
-
     raw_ix, cal_ix = space_index(raw_key, raw), space_index(cal_key, calibrated)
-    q_raw = as_unit_float32(raw_query, "query", raw_ix.index.dim)  # (1, d)
-    q_cal = as_unit_float32(cal_query, "calibrated query", cal_ix.index.dim)  # (1, d')
-    b_scores, b_ids = raw_ix.index.search(q_raw, k)  # (1, k)
-    a_scores, a_ids = cal_ix.index.search(q_cal, k)  # (1, k)
-    b_ids, b_scores = b_ids[0][b_ids[0] >= 0], b_scores[0][b_ids[0] >= 0]  # (k,)
-    a_ids, a_scores = a_ids[0][a_ids[0] >= 0], a_scores[0][a_ids[0] >= 0]  # (k,)
-    after_rank_before = _ranks_in(raw_ix.unit, q_raw[0], a_ids)  # (k,)
-    return QueryNeighbours(
-        query=None,
-        before_ids=b_ids,
-        before_scores=b_scores,
-        after_ids=a_ids,
-        after_scores=a_scores,
-        overlap=jaccard(b_ids, a_ids),
-        before_rank_after=_ranks_in(cal_ix.unit, q_cal[0], b_ids),
-        after_rank_before=after_rank_before,
-        rank_shift=after_rank_before - np.arange(1, len(a_ids) + 1),
-    )
+    q_raw = as_unit_float32(raw_query, "query", raw_ix.index.dim)[0]  # (d,)
+    q_cal = as_unit_float32(cal_query, "calibrated query", cal_ix.index.dim)[0]  # (d',)
+    hits = []
+    for ix, q in ((raw_ix, q_raw), (cal_ix, q_cal)):
+        scores, ids = ix.index.search(q[None], k)  # (1, k) each
+        found = ids[0] >= 0
+        hits.append((ids[0][found], scores[0][found]))  # (k,), (k,)
+    return compare_hits(None, hits[0], hits[1], raw_ix.unit @ q_raw, cal_ix.unit @ q_cal)
 
 
 @st.cache_data(show_spinner="Comparing every neighbourhood…", max_entries=32)
@@ -456,9 +427,7 @@ def neighbourhood_change(
     raw_key: str, cal_key: str, k: int, sample: int, _raw: np.ndarray, _calibrated: np.ndarray
 ) -> NeighbourhoodChange:
     """core.index.neighbourhood_change (each sentence's own top-``k`` excludes itself) on a seeded sample."""
-    from core.index import neighbourhood_change as change
-
-    return change(_raw, _calibrated, k=k, sample=sample, seed=0)
+    return change_of_neighbourhoods(_raw, _calibrated, k=k, sample=sample, seed=0)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
