@@ -1173,6 +1173,16 @@ def fit_size_warning(calibrator: Calibrator, n_fit: int, d: int) -> str | None:
     return None
 
 
+def fit_timed(calibrator: Calibrator, X: np.ndarray, progress: EpochProgressFn | None = None) -> float:
+    """Fit ``calibrator`` on ``X`` (a flow reports each epoch to ``progress``); returns the fit seconds."""
+    start = time.perf_counter()
+    if isinstance(calibrator, Flow):
+        calibrator.fit(X, progress=progress)
+    else:
+        calibrator.fit(X)
+    return time.perf_counter() - start
+
+
 def calibrated_sts(
     emb1: np.ndarray,
     emb2: np.ndarray,
@@ -1194,12 +1204,7 @@ def calibrated_sts(
         raise ValueError(f"emb1 and emb2 must have the same shape; got {emb1.shape} and {emb2.shape}")
     both = np.concatenate([emb1, emb2])  # (2n, d)
     fit_on = both if fit_vectors is None else _check_array(fit_vectors, "fit_vectors", min_rows=2)
-    start = time.perf_counter()
-    if isinstance(calibrator, Flow):
-        calibrator.fit(fit_on, progress=progress)
-    else:
-        calibrator.fit(fit_on)
-    fit_seconds = time.perf_counter() - start
+    fit_seconds = fit_timed(calibrator, fit_on, progress)
     n = len(emb1)
     out = calibrator.transform(both)  # (2n, k)
     raw = correlations(cosine_pairs(emb1, emb2), gold)

@@ -12,8 +12,6 @@ import os
 import sys
 from typing import NoReturn
 
-from core.errors import InputError
-
 # Each module defines NAME, HELP, add_arguments(parser) and run(args) -> dict.
 COMMAND_MODULES: tuple[str, ...] = (
     "core.commands.embed",
@@ -45,24 +43,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _first_line(message: object) -> str:
+    lines = str(message).splitlines()
+    return lines[0] if lines else type(message).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:
         args._run(args)
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except OSError as exc:  # unreadable input, unwritable output folder, full disk
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
-        print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
+        print(f"error: {_first_line(exc.strerror or exc)}{where}", file=sys.stderr)
         return 2
-    except ValueError as exc:  # invalid option values found by core (e.g. an unknown pooling)
-        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+    except ValueError as exc:  # InputError (bad input), or invalid option values found by core
+        print(f"error: {_first_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished results are cached and the next run resumes from them", file=sys.stderr)

@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from core.calibrate import (
     CALIBRATION_METHODS,
     Calibrator,
-    Flow,
     FlowConfig,
     avg_cosine_or_nan,
     fit_size_warning,
+    fit_timed,
     make_calibrator,
 )
 from core.commands.common import (
@@ -97,12 +96,7 @@ def run(args: argparse.Namespace) -> dict:
     vectors = encode(
         encoder, corpus.texts, args.pooling, embed_config(args), progress_bar(args, "embed"), cache_from_args(args)
     )
-    start = time.perf_counter()
-    if isinstance(calibrator, Flow):
-        calibrator.fit(vectors, progress=epoch_bar(args))
-    else:
-        calibrator.fit(vectors)
-    fit_seconds = time.perf_counter() - start
+    fit_seconds = fit_timed(calibrator, vectors, epoch_bar(args))
     metadata = {
         "model": encoder.name,
         "model_fingerprint": encoder.fingerprint,

@@ -13,14 +13,13 @@ For a corpus or a pairs file (then all its sentences are embedded and the overla
 from __future__ import annotations
 
 import argparse
-import inspect
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from core.calibrate import fit_timed, make_calibrator
 from core.commands.common import (
     add_json_argument,
     add_model_arguments,
@@ -157,21 +156,11 @@ def _corpus_texts(source: str, text_column: str | None) -> tuple[list[str], None
 # ---------------------------------------------------------------- calibration
 
 
-def _new_calibrator(method: str) -> Any:
-    from core.calibrate import make_calibrator
-
-    return make_calibrator(method)
-
-
 def fit_transform(method: str, X: np.ndarray, progress: Any = None) -> tuple[np.ndarray, float]:
     """Fit a fresh calibrator of ``method`` on ``X`` and transform ``X``; returns (Z, fit seconds)."""
-    cal = _new_calibrator(method)
-    start = time.perf_counter()
-    if progress is not None and "progress" in inspect.signature(cal.fit).parameters:
-        cal.fit(X, progress=lambda epoch, n_epochs, *_: progress(epoch, n_epochs))
-    else:
-        cal.fit(X)
-    seconds = time.perf_counter() - start
+    cal = make_calibrator(method)
+    epochs = None if progress is None else (lambda epoch, n_epochs, *_: progress(epoch, n_epochs))
+    seconds = fit_timed(cal, X, epochs)
     return np.asarray(cal.transform(X), np.float64), seconds
 
 
@@ -182,7 +171,7 @@ def _check_options(args: argparse.Namespace) -> tuple[bool, tuple[int, ...]]:
     """Validate cheap options before loading a model. Returns (calibrated?, rank edges)."""
     calibrated = is_calibrated(args.calibrate)
     if calibrated:
-        _new_calibrator(args.calibrate)  # ValueError listing the valid methods
+        make_calibrator(args.calibrate)  # ValueError listing the valid methods
     if args.knn_k < 1:
         raise InputError(f"--knn-k must be >= 1; got {args.knn_k}")
     if args.per_token < 1:

@@ -40,7 +40,6 @@ Init = Literal["pretrained", "scratch"]
 INITS: tuple[str, ...] = ("pretrained", "scratch")
 HeadPooling = Literal["mean", "cls"]
 HEAD_POOLINGS: tuple[str, ...] = ("mean", "cls")
-SPLITS: tuple[str, ...] = ("train", "heldout")
 METRICS: tuple[str, ...] = ("train_loss", "train_acc", "heldout_loss", "heldout_acc")
 SCRATCH_SEED_OFFSET = 1_000_003  # the random init never reuses the seed of the data order or the head
 

@@ -21,7 +21,6 @@ log = logging.getLogger(__name__)
 
 ROLLBACK_GROUPS: tuple[str, ...] = ("embeddings", "lower", "middle", "upper", "encoder")
 ENCODER_PREFIX = "encoder."
-HEAD_PREFIX = "head."
 EvalFn = Callable[[torch.Tensor], dict[str, float]]
 ProgressFn = Callable[[int, int], None]
 
