@@ -281,7 +281,6 @@ def test_frequency_analysis_identity_calibration_changes_nothing(encoder) -> Non
 
 
 def test_frequency_analysis_with_registered_whitening(encoder) -> None:
-    pytest.importorskip("core.calibrate")
     texts = TEXTS * 2 + ["Birds fly south in the winter.", "Rain fell on the quiet town."]
     res = frequency_analysis(encoder, texts, spaces=("static",), calibrator="whitening", config=FrequencyConfig(k=2))
     assert set(res.correlations["stage"]) == {"raw", "calibrated"}

@@ -149,7 +149,6 @@ def test_warns_when_fewer_sentences_than_dimensions(real_report) -> None:
 
 
 def test_real_calibrator_matches_local_whitening(real_report, encoder, demo_pairs, module_cache) -> None:
-    pytest.importorskip("core.calibrate")
     report = explore_poolings(encoder, demo_pairs, "whitening:64", CONFIG, cache=module_cache)
     ours = report.table[report.table.calibration == "whitening:64"].set_index("pooling")["spearman"]
     local = real_report.table[real_report.table.calibration == "whitening:64"].set_index("pooling")["spearman"]
@@ -214,7 +213,6 @@ def test_tiny_t5_modes(tiny_t5, demo_pairs) -> None:
 
 
 def test_cli_json(capsys) -> None:
-    pytest.importorskip("core.calibrate")
     argv = ["pooling", "--pairs", str(DEMO_PAIRS), "--json", "--no-cache", "--quiet", "--max-length", "64"]
     assert main([*argv, "--calibrate", "whitening:32", "--calibrate", "sn"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -236,8 +234,6 @@ def test_cli_json(capsys) -> None:
     ],
 )
 def test_cli_bad_input_exit_2(tmp_path, capsys, content: str | None, message: str) -> None:
-    if "flux" in message:
-        pytest.importorskip("core.calibrate")
     path = tmp_path / "pairs.csv"
     if content is not None:
         path.write_text(content)

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-APP = str(ROOT / "dashboard" / "app.py")
+from tests.dashboard.conftest import APP
 
 _outcomes: dict[str, str] = {}  # nodeid -> passed / failed / skipped / xfailed
 
@@ -104,23 +101,6 @@ def new_app() -> AppTest:
     """A fresh app session on the home page (the model is cached across sessions in-process)."""
     at = AppTest.from_file(APP, default_timeout=600)
     at.run()
-    assert not at.exception, at.exception
-    return at
-
-
-def pages_folder() -> str:
-    """The folder of the dashboard's page files (views/, formerly pages/)."""
-    for name in ("views", "pages"):
-        if (ROOT / "dashboard" / name).is_dir():
-            return name
-    raise AssertionError("no dashboard/views or dashboard/pages folder")
-
-
-def open_page(at: AppTest, page: str) -> AppTest:
-    folder = pages_folder()
-    if not (ROOT / "dashboard" / folder / f"{page}.py").exists():
-        pytest.skip(f"dashboard/{folder}/{page}.py does not exist yet")
-    at.switch_page(f"{folder}/{page}.py").run()
     assert not at.exception, at.exception
     return at
 

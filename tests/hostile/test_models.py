@@ -15,8 +15,9 @@ from streamlit.testing.v1 import AppTest
 
 from core.errors import InputError
 from core.models import default_model_path, load_encoder
+from tests.dashboard.conftest import APP
 from tests.hostile.cases import MarkerPayload
-from tests.hostile.conftest import APP, assert_one_line, pages_folder
+from tests.hostile.conftest import assert_one_line
 
 
 def _missing(tmp: Path, marker: Path) -> str:
@@ -118,7 +119,7 @@ def default_metrics() -> dict[str, str]:
     """The Sentence pairs metrics on the embedded default model."""
     at = AppTest.from_file(APP, default_timeout=600)
     at.run()
-    at.switch_page(f"{pages_folder()}/similarity.py").run()
+    at.switch_page("views/similarity.py").run()
     assert not at.exception
     return {m.label: m.value for m in at.metric}
 
@@ -145,7 +146,7 @@ def test_app_bad_model_keeps_default(default_metrics, case: str, make, tmp_path:
     settings = at.session_state["_settings"]
     assert settings.model == "" and "all-MiniLM-L6-v2" in settings.model_label
     assert at.title[0].value == "Isoscope"
-    at.switch_page(f"{pages_folder()}/similarity.py").run()
+    at.switch_page("views/similarity.py").run()
     assert not at.exception
     assert {m.label: m.value for m in at.metric} == default_metrics  # same result as on the default model
     assert not marker.exists()

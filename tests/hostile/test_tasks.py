@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import InputError
+from core.landscape import tasks
 from tests.hostile.cases import FORMULAS, HTML, LONG, ROWS_200K, csv_bytes, junk
 from tests.hostile.conftest import assert_cli_refused, assert_one_line
-
-tasks = pytest.importorskip("core.landscape.tasks", reason="core/landscape/tasks.py is not there yet")
-from core.errors import InputError  # noqa: E402
 
 TWO_CLASSES = [["a cat sleeps", "pets"], ["a dog barks", "pets"], ["stocks fell", "money"], ["rates rose", "money"]]
 

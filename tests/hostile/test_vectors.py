@@ -13,12 +13,10 @@ import numpy as np
 import pytest
 
 from core.errors import InputError
+from dashboard import services
+from tests.dashboard.conftest import open_page
 from tests.hostile.cases import GOOD_CORPUS_TXT, junk, pickled_npy, raw_pickle
-from tests.hostile.conftest import assert_app_refused, assert_one_line, new_app, open_page
-
-services = pytest.importorskip("dashboard.services")
-if not hasattr(services, "load_vectors"):
-    pytest.skip("dashboard.services.load_vectors is not there yet", allow_module_level=True)
+from tests.hostile.conftest import assert_app_refused, assert_one_line, new_app
 
 N_GOOD, D_GOOD = 32, 384  # GOOD_CORPUS_TXT has 32 lines; 384 = the embedded model's dimension
 
