@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import safe_open
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
@@ -72,6 +73,23 @@ def read_tensors(path: Path) -> tuple[dict[str, torch.Tensor], dict] | None:
         return None
     try:
         return st_load(path.read_bytes()), meta
+    except Exception as exc:
+        log.warning("ignoring unreadable %s: %s", path, exc)
+        return None
+
+
+def read_tensor_names(path: Path) -> tuple[set[str], dict] | None:
+    """(tensor names, meta) of a complete safetensors + JSON pair, or None, reading only the header.
+
+    safetensors checks on opening that the header covers the whole file, so a truncated file is refused
+    here as it is by ``read_tensors``, without loading the tensors.
+    """
+    meta = read_json(path.with_suffix(".json"))
+    if meta is None or not path.exists():
+        return None
+    try:
+        with safe_open(path, "pt") as f:
+            return set(f.keys()), meta
     except Exception as exc:
         log.warning("ignoring unreadable %s: %s", path, exc)
         return None

@@ -22,7 +22,7 @@ from torch.nn import functional as F
 from core.cache import make_key
 from core.landscape.classifier import Classifier, check_head_pooling, tokenize
 from core.landscape.flat import FlatLayout, vector_digest
-from core.landscape.store import read_tensors, write_tensors
+from core.landscape.store import read_tensor_names, read_tensors, write_tensors
 from core.landscape.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -80,12 +80,13 @@ def _ckpt_path(run_dir: Path, epoch: int) -> Path:
 
 
 def _read_checkpoint(run_dir: Path, epoch: int, key: str) -> Checkpoint | None:
-    meta_path = _ckpt_path(run_dir, epoch)
-    loaded = read_tensors(meta_path)
-    if loaded is None or loaded[1].get("key") != key or "theta" not in loaded[0]:
+    """The finished epoch on disk when its key matches; only the sidecar and the safetensors header are read."""
+    path = _ckpt_path(run_dir, epoch)
+    found = read_tensor_names(path)
+    if found is None or found[1].get("key") != key or "theta" not in found[0]:
         return None
-    meta = loaded[1]
-    return Checkpoint(epoch, meta_path, str(meta["digest"]), float(meta.get("train_loss") or math.nan))
+    meta = found[1]
+    return Checkpoint(epoch, path, str(meta["digest"]), float(meta.get("train_loss") or math.nan))
 
 
 def train_run(
@@ -122,8 +123,9 @@ def train_run(
         layout.load_into(model, ckpts[0].load())
     if not ckpts:
         theta0 = layout.flatten(model)
-        write_tensors(_ckpt_path(run_dir, 0), {"theta": theta0}, _meta(key, 0, theta0, math.nan, config, 0.0))
-        ckpts.append(Checkpoint(0, _ckpt_path(run_dir, 0), vector_digest(theta0), math.nan))
+        digest = vector_digest(theta0)
+        write_tensors(_ckpt_path(run_dir, 0), {"theta": theta0}, _meta(key, 0, digest, math.nan, config, 0.0))
+        ckpts.append(Checkpoint(0, _ckpt_path(run_dir, 0), digest, math.nan))
     done_epochs = len(ckpts) - 1
     if progress is not None:
         progress(done_epochs * steps_per_epoch, total_steps)
@@ -131,13 +133,14 @@ def train_run(
         t0 = time.perf_counter()
         loss = _train_epoch(model, tokenizer, task, config, optimizer, epoch, steps_per_epoch, total_steps, progress)
         theta = layout.flatten(model)
+        digest = vector_digest(theta)
         write_tensors(
             _ckpt_path(run_dir, epoch),
             {"theta": theta},
-            _meta(key, epoch, theta, loss, config, time.perf_counter() - t0),
+            _meta(key, epoch, digest, loss, config, time.perf_counter() - t0),
         )
         _save_optimizer(model, layout, optimizer, run_dir, epoch)
-        ckpts.append(Checkpoint(epoch, _ckpt_path(run_dir, epoch), vector_digest(theta), loss))
+        ckpts.append(Checkpoint(epoch, _ckpt_path(run_dir, epoch), digest, loss))
         log.info("%s epoch %d: train loss %.4f", run_dir.name, epoch, loss)
     (run_dir / "optimizer.safetensors").unlink(missing_ok=True)
     (run_dir / "optimizer.json").unlink(missing_ok=True)
@@ -145,11 +148,11 @@ def train_run(
     return ckpts, {"seconds": time.perf_counter() - start, "trained_epochs": config.epochs - done_epochs}
 
 
-def _meta(key: str, epoch: int, theta: torch.Tensor, loss: float, config: TrainConfig, seconds: float) -> dict:
+def _meta(key: str, epoch: int, digest: str, loss: float, config: TrainConfig, seconds: float) -> dict:
     return {
         "key": key,
         "epoch": epoch,
-        "digest": vector_digest(theta),
+        "digest": digest,
         "train_loss": loss,
         "seconds": seconds,
         "config": asdict(config),

@@ -427,3 +427,23 @@ def test_array_store_keeps_cache_keys_scalar(tmp_path) -> None:
     back = read_arrays(tmp_path / "a.npz")
     assert back["key"].shape == () and str(back["key"]) == "abc123"
     assert back["loss"].shape == (2, 3)
+
+
+def test_checkpoint_check_reads_the_header_and_refuses_broken_files(tmp_path) -> None:
+    """A finished epoch is recognised from its sidecar and safetensors header; a truncated file is not one."""
+    from core.landscape.flat import vector_digest
+    from core.landscape.store import write_tensors
+    from core.landscape.train import _ckpt_path, _read_checkpoint
+
+    theta = torch.arange(10, dtype=torch.float32)
+    path = _ckpt_path(tmp_path, 1)
+    write_tensors(path, {"theta": theta}, {"key": "k", "digest": vector_digest(theta), "train_loss": 0.5})
+    found = _read_checkpoint(tmp_path, 1, "k")
+    assert found is not None and found.digest == vector_digest(theta) and found.train_loss == 0.5
+    torch.testing.assert_close(found.load(), theta)
+    assert _read_checkpoint(tmp_path, 1, "other key") is None
+    assert _read_checkpoint(tmp_path, 2, "k") is None
+    path.write_bytes(path.read_bytes()[:-4])
+    assert _read_checkpoint(tmp_path, 1, "k") is None
+    write_tensors(path, {"not_theta": theta}, {"key": "k", "digest": vector_digest(theta), "train_loss": 0.5})
+    assert _read_checkpoint(tmp_path, 1, "k") is None
