@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from core.cache import make_key
-from core.landscape.axes import Plane, make_plane, project
+from core.landscape.axes import Plane, Projection, make_plane, project
 from core.landscape.classifier import INITS, METRICS, Classifier, Evaluator, build_classifier, check_init, make_eval_set
 from core.landscape.curvature import grid_curvature, hessian_top_eigenvalue
 from core.landscape.flat import FlatLayout, vector_digest
@@ -205,6 +205,7 @@ def _run_init(
     theta1 = ckpts1[-1].load()
     theta2 = _to_task1_space(ckpts2[-1].load(), theta0, n_enc)
     plane = make_plane(theta0, theta1, theta2)
+    p1, p2 = project(plane, theta1), project(plane, theta2)
     evaluate = Evaluator(model, layout, eval_set)
     res: dict = {
         "init": init,
@@ -212,10 +213,11 @@ def _run_init(
         "n_params": layout.size,
         "n_encoder_params": n_enc,
         "axes": plane.summary(),
-        "theta1_coords": asdict(project(plane, theta1)),
-        "theta2_coords": asdict(project(plane, theta2)),
+        "theta1_coords": asdict(p1),
+        "theta2_coords": asdict(p2),
     }
-    digests = {"origin": vector_digest(plane.origin), "e1": vector_digest(plane.e1), "e2": vector_digest(plane.e2)}
+    # the origin is theta0, whose digest the checkpoint already holds
+    digests = {"origin": ckpts1[0].digest, "e1": vector_digest(plane.e1), "e2": vector_digest(plane.e2)}
     res["digests"] = digests
     folder = out / init
     n = _grid_size(config, evaluate, theta0, out, grid_info)
@@ -243,7 +245,20 @@ def _run_init(
         folder / "trajectory.json",
         traj_key,
         config.reuse,
-        lambda: _trajectories(evaluate, plane, surface, ckpts1, ckpts2, theta0, n_enc),
+        lambda: _trajectories(
+            evaluate,
+            plane,
+            surface,
+            ckpts1,
+            ckpts2,
+            theta0,
+            n_enc,
+            {
+                ("task1", 0): (theta0, None),
+                ("task1", ckpts1[-1].epoch): (theta1, p1),
+                ("task2", ckpts2[-1].epoch): (theta2, p2),
+            },
+        ),
     )
     by_epoch = {(r["run"], r["epoch"]): r for r in res["trajectory"]}
     res["theta0"] = {m: by_epoch[("task1", 0)][m] for m in METRICS}
@@ -385,15 +400,32 @@ def _cached_hessian(evaluate: Evaluator, theta1, config, eval_key, folder: Path,
     return result
 
 
-def _trajectories(evaluate, plane: Plane, surface, ckpts1, ckpts2, theta0, n_enc) -> list[dict]:
-    """Signed plane coordinates, off-plane residual, true metrics and the surface under every checkpoint."""
+Known = dict[tuple[str, int], tuple[torch.Tensor, Projection | None]]  # (run, epoch) -> (theta, projection)
+
+
+def _trajectories(
+    evaluate, plane: Plane, surface, ckpts1, ckpts2, theta0, n_enc, known: Known | None = None
+) -> list[dict]:
+    """Signed plane coordinates, off-plane residual, true metrics and the surface under every checkpoint.
+
+    ``known`` holds thetas (task-1 space) already in memory, with their projections when computed, so
+    those checkpoints are not read again. The task-2 run starts from theta0 itself (same encoder, checked
+    by the caller, and the task-1 head at its initial value), so its epoch 0 repeats task 1's epoch-0 row.
+    """
+    known = known or {}
     rows = []
     for run, ckpts in (("task1", ckpts1), ("task2", ckpts2)):
         for c in ckpts:
-            theta = c.load()
-            if run == "task2":
-                theta = _to_task1_space(theta, theta0, n_enc)
-            p = project(plane, theta)
+            if run == "task2" and c.epoch == 0 and rows and rows[0]["epoch"] == 0:
+                rows.append({**rows[0], "run": run, "epoch_train_loss": c.train_loss})
+                continue
+            theta, p = known.get((run, c.epoch), (None, None))
+            if theta is None:
+                theta = c.load()
+                if run == "task2":
+                    theta = _to_task1_space(theta, theta0, n_enc)
+            if p is None:
+                p = project(plane, theta)
             true = evaluate(theta)
             rows.append(
                 {
