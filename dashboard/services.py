@@ -188,6 +188,14 @@ def metrics_of(vectors_key: str, _vectors: np.ndarray) -> dict[str, float]:
     return all_metrics(_vectors)
 
 
+@st.cache_data(show_spinner=False, max_entries=128)
+def singular_values_of(vectors_key: str, _vectors: np.ndarray) -> np.ndarray:
+    """core.metrics.singular_values of the centred vectors, cached by a key naming them."""
+    from core.metrics import singular_values
+
+    return singular_values(_vectors)
+
+
 def vectors_key(model: str, pooling: str, max_length: int, texts: Sequence[str], calibration: str = "none") -> str:
     """Key naming a set of (possibly calibrated) vectors, for caches."""
     return make_key(fit_key(model, pooling, max_length, texts), calibration)
@@ -254,17 +262,27 @@ def pairs_key(pairs: Pairs) -> str:
 @st.cache_data(show_spinner=False, max_entries=16)
 def pooling_report(model: str, key: str, calibrations: tuple[str, ...], max_length: int, _pairs: Pairs):
     """core.pooling_explorer.explore_poolings: every pooling and layer, raw and calibrated, one forward pass."""
-    from core.pooling_explorer import explore_poolings
+    from core.pooling_explorer import RAW, explore_poolings, pooling_modes_for
 
+    enc = encoder(model)
+    n_fits = len(pooling_modes_for(enc)) * len([c for c in calibrations if c.strip().lower() != RAW])
     bar = st.progress(0.0, text="Embedding with every pooling…")
+    fitted = [-1]  # -1 until the embedding pass is over (the explorer checks each method once before it)
+
+    def embedding(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), text=f"Embedding {done:,} / {total:,} sentences")
+        if done >= total:
+            fitted[0] = 0
+
+    def calibrator(method: str) -> Calibrator:
+        if fitted[0] >= 0:
+            fitted[0] += 1
+            bar.progress(min(fitted[0] / max(n_fits, 1), 1.0), text=f"Fitting {method}: {fitted[0]} / {n_fits}")
+        return make_calibrator(method)
+
     try:
         return explore_poolings(
-            encoder(model),
-            _pairs,
-            calibrations,
-            EmbedConfig(max_length=max_length),
-            lambda d, t: bar.progress(d / max(t, 1), text=f"Embedding {d:,} / {t:,} sentences"),
-            ArrayCache(),
+            enc, _pairs, calibrations, EmbedConfig(max_length=max_length), embedding, ArrayCache(), calibrator
         )
     finally:
         bar.empty()
@@ -277,7 +295,7 @@ def private_encoder(model: str) -> Encoder:
     return load_encoder(model or None)
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+@st.cache_data(show_spinner="Singular values of the input embedding table…", max_entries=8)
 def input_spectrum(model: str):
     """Singular values and effective rank of the model's input embedding table."""
     from core.embedding_anatomy import embedding_spectrum, input_embedding_weight
@@ -441,14 +459,20 @@ def overlap_by_calibrator(
     _raw: np.ndarray,
     _fit_vectors: np.ndarray,
 ) -> pd.DataFrame:
-    """Mean overlap@k between raw and calibrated neighbourhoods for each calibrator (fitted on ``_fit_vectors``)."""
+    """Mean overlap@k between raw and calibrated neighbourhoods for each calibrator (fitted on ``_fit_vectors``).
+
+    A method that cannot be fitted on these vectors (e.g. ``abtt:3`` on 3-dimensional ones) is left out.
+    """
     bar = st.progress(0.0, text="Neighbourhoods under each calibrator…")
     rows = []
     try:
         for i, m in enumerate(methods):
             bar.progress(i / max(len(methods), 1), text=f"Neighbourhoods under {m}…")
             fj = flow_json if m == "flow" else ""
-            z = calibrated_vectors(m, fj, fit_key, raw_key, _fit_vectors, _raw)
+            try:
+                z = calibrated_vectors(m, fj, fit_key, raw_key, _fit_vectors, _raw)
+            except (InputError, ValueError):
+                continue
             change = neighbourhood_change(raw_key, calibrated_key(raw_key, m, fj, fit_key), k, sample, _raw, z)
             rows.append({"calibration": m, "mean_overlap": change.mean_overlap, "k": change.k})
     finally:

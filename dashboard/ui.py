@@ -160,7 +160,21 @@ def scored_pairs_input(key: str, needs: str) -> Pairs:
     if pairs.scores is None or len(pairs) < 3:
         st.info(f"{needs} gold scores: use the demo pairs or upload a file with a score column.")
         st.stop()
+    if np.ptp(pairs.scores) == 0:
+        st.info(f"{needs} gold scores that differ: every pair here has the same score, so no correlation exists.")
+        st.stop()
     return pairs
+
+
+def run_button(label: str, key: str, request: object, **button: object) -> bool:
+    """A button that starts a long job: True from its press until ``request`` changes.
+
+    ``request`` holds everything the job depends on (inputs, settings), so changing any of them waits for a
+    new press instead of silently starting the job again.
+    """
+    if st.button(label, key=key, **button):
+        st.session_state[f"{key}_request"] = request
+    return st.session_state.get(f"{key}_request") == request
 
 
 CORPUS_SOURCES = ("Demo corpus", "Upload a file")
@@ -326,23 +340,30 @@ def fit_texts(key: str, target: list[str]) -> tuple[list[str], str] | None:
 
 
 def calibrate(
-    cal: Calibration, pooling: str, fit_on: list[str], *arrays: np.ndarray
+    cal: Calibration, pooling: str, fit_on: list[str], *arrays: np.ndarray, fit_vectors: np.ndarray | None = None
 ) -> tuple[object, list[np.ndarray]] | None:
-    """Embed the fit texts, fit (cached) and map ``arrays``; a bad fit shows one error line and returns None."""
-    from core.calibrate import fit_size_warning
-
+    """Embed the fit texts (unless ``fit_vectors`` are given), fit (cached) and map ``arrays``; a bad fit shows
+    one error line and returns None."""
     s = settings()
-    fit_vectors = services.embed(s.model, fit_on, pooling, s.max_length)
+    if fit_vectors is None:
+        fit_vectors = services.embed(s.model, fit_on, pooling, s.max_length)
     key = services.fit_key(s.model, pooling, s.max_length, fit_on)
     try:
         calibrator, mapped = services.calibrate(cal.method, cal.flow_json, key, fit_vectors, *arrays)
     except (InputError, ValueError) as exc:
         user_error(exc)
         return None
+    warn_fit_size(calibrator, fit_vectors)
+    return calibrator, mapped
+
+
+def warn_fit_size(calibrator, fit_vectors: np.ndarray) -> None:
+    """A warning line when there are too few fit vectors for the dimensions the calibrator whitens."""
+    from core.calibrate import fit_size_warning
+
     warning = fit_size_warning(calibrator, len(fit_vectors), fit_vectors.shape[1])
     if warning:
         st.warning(literal(warning), icon=":material/warning:")
-    return calibrator, mapped
 
 
 @dataclass(frozen=True)
@@ -362,8 +383,6 @@ def calibrated_space(key: str, raw: np.ndarray, raw_key: str, texts: list[str] |
     With ``texts`` the user chooses the fit texts (default: the corpus itself); without (uploaded vectors)
     the calibrator is fitted on ``raw``. Warns when there are too few fit vectors for the dimensions.
     """
-    from core.calibrate import fit_size_warning
-
     s = settings()
     cal = calibration_controls(key, default="whitening:K", include_none=False, dim=raw.shape[1])
     if texts is None:
@@ -381,9 +400,6 @@ def calibrated_space(key: str, raw: np.ndarray, raw_key: str, texts: list[str] |
     except (InputError, ValueError) as exc:
         user_error(exc)
         st.stop()
-    calibrator = services.fit_calibrator(cal.method, cal.flow_json, fit_k, fit_vectors)
-    warning = fit_size_warning(calibrator, len(fit_vectors), fit_vectors.shape[1])
-    if warning:
-        st.warning(literal(warning), icon=":material/warning:")
+    warn_fit_size(services.fit_calibrator(cal.method, cal.flow_json, fit_k, fit_vectors), fit_vectors)
     cal_key = services.calibrated_key(raw_key, cal.method, cal.flow_json, fit_k)
     return CalibratedSpace(cal, calibrated, cal_key, fit_vectors, fit_k)

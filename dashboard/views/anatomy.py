@@ -87,6 +87,7 @@ with st.expander("All presets (from the public configurations)"):
 components = pd.DataFrame([{"component": k, "group": g, "parameters": n} for k, (g, n) in budget.components.items()])
 with st.expander("Components of this architecture"):
     st.dataframe(components, width="stretch", hide_index=True)
+    ui.download_table(components, "parameter_components")
 
 st.header("The input embedding of the loaded model")
 spectrum = services.input_spectrum(s.model)
@@ -113,9 +114,7 @@ pairs = ui.pairs_input("anat")
 ranks = st.multiselect("Ranks", [8, 16, 32, 64, 128, 192, 256], default=[16, 64, 128], key="anat_ranks")
 if pairs is not None and ranks:
     request = (services.pairs_key(pairs), tuple(sorted(ranks)), s.pooling, s.model, s.max_length)
-    if st.button("Shrink and re-encode", key="anat_go"):
-        st.session_state["anat_request"] = request
-    if st.session_state.get("anat_request") == request:
+    if ui.run_button("Shrink and re-encode", "anat_go", request):
         try:
             result = services.shrink_curve(s.model, request[0], request[1], s.pooling, s.max_length, pairs)
         except (InputError, ValueError) as exc:

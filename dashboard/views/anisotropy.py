@@ -9,7 +9,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.cache import text_digest
-from core.metrics import cosine_histogram_sample, singular_values
+from core.errors import InputError
+from core.metrics import cosine_histogram_sample
 from dashboard import services, ui
 
 METRIC_HELP = {
@@ -41,17 +42,22 @@ methods = st.multiselect(
     help=ui.CALIBRATION_HELP,
 )
 
-raw = services.embed(s.model, texts, s.pooling, s.max_length)  # (n, d)
-spaces: dict[str, np.ndarray] = {"raw": raw}
-key = services.fit_key(s.model, s.pooling, s.max_length, texts)
-for m in methods:
-    _, (z,) = services.calibrate(m, "", key, raw, raw)
-    spaces[m] = z
+if len(texts) < 3:
+    st.info("Isotropy metrics need at least 3 texts; load a larger corpus.")
+    st.stop()
 
-rows = {
-    name: services.metrics_of(services.vectors_key(s.model, s.pooling, s.max_length, texts, name), x)
-    for name, x in spaces.items()
-}
+raw = services.embed(s.model, texts, s.pooling, s.max_length)  # (n, d)
+key = services.fit_key(s.model, s.pooling, s.max_length, texts)
+keys = {"raw": services.vectors_key(s.model, s.pooling, s.max_length, texts)}
+spaces: dict[str, np.ndarray] = {"raw": raw}
+for m in methods:
+    try:
+        spaces[m] = services.calibrated_vectors(m, "", key, keys["raw"], raw, raw)  # fitted on the corpus itself
+        keys[m] = services.vectors_key(s.model, s.pooling, s.max_length, texts, m)
+    except (InputError, ValueError) as exc:
+        ui.user_error(exc)
+
+rows = {name: services.metrics_of(keys[name], x) for name, x in spaces.items()}
 table = pd.DataFrame(rows).T
 table.index.name = "space"
 st.subheader(f"Isotropy metrics ({s.pooling} pooling, {len(texts):,} texts)")
@@ -71,7 +77,7 @@ ui.chart(hist, "cosine_histogram")
 st.subheader("Singular-value spectrum")
 spec = go.Figure()
 for name, x in spaces.items():
-    sv = singular_values(x)
+    sv = services.singular_values_of(keys[name], x)
     spec.add_trace(go.Scatter(y=sv / sv.sum(), mode="lines", name=name))
 spec.update_layout(height=360, yaxis_type="log", xaxis_title="component", yaxis_title="normalised singular value")
 ui.chart(spec, "singular_values")

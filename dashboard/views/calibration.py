@@ -13,8 +13,11 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
+from core.cache import text_digest
+from core.errors import InputError
 from core.evaluate import correlations, cosine_pairs
 from core.metrics import avg_cosine
+from core.pooling_explorer import best_row
 from dashboard import services, ui
 
 s = ui.settings()
@@ -32,11 +35,9 @@ fit = ui.fit_texts("calp", pairs.texts)
 if fit is None:
     st.stop()
 fit_on, fit_label = fit
-request = (cal, fit_label, s.pooling, s.model, s.max_length)
-if st.button("Fit calibrator", type="primary", key="calp_fit"):
-    st.session_state["calp_request"] = request
-if st.session_state.get("calp_request") != request:
-    st.info(f"Press **Fit calibrator** to fit {cal.method} on {fit_label} with {s.pooling} pooling.")
+inputs = (services.pairs_key(pairs), text_digest(fit_on), s.model, s.max_length)
+if not ui.run_button("Fit calibrator", "calp_fit", (*inputs, cal, s.pooling), type="primary"):
+    st.info(f"Press **Fit calibrator** to fit {cal.method} on {ui.literal(fit_label)} with {s.pooling} pooling.")
 else:
     n = len(pairs)
     raw = services.embed(s.model, pairs.texts, s.pooling, s.max_length)  # (2n, d)
@@ -114,17 +115,21 @@ methods = t2.multiselect(
     default=["none", "whitening", "sn+abtt:3", "flow"],
     key="calp_tm",
 )
-if st.button("Compute table", key="calp_table_go"):
-    st.session_state["calp_table"] = (tuple(table_poolings), tuple(methods), fit_label, s.model, s.max_length)
-if st.session_state.get("calp_table") == (tuple(table_poolings), tuple(methods), fit_label, s.model, s.max_length):
-    df = services.calibration_table(
-        s.model, s.max_length, pairs, tuple(table_poolings), tuple(methods), fit_on, cal.flow_json
-    )
+table_request = (*inputs, tuple(table_poolings), tuple(methods), cal.flow_json)
+if ui.run_button("Compute table", "calp_table_go", table_request):
+    try:
+        df = services.calibration_table(
+            s.model, s.max_length, pairs, tuple(table_poolings), tuple(methods), fit_on, cal.flow_json
+        )
+    except (InputError, ValueError) as exc:
+        ui.user_error(exc)
+        st.stop()
     grid = df.pivot(index="pooling", columns="calibration", values="spearman").reindex(
         index=table_poolings, columns=methods
     )
-    best = df.loc[df["spearman"].idxmax()]
-    st.success(f"Best: {best['pooling']} + {best['calibration']} ({best['spearman']:.1f})")
+    best = best_row(df)
+    if best:
+        st.success(f"Best: {best['pooling']} + {best['calibration']} ({best['spearman']:.1f})")
     fig = px.imshow(grid, text_auto=".1f", color_continuous_scale="Viridis", aspect="auto")
     fig.update_layout(height=120 + 40 * len(table_poolings))
     ui.chart(fig, "calibration_table")

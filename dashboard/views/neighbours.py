@@ -247,6 +247,9 @@ ui.download_table(change.to_frame().assign(text=lambda d: [texts[i] for i in d["
 
 methods = tuple(dict.fromkeys([*COMPARED_METHODS, cal.method]))
 by_method = services.overlap_by_calibrator(raw_key, fit_key, methods, cal.flow_json, k, sample, raw, fit_vectors)
+skipped = [m for m in methods if m not in set(by_method["calibration"])]
+if skipped:
+    st.caption(f"Left out (cannot be fitted on {raw.shape[1]}-dimensional vectors): {', '.join(skipped)}.")
 fig = go.Figure(
     go.Bar(
         x=by_method["calibration"],

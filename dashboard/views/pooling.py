@@ -23,9 +23,7 @@ methods = st.multiselect(
     help=ui.CALIBRATION_HELP,
 )
 request = (services.pairs_key(pairs), tuple(methods), s.model, s.max_length)
-if st.button("Run the explorer", type="primary", key="pool_go"):
-    st.session_state["pool_request"] = request
-if st.session_state.get("pool_request") != request:
+if not ui.run_button("Run the explorer", "pool_go", request, type="primary"):
     st.info("Press **Run the explorer** (one forward pass for all poolings; calibrators add a fit each).")
     st.stop()
 

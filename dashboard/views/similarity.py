@@ -38,32 +38,37 @@ fit = ui.fit_texts("sim", pairs.texts) if cal.active else None
 
 n = len(pairs)
 vectors = services.embed_many(s.model, pairs.texts, poolings, s.max_length)
-# (column label, pooling, cosines) for every raw and calibrated variant
-variants: list[tuple[str, str, np.ndarray]] = []
+calibrate = cal.active and fit is not None
+fit_vectors = services.embed_many(s.model, fit[0], poolings, s.max_length) if calibrate else {}  # one pass
+# (column label, cosines) for every raw and calibrated variant
+variants: list[tuple[str, np.ndarray]] = []
+first_moved: tuple[str, np.ndarray, np.ndarray] | None = None  # first pooling: label, raw and calibrated cosines
 for p in poolings:
-    variants.append((p, p, cosine_pairs(vectors[p][:n], vectors[p][n:])))
-    if cal.active and fit is not None:
-        result = ui.calibrate(cal, p, fit[0], vectors[p])
+    raw_cos = cosine_pairs(vectors[p][:n], vectors[p][n:])
+    variants.append((p, raw_cos))
+    if calibrate:
+        result = ui.calibrate(cal, p, fit[0], vectors[p], fit_vectors=fit_vectors[p])
         if result is not None:
             z = result[1][0]  # (2n, k)
-            variants.append((f"{p} + {cal.method}", p, cosine_pairs(z[:n], z[n:])))
+            variants.append((f"{p} + {cal.method}", cosine_pairs(z[:n], z[n:])))
+            first_moved = first_moved or (f"{p} → {p} + {cal.method}", raw_cos, variants[-1][1])
 
 table = pairs.to_frame()
-for label, _, c in variants:
+for label, c in variants:
     table[f"cosine {label}"] = np.round(c, 4)
 
 cols = st.columns(len(variants))
 if pairs.scores is None:
-    for col, (label, _, c) in zip(cols, variants, strict=True):
+    for col, (label, c) in zip(cols, variants, strict=True):
         col.metric(f"cosine ({label})", f"{c[0]:.3f}" if n == 1 else f"mean {c.mean():.3f}")
 else:
-    for col, (label, _, c) in zip(cols, variants, strict=True):
+    for col, (label, c) in zip(cols, variants, strict=True):
         r = correlations(c, pairs.scores)
         col.metric(f"Spearman ({label})", f"{r['spearman']:.1f}", help=f"Pearson {r['pearson']:.1f}")
 
     fig = make_subplots(rows=1, cols=len(variants), subplot_titles=[v[0] for v in variants], shared_yaxes=False)
     hover = [ui.plot_text(f"{a}  ||  {b}") for a, b in zip(pairs.sentence1, pairs.sentence2, strict=True)]
-    for i, (label, _, c) in enumerate(variants, start=1):
+    for i, (label, c) in enumerate(variants, start=1):
         fig.add_trace(
             go.Scattergl(
                 x=pairs.scores,
@@ -83,16 +88,17 @@ else:
     st.subheader("Gold vs predicted")
     ui.chart(fig, "similarity_scatter")
 
-if cal.active and len(variants) > 1 and n > 1:
-    raw, calibrated = variants[0][2], variants[1][2]
+if first_moved is not None and n > 1:
+    moved_label, raw, calibrated = first_moved
     moved = table[["sentence1", "sentence2"]].copy()
     moved["cosine raw"] = np.round(raw, 4)
     moved["cosine calibrated"] = np.round(calibrated, 4)
     moved["rank shift"] = rank_shift(raw, calibrated)
     moved = moved.reindex(moved["rank shift"].abs().sort_values(ascending=False).index).head(10)
-    st.subheader(f"Pairs whose rank moved most ({variants[0][0]} → {variants[1][0]})")
+    st.subheader(f"Pairs whose rank moved most ({moved_label})")
     st.caption("Positive: the pair ranks as more similar after calibration.")
     st.dataframe(moved, width="stretch", hide_index=True)
+    ui.download_table(moved, "similarity_rank_shift")
 
 st.subheader("Pairs")
 st.dataframe(pd.DataFrame(table), width="stretch", hide_index=True)

@@ -26,3 +26,11 @@ def test_bad_upload_keeps_demo_working(app: AppTest) -> None:
     at.file_uploader(key="ani_upload").set_value(("c.csv", b"", "text/csv")).run()
     assert not at.exception
     assert len(at.error) == 1 and "empty" in at.error[0].value
+
+
+def test_two_texts_get_one_info_line(app: AppTest) -> None:
+    at = open_page(app, "anisotropy")
+    at.radio(key="ani_source").set_value("Upload a file").run()
+    at.file_uploader(key="ani_upload").set_value(("two.txt", b"A first text.\nA second text.\n", "text/plain")).run()
+    assert not at.exception and not at.error
+    assert any("at least 3 texts" in i.value for i in at.info), [i.value for i in at.info]

@@ -49,3 +49,19 @@ def test_pairs_without_scores_get_one_info_line(app: AppTest) -> None:
     assert not at.exception and not at.error
     assert any("gold scores" in i.value for i in at.info), [i.value for i in at.info]
     assert not at.button, "nothing to fit without gold scores"
+
+
+def test_new_pairs_wait_for_a_new_press(app: AppTest) -> None:
+    """A fit runs on a press; loading other pairs afterwards does not start another fit by itself."""
+    at = open_page(app, "calibration")
+    at.selectbox(key="calp_method").set_value("whitening").run()
+    at.button(key="calp_fit").click().run()
+    assert "Spearman whitening" in metrics(at)
+    at.radio(key="calp_source").set_value("Upload a file").run()
+    pairs = b"sentence1,sentence2,score\n" + b"".join(
+        f"Sentence number {i} here.,Another line {i} there.,{i % 5}\n".encode() for i in range(12)
+    )
+    at.file_uploader(key="calp_upload").set_value(("pairs.csv", pairs, "text/csv")).run()
+    assert not at.exception
+    assert not metrics(at), "no fit before the button is pressed again"
+    assert any("Press **Fit calibrator**" in i.value for i in at.info)

@@ -143,3 +143,18 @@ def test_uploaded_vectors_and_a_bad_npy(app: AppTest, encoder) -> None:
         assert not at.exception, at.exception
         assert len(at.error) == 1 and word in at.error[0].value.replace("\\", ""), (word, at.error[0].value)
         assert len(at.dataframe[0].value) == 3
+
+
+def test_three_dimensional_vectors_leave_out_what_cannot_be_fitted(app: AppTest) -> None:
+    """abtt:3 needs more than 3 dimensions: the corpus-wide comparison leaves it out and says so."""
+    rng = np.random.default_rng(0)
+    texts = [f"Short text number {i}." for i in range(12)]
+    meta = pd.DataFrame({"text": texts}).to_csv(index=False).encode()
+    at = open_page(app, "neighbours")
+    at.radio(key="nb_source").set_value("Upload vectors (.npy)").run()
+    at.file_uploader(key="nb_meta_upload").set_value(("meta.csv", meta, "text/csv")).run()
+    vectors = npy_bytes(rng.standard_normal((12, 3)).astype(np.float32))
+    at.file_uploader(key="nb_vec_upload").set_value(("v.npy", vectors, "application/octet-stream")).run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert any("Left out" in c.value and "abtt:3" in c.value for c in at.caption), [c.value for c in at.caption]

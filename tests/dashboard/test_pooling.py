@@ -25,3 +25,13 @@ def test_pairs_without_scores_get_one_info_line(app: AppTest) -> None:
     at.radio(key="pool_source").set_value("Type two sentences").run()
     assert not at.exception and not at.error
     assert any("The explorer needs gold scores" in i.value for i in at.info), [i.value for i in at.info]
+
+
+def test_pairs_with_one_score_for_all_get_one_info_line(app: AppTest) -> None:
+    """Spearman is undefined when every gold score is the same: the page says so instead of failing."""
+    at = open_page(app, "pooling")
+    at.radio(key="pool_source").set_value("Upload a file").run()
+    flat = b"sentence1,sentence2,score\nA cat sleeps.,A cat naps.,3\nRain falls.,It is raining.,3\nA bus left.,The bus went.,3\n"
+    at.file_uploader(key="pool_upload").set_value(("flat.csv", flat, "text/csv")).run()
+    assert not at.exception and not at.error
+    assert any("same score" in i.value for i in at.info), [i.value for i in at.info]
