@@ -12,6 +12,8 @@ import os
 import sys
 from typing import NoReturn
 
+from core.errors import first_line
+
 # Each module defines NAME, HELP, add_arguments(parser) and run(args) -> dict.
 COMMAND_MODULES: tuple[str, ...] = (
     "core.commands.embed",
@@ -43,11 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _first_line(message: object) -> str:
-    lines = str(message).splitlines()
-    return lines[0] if lines else type(message).__name__
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -59,10 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except OSError as exc:  # unreadable input, unwritable output folder, full disk
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
-        print(f"error: {_first_line(exc.strerror or exc)}{where}", file=sys.stderr)
+        print(f"error: {first_line(exc.strerror or exc)}{where}", file=sys.stderr)
         return 2
     except ValueError as exc:  # InputError (bad input), or invalid option values found by core
-        print(f"error: {_first_line(exc)}", file=sys.stderr)
+        print(f"error: {first_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished results are cached and the next run resumes from them", file=sys.stderr)

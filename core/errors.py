@@ -8,3 +8,10 @@ class InputError(ValueError):
 
     def __init__(self, message: str) -> None:
         super().__init__(" ".join(str(message).split()))
+
+
+def first_line(message: BaseException | str, limit: int = 300) -> str:
+    """The first line of an error message (the exception's class name when it is empty), cut to ``limit``."""
+    lines = str(message).splitlines()
+    line = lines[0] if lines and lines[0].strip() else type(message).__name__
+    return line if len(line) <= limit else line[:limit] + "..."

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from core.cache import atomic_write_bytes
-from core.errors import InputError
+from core.errors import InputError, first_line
 from core.projection import sample_indices
 
 log = logging.getLogger(__name__)
@@ -310,7 +310,7 @@ class VectorIndex:
         try:
             index = faiss.read_index(str(path))
         except RuntimeError as exc:
-            raise InputError(f"{path.name} is not a readable FAISS index ({str(exc).splitlines()[0][:80]})") from None
+            raise InputError(f"{path.name} is not a readable FAISS index ({first_line(exc, 80)})") from None
         if not isinstance(index, _FAISS_CLASS[kind]) or index.metric_type != faiss.METRIC_INNER_PRODUCT:
             raise InputError(f"{path.name} holds a {type(index).__name__}, not the {kind} index its description says")
         if index.d != meta.get("dim") or index.ntotal != meta.get("ntotal"):

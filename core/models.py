@@ -14,7 +14,7 @@ from pathlib import Path
 from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from core.errors import InputError
+from core.errors import InputError, first_line
 
 log = logging.getLogger(__name__)
 
@@ -97,12 +97,6 @@ def _check_source(name: str) -> tuple[str, bool]:
     return name, False
 
 
-def _first_line(exc: BaseException, limit: int = 300) -> str:
-    """The first line of an exception message, cut to ``limit`` characters."""
-    line = (str(exc).splitlines() or [type(exc).__name__])[0]
-    return line if len(line) <= limit else line[:limit] + "..."
-
-
 def load_encoder(name_or_path: str | None = None, device: str = "cpu") -> Encoder:
     """Load a tokenizer and model (eval mode, no grad) from a directory or a hub id.
 
@@ -119,7 +113,7 @@ def load_encoder(name_or_path: str | None = None, device: str = "cpu") -> Encode
             if not is_local:
                 raise
             raise InputError(
-                f"'{name}' has no usable tokenizer ({_first_line(exc)}); save the tokenizer into the folder "
+                f"'{name}' has no usable tokenizer ({first_line(exc)}); save the tokenizer into the folder "
                 "too (tokenizer.save_pretrained)"
             ) from exc
         model = AutoModel.from_pretrained(source, config=config, trust_remote_code=False)
@@ -127,12 +121,12 @@ def load_encoder(name_or_path: str | None = None, device: str = "cpu") -> Encode
         raise
     except SafetensorError as exc:  # a truncated or corrupt weights file
         raise InputError(
-            f"the weights of '{name}' are unreadable ({_first_line(exc)}); the .safetensors file is damaged or "
+            f"the weights of '{name}' are unreadable ({first_line(exc)}); the .safetensors file is damaged or "
             "incomplete: save or download the model again"
         ) from exc
     except (OSError, ValueError, KeyError, TypeError) as exc:
         if is_local:
-            raise InputError(f"could not load a model from '{name}': {_first_line(exc)}") from exc
+            raise InputError(f"could not load a model from '{name}': {first_line(exc)}") from exc
         raise InputError(
             f"could not load '{name}' from the Hugging Face hub (offline or unknown id); "
             "leave the model field empty to use the embedded all-MiniLM-L6-v2."

@@ -24,7 +24,7 @@ from core.cache import ArrayCache, default_cache_dir, make_key, text_digest
 from core.calibrate import Calibrator, Flow, FlowConfig, load_calibrator, make_calibrator
 from core.data import MAX_ROWS, Corpus, Pairs, load_corpus, load_pairs
 from core.embed import EmbedConfig, encode_many
-from core.errors import InputError
+from core.errors import InputError, first_line
 from core.index import (
     NeighbourhoodChange,
     QueryNeighbours,
@@ -360,8 +360,7 @@ def load_vectors(data: bytes, name: str) -> np.ndarray:
         _check_npy_header(data, name, hint)
         arr = np.load(io.BytesIO(data), allow_pickle=False)
     except (ValueError, EOFError, OSError) as exc:
-        reason = str(exc).splitlines()[0][:80] if str(exc) else type(exc).__name__
-        raise InputError(f"{name}: unreadable .npy ({reason}); {hint}") from None
+        raise InputError(f"{name}: unreadable .npy ({first_line(exc, 80)}); {hint}") from None
     if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "fiu":
         raise InputError(f"{name}: holds {getattr(arr, 'dtype', type(arr).__name__)} values, not numbers; {hint}")
     if arr.ndim != 2:

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.data import CORPUS_FORMATS, TABLE_FORMATS, Corpus, Pairs, safe_csv
-from core.errors import InputError
+from core.errors import InputError, first_line
 from core.pooling import valid_pooling_modes
 from dashboard import services
 
@@ -67,8 +67,7 @@ def plot_text(text: object, width: int = 80) -> str:
 
 def user_error(exc: BaseException | str) -> None:
     """One-line error box (never a traceback)."""
-    msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    st.error(literal(msg), icon=":material/error:")
+    st.error(literal(first_line(exc, 10_000)), icon=":material/error:")
 
 
 def show_warnings(warnings: Iterable[str]) -> None:
