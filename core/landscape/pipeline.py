@@ -272,7 +272,13 @@ def _run_init(
         make_key("rollback", digests["origin"], ckpts1[-1].digest, eval_set.key, encoder.num_layers),
         config.reuse,
         lambda: rollback_table(
-            evaluate, layout, theta0, theta1, encoder.num_layers, _bar(progress, f"rollback {init}")
+            evaluate,
+            layout,
+            theta0,
+            theta1,
+            encoder.num_layers,
+            _bar(progress, f"rollback {init}"),
+            at_theta1=res["theta1"],  # the trajectory evaluated theta1 already
         ),
     )
     res["seconds_rollback"] = time.perf_counter() - t

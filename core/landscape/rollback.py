@@ -63,10 +63,15 @@ def rollback_table(
     theta1: torch.Tensor,
     num_layers: int,
     progress: ProgressFn | None = None,
+    at_theta1: dict[str, float] | None = None,
 ) -> list[dict[str, object]]:
-    """One row for theta1 as is (``none``) and one per group rolled back to theta0."""
+    """One row for theta1 as is (``none``) and one per group rolled back to theta0.
+
+    ``at_theta1``: ``evaluate(theta1)`` when the caller already has it (it is not computed again).
+    """
     groups = layer_groups(layout, num_layers)
-    rows: list[dict[str, object]] = [{"group": "none", "layers": [], "n_params": 0, **evaluate(theta1)}]
+    metrics = evaluate(theta1) if at_theta1 is None else at_theta1
+    rows: list[dict[str, object]] = [{"group": "none", "layers": [], "n_params": 0, **metrics}]
     with torch.inference_mode():
         work = theta1.clone()  # (p,)
         for k, group in enumerate(groups.values()):

@@ -447,3 +447,21 @@ def test_checkpoint_check_reads_the_header_and_refuses_broken_files(tmp_path) ->
     assert _read_checkpoint(tmp_path, 1, "k") is None
     write_tensors(path, {"not_theta": theta}, {"key": "k", "digest": vector_digest(theta), "train_loss": 0.5})
     assert _read_checkpoint(tmp_path, 1, "k") is None
+
+
+def test_rollback_takes_known_metrics_at_theta1(tiny, tiny_eval) -> None:
+    """Passing evaluate(theta1) gives the same table and skips that evaluation."""
+    model, layout, evaluate = tiny_eval
+    theta0 = layout.flatten(model)
+    theta1 = theta0 + 0.05 * torch.randn(theta0.shape, generator=torch.Generator().manual_seed(1))
+    calls: list[torch.Tensor] = []
+
+    def counted(theta: torch.Tensor) -> dict[str, float]:
+        calls.append(theta)
+        return evaluate(theta)
+
+    full = rollback_table(counted, layout, theta0, theta1, tiny.num_layers)
+    n_full = len(calls)
+    known = rollback_table(counted, layout, theta0, theta1, tiny.num_layers, at_theta1=evaluate(theta1))
+    assert known == full
+    assert len(calls) - n_full == n_full - 1
