@@ -4,9 +4,12 @@ from __future__ import annotations
 
 
 def one_error_line(capsys) -> str:
-    """The CLI's refusal: exactly one ``error: ...`` line on stderr and nothing on stdout. Returns the line."""
+    """The CLI's refusal: stderr is exactly one ``error: ...`` line (one newline, at the end) and stdout is empty.
+
+    Returns the line without its newline.
+    """
     captured = capsys.readouterr()
-    lines = captured.err.strip("\n").split("\n")
-    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
+    err = captured.err
+    assert err.startswith("error: ") and err.endswith("\n") and err.count("\n") == 1, err
     assert captured.out == ""
-    return lines[0]
+    return err[:-1]

@@ -11,17 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core import cli
 from core.commands import geometry
+from tests.core.cli_checks import one_error_line
 
 METRICS = {"avg_cosine", "isoscore", "partition_isotropy", "effective_rank"}
-
-
-@pytest.fixture()
-def use_session_encoder(encoder, monkeypatch, tmp_cache):
-    """The CLI runs on the session's real model (loaded once) and a temporary cache."""
-    monkeypatch.setattr(geometry, "encoder_from_args", lambda args: encoder)
-    return encoder
 
 
 @pytest.fixture()
@@ -40,13 +33,13 @@ def small_corpus(repo_root: Path, tmp_path: Path) -> Path:
     return path
 
 
-def _run(capsys, *argv: str) -> dict:
-    assert cli.main(["geometry", *argv, "--json", "--quiet"]) == 0
+def _run(cli, capsys, *argv: str) -> dict:
+    assert cli(["geometry", *argv, "--json", "--quiet"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
-def test_pairs_raw_json_keys(use_session_encoder, small_pairs: Path, capsys) -> None:
-    out = _run(capsys, "--input", str(small_pairs), "--pooling", "cls", "--frequency", "static")
+def test_pairs_raw_json_keys(cli, small_pairs: Path, capsys) -> None:
+    out = _run(cli, capsys, "--input", str(small_pairs), "--pooling", "cls", "--frequency", "static")
     assert out["kind"] == "pairs" and out["n_texts"] == 120 and out["pooling"] == "cls"
     assert METRICS <= set(out["raw"])
     assert "calibrated" not in out and out["calibrate"] is None
@@ -62,8 +55,9 @@ def test_pairs_raw_json_keys(use_session_encoder, small_pairs: Path, capsys) -> 
     assert set(out["sts"]) == {"raw"}
 
 
-def test_pairs_calibrated_and_layers(use_session_encoder, small_pairs: Path, capsys) -> None:
+def test_pairs_calibrated_and_layers(cli, encoder, small_pairs: Path, capsys) -> None:
     out = _run(
+        cli,
         capsys,
         *("--input", str(small_pairs), "--pooling", "mean", "--calibrate", "whitening:32", "--layers"),
         *("--frequency", "contextual", "--per-token", "2", "--rank-edges", "0,50,200"),
@@ -73,22 +67,22 @@ def test_pairs_calibrated_and_layers(use_session_encoder, small_pairs: Path, cap
     assert out["calibrated"]["isoscore"] > out["raw"]["isoscore"]
     assert set(out["overlap"]["spearman"]) == {"gold", "raw", "calibrated"}
     assert set(out["sts"]) == {"raw", "calibrated"}
-    assert [row["layer"] for row in out["layers"]] == list(range(use_session_encoder.num_layers + 1))
+    assert [row["layer"] for row in out["layers"]] == list(range(encoder.num_layers + 1))
     assert out["layers"][-1]["isoscore"] == pytest.approx(out["raw"]["isoscore"], rel=1e-4)  # mean = last layer
     stages = {(b["space"], b["stage"]) for b in out["frequency"]["buckets"]}
     assert stages == {("contextual", "raw"), ("contextual", "calibrated")}
     assert out["frequency"]["labels"] == ["0-50", "50-200", "200+"]
 
 
-def test_corpus_input_has_no_overlap(use_session_encoder, small_corpus: Path, capsys) -> None:
-    out = _run(capsys, "--input", str(small_corpus), "--frequency", "none")
+def test_corpus_input_has_no_overlap(cli, small_corpus: Path, capsys) -> None:
+    out = _run(cli, capsys, "--input", str(small_corpus), "--frequency", "none")
     assert out["kind"] == "corpus" and out["n_texts"] == 50
     assert METRICS <= set(out["raw"])
     assert "overlap" not in out and "frequency" not in out
 
 
-def test_text_output(use_session_encoder, small_corpus: Path, capsys) -> None:
-    assert cli.main(["geometry", "--input", str(small_corpus), "--frequency", "static", "--quiet"]) == 0
+def test_text_output(cli, small_corpus: Path, capsys) -> None:
+    assert cli(["geometry", "--input", str(small_corpus), "--frequency", "static", "--quiet"]) == 0
     text = capsys.readouterr().out
     assert "isoscore" in text and "spearman x100 static/raw" in text
 
@@ -103,15 +97,10 @@ def test_text_output(use_session_encoder, small_corpus: Path, capsys) -> None:
         (["--input", "{pairs}", "--pooling", "nope"], "unknown pooling"),
     ],
 )
-def test_bad_input_exit_2_one_line(
-    use_session_encoder, small_pairs: Path, capsys, argv: list[str], message: str
-) -> None:
+def test_bad_input_exit_2_one_line(cli, small_pairs: Path, capsys, argv: list[str], message: str) -> None:
     argv = [a.replace("{pairs}", str(small_pairs)) for a in argv]
-    assert cli.main(["geometry", *argv, "--json", "--quiet", "--frequency", "none"]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0]
+    assert cli(["geometry", *argv, "--json", "--quiet", "--frequency", "none"]) == 2
+    assert message in one_error_line(capsys)
 
 
 def test_load_input_detects_kind(small_pairs: Path, small_corpus: Path, tmp_path: Path) -> None:

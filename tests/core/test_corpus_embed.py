@@ -13,6 +13,7 @@ from core.data import load_pairs
 from core.embed import EmbedConfig, encode
 from core.errors import InputError
 from core.index import build_index, recall_at_k
+from tests.core.cli_checks import one_error_line
 
 TEXTS = [
     f"{subject} {verb} the {thing} {when}."
@@ -130,12 +131,12 @@ def test_input_errors(tmp_path, encoder):
         ce.embed_to_npy(encoder, tmp_path / "corpus.csv", tmp_path / "x.npy")
 
 
-def test_cli_chunked_local_engine(tmp_path, reference, capsys):
+def test_cli_chunked_local_engine(cli, tmp_path, reference, capsys):
     src = tmp_path / "corpus.txt"
     src.write_text("\n".join(TEXTS), encoding="utf-8")
     out = tmp_path / "v.npy"
     argv = ["embed", "--input", str(src), "--out", str(out), "--chunk-size", "40", "--batch-size", "16"]
-    assert main([*argv, "--max-length", "64", "--quiet", "--json"]) == 0
+    assert cli([*argv, "--max-length", "64", "--quiet", "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["n"] == 60 and result["chunks"] == 2 and result["computed_chunks"] == 2
     np.testing.assert_allclose(np.load(out), reference, atol=1e-5)
@@ -145,11 +146,11 @@ def test_cli_engine_options_are_checked(tmp_path, capsys):
     src = tmp_path / "corpus.txt"
     src.write_text("one\ntwo\n", encoding="utf-8")
     assert main(["embed", "--input", str(src), "--engine", "ray"]) == 2
-    assert "--shard-dir" in capsys.readouterr().err
+    assert "--shard-dir" in one_error_line(capsys)
     assert main(["embed", "--input", str(src)]) == 2
-    assert "--out is required" in capsys.readouterr().err
+    assert "--out is required" in one_error_line(capsys)
     assert main(["embed", "--input", str(src), "--out", str(tmp_path / "v.npy"), "--chunk-size", "0"]) == 2
-    assert "--chunk-size" in capsys.readouterr().err
+    assert "--chunk-size" in one_error_line(capsys)
 
 
 # ---------------------------------------------------------------- shards

@@ -30,6 +30,7 @@ from core.params import (
     get_preset,
     parameter_budget,
 )
+from tests.core.cli_checks import one_error_line
 
 TINY = {"vocab_size": 97, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 24}
 
@@ -251,7 +252,4 @@ def test_cli_loaded_model(capsys) -> None:
 )
 def test_cli_bad_input_exit_2_one_line(capsys, argv: list[str], message: str) -> None:
     assert main(["params", *argv, "--json"]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    assert message in captured.err
-    assert captured.err.count("\n") == 1
+    assert message in one_error_line(capsys)

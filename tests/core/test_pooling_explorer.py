@@ -11,7 +11,6 @@ import torch
 from transformers import T5Config, T5Model
 
 from core.cache import ArrayCache
-from core.cli import main
 from core.data import Pairs, load_pairs
 from core.embed import EmbedConfig, encode
 from core.errors import InputError
@@ -20,6 +19,7 @@ from core.metrics import alignment, uniformity
 from core.models import encoder_from_model
 from core.paths import DEMO_PAIRS
 from core.pooling_explorer import COLUMNS, explore_poolings, pooling_modes_for, unique_index
+from tests.core.cli_checks import one_error_line
 
 CONFIG = EmbedConfig(64, 128)
 
@@ -212,9 +212,9 @@ def test_tiny_t5_modes(tiny_t5, demo_pairs) -> None:
 # ------------------------------------------------------------------ CLI
 
 
-def test_cli_json(capsys) -> None:
+def test_cli_json(cli, capsys) -> None:
     argv = ["pooling", "--pairs", str(DEMO_PAIRS), "--json", "--no-cache", "--quiet", "--max-length", "64"]
-    assert main([*argv, "--calibrate", "whitening:32", "--calibrate", "sn"]) == 0
+    assert cli([*argv, "--calibrate", "whitening:32", "--calibrate", "sn"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["n_pairs"] == 165
     assert len(out["table"]) == 3 * 12
@@ -233,13 +233,10 @@ def test_cli_json(capsys) -> None:
         ("sentence1,sentence2,score\na,b,1\nc,d,2\ne,f,3\n", "unknown calibration method 'flux'"),
     ],
 )
-def test_cli_bad_input_exit_2(tmp_path, capsys, content: str | None, message: str) -> None:
+def test_cli_bad_input_exit_2(cli, tmp_path, capsys, content: str | None, message: str) -> None:
     path = tmp_path / "pairs.csv"
     if content is not None:
         path.write_text(content)
     argv = ["pooling", "--pairs", str(path), "--json", "--no-cache", "--quiet", "--calibrate", "flux"]
-    assert main(argv if "flux" in message else argv[:-2]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    assert message in captured.err
-    assert captured.err.count("\n") == 1
+    assert cli(argv if "flux" in message else argv[:-2]) == 2
+    assert message in one_error_line(capsys)
