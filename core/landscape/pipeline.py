@@ -287,7 +287,7 @@ def _run_init(
     res["flatness"] = {
         "grid_train_loss": grid_curvature(alphas, betas, surface["train_loss"], (1.0, 0.0), plane.gram),
         "grid_heldout_loss": grid_curvature(alphas, betas, surface["heldout_loss"], (1.0, 0.0), plane.gram),
-        "hessian": _cached_hessian(evaluate, theta1, config, eval_set.key, folder, progress, init),
+        "hessian": _cached_hessian(evaluate, theta1, ckpts1[-1].digest, config, eval_set.key, folder, progress, init),
     }
     res["seconds_flatness"] = time.perf_counter() - t
     res["seconds_total"] = time.perf_counter() - t_start
@@ -380,12 +380,15 @@ def _cached_surface(evaluate, plane, alphas, betas, config, eval_key, digests, f
     return surface
 
 
-def _cached_hessian(evaluate: Evaluator, theta1, config, eval_key, folder: Path, progress, init) -> dict:
+def _cached_hessian(
+    evaluate: Evaluator, theta1, theta1_digest: str, config, eval_key, folder: Path, progress, init
+) -> dict:
+    """Top Hessian eigenvalue at theta1; ``theta1_digest`` is its checkpoint's digest (for the cache key)."""
     if config.hessian_iters == 0:
         return {"skipped": True}
     size = min(config.hessian_size, evaluate.eval_set.n_train)
     key = make_key(
-        "hessian", vector_digest(theta1), eval_key, size, config.hessian_iters, config.hessian_tol, config.train.seed
+        "hessian", theta1_digest, eval_key, size, config.hessian_iters, config.hessian_tol, config.train.seed
     )
     path = folder / "hessian.json"
     cached = read_json(path) if config.reuse else None
