@@ -50,8 +50,6 @@ log = logging.getLogger(__name__)
 
 CalibrationMethod = Literal["none", "flow", "whitening", "whitening:K", "sn", "abtt:D", "sn+abtt:D"]
 CALIBRATION_METHODS: tuple[str, ...] = ("none", "flow", "whitening", "whitening:K", "sn", "abtt:D", "sn+abtt:D")
-FitSetting = Literal["target", "corpus"]
-FIT_SETTINGS: tuple[str, ...] = ("target", "corpus")
 FlowLinear = Literal["lu", "permutation"]
 FLOW_LINEARS: tuple[str, ...] = ("lu", "permutation")
 FlowCoupling = Literal["additive", "affine"]
@@ -80,13 +78,9 @@ def fit_threads(n: int | None = None) -> Iterator[None]:
     previous = torch.get_num_threads()
     torch.set_num_threads(n)
     try:
-        try:
-            from threadpoolctl import threadpool_limits
-        except ImportError:  # optional (comes with scikit-learn)
-            limits: contextlib.AbstractContextManager = contextlib.nullcontext()
-        else:
-            limits = threadpool_limits(n)
-        with limits:
+        from threadpoolctl import threadpool_limits  # installed with scikit-learn
+
+        with threadpool_limits(n):
             yield
     finally:
         torch.set_num_threads(previous)

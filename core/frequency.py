@@ -252,14 +252,7 @@ def knn_mean_distance(
     _, inverse, sizes = np.unique(groups, return_inverse=True, return_counts=True)
     if len(sizes) <= k:
         raise InputError(f"need more than k={k} distinct tokens to find {k} neighbours; got {len(sizes)}")
-    if backend == "auto":
-        try:
-            import faiss  # noqa: F401
-
-            backend = "faiss"
-        except ImportError:
-            backend = "numpy"
-    if backend == "faiss":
+    if backend in ("auto", "faiss"):
         return _knn_faiss(X, int(k), inverse, int(sizes.max()))
     return _knn_numpy(X, int(k), inverse)
 

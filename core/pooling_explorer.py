@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from core.cache import ArrayCache
+from core.calibrate import make_calibrator
 from core.data import Pairs
 from core.embed import EmbedConfig, ProgressFn, encode_many
 from core.errors import InputError
@@ -107,14 +108,6 @@ def unique_index(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
     return list(rows), index
 
 
-def _default_factory() -> CalibratorFactory:
-    try:
-        from core.calibrate import make_calibrator
-    except ImportError:
-        raise InputError("calibration is not available in this installation (core.calibrate is missing)") from None
-    return make_calibrator
-
-
 def _score_rows(X: np.ndarray, index: np.ndarray, n: int, gold: np.ndarray, positive: np.ndarray) -> dict[str, float]:
     """Spearman/Pearson of pair cosines, alignment on positive pairs, uniformity on unique sentences."""
     a, b = X[index[:n]], X[index[n:]]  # (n, d) each
@@ -142,7 +135,7 @@ def check_calibrations(
     """
     given = [calibrations] if isinstance(calibrations, str) else list(calibrations or [])
     methods = [RAW] + [m for m in dict.fromkeys(str(g).strip() for g in given) if m and m.lower() != RAW]
-    factory = calibrator_factory or (_default_factory() if len(methods) > 1 else None)
+    factory = calibrator_factory or (make_calibrator if len(methods) > 1 else None)
     for method in methods[1:]:
         factory(method)  # type: ignore[misc]
     return methods, factory
