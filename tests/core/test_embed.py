@@ -8,11 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from transformers import T5Config, T5Model
 
 from core.cache import ArrayCache
 from core.embed import EmbedConfig, encode, encode_many, model_max_tokens, token_vectors
-from core.models import encoder_from_model
+from tests.tiny_models import tiny_t5
 
 TEXTS = [
     "A man is strumming a guitar.",
@@ -222,22 +221,9 @@ def test_token_vectors_empty_and_progress(encoder) -> None:
 
 
 @pytest.fixture(scope="module")
-def t5(encoder):
+def t5():
     """A tiny random T5Model using the MiniLM WordPiece tokenizer (ids < 30522, pad 0 = decoder start)."""
-    torch.manual_seed(0)
-    config = T5Config(
-        vocab_size=30522,
-        d_model=16,
-        d_kv=4,
-        num_heads=2,
-        d_ff=32,
-        num_layers=2,
-        num_decoder_layers=2,
-        decoder_start_token_id=0,
-        pad_token_id=0,
-        dropout_rate=0.0,
-    )
-    return encoder_from_model(T5Model(config), encoder.tokenizer, "tiny-t5")
+    return tiny_t5(0, vocab_size=30522, d_model=16, d_kv=4, num_heads=2, d_ff=32, dropout_rate=0.0)
 
 
 def _t5_manual(t5, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -11,28 +11,22 @@ import numpy as np
 import pytest
 import torch
 import transformers
-from transformers import BertConfig, BertModel
 
 from core.embed import encode
 from core.errors import InputError
-from core.models import DEFAULT_MODEL_NAME, default_model_path, encoder_from_model, load_encoder
+from core.models import DEFAULT_MODEL_NAME, default_model_path, load_encoder
+from tests.tiny_models import tiny_bert
 
 CORE_DIR = Path(__file__).resolve().parents[2] / "core"
 
 
-def _tiny_bert_config() -> BertConfig:
-    return BertConfig(
-        vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
-    )
-
-
 @pytest.fixture(scope="module")
-def tiny_bert_dir(tmp_path_factory, encoder) -> Path:
-    """A random 2-layer BERT saved with save_pretrained, plus the real MiniLM tokenizer."""
+def tiny_bert_dir(tmp_path_factory) -> Path:
+    """A random 2-layer BERT (hidden 32) saved with save_pretrained, plus the real MiniLM tokenizer."""
     path = tmp_path_factory.mktemp("tiny_bert")
-    torch.manual_seed(0)
-    BertModel(_tiny_bert_config()).save_pretrained(path)
-    encoder.tokenizer.save_pretrained(path)
+    tiny = tiny_bert(0)
+    tiny.model.save_pretrained(path)
+    tiny.tokenizer.save_pretrained(path)
     return path
 
 
@@ -74,8 +68,7 @@ def test_tiny_bert_dir_loads(tiny_bert_dir: Path, encoder) -> None:
 def test_fingerprint_follows_the_weights(tiny_bert_dir: Path, tmp_path: Path) -> None:
     """Same config, different weights in another folder: a different fingerprint."""
     other = tmp_path / "other"
-    torch.manual_seed(1)
-    BertModel(_tiny_bert_config()).save_pretrained(other)
+    tiny_bert(1).model.save_pretrained(other)
     for f in tiny_bert_dir.iterdir():
         if "token" in f.name or f.name == "vocab.txt":
             (other / f.name).write_bytes(f.read_bytes())
@@ -119,7 +112,7 @@ def test_broken_config_json(tmp_path: Path) -> None:
 
 
 def test_folder_without_tokenizer(tmp_path: Path) -> None:
-    BertModel(_tiny_bert_config()).save_pretrained(tmp_path)
+    tiny_bert().model.save_pretrained(tmp_path)
     with pytest.raises(InputError) as info:
         load_encoder(str(tmp_path))
     assert "tokenizer" in _one_line(info)
@@ -195,11 +188,8 @@ def test_from_pretrained_calls_pass_trust_remote_code_false(tiny_bert_dir: Path,
 # ---------------------------------------------------------------- in-memory models
 
 
-def test_encoder_from_model(encoder) -> None:
-    torch.manual_seed(0)
-    a = encoder_from_model(BertModel(_tiny_bert_config()), encoder.tokenizer, "tiny")
-    torch.manual_seed(1)
-    b = encoder_from_model(BertModel(_tiny_bert_config()), encoder.tokenizer, "tiny")
+def test_encoder_from_model() -> None:
+    a, b = tiny_bert(0), tiny_bert(1)  # tiny_bert wraps its model with encoder_from_model
     assert not a.model.training
     assert (a.hidden_size, a.num_layers) == (32, 2)
     assert a.fingerprint != b.fingerprint

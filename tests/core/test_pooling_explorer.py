@@ -7,8 +7,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-import torch
-from transformers import T5Config, T5Model
 
 from core.cache import ArrayCache
 from core.data import Pairs, load_pairs
@@ -16,9 +14,9 @@ from core.embed import EmbedConfig, encode
 from core.errors import InputError
 from core.evaluate import sts_evaluate
 from core.metrics import alignment, uniformity
-from core.models import encoder_from_model
 from core.paths import DEMO_PAIRS
 from core.pooling_explorer import COLUMNS, explore_poolings, pooling_modes_for, unique_index
+from tests import tiny_models
 from tests.core.cli_checks import one_error_line
 
 CONFIG = EmbedConfig(64, 128)
@@ -67,20 +65,9 @@ def real_report(encoder, demo_pairs, module_cache):
 
 
 @pytest.fixture(scope="module")
-def tiny_t5(encoder):
-    torch.manual_seed(0)
-    cfg = T5Config(
-        vocab_size=encoder.tokenizer.vocab_size,
-        d_model=32,
-        d_ff=64,
-        d_kv=8,
-        num_heads=4,
-        num_layers=2,
-        num_decoder_layers=2,
-        decoder_start_token_id=0,
-        pad_token_id=0,
-    )
-    return encoder_from_model(T5Model(cfg), encoder.tokenizer, "tiny-t5")
+def tiny_t5():
+    """d_model 32 with 2 encoder and 2 decoder layers (tiny_models.tiny_t5's defaults)."""
+    return tiny_models.tiny_t5(0)
 
 
 # ------------------------------------------------------------------ real model on the demo pairs
