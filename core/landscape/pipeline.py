@@ -332,13 +332,26 @@ class _Counted:
         return self.evaluate(theta)
 
 
-def _cached_json(path: Path, key: str, reuse: bool, compute: Callable[[], object]) -> object:
-    """``compute()``, or its earlier result stored in ``path`` under the same key."""
+def _cached_json(path: Path, key: str, reuse: bool, compute: Callable[[], object], field: str = "value") -> object:
+    """``compute()``, or its earlier result stored in ``path`` under the same key (as ``{"key", field}``)."""
     cached = read_json(path) if reuse else None
     if cached is not None and cached.get("key") == key:
-        return cached["value"]
-    write_json(path, {"key": key, "value": compute()})
-    return read_json(path)["value"]  # the JSON form (NaN -> None) whether computed now or earlier
+        return cached[field]
+    write_json(path, {"key": key, field: compute()})
+    return read_json(path)[field]  # the JSON form (NaN -> None) whether computed now or earlier
+
+
+def _cached_arrays(
+    path: Path, key: str, reuse: bool, compute: Callable[[], dict[str, np.ndarray]]
+) -> dict[str, np.ndarray]:
+    """``compute()`` with its error arrays, or its earlier result stored in the npz ``path`` under the same key."""
+    cached = read_arrays(path) if reuse else None
+    if cached is not None and str(cached.get("key", "")) == key:
+        return cached
+    arrays = _with_error(compute())
+    arrays["key"] = np.array(key)
+    write_arrays(path, arrays)
+    return arrays
 
 
 def _with_error(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -350,13 +363,12 @@ def _with_error(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def _cached_curve(evaluate, plane: Plane, config, eval_key, digests, folder: Path, progress, init) -> dict:
     alphas = config.alphas_1d
     key = make_key("curve", digests["origin"], digests["e1"], eval_key, alphas.tobytes().hex())
-    cached = read_arrays(folder / CURVE) if config.reuse else None
-    if cached is not None and str(cached.get("key", "")) == key:
-        return cached
-    curve = _with_error(curve_1d(evaluate, plane.origin, plane.e1, alphas, _bar(progress, f"1D curve {init}")))
-    curve["key"] = np.array(key)
-    write_arrays(folder / CURVE, curve)
-    return curve
+    return _cached_arrays(
+        folder / CURVE,
+        key,
+        config.reuse,
+        lambda: curve_1d(evaluate, plane.origin, plane.e1, alphas, _bar(progress, f"1D curve {init}")),
+    )
 
 
 def _cached_surface(evaluate, plane, alphas, betas, config, eval_key, digests, folder, progress, init) -> dict:
@@ -369,14 +381,14 @@ def _cached_surface(evaluate, plane, alphas, betas, config, eval_key, digests, f
         alphas.tobytes().hex(),
         betas.tobytes().hex(),
     )
-    cached = read_arrays(folder / SURFACE) if config.reuse else None
-    if cached is not None and str(cached.get("key", "")) == key:
-        return cached
     rows = RowStore(folder, key, enabled=config.reuse)
-    surface = _with_error(surface_2d(evaluate, plane, alphas, betas, _bar(progress, f"surface {init}"), rows))
-    surface["key"] = np.array(key)
-    write_arrays(folder / SURFACE, surface)
-    rows.clear()
+    surface = _cached_arrays(
+        folder / SURFACE,
+        key,
+        config.reuse,
+        lambda: surface_2d(evaluate, plane, alphas, betas, _bar(progress, f"surface {init}"), rows),
+    )
+    rows.clear()  # the full grid is saved (also drops rows left by a run stopped right after saving it)
     return surface
 
 
@@ -390,23 +402,23 @@ def _cached_hessian(
     key = make_key(
         "hessian", theta1_digest, eval_key, size, config.hessian_iters, config.hessian_tol, config.train.seed
     )
-    path = folder / "hessian.json"
-    cached = read_json(path) if config.reuse else None
-    if cached is not None and cached.get("key") == key:
-        return cached["result"]
-    t = time.perf_counter()
-    result = hessian_top_eigenvalue(
-        lambda theta: evaluate.train_loss(theta, size),
-        theta1,
-        config.hessian_iters,
-        config.hessian_tol,
-        config.train.seed,
-        _bar(progress, f"hessian {init}"),
-    ).summary()
-    result["seconds"] = time.perf_counter() - t
-    result["n_examples"] = size
-    write_json(path, {"key": key, "result": result})
-    return result
+
+    def compute() -> dict:
+        t = time.perf_counter()
+        result = hessian_top_eigenvalue(
+            lambda theta: evaluate.train_loss(theta, size),
+            theta1,
+            config.hessian_iters,
+            config.hessian_tol,
+            config.train.seed,
+            _bar(progress, f"hessian {init}"),
+        ).summary()
+        result["seconds"] = time.perf_counter() - t
+        result["n_examples"] = size
+        return result
+
+    # field "result": hessian.json files written before keep hitting the cache
+    return _cached_json(folder / "hessian.json", key, config.reuse, compute, field="result")
 
 
 Known = dict[tuple[str, int], tuple[torch.Tensor, Projection | None]]  # (run, epoch) -> (theta, projection)
