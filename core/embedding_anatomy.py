@@ -36,6 +36,7 @@ from core.data import Pairs
 from core.embed import EmbedConfig, ProgressFn, encode
 from core.errors import InputError
 from core.evaluate import correlations, cosine_pairs, l2_normalize
+from core.index import jaccard
 from core.metrics import effective_rank
 from core.models import Encoder
 from core.pooling_explorer import unique_index
@@ -54,6 +55,7 @@ __all__ = [
     "jaccard_overlap_at_k",
     "low_rank",
     "nearest_neighbors",
+    "neighbour_overlap",
     "shrink_curve",
     "swapped_input_embedding",
 ]
@@ -200,9 +202,12 @@ def jaccard_overlap_at_k(A: np.ndarray, B: np.ndarray, k: int = NEIGHBORS) -> fl
     """Mean over rows of |N_A(i) & N_B(i)| / |N_A(i) | N_B(i)| for the k nearest neighbours in A and in B."""
     if A.shape[0] != B.shape[0]:
         raise ValueError(f"row counts differ: {A.shape[0]} vs {B.shape[0]}")
-    na, nb = nearest_neighbors(A, k), nearest_neighbors(B, k)
-    scores = [len(set(a) & set(b)) / len(set(a) | set(b)) for a, b in zip(na, nb, strict=True)]
-    return float(np.mean(scores))
+    return neighbour_overlap(nearest_neighbors(A, k), nearest_neighbors(B, k))
+
+
+def neighbour_overlap(na: np.ndarray, nb: np.ndarray) -> float:
+    """Mean Jaccard index of two neighbour tables (n, k), row by row."""
+    return float(np.mean([jaccard(a, b) for a, b in zip(na, nb, strict=True)]))
 
 
 # ------------------------------------------------------------------ shrink curve
@@ -275,6 +280,7 @@ def shrink_curve(
     full_scores = _scores(full, index, n, gold)
     W = _as_float64(weight)  # (V, E), a copy: the table itself is swapped below
     spectrum = embedding_spectrum(W)
+    full_neighbours = nearest_neighbors(full, neighbors)  # (u, neighbors), once for every rank
     rows = []
     for i, k in enumerate(ranks, 1):
         approx = low_rank(W, k, spectrum)  # (V, E)
@@ -286,7 +292,7 @@ def shrink_curve(
                 "k": k,
                 "energy": float(spectrum.energy[k - 1]),
                 **_scores(X, index, n, gold),
-                f"overlap_at_{neighbors}": jaccard_overlap_at_k(full, X, neighbors),
+                f"overlap_at_{neighbors}": neighbour_overlap(full_neighbours, nearest_neighbors(X, neighbors)),
                 "embedding_params": int(vocab * k + k * width),
                 "full_embedding_params": int(vocab * width),
             }
