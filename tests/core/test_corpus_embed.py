@@ -14,6 +14,7 @@ from core.embed import EmbedConfig, encode
 from core.errors import InputError
 from core.index import build_index, recall_at_k
 from tests.core.cli_checks import one_error_line
+from tests.data_helpers import clustered
 
 TEXTS = [
     f"{subject} {verb} the {thing} {when}."
@@ -156,14 +157,8 @@ def test_cli_engine_options_are_checked(tmp_path, capsys):
 # ---------------------------------------------------------------- shards
 
 
-def _clustered(n: int, d: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    centres = rng.standard_normal((30, d))
-    return (centres[rng.integers(0, 30, n)] + 0.5 * rng.standard_normal((n, d))).astype(np.float32)
-
-
 def test_save_and_load_shards_in_id_order(tmp_path):
-    X = _clustered(1050, 32, 0)
+    X = clustered(1050, 32, 30, seed=0, spread=0.5)
     assert ce.save_shards(X, tmp_path / "s", shard_rows=100) == 11
     ids, vectors = ce.load_shards(tmp_path / "s")
     np.testing.assert_array_equal(ids, np.arange(1050))
@@ -179,12 +174,12 @@ def test_save_and_load_shards_in_id_order(tmp_path):
 
 
 def test_ivfpq_from_shards_matches_in_memory_search(tmp_path):
-    X = _clustered(6000, 32, 1)
+    X = clustered(6000, 32, 30, seed=1, spread=0.5)
     ce.save_shards(X, tmp_path / "s", shard_rows=1000)
     index = ce.build_ivfpq_from_shards(tmp_path / "s", sample_size=3000, nlist=32, m=8, nbits=6, nprobe=8, seed=0)
     assert index.kind == "ivfpq" and index.ntotal == 6000 and index.params.pq_m == 8
     exact = build_index(X, "flat")
-    queries = _clustered(100, 32, 1) + 0.01
+    queries = clustered(100, 32, 30, seed=1, spread=0.5) + 0.01
     assert recall_at_k(index, exact, queries, 10) >= 0.3  # random ids: ~0.002
     _, ids = index.search(X[[5, 4321]], 1)
     np.testing.assert_array_equal(ids[:, 0], [5, 4321])  # ids survive shard-by-shard adding

@@ -25,14 +25,7 @@ from core.index import (
     recall_from_ids,
     sidecar_path,
 )
-
-
-def clustered(n: int, d: int, clusters: int, seed: int, spread: float = 0.6) -> np.ndarray:
-    """Gaussian blobs around random centres, float32 (n, d)."""
-    rng = np.random.default_rng(seed)
-    centres = rng.standard_normal((clusters, d))  # (c, d)
-    labels = rng.integers(0, clusters, n)  # (n,)
-    return (centres[labels] + spread * rng.standard_normal((n, d))).astype(np.float32)
+from tests.data_helpers import clustered
 
 
 def brute_force(X: np.ndarray, Q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
