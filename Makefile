@@ -29,6 +29,7 @@ browser:
 
 test: $(VENV)/.dev-installed browser
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/pytest
 
 lint: $(VENV)/.dev-installed
@@ -43,7 +44,7 @@ bench: $(VENV)/.dev-installed
 	$(BIN)/python bench/run_all.py
 
 screenshots: $(VENV)/.dev-installed browser
-	ISOSCOPE_SCREENSHOTS=1 $(BIN)/pytest tests/e2e -q
+	CI=true ISOSCOPE_SCREENSHOTS=1 $(BIN)/pytest tests/e2e -q  # CI=true: no browser is a failure, not a skip
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
