@@ -32,6 +32,20 @@ def csv_bytes(rows: list[list[Any]], header: list[str] | None = None, encoding: 
     return buf.getvalue().encode(encoding)
 
 
+def write(tmp_path: Path, name: str, data: bytes) -> Path:
+    """``data`` saved as ``tmp_path / name``; returns the path."""
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def npy(arr: np.ndarray) -> bytes:
+    """The bytes of a .npy file of ``arr`` (np.save with allow_pickle=False)."""
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=False)
+    return buf.getvalue()
+
+
 def junk(n: int = 4096, seed: int = 0) -> bytes:
     return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8).tobytes()
 

@@ -12,15 +12,8 @@ import pytest
 from core.data import load_pairs, safe_csv
 from core.errors import InputError
 from tests.dashboard.conftest import open_page
-from tests.hostile.cases import ACCEPTED_PAIRS, FORMULAS, GOOD_PAIRS, GOOD_PAIRS_CSV, HTML, REFUSED_PAIRS, ids
+from tests.hostile.cases import ACCEPTED_PAIRS, FORMULAS, GOOD_PAIRS, GOOD_PAIRS_CSV, HTML, REFUSED_PAIRS, ids, write
 from tests.hostile.conftest import assert_app_refused, assert_cli_refused, assert_one_line, new_app
-
-
-def write(tmp_path: Path, name: str, data: bytes) -> Path:
-    path = tmp_path / name
-    path.write_bytes(data)
-    return path
-
 
 # ---------------------------------------------------------------- loader
 

@@ -15,16 +15,10 @@ import pytest
 from core.errors import InputError
 from dashboard import services
 from tests.dashboard.conftest import open_page
-from tests.hostile.cases import GOOD_CORPUS_TXT, junk, pickled_npy, raw_pickle
+from tests.hostile.cases import GOOD_CORPUS_TXT, junk, npy, pickled_npy, raw_pickle
 from tests.hostile.conftest import assert_app_refused, assert_one_line, new_app
 
 N_GOOD, D_GOOD = 32, 384  # GOOD_CORPUS_TXT has 32 lines; 384 = the embedded model's dimension
-
-
-def npy(arr: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, arr, allow_pickle=False)
-    return buf.getvalue()
 
 
 def header_claiming(shape: tuple[int, ...], descr: str = "<f4", payload: int = 64) -> bytes:
