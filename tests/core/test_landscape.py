@@ -23,6 +23,7 @@ from core.landscape.store import RowStore
 from core.landscape.surface import curve_1d, grid_size_for_budget, interpolate, surface_2d
 from core.landscape.tasks import load_task, load_task_file, sample
 from core.landscape.train import TrainConfig
+from tests.core.cli_checks import one_error_line
 from tests.tiny_models import tiny_bert
 
 # ---------------------------------------------------------------- exact geometry
@@ -410,8 +411,9 @@ def test_cli_runs_and_reports_bad_input(tiny, stsb_dir, tmp_path, capsys):
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["grid"]["grid"] == 3 and result["pretrained"]["theta1_coords"]["a"] == pytest.approx(1.0, abs=1e-5)
     assert main(["landscape", "--task", "nope", "--out", str(tmp_path / "x")]) == 2
-    assert "unknown task" in capsys.readouterr().err
+    assert "unknown task" in one_error_line(capsys)
     assert main([*args, "--range", "1", "0"]) == 2
+    one_error_line(capsys)
 
 
 def test_float64_dot_is_accurate():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import pickle
 
 import numpy as np
@@ -14,6 +13,7 @@ from core.data import load_corpus
 from core.embed import EmbedConfig, encode
 from core.paths import DEMO_CORPUS
 from tests.dashboard.conftest import open_page
+from tests.hostile.cases import npy
 
 
 def overlap(at: AppTest) -> float:
@@ -72,12 +72,6 @@ def test_typed_query(app: AppTest) -> None:
     assert any("whitening:64" in m.value.replace("\\", "") for m in at.markdown)
 
 
-def npy_bytes(array: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, array, allow_pickle=False)
-    return buf.getvalue()
-
-
 def test_uploaded_vectors_and_a_bad_npy(app: AppTest, encoder) -> None:
     texts = [
         "The striker scored a late winner in the derby.",
@@ -105,7 +99,7 @@ def test_uploaded_vectors_and_a_bad_npy(app: AppTest, encoder) -> None:
     assert len(at.error) == 1 and "not a NumPy .npy file" in at.error[0].value.replace("\\", "")
     assert not at.dataframe
 
-    good = npy_bytes(vectors)
+    good = npy(vectors)
     at.file_uploader(key="nb_vec_upload").set_value(("vectors.npy", good, "application/octet-stream")).run()
     assert not at.exception, at.exception
     assert not at.error
@@ -134,10 +128,10 @@ def test_uploaded_vectors_and_a_bad_npy(app: AppTest, encoder) -> None:
 
     # wrong shapes and values are refused with one line each, still keeping the good upload
     for bad, word in [
-        (npy_bytes(vectors[:5]), "must match row for row"),
-        (npy_bytes(np.where(np.arange(8)[:, None] == 2, np.nan, vectors)), "NaN"),
-        (npy_bytes(vectors[0]), "2-D"),
-        (npy_bytes(np.array(texts)), "not numbers"),
+        (npy(vectors[:5]), "must match row for row"),
+        (npy(np.where(np.arange(8)[:, None] == 2, np.nan, vectors)), "NaN"),
+        (npy(vectors[0]), "2-D"),
+        (npy(np.array(texts)), "not numbers"),
     ]:
         at.file_uploader(key="nb_vec_upload").set_value(("bad.npy", bad, "application/octet-stream")).run()
         assert not at.exception, at.exception
@@ -153,7 +147,7 @@ def test_three_dimensional_vectors_leave_out_what_cannot_be_fitted(app: AppTest)
     at = open_page(app, "neighbours")
     at.radio(key="nb_source").set_value("Upload vectors (.npy)").run()
     at.file_uploader(key="nb_meta_upload").set_value(("meta.csv", meta, "text/csv")).run()
-    vectors = npy_bytes(rng.standard_normal((12, 3)).astype(np.float32))
+    vectors = npy(rng.standard_normal((12, 3)).astype(np.float32))
     at.file_uploader(key="nb_vec_upload").set_value(("v.npy", vectors, "application/octet-stream")).run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
