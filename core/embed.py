@@ -28,12 +28,14 @@ class EmbedConfig:
     A batch holds ``batch_size`` texts, or more when they are short: texts are sorted by length and a batch
     grows until it holds about ``batch_tokens`` padded tokens (0 turns this off). Small matrices waste CPU,
     so this is faster on short sentences; a batch never holds more padded tokens than the larger of
-    ``batch_tokens`` and ``batch_size`` texts of its longest length.
+    ``batch_tokens`` and ``batch_size`` texts of its longest length. 1024 measured best here (2 cores,
+    all-MiniLM-L6-v2, STS-B sentences): 531 sentences/s vs 421 with 4096 and 511 with 0 on 500 short ones,
+    438 vs 434 and 417 on 5,385 (bench/encode.py).
     """
 
     batch_size: int = 64
     max_length: int = 256
-    batch_tokens: int = 4096
+    batch_tokens: int = 1024
 
 
 def model_max_tokens(encoder: Encoder) -> int | None:
