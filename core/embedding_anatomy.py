@@ -29,13 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import torch
-from scipy.stats import spearmanr
 
 from core.cache import ArrayCache, make_key
 from core.data import Pairs
 from core.embed import EmbedConfig, ProgressFn, encode
 from core.errors import InputError
-from core.evaluate import correlations, cosine_pairs, l2_normalize
+from core.evaluate import correlations, cosine_pairs, l2_normalize, spearman_x100
 from core.index import jaccard
 from core.metrics import effective_rank
 from core.models import Encoder
@@ -356,7 +355,7 @@ def compare_input_output(model: torch.nn.Module, n_tokens: int = 2000, seed: int
     A, B = _as_float64(w_in), _as_float64(w_out)  # (V, E_in), (V, E_out)
     row_cosine = None
     if A.shape == B.shape:
-        row_cosine = np.sum(l2_normalize(A) * l2_normalize(B), axis=1)  # (V,)
+        row_cosine = cosine_pairs(A, B)  # (V,)
         zero = (np.linalg.norm(A, axis=1) == 0) | (np.linalg.norm(B, axis=1) == 0)  # e.g. the padding row
         row_cosine[zero] = np.nan
     rng = np.random.default_rng(seed)
@@ -364,7 +363,7 @@ def compare_input_output(model: torch.nn.Module, n_tokens: int = 2000, seed: int
     iu = np.triu_indices(len(sample), k=1)
     cos_a = (l2_normalize(A[sample]) @ l2_normalize(A[sample]).T)[iu]  # (m (m - 1) / 2,)
     cos_b = (l2_normalize(B[sample]) @ l2_normalize(B[sample]).T)[iu]
-    structure = float(spearmanr(cos_a, cos_b).statistic * 100) if len(cos_a) > 2 else float("nan")
+    structure = spearman_x100(cos_a, cos_b)
     return EmbeddingComparison(
         tied=bool(tied),
         input_shape=(int(A.shape[0]), int(A.shape[1])),

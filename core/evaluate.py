@@ -18,15 +18,28 @@ def cosine_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sum(l2_normalize(a.astype(np.float64)) * l2_normalize(b.astype(np.float64)), axis=-1)
 
 
+def _undefined(x: np.ndarray, y: np.ndarray) -> bool:
+    """True when a correlation of ``x`` with ``y`` is undefined: fewer than 3 values or either side constant."""
+    return len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0
+
+
+def spearman_x100(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman rank correlation x100; NaN when fewer than 3 values or either side is constant."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    if _undefined(x, y):
+        return float("nan")
+    return float(spearmanr(x, y).statistic * 100)
+
+
 def correlations(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     """Spearman and Pearson correlation x100 (the STS convention)."""
     pred, gold = np.asarray(pred, np.float64), np.asarray(gold, np.float64)
     if len(pred) != len(gold):
         raise ValueError(f"{len(pred)} predictions for {len(gold)} gold scores")
-    if len(pred) < 3 or np.ptp(gold) == 0 or np.ptp(pred) == 0:
+    if _undefined(pred, gold):
         return {"spearman": float("nan"), "pearson": float("nan")}
     return {
-        "spearman": float(spearmanr(pred, gold).statistic * 100),
+        "spearman": spearman_x100(pred, gold),
         "pearson": float(pearsonr(pred, gold).statistic * 100),
     }
 

@@ -19,9 +19,9 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
 from core.errors import InputError
+from core.evaluate import spearman_x100
 
 log = logging.getLogger(__name__)
 
@@ -112,14 +112,6 @@ def edit_distances(
         longest = max(len(a), len(b))
         norm[i] = raw[i] / longest if longest else 0.0
     return norm, raw
-
-
-def spearman_x100(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman rank correlation x100; NaN when fewer than 3 values or either side is constant."""
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan")
-    return float(spearmanr(x, y).statistic * 100)
 
 
 def overlap_analysis(
