@@ -31,9 +31,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from core.calibrate import FIT_THREADS, Flow, FlowConfig, Whitening  # noqa: E402
+from core.paths import stsb_dir  # noqa: E402
 
 TARGET_SECONDS = 60.0
-STSB_DIR = REPO_ROOT.parent / "shared" / "data" / "stsb"
+STSB_DIR = stsb_dir()
 
 
 def synthetic(n: int, d: int, seed: int) -> np.ndarray:

@@ -38,8 +38,9 @@ from core.data import load_pairs  # noqa: E402
 from core.embed import EmbedConfig, encode  # noqa: E402
 from core.evaluate import l2_normalize  # noqa: E402
 from core.models import default_model_path, load_encoder  # noqa: E402
+from core.paths import stsb_dir  # noqa: E402
 
-STSB_DIR = REPO_ROOT.parent / "shared" / "data" / "stsb"
+STSB_DIR = stsb_dir()
 TARGET_RATIO = 1.0
 
 

@@ -35,7 +35,7 @@ from core.index import (
 )
 from core.index import neighbourhood_change as change_of_neighbourhoods
 from core.models import Encoder, load_encoder
-from core.paths import DEMO_CORPUS, DEMO_PAIRS
+from core.paths import DEMO_CORPUS, DEMO_PAIRS, stsb_dir
 
 
 @st.cache_resource(show_spinner="Loading model…", max_entries=3)
@@ -570,8 +570,6 @@ def landscape_runs() -> list[dict]:
 
 def landscape_tasks() -> tuple[str, ...]:
     """Built-in tasks runnable here: the demo tasks, and STS-B when its files are present."""
-    from core.landscape.tasks import stsb_dir
-
     folder = stsb_dir()
     has_stsb = (folder / "stsb-en-train.csv").exists() and (folder / "stsb-en-dev.csv").exists()
     return ("demo-topic", "demo-pairs") + (("stsb",) if has_stsb else ())

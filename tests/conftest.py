@@ -11,7 +11,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 ROOT = Path(__file__).resolve().parents[1]
-STSB_DIR = ROOT.parent / "shared" / "data" / "stsb"
 
 
 @pytest.fixture(scope="session")
@@ -21,9 +20,11 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def stsb_dir() -> Path:
-    if not (STSB_DIR / "stsb-en-test.csv").exists():
-        pytest.skip(f"STS-B not found at {STSB_DIR}")
-    return STSB_DIR
+    from core.paths import stsb_dir as folder
+
+    if not (folder() / "stsb-en-test.csv").exists():
+        pytest.skip(f"STS-B not found at {folder()}")
+    return folder()
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ out), ``demo-topic`` (topic of each text of assets/demo_corpus.csv, 8 classes) a
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,11 +29,10 @@ from core.data import (
     truncate_texts,
 )
 from core.errors import InputError
+from core.paths import DEMO_CORPUS, DEMO_PAIRS, stsb_dir
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-ASSETS = REPO_ROOT / "assets"
 BUILTIN_TASKS: tuple[str, ...] = ("stsb", "demo-topic", "demo-pairs")
 SIMILAR_THRESHOLD = 3.0  # pair label 1 ("similar") when score >= 3 on the 0-5 STS scale
 HELDOUT_FRACTION = 0.25  # share held out for tasks without a separate held-out file
@@ -102,11 +100,6 @@ class TaskSplit:
         return self.train.name
 
 
-def stsb_dir() -> Path:
-    """``$ISOSCOPE_STSB_DIR`` or ``../shared/data/stsb`` next to the repository."""
-    return Path(os.environ.get("ISOSCOPE_STSB_DIR") or REPO_ROOT.parent / "shared" / "data" / "stsb")
-
-
 def default_task2(task: str) -> str:
     """A second task different from the first, for the second axis."""
     return "demo-pairs" if task == "demo-topic" else "demo-topic"
@@ -118,13 +111,13 @@ def load_task(spec: str, seed: int = 0, data_dir: str | Path | None = None) -> T
     if spec == "stsb":
         return _stsb(Path(data_dir) if data_dir else stsb_dir())
     if spec == "demo-topic":
-        corpus = load_corpus(ASSETS / "demo_corpus.csv")
+        corpus = load_corpus(DEMO_CORPUS)
         if "topic" not in corpus.meta.columns:
             raise InputError("assets/demo_corpus.csv has no topic column")
         task = _labelled(corpus.texts, None, corpus.meta["topic"].tolist(), "demo-topic")
         return split_task(task, seed, corpus.warnings)
     if spec == "demo-pairs":
-        pairs = load_pairs(ASSETS / "demo_pairs.csv")
+        pairs = load_pairs(DEMO_PAIRS)
         return split_task(_binary_pairs(pairs, "demo-pairs"), seed, pairs.warnings)
     path = Path(spec).expanduser()
     if not path.exists():
