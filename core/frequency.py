@@ -45,6 +45,7 @@ from core.embed import EmbedConfig, ProgressFn, token_vectors
 from core.errors import InputError
 from core.models import Encoder
 from core.overlap import spearman_x100
+from core.projection import sample_indices
 
 log = logging.getLogger(__name__)
 
@@ -475,8 +476,7 @@ def calibrate_points(
     if fit_max is not None and len(X) > fit_max:
         if int(fit_max) < 2:
             raise InputError(f"fit_max must be >= 2; got {fit_max}")
-        idx = np.random.default_rng(seed).choice(len(X), size=int(fit_max), replace=False)
-        fit_on = X[np.sort(idx)]  # (fit_max, d)
+        fit_on = X[sample_indices(len(X), fit_max, seed)]  # (fit_max, d)
     log.info(
         "frequency: fitting %s on %d of %d token points", getattr(cal, "method", "calibrator"), len(fit_on), len(X)
     )
