@@ -74,11 +74,16 @@ class IndexParams:
     seed: int = 0
 
     def resolved(self, kind: str, n: int, dim: int) -> IndexParams:
-        """A copy with every ``None`` replaced for ``n`` training rows of dimension ``dim``."""
+        """A copy with every ``None`` replaced for ``n`` rows of dimension ``dim``.
+
+        IVF k-means sees at most ``train_size`` of the rows, so the default ``nlist`` leaves at least 39
+        of those per cell.
+        """
         p = replace(self)
         if kind in ("ivf", "ivfpq"):
             if p.nlist is None:
-                p.nlist = max(1, min(round(4 * math.sqrt(max(n, 1))), n // 39 or 1))
+                trained = min(n, p.train_size)  # rows build_index trains on (see sample_indices there)
+                p.nlist = max(1, min(round(4 * math.sqrt(max(n, 1))), trained // 39 or 1))
             if p.nprobe is None:
                 p.nprobe = min(p.nlist, max(8, p.nlist // 16))
         if kind == "ivfpq" and p.pq_m is None:

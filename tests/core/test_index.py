@@ -111,6 +111,16 @@ def test_ivfpq_default_pq_m_divides_dimension():
     assert p.nlist == round(4 * np.sqrt(100_000)) and 1 <= p.nprobe <= p.nlist
 
 
+@pytest.mark.parametrize("kind", ["ivf", "ivfpq"])
+def test_default_nlist_leaves_39_training_rows_per_cell_of_train_size(kind):
+    n = 2_000_000  # 4 sqrt(n) ~ 5657 cells would want 220k training rows; only train_size are sampled
+    p = IndexParams().resolved(kind, n, 384)
+    assert p.nlist == p.train_size // 39 and p.nlist < round(4 * np.sqrt(n))
+    small = IndexParams(train_size=3_900).resolved(kind, n, 384)
+    assert small.nlist == 100 and 1 <= small.nprobe <= small.nlist
+    assert IndexParams(train_size=10).resolved(kind, n, 384).nlist == 1
+
+
 def test_ivf_accepts_explicit_ids(data):
     index = VectorIndex.create(48, "ivf", IndexParams(nlist=4, nprobe=4))
     index.train(data)
