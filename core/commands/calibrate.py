@@ -6,8 +6,6 @@ python -m core calibrate --input corpus.txt --method flow --out calibrators/flow
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from core.calibrate import (
@@ -26,6 +24,7 @@ from core.commands.common import (
     embed_config,
     emit,
     encoder_from_args,
+    epoch_bar,
     progress_bar,
 )
 from core.data import load_corpus
@@ -52,26 +51,6 @@ def calibrator_from_args(args: argparse.Namespace, method: str) -> Calibrator:
     if args.flow_epochs is not None:
         config.epochs = args.flow_epochs
     return make_calibrator(method, flow_config=config)
-
-
-def epoch_bar(args: argparse.Namespace, desc: str = "flow") -> Callable[[int, int, float], None]:
-    """A (epoch, n_epochs, bits_per_dim) callback drawing a tqdm bar of epochs on stderr."""
-    from tqdm.auto import tqdm
-
-    state: dict[str, object] = {}
-
-    def update(epoch: int, n_epochs: int, bits: float) -> None:
-        if getattr(args, "quiet", False):
-            return
-        bar = state.get("bar")
-        if bar is None:
-            bar = state["bar"] = tqdm(total=n_epochs, desc=desc, unit="epoch", file=sys.stderr, leave=False)
-        bar.set_postfix(bits_per_dim=f"{bits:.4f}")
-        bar.update(epoch - bar.n)
-        if epoch >= n_epochs:
-            bar.close()
-
-    return update
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

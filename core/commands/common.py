@@ -52,23 +52,35 @@ def cache_from_args(args: argparse.Namespace) -> ArrayCache | None:
     return None if getattr(args, "no_cache", False) else ArrayCache()
 
 
-def progress_bar(args: argparse.Namespace, desc: str) -> Callable[[int, int], None]:
-    """A (done, total) callback drawing a tqdm bar on stderr."""
+def progress_bar(
+    args: argparse.Namespace, desc: str, unit: str = "text", postfix: str = "value"
+) -> Callable[..., None]:
+    """A (done, total[, value]) callback drawing a tqdm bar of ``unit`` on stderr.
+
+    A third value (a flow's bits/dim) is shown after the bar as ``postfix=value``.
+    """
     from tqdm.auto import tqdm
 
     state: dict[str, object] = {}
 
-    def update(done: int, total: int) -> None:
+    def update(done: int, total: int, value: float | None = None) -> None:
         if getattr(args, "quiet", False):
             return
         bar = state.get("bar")
         if bar is None:
-            bar = state["bar"] = tqdm(total=total, desc=desc, unit="text", file=sys.stderr, leave=False)
+            bar = state["bar"] = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False)
+        if value is not None:
+            bar.set_postfix({postfix: f"{value:.4f}"})
         bar.update(done - bar.n)
         if done >= total:
             bar.close()
 
     return update
+
+
+def epoch_bar(args: argparse.Namespace, desc: str = "flow") -> Callable[[int, int, float], None]:
+    """A (epoch, n_epochs, bits_per_dim) callback: a bar of flow epochs showing bits/dim."""
+    return progress_bar(args, desc, unit="epoch", postfix="bits_per_dim")
 
 
 def emit(args: argparse.Namespace, result: dict, text_lines: list[str]) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from core.calibrate import fit_timed, make_calibrator
+from core.calibrate import EpochProgressFn, fit_timed, make_calibrator
 from core.commands.common import (
     add_json_argument,
     add_model_arguments,
@@ -27,6 +27,7 @@ from core.commands.common import (
     embed_config,
     emit,
     encoder_from_args,
+    epoch_bar,
     progress_bar,
 )
 from core.data import Pairs, load_corpus, load_pairs, read_source
@@ -156,11 +157,13 @@ def _corpus_texts(source: str, text_column: str | None) -> tuple[list[str], None
 # ---------------------------------------------------------------- calibration
 
 
-def fit_transform(method: str, X: np.ndarray, progress: Any = None) -> tuple[np.ndarray, float]:
-    """Fit a fresh calibrator of ``method`` on ``X`` and transform ``X``; returns (Z, fit seconds)."""
+def fit_transform(method: str, X: np.ndarray, progress: EpochProgressFn | None = None) -> tuple[np.ndarray, float]:
+    """Fit a fresh calibrator of ``method`` on ``X`` and transform ``X``; returns (Z, fit seconds).
+
+    A flow reports ``progress(epoch, n_epochs, bits_per_dim)``.
+    """
     cal = make_calibrator(method)
-    epochs = None if progress is None else (lambda epoch, n_epochs, *_: progress(epoch, n_epochs))
-    seconds = fit_timed(cal, X, epochs)
+    seconds = fit_timed(cal, X, progress)
     return np.asarray(cal.transform(X), np.float64), seconds
 
 
@@ -216,7 +219,7 @@ def run(args: argparse.Namespace) -> dict:
     }
     Z = None
     if calibrated:
-        Z, seconds = fit_transform(args.calibrate, X, progress_bar(args, f"fit {args.calibrate}"))
+        Z, seconds = fit_transform(args.calibrate, X, epoch_bar(args, f"fit {args.calibrate}"))
         result["calibrated"] = all_metrics(Z, seed=args.seed)
         result["calibrated"]["fit_seconds"] = seconds
     if args.layers:

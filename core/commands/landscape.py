@@ -116,9 +116,17 @@ def run(args: argparse.Namespace) -> dict:
     task1 = load_task(args.task, args.seed, args.stsb_dir)
     task2 = load_task(args.task2 or default_task2(args.task), args.seed, args.stsb_dir)
     encoder = encoder_from_args(args)
-    summary = run_landscape(encoder, task1, task2, config, args.out, lambda desc: progress_bar(args, desc))
+    summary = run_landscape(encoder, task1, task2, config, args.out, lambda desc: progress_bar(args, desc, _unit(desc)))
     emit(args, summary, _lines(summary))
     return summary
+
+
+# what each stage's bar counts, by the first word of its description in core.landscape.pipeline
+_UNITS = {"train": "step", "1D": "point", "surface": "point", "rollback": "group", "hessian": "iter"}
+
+
+def _unit(desc: str) -> str:
+    return _UNITS.get(desc.split(" ", 1)[0], "it")
 
 
 def _f(x: object, digits: int = 4) -> str:

@@ -10,7 +10,7 @@ import argparse
 import numpy as np
 
 from core.calibrate import calibrated_sts
-from core.commands.calibrate import METHOD_HELP, add_flow_arguments, calibrator_from_args, epoch_bar
+from core.commands.calibrate import METHOD_HELP, add_flow_arguments, calibrator_from_args
 from core.commands.common import (
     add_json_argument,
     add_model_arguments,
@@ -18,6 +18,7 @@ from core.commands.common import (
     embed_config,
     emit,
     encoder_from_args,
+    epoch_bar,
     progress_bar,
 )
 from core.data import load_corpus, load_pairs
