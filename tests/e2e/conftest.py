@@ -85,10 +85,11 @@ class Server:
         return [chunk[:800] for chunk in text.split("Uncaught app execution")[1:]]
 
 
-def start_server(log_path: Path) -> Server:
+def start_server(log_path: Path, extra_env: dict[str, str] | None = None) -> Server:
     """Start ``streamlit run dashboard/app.py`` and wait for ``/_stcore/health``."""
     port = free_port()
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env.update(extra_env or {})
     cmd = [
         str(ROOT / ".venv" / "bin" / "streamlit"),
         "run",
@@ -149,9 +150,33 @@ def chromium_executable() -> str:
     return str(path)
 
 
+def seed_landscape_result(root: Path) -> None:
+    """One small stored loss-landscape experiment (a tiny random BERT on the demo tasks, a few seconds) in
+    ``root``, so the Loss surfaces page has a result to show without minutes of live training."""
+    from core.landscape import LandscapeConfig, TrainConfig, load_task, run_landscape
+    from core.landscape.pipeline import experiment_key
+    from tests.tiny_models import tiny_bert
+
+    encoder = tiny_bert(0)
+    task1, task2 = load_task("demo-topic", 0), load_task("demo-pairs", 0)
+    train = TrainConfig(lr=1e-3, epochs=2, batch_size=8, n_train=24, max_length=48, seed=0)
+    config = LandscapeConfig(train=train, eval_size=8, eval_chunk=8, grid=5, points_1d=5, hessian_iters=3)
+    run_landscape(encoder, task1, task2, config, root / experiment_key(encoder, task1, task2, config))
+
+
 @pytest.fixture(scope="session")
 def streamlit_server(chromium_executable: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    server = start_server(tmp_path_factory.mktemp("streamlit") / "server.log")
+    """The app on a private cache folder that holds one small stored landscape experiment.
+
+    Under ``make screenshots`` (ISOSCOPE_SCREENSHOTS=1) it uses the user's own cache instead, so the README
+    shows the experiment made with the real model (``python -m core landscape ...``, see the README).
+    """
+    env = {}
+    if os.environ.get("ISOSCOPE_SCREENSHOTS") != "1":
+        cache = tmp_path_factory.mktemp("isoscope-cache")
+        seed_landscape_result(cache / "landscape")
+        env["ISOSCOPE_CACHE"] = str(cache)
+    server = start_server(tmp_path_factory.mktemp("streamlit") / "server.log", env)
     try:
         yield server
     finally:
