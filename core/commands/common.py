@@ -13,7 +13,13 @@ from core.jsonutil import to_jsonable
 from core.models import Encoder, load_encoder
 
 
-def add_model_arguments(p: argparse.ArgumentParser, pooling: bool = True) -> None:
+def add_model_arguments(
+    p: argparse.ArgumentParser,
+    pooling: bool = True,
+    batch_size: int = 64,
+    batch_help: str = "at least this many texts per forward pass; short texts are batched up to a token budget",
+    cache_help: str = "do not read or write the embedding cache",
+) -> None:
     p.add_argument(
         "--model", default="", help="model directory or Hugging Face id (default: embedded all-MiniLM-L6-v2)"
     )
@@ -24,13 +30,8 @@ def add_model_arguments(p: argparse.ArgumentParser, pooling: bool = True) -> Non
             help="cls, mean, max, last2avg, first_last_avg, layer:K, enc_first, enc_mean, encdec_first (default: mean)",
         )
     p.add_argument("--max-length", type=int, default=256, help="max tokens per text (default: 256)")
-    p.add_argument(
-        "--batch-size",
-        type=int,
-        default=64,
-        help="at least this many texts per forward pass; short texts are batched up to a token budget (default: 64)",
-    )
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    p.add_argument("--batch-size", type=int, default=batch_size, help=f"{batch_help} (default: {batch_size})")
+    p.add_argument("--no-cache", action="store_true", help=cache_help)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 

@@ -72,12 +72,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: 0 = torch's default)")
     p.add_argument("--init", default="both", choices=("both", *INITS), help="initialisations to run (default: both)")
     p.add_argument("--out", default=None, help="result folder (default: ~/.cache/isoscope/landscape/<key>)")
-    add_model_arguments(p, pooling=False)
-    for action in p._actions:  # same option, smaller default: length-sorted chunks of 8 pad little
-        if action.dest == "batch_size":
-            action.default, action.help = 8, "examples per evaluation forward pass (default: 8)"
-        elif action.dest == "no_cache":
-            action.help = "recompute everything (do not reuse checkpoints or results in --out)"
+    add_model_arguments(
+        p,
+        pooling=False,
+        batch_size=8,  # length-sorted chunks of 8 pad little
+        batch_help="examples per evaluation forward pass",
+        cache_help="recompute everything (do not reuse checkpoints or results in --out)",
+    )
     add_json_argument(p)
 
 
