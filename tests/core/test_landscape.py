@@ -356,12 +356,12 @@ def test_pipeline_end_to_end_cached_and_resumed(tiny, tasks, tmp_path):
         assert abs(r["axes"]["cos_e1_e2"]) < 1e-5
         traj = {(t["run"], t["epoch"]): t for t in r["trajectory"]}
         assert traj[("task1", 2)]["residual"] < 1e-5 and traj[("task1", 0)]["distance"] == 0.0
-        assert traj[("task1", 1)]["residual"] >= 0.0
+        assert traj[("task1", 1)]["residual"] > 0.0  # the epoch-1 point is off the plane
         assert traj[("task1", 2)]["train_loss"] == r["theta1"]["train_loss"]
         # the surface under theta1 is the true loss there (theta1 is on the plane)
         assert traj[("task1", 2)]["surface_train_loss"] == pytest.approx(
             r["surface"]["train_loss_at_theta1"], rel=1e-9
-        ) or math.isnan(r["surface"]["train_loss_at_theta1"])
+        )  # theta1 = (1, 0) is a grid point of the default range
         assert [row["group"] for row in r["rollback"]] == ["none", "embeddings", "lower", "middle", "upper", "encoder"]
         assert r["flatness"]["hessian"]["iterations"] >= 1 and r["flatness"]["grid_train_loss"]["ok"]
     assert s["pretrained"]["digests"]["origin"] != s["scratch"]["digests"]["origin"]

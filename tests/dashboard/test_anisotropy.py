@@ -26,6 +26,9 @@ def test_bad_upload_keeps_demo_working(app: AppTest) -> None:
     at.file_uploader(key="ani_upload").set_value(("c.csv", b"", "text/csv")).run()
     assert not at.exception
     assert len(at.error) == 1 and "empty" in at.error[0].value
+    at.radio(key="ani_source").set_value("Demo corpus").run()  # the demo is still there, untouched
+    assert not at.exception and not at.error
+    assert len(at.dataframe) >= 1 and "raw" in at.dataframe[0].value.index
 
 
 def test_two_texts_get_one_info_line(app: AppTest) -> None:
