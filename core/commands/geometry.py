@@ -227,7 +227,7 @@ def run(args: argparse.Namespace) -> dict:
         per_layer = per_layer_metrics([vectors[name] for name in layer_names], seed=args.seed)
         result["layers"] = [{"layer": k, **m} for k, m in enumerate(per_layer)]
     if args.frequency != "none":
-        result["frequency"] = _frequency(args, encoder, freq_texts, edges, config)
+        result["frequency"] = _frequency(args, encoder, freq_texts, edges, config, result["calibrate"])
     if pairs is not None:
         result["overlap"], result["sts"] = _overlap(args, pairs, X, Z)
     result["warnings"] = warnings
@@ -235,7 +235,15 @@ def run(args: argparse.Namespace) -> dict:
     return result
 
 
-def _frequency(args: argparse.Namespace, encoder: Any, texts: list[str], edges: tuple[int, ...], config: Any) -> dict:
+def _frequency(
+    args: argparse.Namespace,
+    encoder: Any,
+    texts: list[str],
+    edges: tuple[int, ...],
+    config: Any,
+    calibrator: str | None,
+) -> dict:
+    """The frequency table; ``calibrator`` is the --calibrate method, or None when uncalibrated."""
     spaces = SPACES if args.frequency == "both" else (args.frequency,)
     fcfg = FrequencyConfig(
         k=args.knn_k,
@@ -246,7 +254,6 @@ def _frequency(args: argparse.Namespace, encoder: Any, texts: list[str], edges: 
         fit_max=args.token_fit_max,
         seed=args.seed,
     )
-    calibrator = args.calibrate if is_calibrated(args.calibrate) else None
     res = frequency_analysis(encoder, texts, spaces, calibrator, fcfg, config, progress_bar(args, "tokens"))
     return {
         "n_texts": len(texts),
