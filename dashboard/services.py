@@ -513,12 +513,16 @@ def token_lengths(model: str, texts_key: str, _texts: tuple[str, ...]) -> np.nda
     return out
 
 
+COORDINATE_COLUMNS = ("x", "y", "z")  # metadata columns read as precomputed map coordinates
+
+
 def precomputed_coordinates(meta: pd.DataFrame) -> np.ndarray | None:
     """Numeric x, y (and z when present) metadata columns as (n, 2|3) float32, else None."""
     cols = {str(c).strip().lower(): c for c in meta.columns}
-    if "x" not in cols or "y" not in cols or meta.empty:
+    x, y, z = COORDINATE_COLUMNS
+    if x not in cols or y not in cols or meta.empty:
         return None
-    names = ["x", "y"] + (["z"] if "z" in cols else [])
+    names = [x, y] + ([z] if z in cols else [])
     values = [pd.to_numeric(meta[cols[c]], errors="coerce").to_numpy(np.float64) for c in names]
     xyz = np.stack(values, axis=1)  # (n, 2|3)
     if not np.isfinite(xyz[:, :2]).all():

@@ -165,6 +165,19 @@ def scored_pairs_input(key: str, needs: str) -> Pairs:
     return pairs
 
 
+def meta_columns(corpus: Corpus, exclude: Iterable[str] = ()) -> list[str]:
+    """The corpus's metadata columns to show, without precomputed coordinates (x, y, z) and ``exclude``."""
+    skip = {*services.COORDINATE_COLUMNS, *(e.lower() for e in exclude)}
+    return [c for c in corpus.meta.columns if str(c).strip().lower() not in skip]
+
+
+def clamp(key: str, low: float, high: float) -> None:
+    """Forget a number widget's value that is out of its range (the corpus changed size): back to its default."""
+    value = st.session_state.get(key)
+    if isinstance(value, int | float) and not low <= value <= high:
+        del st.session_state[key]
+
+
 def run_button(label: str, key: str, request: object, **button: object) -> bool:
     """A button that starts a long job: True from its press until ``request`` changes.
 

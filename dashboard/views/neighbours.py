@@ -64,13 +64,6 @@ def precomputed_input() -> tuple[Corpus, np.ndarray, str] | None:
     return corpus, vectors, key
 
 
-def clamp(key: str, low: int, high: int) -> None:
-    """Forget a number widget's value that is out of its range (the corpus changed size): back to its default."""
-    value = st.session_state.get(key)
-    if isinstance(value, int | float) and not low <= value <= high:
-        del st.session_state[key]
-
-
 def shift_colour(value: object) -> str:
     text = str(value)
     if text == "new" or text.startswith("+"):
@@ -133,7 +126,7 @@ n = len(texts)
 if n < 3:
     st.info("Neighbours need at least 3 texts; load a larger corpus.")
     st.stop()
-meta_cols = [c for c in corpus.meta.columns if str(c).lower() not in ("x", "y", "z")][:META_COLUMNS]
+meta_cols = ui.meta_columns(corpus)[:META_COLUMNS]
 
 if embedded:
     raw = services.embed(s.model, texts, s.pooling, s.max_length)  # (n, d)
@@ -152,9 +145,9 @@ fit_vectors, fit_key = space.fit_vectors, space.fit_key
 
 # ------------------------------------------------------------------ one query
 st.subheader("Neighbours of one sentence")
-clamp("nb_pick", 0, n - 1)
-clamp("nb_k", 1, min(50, n))
-clamp("nb_sample", 2, n)
+ui.clamp("nb_pick", 0, n - 1)
+ui.clamp("nb_k", 1, min(50, n))
+ui.clamp("nb_sample", 2, n)
 c1, c2, c3 = st.columns([3, 3, 1])
 pick = c1.selectbox(
     "Pick a corpus sentence",

@@ -167,8 +167,7 @@ dim_options = (2, 3) if label != PRECOMPUTED or xyz.shape[1] == 3 else (2,)
 if st.session_state.get("pj_dims") not in dim_options:
     st.session_state["pj_dims"] = dim_options[0]
 dims = int(c2.radio("Dimensions", dim_options, format_func=lambda d: f"{d}D", horizontal=True, key="pj_dims"))
-if not 5 <= st.session_state.get("pj_sample", 5) <= n:  # the corpus changed size: back to the default
-    del st.session_state["pj_sample"]
+ui.clamp("pj_sample", 5, n)
 sample = int(
     c3.number_input(
         "Points drawn (seeded sample)", 5, n, min(n, 3000), step=500, key="pj_sample", help="Big corpora: sample."
@@ -186,7 +185,7 @@ elif method == "tsne":
     with st.expander("t-SNE settings"):
         params["perplexity"] = float(st.slider("Perplexity", 2.0, 100.0, 30.0, 1.0, key="pj_tsne_perplexity"))
 
-meta_cols = {str(c): c for c in corpus.meta.columns if str(c).strip().lower() not in ("x", "y", "z", *DERIVED)}
+meta_cols = {str(c): c for c in ui.meta_columns(corpus, exclude=DERIVED)}
 options = [*meta_cols, *DERIVED]
 d1, d2 = st.columns(2)
 colour_by = d1.selectbox(
