@@ -1,0 +1,172 @@
+"""Density of a 2-D layout on a grid, per-point density, density-mode clusters and their word labels.
+
+bounds = layout_bounds(xy)                          # (x0, y0, x1, y1) with a margin
+grid = density_grid(xy, bounds)                     # (G, G) smoothed counts, row = y bin, column = x bin
+dens = point_density(xy, bounds, grid)              # (n,) in [0, 1], 1 = densest cell
+labels = density_clusters(xy, bounds, grid)         # (n,) int32, -1 = in no cluster
+words = cluster_words(texts, labels)                # {cluster: ["garlic", "oven", "soup"]}
+
+Clusters are the basins of the smoothed density (a mean shift on the grid): every cell above
+``LEVEL`` x the density of the median point climbs to its highest neighbour until it reaches a peak; the
+points of a peak's basin form one cluster. Basins with fewer than ``min_points`` points are left
+unclustered, clusters are numbered by size (0 = largest), at most ``max_clusters``. Labels are the words
+most over-represented in a cluster (share of its texts containing the word x log of that share over the
+corpus share), stop words and words shorter than 3 letters left out. Everything is deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+GRID = 256
+SIGMA_CELLS = 2.0
+LEVEL = 0.2
+MARGIN = 0.02
+MAX_CLUSTERS = 60
+LABEL_WORDS = 3
+STOP_WORDS = frozenset(
+    """the and for are but not you all any can had her was one our out day get has him his how man new now
+    old see two way who boy did its let put say she too use that with have this will your from they know want
+    been good much some time very when come here just like long make many more only over such take than them
+    well were what into also after again before could every first last most other should their there these
+    those through under until where which while would about above below between both each few itself
+    myself once same being does doing because why is it in on at to of a an as by be or so if no
+    yes then than onto off up down i me my we us he""".split()
+    + "isn isn't wasn't aren't don't doesn't didn't won't can't couldn't shouldn't it's i'm".split()
+)
+_WORD = re.compile(r"[a-z][a-z']{2,}")
+
+
+def layout_bounds(xy: np.ndarray, margin: float = MARGIN) -> tuple[float, float, float, float]:
+    """(x0, y0, x1, y1) holding every point, widened by ``margin`` of the span on each side (square cells
+    are not required). A degenerate span becomes 1."""
+    lo = xy.min(axis=0).astype(np.float64)
+    hi = xy.max(axis=0).astype(np.float64)
+    span = np.where(hi - lo > 0, hi - lo, 1.0)
+    lo, hi = lo - margin * span, hi + margin * span
+    return float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])
+
+
+def cells(xy: np.ndarray, bounds: tuple[float, float, float, float], size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Grid column and row (n,) int64 of every point on a ``size`` x ``size`` grid over ``bounds``."""
+    x0, y0, x1, y1 = bounds
+    ix = np.floor((xy[:, 0] - x0) / (x1 - x0) * size).astype(np.int64)
+    iy = np.floor((xy[:, 1] - y0) / (y1 - y0) * size).astype(np.int64)
+    return np.clip(ix, 0, size - 1), np.clip(iy, 0, size - 1)
+
+
+def density_grid(
+    xy: np.ndarray, bounds: tuple[float, float, float, float], size: int = GRID, sigma: float = SIGMA_CELLS
+) -> np.ndarray:
+    """Point counts per cell (size, size) float64, smoothed with a Gaussian of ``sigma`` cells."""
+    from scipy.ndimage import gaussian_filter
+
+    ix, iy = cells(xy, bounds, size)
+    counts = np.bincount(iy * size + ix, minlength=size * size).reshape(size, size).astype(np.float64)
+    return gaussian_filter(counts, sigma, mode="constant")
+
+
+def point_density(xy: np.ndarray, bounds: tuple[float, float, float, float], grid: np.ndarray) -> np.ndarray:
+    """Smoothed density at each point's cell (n,) float32, divided by the densest cell (so in [0, 1])."""
+    ix, iy = cells(xy, bounds, grid.shape[0])
+    top = grid.max()
+    return (grid[iy, ix] / top if top > 0 else np.zeros(len(xy))).astype(np.float32)
+
+
+def _climb(grid: np.ndarray, active: np.ndarray) -> np.ndarray:
+    """For each cell (G*G,), the index of the peak reached by always stepping to the highest of its 8
+    neighbours (itself when none is higher). Ties go to the lowest cell index, so the result is unique."""
+    g = grid.shape[0]
+    padded = np.pad(np.where(active, grid, -1.0), 1, constant_values=-1.0)
+    idx = np.pad(np.arange(g * g).reshape(g, g), 1, constant_values=-1)
+    best_val = np.where(active, grid, -1.0)
+    best_idx = np.arange(g * g).reshape(g, g)
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            if dy == 0 and dx == 0:
+                continue
+            val = padded[1 + dy : 1 + dy + g, 1 + dx : 1 + dx + g]
+            nid = idx[1 + dy : 1 + dy + g, 1 + dx : 1 + dx + g]
+            better = (val > best_val) | ((val == best_val) & (nid < best_idx) & (val >= 0))
+            best_val = np.where(better, val, best_val)
+            best_idx = np.where(better, nid, best_idx)
+    parent = best_idx.ravel()
+    for _ in range(2 * g * g):  # pointer jumping: log2(path length) rounds in practice
+        nxt = parent[parent]
+        if np.array_equal(nxt, parent):
+            break
+        parent = nxt
+    return parent
+
+
+def density_clusters(
+    xy: np.ndarray,
+    bounds: tuple[float, float, float, float],
+    grid: np.ndarray,
+    min_points: int | None = None,
+    max_clusters: int = MAX_CLUSTERS,
+) -> np.ndarray:
+    """Cluster of every point (n,) int32 by density basin; -1 for points in sparse cells or small basins."""
+    n = len(xy)
+    if n == 0:
+        return np.zeros(0, np.int32)
+    min_points = min_points if min_points is not None else max(5, n // 500)
+    ix, iy = cells(xy, bounds, grid.shape[0])
+    cell = iy * grid.shape[0] + ix  # (n,)
+    level = LEVEL * float(np.median(grid.ravel()[cell]))
+    active = grid > level
+    peak = _climb(grid, active)  # (G*G,)
+    point_peak = np.where(active.ravel()[cell], peak[cell], -1)  # (n,)
+    peaks, counts = np.unique(point_peak[point_peak >= 0], return_counts=True)
+    order = np.lexsort((peaks, -counts))  # largest first, ties by peak index
+    peaks, counts = peaks[order], counts[order]
+    keep = peaks[counts >= min_points][:max_clusters]
+    lookup = np.full(grid.size, -1, np.int32)
+    lookup[keep] = np.arange(len(keep), dtype=np.int32)
+    return np.where(point_peak >= 0, lookup[np.maximum(point_peak, 0)], -1).astype(np.int32)
+
+
+def tokenize(text: str) -> set[str]:
+    """Lower-cased words of at least 3 letters, stop words removed."""
+    return {w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS}
+
+
+def cluster_words(texts: Sequence[str], labels: np.ndarray, top: int = LABEL_WORDS) -> dict[int, list[str]]:
+    """The ``top`` most distinctive words of each cluster (labels >= 0), best first."""
+    vocab: dict[str, int] = {}
+    docs: list[int] = []
+    words: list[int] = []
+    for i, text in enumerate(texts):
+        if labels[i] < 0:
+            continue
+        for w in sorted(tokenize(text)):
+            docs.append(i)
+            words.append(vocab.setdefault(w, len(vocab)))
+    if not words:
+        return {int(c): [] for c in np.unique(labels[labels >= 0])}
+    doc = np.asarray(docs, np.int64)
+    word = np.asarray(words, np.int64)
+    v = len(vocab)
+    names = np.empty(v, dtype=object)
+    for w, j in vocab.items():
+        names[j] = w
+    clustered = labels >= 0
+    n_all = int(clustered.sum())
+    df_all = np.bincount(word, minlength=v).astype(np.float64)  # (v,) clustered texts containing each word
+    out: dict[int, list[str]] = {}
+    lab = labels[doc]
+    sizes = np.bincount(labels[clustered])
+    for c in range(len(sizes)):
+        if sizes[c] == 0:
+            continue
+        df_c = np.bincount(word[lab == c], minlength=v).astype(np.float64)  # (v,)
+        share = df_c / sizes[c]
+        base = df_all / n_all
+        with np.errstate(divide="ignore", invalid="ignore"):
+            score = np.where(df_c >= min(3, sizes[c]), share * np.log(share / base), -np.inf)
+        order = np.lexsort((names.astype(str), -score))[:top]
+        out[c] = [str(names[j]) for j in order if np.isfinite(score[j]) and score[j] > 0]
+    return out

@@ -1,0 +1,94 @@
+"""A small seeded generator of realistic English sentences on a few topics, for benchmarks and tests.
+
+texts, topics = synthetic_corpus(1000, seed=0)   # 1000 sentences, their topic names
+
+Each sentence is built from a topic's own nouns, verbs and adjectives plus shared function words, with a
+few templates, so sentences of one topic share vocabulary (and land near each other in an embedding
+space) while the corpus still has many distinct strings. Written for Isoscope; no outside data.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+TOPICS: dict[str, dict[str, tuple[str, ...]]] = {
+    "cooking": {
+        "nouns": ("soup", "bread", "oven", "recipe", "garlic", "sauce", "pasta", "kitchen", "spice", "dough"),
+        "verbs": ("bakes", "stirs", "tastes", "simmers", "chops", "roasts", "seasons", "serves"),
+        "adjs": ("spicy", "fresh", "crispy", "warm", "savory", "sweet", "homemade", "golden"),
+    },
+    "football": {
+        "nouns": ("striker", "goal", "match", "referee", "stadium", "coach", "league", "penalty", "defender"),
+        "verbs": ("scores", "passes", "tackles", "defends", "wins", "loses", "kicks", "trains"),
+        "adjs": ("late", "decisive", "crowded", "tactical", "injured", "unbeaten", "rival", "famous"),
+    },
+    "finance": {
+        "nouns": ("market", "bank", "loan", "stock", "investor", "budget", "inflation", "bond", "profit"),
+        "verbs": ("invests", "lends", "borrows", "trades", "saves", "raises", "cuts", "reports"),
+        "adjs": ("volatile", "quarterly", "risky", "stable", "annual", "strong", "weak", "global"),
+    },
+    "weather": {
+        "nouns": ("storm", "rain", "wind", "forecast", "cloud", "snow", "sunshine", "temperature", "flood"),
+        "verbs": ("brings", "hits", "clears", "falls", "rises", "warns", "covers", "sweeps"),
+        "adjs": ("heavy", "cold", "humid", "stormy", "mild", "freezing", "sunny", "windy"),
+    },
+    "medicine": {
+        "nouns": ("doctor", "patient", "vaccine", "clinic", "symptom", "nurse", "treatment", "virus", "surgery"),
+        "verbs": ("treats", "examines", "prescribes", "heals", "tests", "recovers", "diagnoses", "monitors"),
+        "adjs": ("chronic", "mild", "severe", "routine", "medical", "healthy", "rare", "early"),
+    },
+    "travel": {
+        "nouns": ("train", "airport", "hotel", "passport", "journey", "beach", "museum", "ticket", "island"),
+        "verbs": ("visits", "books", "explores", "departs", "arrives", "packs", "returns", "crosses"),
+        "adjs": ("crowded", "scenic", "quiet", "delayed", "cheap", "remote", "ancient", "busy"),
+    },
+    "music": {
+        "nouns": ("guitar", "concert", "album", "singer", "piano", "melody", "band", "drummer", "song"),
+        "verbs": ("plays", "records", "sings", "composes", "tours", "performs", "releases", "tunes"),
+        "adjs": ("loud", "acoustic", "catchy", "live", "classical", "new", "soft", "brilliant"),
+    },
+    "computing": {
+        "nouns": ("server", "laptop", "database", "network", "software", "bug", "compiler", "password", "cloud"),
+        "verbs": ("crashes", "installs", "updates", "compiles", "encrypts", "deploys", "runs", "stores"),
+        "adjs": ("slow", "secure", "open", "remote", "broken", "fast", "legacy", "encrypted"),
+    },
+}
+SUBJECTS = ("The", "A", "Our", "Every", "That", "This")
+TIMES = ("today", "this morning", "last night", "again", "every week", "on Sunday", "at noon", "before dawn")
+TEMPLATES = (
+    "{S} {adj} {noun} {verb} the {noun2} {time}.",
+    "{S} {noun} {verb} a {adj} {noun2}.",
+    "Why the {noun} {verb} the {adj} {noun2} {time} is unclear.",
+    "{S} {noun2} was {adj}, so the {noun} {verb} it {time}.",
+    "I think the {adj} {noun} {verb} the {noun2}.",
+    "After the {noun2}, {S_lower} {noun} {verb} {time}.",
+)
+
+
+def synthetic_corpus(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
+    """``n`` sentences and their topic names (both lists of length ``n``), the same for the same seed."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    rng = np.random.default_rng(seed)
+    names = list(TOPICS)
+    topic = rng.integers(0, len(names), n)  # (n,)
+    template = rng.integers(0, len(TEMPLATES), n)
+    picks = rng.integers(0, 1 << 30, (n, 7))  # (n, 7) indices taken modulo each word list
+    texts: list[str] = []
+    for i in range(n):
+        words = TOPICS[names[topic[i]]]
+        p = picks[i]
+        subject = SUBJECTS[p[0] % len(SUBJECTS)]
+        noun = words["nouns"][p[1] % len(words["nouns"])]
+        noun2 = words["nouns"][p[2] % len(words["nouns"])]
+        text = TEMPLATES[template[i]].format(
+            S=subject,
+            S_lower=subject.lower(),
+            noun=noun,
+            noun2=noun2 if noun2 != noun else words["nouns"][(p[2] + 1) % len(words["nouns"])],
+            verb=words["verbs"][p[3] % len(words["verbs"])],
+            adj=words["adjs"][p[4] % len(words["adjs"])],
+            time=TIMES[p[5] % len(TIMES)],
+        )
+        texts.append(text)
+    return texts, [names[t] for t in topic]
