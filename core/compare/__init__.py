@@ -1,0 +1,61 @@
+"""How two embedding spaces of the same texts differ: CKA, neighbour overlap, hubness and aligned maps.
+
+A *space* is (model, init, pooling, calibration) applied to one list of texts (``spaces``). One concept
+per module:
+
+- ``cka``: linear and debiased CKA, and the layer x layer matrix (feature-space Grams, no (n, n) matrix).
+- ``overlap``: exact k nearest neighbours in each space, per-text Jaccard, ``overlap_at_k``.
+- ``hubness``: k-occurrence counts, skewness, anti-hubs, top hubs (Radovanovic et al. 2010).
+- ``align``: one 2-D map per space, B aligned onto A by orthogonal Procrustes, trustworthiness/continuity.
+- ``spaces``: SPEC strings, encoders (local, hub, landscape checkpoint, random init), vectors, calibration.
+- ``report``: everything between two spaces (``compare_spaces``) and its JSON form.
+
+report = compare_spaces(vectors_a, vectors_b, k=10)   # report.cka_linear, report.overlap_at_k, ...
+"""
+
+from __future__ import annotations
+
+from core.compare.align import AlignedMaps, Procrustes, aligned_maps, map_quality, procrustes_align
+from core.compare.cka import CKAMatrix, cka_matrix, debiased_cka, linear_cka
+from core.compare.hubness import Hubness, hubness
+from core.compare.overlap import NeighbourOverlap, jaccard_tables, knn_table, neighbour_overlap
+from core.compare.report import Comparison, compare_spaces, layer_cka
+from core.compare.spaces import (
+    INITS,
+    SPEC_KEYS,
+    Space,
+    SpaceSpec,
+    build_spaces,
+    load_space_encoder,
+    parse_space,
+    random_encoder,
+)
+
+__all__ = [
+    "INITS",
+    "SPEC_KEYS",
+    "AlignedMaps",
+    "CKAMatrix",
+    "Comparison",
+    "Hubness",
+    "NeighbourOverlap",
+    "Procrustes",
+    "Space",
+    "SpaceSpec",
+    "aligned_maps",
+    "build_spaces",
+    "cka_matrix",
+    "compare_spaces",
+    "debiased_cka",
+    "hubness",
+    "jaccard_tables",
+    "knn_table",
+    "layer_cka",
+    "linear_cka",
+    "load_space_encoder",
+    "map_quality",
+    "neighbour_overlap",
+    "parse_space",
+    "procrustes_align",
+    "random_encoder",
+]
