@@ -1,7 +1,7 @@
 """Density of a 2-D layout on a grid, per-point density, density-mode clusters and their word labels.
 
 bounds = layout_bounds(xy)                          # (x0, y0, x1, y1) with a margin
-grid = density_grid(xy, bounds)                     # (G, G) smoothed counts, row = y bin, column = x bin
+grid = density_grid(xy, bounds)                     # (G, G) smoothed counts, G ~ sqrt(n) in [32, 256], row = y bin, column = x bin
 dens = point_density(xy, bounds, grid)              # (n,) in [0, 1], 1 = densest cell
 labels = density_clusters(xy, bounds, grid)         # (n,) int32, -1 = in no cluster
 words = cluster_words(texts, labels)                # {cluster: ["garlic", "oven", "soup"]}
@@ -58,11 +58,20 @@ def cells(xy: np.ndarray, bounds: tuple[float, float, float, float], size: int) 
     return np.clip(ix, 0, size - 1), np.clip(iy, 0, size - 1)
 
 
+def grid_size(n: int) -> int:
+    """Cells per side for ``n`` points: about sqrt(n), between 32 and ``GRID`` (few points on a fine grid
+    would make every point its own density peak)."""
+    return int(np.clip(int(np.sqrt(max(n, 1))), 32, GRID))
+
+
 def density_grid(
-    xy: np.ndarray, bounds: tuple[float, float, float, float], size: int = GRID, sigma: float = SIGMA_CELLS
+    xy: np.ndarray, bounds: tuple[float, float, float, float], size: int | None = None, sigma: float = SIGMA_CELLS
 ) -> np.ndarray:
-    """Point counts per cell (size, size) float64, smoothed with a Gaussian of ``sigma`` cells."""
+    """Point counts per cell (size, size) float64 (``size`` default: ``grid_size(n)``), smoothed with a
+    Gaussian of ``sigma`` cells."""
     from scipy.ndimage import gaussian_filter
+
+    size = size or grid_size(len(xy))
 
     ix, iy = cells(xy, bounds, size)
     counts = np.bincount(iy * size + ix, minlength=size * size).reshape(size, size).astype(np.float64)

@@ -4,8 +4,8 @@ xy = layout(vectors, "umap", knn=(ids, dist), seed=0)   # (n, 2) float32
 xy = layout(vectors, "pca")                             # (n, 2) float32, chunked: memory O(d^2)
 
 - ``pca``: the top two principal axes of the covariance, accumulated ``CHUNK_ROWS`` rows at a time in
-  float64 (so a memory-mapped 1M x 384 corpus never needs a float64 copy), signs fixed with
-  ``core.linalg.sign_fixed``. Milliseconds per 10k rows; keeps global distances, not local neighbourhoods.
+  float64 (so a memory-mapped 1M x 384 corpus never needs a float64 copy), each axis's sign fixed so
+  its largest loading is positive (scikit-learn's ``svd_flip`` convention). Milliseconds per 10k rows; keeps global distances, not local neighbourhoods.
 - ``umap``: ``umap.UMAP`` (umap-learn, cosine, ``min_dist=0.1``) fed the corpus kNN graph from
   ``core.atlas.graph`` as ``precomputed_knn``, so UMAP's own NN-descent never runs. Up to
   ``SPECTRAL_MAX_ROWS`` rows UMAP's spectral initialisation is used; above, the PCA layout (spectral
@@ -22,7 +22,6 @@ from typing import Literal, get_args
 import numpy as np
 
 from core.errors import InputError
-from core.linalg import sign_fixed
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +52,9 @@ def pca_layout(vectors: np.ndarray, n_components: int = 2) -> np.ndarray:
     mean = total / n  # (d,)
     cov = (gram - n * np.outer(mean, mean)) / max(n - 1, 1)  # (d, d)
     _, evecs = np.linalg.eigh(cov)  # ascending
-    comps = sign_fixed(evecs[:, ::-1][:, :n_components])  # (d, k)
+    comps = evecs[:, ::-1][:, :n_components]  # (d, k)
+    top = np.argmax(np.abs(comps), axis=0)  # (k,)
+    comps = comps * np.where(comps[top, np.arange(n_components)] < 0, -1.0, 1.0)
     out = np.empty((n, n_components), np.float32)
     for s in range(0, n, CHUNK_ROWS):
         out[s : s + CHUNK_ROWS] = (np.asarray(vectors[s : s + CHUNK_ROWS], np.float64) - mean) @ comps

@@ -1,0 +1,151 @@
+"""core.atlas.graph, density, raster and layout on small known inputs (no model)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.atlas import density as dens
+from core.atlas.graph import _self_first, knn_graph_chunked, neighbour_overlap
+from core.atlas.layout import layout, pca_layout
+from core.atlas.raster import contour_levels, contour_overlay, rasterize, to_png
+from core.atlas.synthetic import TOPICS, synthetic_corpus
+from core.errors import InputError
+from core.projection import pca
+
+
+def blobs(n: int = 600, k: int = 3, d: int = 8, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    label = rng.integers(0, k, n)
+    centres = rng.normal(0, 1, (k, d)) * 20
+    return (centres[label] + rng.normal(0, 1, (n, d))).astype(np.float32), label
+
+
+def test_knn_graph_is_exact_below_the_hnsw_threshold():
+    X, _ = blobs(300, d=16)
+    ids, dist = knn_graph_chunked(X, k=6)
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    S = U @ U.T
+    np.fill_diagonal(S, -np.inf)
+    want = np.argsort(-S, axis=1, kind="stable")[:, :5]  # blobs: no ties at the 5th place
+    assert ids.dtype == np.int32 and ids.shape == (300, 6)
+    assert np.array_equal(ids[:, 0], np.arange(300)) and np.all(dist[:, 0] == 0)
+    assert np.array_equal(np.sort(ids[:, 1:], axis=1), np.sort(want, axis=1))
+    cos = np.einsum("nd,nkd->nk", U, U[ids[:, 1:]])
+    np.testing.assert_allclose(dist[:, 1:], 1 - cos, atol=1e-6)  # float32 cosines of unit vectors
+    assert np.all(np.diff(dist, axis=1) >= -1e-6)
+
+
+def test_knn_graph_puts_each_row_first_even_among_duplicates():
+    X = np.repeat(np.eye(4, dtype=np.float32), 3, axis=0)  # 12 rows, each in a group of 3 identical ones
+    ids, _ = knn_graph_chunked(X, k=3)
+    assert np.array_equal(ids[:, 0], np.arange(12))
+    assert all(set(ids[i, 1:]) == set(range(3 * (i // 3), 3 * (i // 3) + 3)) - {i} for i in range(12))
+
+
+def test_self_first_pads_with_self_when_hnsw_returns_too_few():
+    rows = np.array([5, 6])
+    found = np.array([[5, 9, -1], [7, 6, 8]])
+    scores = np.array([[1.0, 0.5, -np.inf], [0.9, 1.0, 0.2]], np.float32)
+    ids, dist = _self_first(rows, found, scores, 3)
+    assert ids.tolist() == [[5, 9, 5], [6, 7, 8]]
+    np.testing.assert_allclose(dist, [[0, 0.5, 0], [0, 0.1, 0.8]], atol=1e-7)
+
+
+def test_knn_graph_refuses_bad_k():
+    with pytest.raises(InputError, match="k must be between"):
+        knn_graph_chunked(np.ones((3, 2), np.float32), k=5)
+
+
+def test_neighbour_overlap_is_jaccard_without_the_row_itself():
+    a = np.array([[0, 1, 2, 3], [1, 0, 2, 3]])
+    b = np.array([[0, 3, 2, 1], [1, 4, 5, 6]])
+    np.testing.assert_allclose(neighbour_overlap(a, b), [1.0, 0.0])
+    c = np.array([[0, 1, 2, 9]])
+    np.testing.assert_allclose(neighbour_overlap(a[:1], c), [2 / 4])  # {1,2,3} vs {1,2,9}
+
+
+def test_pca_layout_matches_projection_pca_chunk_by_chunk(monkeypatch):
+    import core.atlas.layout as lay
+
+    X, _ = blobs(500, d=12)
+    monkeypatch.setattr(lay, "CHUNK_ROWS", 64)  # many chunks
+    ours = pca_layout(X)
+    want = pca(X, 2)
+    # one-pass covariance (sum of x x^T - n mu mu^T) in float64: error ~ eps * |x|^2 / variance, far below 1e-4
+    np.testing.assert_allclose(ours, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_umap_layout_keeps_blobs_apart_and_is_deterministic():
+    X, label = blobs(300, k=3, d=10)
+    graph = knn_graph_chunked(X, k=10)
+    a = layout(X, "umap", graph, seed=0)
+    b = layout(X, "umap", graph, seed=0)
+    assert a.shape == (300, 2) and a.dtype == np.float32
+    np.testing.assert_array_equal(a, b)
+    bounds = dens.layout_bounds(a)
+    clusters = dens.density_clusters(a, bounds, dens.density_grid(a, bounds))
+    from sklearn.metrics import adjusted_rand_score
+
+    assert adjusted_rand_score(label[clusters >= 0], clusters[clusters >= 0]) > 0.9
+    with pytest.raises(InputError, match="unknown layout"):
+        layout(X, "tsne")
+
+
+def test_density_clusters_find_separated_blobs_largest_first():
+    rng = np.random.default_rng(1)
+    sizes = [3000, 2000, 1000]
+    centres = np.array([[0, 0], [30, 0], [0, 30]], np.float32)
+    xy = np.concatenate([c + rng.normal(0, 1, (s, 2)) for c, s in zip(centres, sizes, strict=True)]).astype(np.float32)
+    truth = np.repeat(np.arange(3), sizes)
+    bounds = dens.layout_bounds(xy)
+    grid = dens.density_grid(xy, bounds)
+    labels = dens.density_clusters(xy, bounds, grid)
+    assert set(np.unique(labels)) <= {-1, 0, 1, 2}
+    for c in range(3):  # cluster c is blob c (numbered by size) and holds nearly all of it
+        members = truth[labels == c]
+        assert np.all(members == c) and len(members) > 0.9 * sizes[c]
+    d = dens.point_density(xy, bounds, grid)
+    assert d.max() == pytest.approx(1.0) and d.min() >= 0
+    assert d[truth == 0].mean() > d[truth == 2].mean()  # the big blob is denser
+
+
+def test_cluster_words_are_each_topics_own_words():
+    texts, topics = synthetic_corpus(800, seed=3)
+    names = sorted(set(topics))
+    labels = np.array([names.index(t) for t in topics], np.int32)
+    words = dens.cluster_words(texts, labels)
+    for c, name in enumerate(names):
+        own = set(TOPICS[name]["nouns"] + TOPICS[name]["verbs"] + TOPICS[name]["adjs"])
+        assert len(words[c]) == 3 and set(words[c]) <= own, (name, words[c])
+
+
+def test_synthetic_corpus_is_seeded():
+    a, ta = synthetic_corpus(50, seed=7)
+    b, tb = synthetic_corpus(50, seed=7)
+    c, _ = synthetic_corpus(50, seed=8)
+    assert a == b and ta == tb and a != c
+    assert all(t.endswith(".") and t[0].isupper() for t in a)
+
+
+def test_rasterize_draws_every_point_with_mean_colour():
+    xy = np.array([[0, 0], [0, 0], [1, 1], [0.5, 0.2]], np.float32)
+    colors = np.array([[255, 0, 0], [0, 0, 255], [0, 255, 0], [10, 20, 30]], np.uint8)
+    img = rasterize(xy, (0.0, 0.0, 1.0, 1.0), colors, width=10, height=10)
+    assert img.shape == (10, 10, 4)
+    assert (img[..., 3] > 0).sum() == 3  # three distinct pixels, the first two points share one
+    assert img[9, 0, :3].tolist() == [128, 0, 128]  # bottom-left: mean of red and blue
+    assert img[0, 9, :3].tolist() == [0, 255, 0]  # (1, 1) is the top-right pixel
+    assert img[9, 0, 3] > img[0, 9, 3]  # two points are more opaque than one
+    assert to_png(img)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_contours_mark_level_crossings():
+    grid = np.zeros((8, 8))
+    grid[2:6, 2:6] = 1.0
+    lines = contour_overlay(grid, np.array([0.5]), width=8, height=8)
+    on = lines[..., 3] > 0
+    assert on.any() and not on[0].any() and not on[:, 0].any()
+    assert contour_levels(np.array([0.1, 0.2, 0.2, 0.9])).tolist() == sorted(
+        set(contour_levels(np.array([0.1, 0.2, 0.2, 0.9])))
+    )

@@ -1,0 +1,127 @@
+"""core.atlas.pipeline and ``python -m core atlas`` end to end on a tiny random BERT (seconds, no real model)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core.atlas.pipeline import STAGES, AtlasConfig, build_atlas, is_complete, load_atlas
+from core.atlas.synthetic import synthetic_corpus
+from core.errors import InputError
+from tests.tiny_models import tiny_bert
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return tiny_bert(0)
+
+
+def corpus(n: int = 240) -> tuple[list[str], pd.DataFrame]:
+    texts, topics = synthetic_corpus(n, seed=5)
+    return texts, pd.DataFrame({"topic": topics, "score": np.arange(n) % 7})
+
+
+def test_build_writes_every_stage_and_a_rerun_reuses_them(tiny, tmp_path):
+    texts, meta = corpus()
+    seen: list[str] = []
+    run = build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca"), meta, lambda s, d, t: seen.append(s))
+    assert run.computed == list(STAGES) and not run.skipped
+    assert set(seen) >= set(STAGES) and is_complete(tmp_path / "a")
+    again = build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca"), meta)
+    assert again.computed == [] and again.skipped == list(STAGES)
+    atlas = load_atlas(tmp_path / "a")
+    n = len(texts)
+    assert atlas.points["text"].tolist() == texts and atlas.points["topic"].tolist() == meta["topic"].tolist()
+    assert set(atlas.spaces) == {"raw", "cal"}
+    raw = atlas.vectors("raw")
+    np.testing.assert_allclose(atlas.norm, np.linalg.norm(raw, axis=1), rtol=1e-6)
+    assert atlas.length.tolist() == [len(t) for t in texts]
+    assert atlas.overlap.shape == (n,) and 0 <= atlas.overlap.min() and atlas.overlap.max() <= 1
+    for space in atlas.spaces.values():
+        assert space.xy.shape == (n, 2) and np.isfinite(space.xy).all()
+        assert space.knn_ids.shape == (n, 16) and np.array_equal(space.knn_ids[:, 0], np.arange(n))
+        x0, y0, x1, y1 = space.bounds
+        assert (space.xy >= [x0, y0]).all() and (space.xy <= [x1, y1]).all()
+        sizes = [c["size"] for c in space.clusters]
+        assert sizes == sorted(sizes, reverse=True) and sum(sizes) == int((space.cluster >= 0).sum())
+
+
+def test_calibrated_space_is_the_calibrator_applied_to_every_row(tiny, tmp_path):
+    from core.calibrate import load_calibrator
+
+    texts, meta = corpus(200)
+    build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca", fit_rows=120), meta)
+    atlas = load_atlas(tmp_path / "a")
+    calibrator = load_calibrator(tmp_path / "a" / "cal" / "calibrator")
+    want = calibrator.transform(np.asarray(atlas.vectors("raw")))
+    np.testing.assert_allclose(atlas.vectors("cal"), want, rtol=1e-5, atol=1e-5)  # same float32 ops, chunked
+
+
+def test_an_interrupted_build_resumes_from_the_missing_stage(tiny, tmp_path):
+    texts, meta = corpus(200)
+    out = tmp_path / "a"
+    build_atlas(tiny, texts, out, AtlasConfig(layout="pca"), meta)
+    before = np.load(out / "cal" / "xy.npy")
+    (out / "cal" / "xy.npy").unlink()
+    (out / "overlap.npy").unlink()
+    run = build_atlas(tiny, texts, out, AtlasConfig(layout="pca"), meta)
+    assert run.computed == ["cal_layout", "extras"]
+    np.testing.assert_array_equal(np.load(out / "cal" / "xy.npy"), before)
+
+
+def test_a_folder_of_other_texts_or_settings_is_refused(tiny, tmp_path):
+    texts, meta = corpus(100)
+    build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca", calibrate="none"), meta)
+    with pytest.raises(InputError, match="other texts, model or settings"):
+        build_atlas(tiny, texts[:-1], tmp_path / "a", AtlasConfig(layout="pca", calibrate="none"), meta.iloc[:-1])
+    with pytest.raises(InputError, match="other texts, model or settings"):
+        build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca", calibrate="sn"), meta)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="not empty"):
+        build_atlas(tiny, texts, tmp_path / "b", AtlasConfig(layout="pca"), meta)
+    assert (tmp_path / "b" / "notes.txt").read_text() == "mine"
+
+
+def test_raw_only_atlas_has_full_overlap_and_one_space(tiny, tmp_path):
+    texts, meta = corpus(100)
+    build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="umap", calibrate="none"), meta)
+    atlas = load_atlas(tmp_path / "a")
+    assert set(atlas.spaces) == {"raw"} and np.all(atlas.overlap == 1)
+
+
+def test_duplicates_are_kept_with_a_warning_and_bad_input_is_refused(tiny, tmp_path):
+    texts = ["same text here"] * 3 + [f"other sentence {i}" for i in range(20)]
+    run = build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca", calibrate="none"))
+    assert run.n == 23 and any("repeat" in w for w in run.warnings)
+    with pytest.raises(InputError, match="at least 4 texts"):
+        build_atlas(tiny, ["a", "b"], tmp_path / "c")
+    with pytest.raises(InputError, match="empty"):
+        build_atlas(tiny, ["a", " ", "b", "c", "d"], tmp_path / "d")
+    with pytest.raises(InputError, match="unknown layout"):
+        build_atlas(tiny, texts, tmp_path / "e", AtlasConfig(layout="tsne"))
+
+
+def test_cli_builds_resumes_and_explains_bad_input(tiny, tmp_path, monkeypatch, capsys):
+    import core.commands.atlas as cmd
+    from core.cli import main
+
+    monkeypatch.setattr(cmd, "encoder_from_args", lambda args: tiny)
+    texts, meta = corpus(150)
+    src = tmp_path / "corpus.csv"
+    pd.DataFrame({"sentence": texts, "topic": meta["topic"]}).to_csv(src, index=False)
+    out = tmp_path / "atlas"
+    args = ["atlas", "--input", str(src), "--text-column", "sentence", "--out", str(out), "--layout", "pca"]
+    assert main([*args, "--quiet", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["n"] == 150 and result["computed"] == list(STAGES)
+    assert main([*args, "--quiet", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["computed"] == []
+    assert main([*args[:-2], "--text-column", "nope", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no column 'nope'" in err
+    assert main([*args, "--calibrate", "bogus", "--quiet"]) == 2
+    assert "bogus" in capsys.readouterr().err
