@@ -8,7 +8,7 @@ Usage (from the repo root)::
 Data: seeded Gaussian clusters (200 centres) with a shared 32-d low-rank spread plus small isotropic
 noise, float32, queries drawn fresh from the same clusters. Exact search is timed once for FAISS
 (core.index's flat kind, ``IndexFlatIP``) and once for numpy (normalised matrix product + argpartition
-in blocks of queries, i.e. ``core.index.exact_topk``) on the same batch of queries, and again one
+in blocks of queries, i.e. ``core.neighbours.exact_topk``) on the same batch of queries, and again one
 query at a time (what an interactive page does; ``SINGLE_QUERIES`` queries). HNSW (M=32,
 efConstruction=100) is searched at increasing ``efSearch``; the reported recall@10 (against the exact
 ids) and speed-up over the flat search are those of the smallest ``efSearch`` reaching recall 0.95.
@@ -40,7 +40,8 @@ if str(REPO_ROOT) not in sys.path:
 
 import faiss  # noqa: E402
 
-from core.index import IndexParams, build_index, exact_topk, recall_from_ids  # noqa: E402
+from core.index import IndexParams, build_index, recall_from_ids  # noqa: E402
+from core.neighbours import exact_topk  # noqa: E402
 
 TARGET_RECALL = 0.95
 EF_SEARCH_SWEEP = (16, 32, 64, 128, 256, 512)

@@ -1,6 +1,11 @@
-"""Command-line entry point: one sub-command per module in ``core.commands``.
+"""The ``isoscope`` command (also ``python -m core``): one sub-command per module in ``core.commands``.
 
-Bad input exits with status 2 and one line on stderr; ``--json`` prints a machine-readable result on stdout.
+Only the chosen command's module is imported, and command modules import torch, transformers, faiss and
+pandas inside ``run``, so ``isoscope --help`` and ``isoscope COMMAND --help`` answer at once.
+
+Exit status: 0 on success; 2 with one line on stderr for the user's mistakes (``InputError``, unreadable
+or unwritable files, bad options); 1 for anything else, which is a bug in Isoscope: one line that says so,
+and the traceback with ``-v``; 130 on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -10,20 +15,38 @@ import importlib
 import logging
 import os
 import sys
+import traceback
 from typing import NoReturn
 
-from core.errors import first_line
+from core.errors import InputError, first_line
 
-# Each module defines NAME, HELP, add_arguments(parser) and run(args) -> dict.
-COMMAND_MODULES: tuple[str, ...] = (
-    "core.commands.embed",
-    "core.commands.sts",
-    "core.commands.calibrate",
-    "core.commands.landscape",
-    "core.commands.pooling",
-    "core.commands.params",
-    "core.commands.geometry",
-)
+PROG = "isoscope"
+
+# name -> (module defining add_arguments(parser) and run(args) -> dict, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "embed": ("core.commands.embed", "embed a corpus (one text per line, or a table with a text column) to a .npy file"),
+    "sts": ("core.commands.sts", "Spearman/Pearson (x100) of cosine similarity against gold scores on a pairs file"),
+    "calibrate": (
+        "core.commands.calibrate",
+        "fit a calibrator (flow, whitening, ...) on the embeddings of a corpus and save it",
+    ),
+    "landscape": (
+        "core.commands.landscape",
+        "loss surfaces of fine-tuning from pre-trained weights vs training from scratch (Hao et al. 2019)",
+    ),
+    "pooling": ("core.commands.pooling", "STS Spearman for every pooling mode and every layer, raw and calibrated"),
+    "params": ("core.commands.params", "parameter budget: embedding vs transformer, pre-training vs fine-tuning"),
+    "geometry": (
+        "core.commands.geometry",
+        "isotropy metrics, word-frequency bias and lexical-overlap bias of a corpus or pairs file (raw and calibrated)",
+    ),
+    "compare": (
+        "core.commands.compare",
+        "compare two spaces of the same texts: CKA, neighbour overlap, hubness and aligned maps (and CKA per layer)",
+    ),
+    "atlas": ("core.commands.atlas", "map a whole corpus (up to 1,000,000 texts) in 2-D: layout, density, clusters"),
+    "app": ("core.commands.app", "start the dashboard (optionally on a data file, like `isoscope app corpus.parquet`)"),
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,20 +56,30 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m core", description="Isoscope: embedding-space geometry.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module_name in COMMAND_MODULES:
-        module = importlib.import_module(module_name)
-        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
-        module.add_arguments(p)
-        p.set_defaults(_run=module.run)
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; only the command named in ``argv`` gets its module imported and its options added
+    (all of them when ``argv`` is None)."""
+    parser = _Parser(prog=PROG, description="Isoscope: see the geometry of embedding spaces, and fix it.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details; tracebacks for bugs")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    chosen = _chosen(argv)
+    for name, (module_name, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if argv is None or name == chosen:
+            module = importlib.import_module(module_name)
+            module.add_arguments(p)
+            p.set_defaults(_run=module.run)
     return parser
 
 
+def _chosen(argv: list[str] | None) -> str | None:
+    """The first argument that names a command (options like -v may come before it)."""
+    return next((a for a in argv or [] if a in COMMANDS), None)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:
@@ -54,14 +87,23 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except InputError as exc:  # the user's mistake: one line that says what to fix
+        print(f"error: {first_line(exc)}", file=sys.stderr)
+        return 2
     except OSError as exc:  # unreadable input, unwritable output folder, full disk
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
         print(f"error: {first_line(exc.strerror or exc)}{where}", file=sys.stderr)
         return 2
-    except ValueError as exc:  # InputError (bad input), or invalid option values found by core
-        print(f"error: {first_line(exc)}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
-        print("interrupted; finished results are cached and the next run resumes from them", file=sys.stderr)
+        print(f"interrupted; {getattr(args, 'interrupt_note', 'nothing was written')}", file=sys.stderr)
         return 130
+    except Exception as exc:  # anything else is a bug in Isoscope, and must look like one
+        if args.verbose:
+            traceback.print_exc()
+        print(
+            f"error: internal error, a bug in Isoscope ({type(exc).__name__}: {first_line(exc)})"
+            + ("" if args.verbose else "; run with -v for the traceback"),
+            file=sys.stderr,
+        )
+        return 1
     return 0

@@ -532,7 +532,7 @@ def build_ivfpq_from_shards(
     Returns a ``core.index.VectorIndex``.
     """
     from core.index import IndexParams, VectorIndex
-    from core.projection import sample_indices
+    from core.sampling import sample_indices
 
     shard_dir = Path(shard_dir)
     meta = read_manifest(shard_dir)

@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import logging
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.errors import InputError
+from core.errors import InputError, first_line
 
 log = logging.getLogger(__name__)
 
@@ -395,6 +396,60 @@ def _text_column(df: pd.DataFrame, name: str, text_column: str | None, has_heade
         f"{name}: no text column; name one 'text' (other columns become metadata), found "
         + ", ".join(map(str, df.columns))[:200]
     )
+
+
+# ---------------------------------------------------------------- precomputed vectors
+
+
+NPY_MAGIC = b"\x93NUMPY"
+
+
+def check_npy_header(data: bytes, name: str, hint: str) -> None:
+    """Refuse a .npy whose header claims more rows than MAX_ROWS or more bytes than the file holds.
+
+    Read before ``np.load``, which would otherwise try to allocate whatever the header claims (a 130-byte
+    file can claim exabytes). Malformed headers raise ValueError, which the caller reports.
+    """
+    stream = io.BytesIO(data)
+    version = np.lib.format.read_magic(stream)
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, _, dtype = read_header(stream, max_header_size=10_000)
+    if dtype.hasobject:
+        return  # np.load refuses it with allow_pickle=False
+    if shape and shape[0] > MAX_ROWS:
+        raise InputError(f"{name}: {shape[0]:,} rows is over the limit of {MAX_ROWS:,}; sample the vectors first")
+    claimed = math.prod(shape) * dtype.itemsize
+    if claimed > len(data) - stream.tell():
+        raise InputError(f"{name}: unreadable .npy (its header claims {claimed:,} bytes, the file is shorter); {hint}")
+
+
+def load_vectors(data: bytes, name: str) -> np.ndarray:
+    """Precomputed vectors from an uploaded .npy file: (n, d) float32, validated; never unpickled.
+
+    Raises InputError (one line, says what to fix) for anything but a finite, real, 2-D array.
+    """
+    hint = "save a 2-D float array with numpy.save(path, vectors, allow_pickle=False)"
+    if not data.startswith(NPY_MAGIC):
+        raise InputError(f"{name}: not a NumPy .npy file (pickles, .npz and text are refused); {hint}")
+    try:
+        check_npy_header(data, name, hint)
+        arr = np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, EOFError, OSError) as exc:
+        raise InputError(f"{name}: unreadable .npy ({first_line(exc, 80)}); {hint}") from None
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "fiu":
+        raise InputError(f"{name}: holds {getattr(arr, 'dtype', type(arr).__name__)} values, not numbers; {hint}")
+    if arr.ndim != 2:
+        raise InputError(f"{name}: vectors must be a 2-D array (rows, dimensions), got shape {arr.shape}")
+    n, d = arr.shape
+    if n < 3 or d < 2:
+        raise InputError(f"{name}: need at least 3 rows and 2 dimensions, got {n} x {d}")
+    if n > MAX_ROWS:
+        raise InputError(f"{name}: {n:,} rows is over the limit of {MAX_ROWS:,}; sample the vectors first")
+    out = np.ascontiguousarray(arr, dtype=np.float32)  # (n, d)
+    bad = ~np.isfinite(out).all(axis=1)  # (n,)
+    if bad.any():
+        raise InputError(f"{name}: {int(bad.sum())} row(s) contain NaN or infinite values (in float32); fix them first")
+    return out
 
 
 # ---------------------------------------------------------------- export

@@ -35,9 +35,10 @@ from core.data import Pairs
 from core.embed import EmbedConfig, ProgressFn, encode
 from core.errors import InputError
 from core.evaluate import correlations, cosine_pairs, l2_normalize, spearman_x100
-from core.index import jaccard
+from core.linalg import eigh_descending
 from core.metrics import effective_rank
 from core.models import Encoder
+from core.neighbours import exact_topk, jaccard_rows
 from core.pooling_explorer import unique_index
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,6 @@ __all__ = [
 DEFAULT_RANKS: tuple[int, ...] = (8, 16, 32, 64, 128)  # plus the full width, see default_ranks
 NEIGHBORS = 10
 _SWAP_LOCK = threading.Lock()
-_BLOCK = 1024
 
 
 # ------------------------------------------------------------------ spectrum
@@ -97,11 +97,10 @@ class EmbeddingSpectrum:
         }
 
 
-def _gram_spectrum(G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Singular values and right singular vectors (rows) from a Gram matrix ``W^T W``. -> (E,), (E, E)."""
-    eig, vec = np.linalg.eigh(G)  # ascending
-    order = np.argsort(eig)[::-1]
-    return np.sqrt(np.clip(eig[order], 0.0, None)), vec[:, order].T
+def _gram_spectrum(G: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Singular values and right singular vectors (rows) from a Gram matrix ``W^T W`` of ``n`` rows. -> (E,), (E, E)."""
+    eig, vec = eigh_descending(G, n)
+    return np.sqrt(eig), vec.T
 
 
 def embedding_spectrum(weight: torch.Tensor | np.ndarray) -> EmbeddingSpectrum:
@@ -115,9 +114,9 @@ def embedding_spectrum(weight: torch.Tensor | np.ndarray) -> EmbeddingSpectrum:
     if W.ndim != 2 or W.shape[0] < W.shape[1] or W.shape[1] < 1:
         raise InputError(f"expected a (vocabulary, width) table with more rows than columns, got {W.shape}")
     G = W.T @ W  # (E, E)
-    s, Vt = _gram_spectrum(G)
+    s, Vt = _gram_spectrum(G, W.shape[0])
     mu = W.mean(axis=0)  # (E,)
-    s_centered, _ = _gram_spectrum(G - W.shape[0] * np.outer(mu, mu))
+    s_centered, _ = _gram_spectrum(G - W.shape[0] * np.outer(mu, mu), W.shape[0])
     return EmbeddingSpectrum(
         shape=(int(W.shape[0]), int(W.shape[1])),
         singular_values=s,
@@ -180,21 +179,12 @@ def swapped_input_embedding(model: torch.nn.Module, new_weight: np.ndarray | tor
 
 
 def nearest_neighbors(X: np.ndarray, k: int = NEIGHBORS) -> np.ndarray:
-    """Indices of the ``k`` most cosine-similar other rows of each row, by blocks. (n, d) -> (n, k)."""
+    """Indices of the ``k`` most cosine-similar other rows of each row (float64, ties by row id). (n, d) -> (n, k)."""
     n = X.shape[0]
-    k = min(int(k), n - 1)
-    if k < 1:
+    if min(int(k), n - 1) < 1:
         raise InputError(f"need at least 2 distinct sentences for neighbours, got {n}")
     U = l2_normalize(np.asarray(X, np.float64))  # (n, d)
-    out = np.empty((n, k), np.int64)
-    for start in range(0, n, _BLOCK):
-        rows = np.arange(start, min(start + _BLOCK, n))  # (b,)
-        sims = U[rows] @ U.T  # (b, n)
-        sims[np.arange(len(rows)), rows] = -np.inf  # never a sentence's own neighbour
-        top = np.argpartition(-sims, k - 1, axis=1)[:, :k]  # (b, k) unordered
-        order = np.argsort(-np.take_along_axis(sims, top, axis=1), axis=1, kind="stable")
-        out[rows] = np.take_along_axis(top, order, axis=1)
-    return out
+    return exact_topk(U, U, k, exclude=np.arange(n))[1]
 
 
 def jaccard_overlap_at_k(A: np.ndarray, B: np.ndarray, k: int = NEIGHBORS) -> float:
@@ -206,7 +196,7 @@ def jaccard_overlap_at_k(A: np.ndarray, B: np.ndarray, k: int = NEIGHBORS) -> fl
 
 def neighbour_overlap(na: np.ndarray, nb: np.ndarray) -> float:
     """Mean Jaccard index of two neighbour tables (n, k), row by row."""
-    return float(np.mean([jaccard(a, b) for a, b in zip(na, nb, strict=True)]))
+    return float(np.mean(jaccard_rows(na, nb)))
 
 
 # ------------------------------------------------------------------ shrink curve

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import pearsonr, spearmanr
 
 
 def l2_normalize(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
@@ -25,6 +24,8 @@ def _undefined(x: np.ndarray, y: np.ndarray) -> bool:
 
 def spearman_x100(x: np.ndarray, y: np.ndarray) -> float:
     """Spearman rank correlation x100; NaN when fewer than 3 values or either side is constant."""
+    from scipy.stats import spearmanr
+
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
     if _undefined(x, y):
         return float("nan")
@@ -38,6 +39,8 @@ def correlations(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
         raise ValueError(f"{len(pred)} predictions for {len(gold)} gold scores")
     if _undefined(pred, gold):
         return {"spearman": float("nan"), "pearson": float("nan")}
+    from scipy.stats import pearsonr
+
     return {
         "spearman": spearman_x100(pred, gold),
         "pearson": float(pearsonr(pred, gold).statistic * 100),

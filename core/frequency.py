@@ -36,16 +36,18 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from core.embed import EmbedConfig, ProgressFn, token_vectors
 from core.errors import InputError
-from core.models import Encoder
 from core.overlap import spearman_x100
-from core.projection import sample_indices
+from core.sampling import sample_indices
+
+if TYPE_CHECKING:  # torch and transformers are imported where tokens are embedded, not to parse options
+    from core.embed import EmbedConfig, ProgressFn
+    from core.models import Encoder
 
 log = logging.getLogger(__name__)
 
@@ -398,6 +400,8 @@ def contextual_token_points(
     among all its occurrences; rare tokens keep all of theirs. ``mean``: one point per token id, the mean
     of its vectors over all occurrences. Texts are processed in chunks so memory stays bounded.
     """
+    from core.embed import token_vectors
+
     if mode not in CONTEXTUAL_MODES:
         raise InputError(f"unknown contextual mode '{mode}'; choose one of {', '.join(CONTEXTUAL_MODES)}")
     if int(per_token) < 1:
@@ -503,6 +507,8 @@ def frequency_analysis(
     ``whitening``) or a factory returning an object with ``fit(X)`` / ``transform(X)``; a fresh one is
     fitted per space on that space's token points. ``progress`` reports texts done of the contextual pass.
     """
+    from core.embed import EmbedConfig
+
     config = config or FrequencyConfig()
     embed_config = embed_config or EmbedConfig()
     bad = [s for s in spaces if s not in SPACES]

@@ -1,4 +1,4 @@
-"""Nearest neighbours by cosine similarity: a small wrapper over FAISS, plus before/after comparisons.
+"""Nearest neighbours by cosine similarity: a small wrapper over FAISS (exact search lives in core.neighbours).
 
 index = build_index(vectors)                   # kind chosen by corpus size (see ``choose_kind``)
 scores, ids = index.search(queries, k=10)      # (q, 10) cosine similarities, (q, 10) row ids
@@ -6,8 +6,8 @@ index.save("corpus.faiss"); VectorIndex.load("corpus.faiss")
 
 Every vector is L2-normalised to float32 before it goes in, so inner product is cosine similarity.
 Kinds (``INDEX_KINDS``):
-- ``flat``: exact search (``IndexFlatIP``), brute force over all rows. (``exact_topk`` does the same
-  with numpy matrix products; bench/index.py compares the two.)
+- ``flat``: exact search (``IndexFlatIP``), brute force over all rows. (``core.neighbours.exact_topk`` does
+  the same with numpy matrix products; bench/index.py compares the two.)
 - ``hnsw``: graph index (``IndexHNSWFlat``, inner product); ``hnsw_m`` links per node, ``ef_construction``
   and ``ef_search`` trade build/search time for recall. Keeps the full vectors in memory.
 - ``ivf``: inverted lists (``IndexIVFFlat``) over ``nlist`` k-means cells, ``nprobe`` cells searched.
@@ -30,18 +30,16 @@ import logging
 import math
 import os
 import tempfile
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal, get_args
 
 import faiss
 import numpy as np
-import pandas as pd
 
 from core.cache import atomic_write_bytes
 from core.errors import InputError, first_line
-from core.projection import sample_indices
+from core.sampling import sample_indices
 
 log = logging.getLogger(__name__)
 
@@ -379,264 +377,3 @@ def recall_from_ids(approx_ids: np.ndarray, exact_ids: np.ndarray) -> float:
         for a, e in zip(approx_ids, exact_ids, strict=True)
     ]
     return float(np.mean(hits)) if hits else float("nan")
-
-
-# ---------------------------------------------------------------- neighbours before and after calibration
-
-
-def jaccard(a: Sequence[int] | np.ndarray, b: Sequence[int] | np.ndarray) -> float:
-    """|A ∩ B| / |A ∪ B| of two id lists (1.0 when both are empty)."""
-    sa, sb = set(np.asarray(a).tolist()), set(np.asarray(b).tolist())
-    union = sa | sb
-    return len(sa & sb) / len(union) if union else 1.0
-
-
-@dataclass
-class QueryNeighbours:
-    """Top-``k`` neighbours of one query in the raw and the calibrated space.
-
-    Ranks are 1-based positions in the whole corpus ranking of that space (the query itself excluded).
-    ``rank_shift[i] = raw rank - calibrated rank`` of ``after_ids[i]``: positive means it moved up.
-    """
-
-    query: int | None  # corpus row of the query, None for an outside query vector
-    before_ids: np.ndarray  # (k,) top-k in the raw space
-    before_scores: np.ndarray  # (k,) cosine
-    after_ids: np.ndarray  # (k,) top-k in the calibrated space
-    after_scores: np.ndarray  # (k,)
-    overlap: float  # Jaccard of the two top-k sets (overlap@k)
-    before_rank_after: np.ndarray  # (k,) calibrated-space rank of each raw neighbour
-    after_rank_before: np.ndarray  # (k,) raw-space rank of each calibrated neighbour
-    rank_shift: np.ndarray  # (k,) after_rank_before - position in after list, i.e. places gained
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per (space, rank): id, score, rank in the other space, places gained (calibrated rows)."""
-        k_before, k_after = len(self.before_ids), len(self.after_ids)
-        return pd.DataFrame(
-            {
-                "space": ["raw"] * k_before + ["calibrated"] * k_after,
-                "rank": np.concatenate([np.arange(1, k_before + 1), np.arange(1, k_after + 1)]),
-                "id": np.concatenate([self.before_ids, self.after_ids]),
-                "score": np.concatenate([self.before_scores, self.after_scores]),
-                "rank_in_other_space": np.concatenate([self.before_rank_after, self.after_rank_before]),
-                "rank_shift": np.concatenate([np.zeros(k_before, np.int64), self.rank_shift]),
-            }
-        )
-
-
-RANK_BLOCK_SCORES = 1 << 24  # score comparisons held at once by ranks_of
-
-
-def ranks_of(scores: np.ndarray, targets: np.ndarray, exclude: int | None = None) -> np.ndarray:
-    """1-based ranks (k,) of rows ``targets`` in the descending order of ``scores`` (n,), ties broken by row id.
-
-    ``exclude``: a row left out of the ranking (the query itself). Compares blocks of targets at once.
-    """
-    s = scores.astype(np.float64)
-    if exclude is not None:
-        s[exclude] = -np.inf
-    ids = np.arange(len(s))
-    targets = np.asarray(targets, np.int64)
-    out = np.empty(len(targets), np.int64)
-    step = max(1, RANK_BLOCK_SCORES // max(len(s), 1))
-    for start in range(0, len(targets), step):
-        t = targets[start : start + step]  # (b,)
-        st = s[t][:, None]  # (b, 1)
-        higher = (s[None, :] > st).sum(axis=1)  # (b,)
-        tied_before = ((s[None, :] == st) & (ids[None, :] < t[:, None])).sum(axis=1)  # (b,)
-        out[start : start + step] = higher + tied_before + 1
-    return out
-
-
-def compare_hits(
-    query: int | None,
-    before: tuple[np.ndarray, np.ndarray],
-    after: tuple[np.ndarray, np.ndarray],
-    raw_scores: np.ndarray,
-    cal_scores: np.ndarray,
-) -> QueryNeighbours:
-    """One query's top-k ``(ids, scores)`` before and after calibration, with each hit's rank in the other
-    space (from the query's full score rows ``raw_scores`` / ``cal_scores`` (n,)), places gained and overlap@k."""
-    b_ids, b_scores = before
-    a_ids, a_scores = after
-    after_rank_before = ranks_of(raw_scores, a_ids, query)
-    return QueryNeighbours(
-        query=query,
-        before_ids=b_ids,
-        before_scores=b_scores,
-        after_ids=a_ids,
-        after_scores=a_scores,
-        overlap=jaccard(b_ids, a_ids),
-        before_rank_after=ranks_of(cal_scores, b_ids, query),
-        after_rank_before=after_rank_before,
-        rank_shift=after_rank_before - np.arange(1, len(a_ids) + 1),
-    )
-
-
-def _topk_from_scores(scores: np.ndarray, k: int, exclude: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """Top-``k`` of one score row (n,), ties broken by row id. Returns ids (k,), scores (k,)."""
-    s = scores.astype(np.float64)
-    if exclude is not None:
-        s = s.copy()
-        s[exclude] = -np.inf
-    k = min(k, len(s) - (exclude is not None))
-    cand = np.argpartition(-s, k - 1)[:k] if k < len(s) else np.arange(len(s))
-    # widen to every row tied with the k-th score so the tie-break by id is exact
-    kth = s[cand].min()
-    cand = np.flatnonzero(s >= kth)
-    order = np.lexsort((cand, -s[cand]))[:k]
-    ids = cand[order]
-    return ids.astype(np.int64), scores[ids].astype(np.float32)
-
-
-def neighbours_before_after(
-    raw_vectors: np.ndarray,
-    calibrated_vectors: np.ndarray,
-    queries: Sequence[int] | np.ndarray | tuple[np.ndarray, np.ndarray],
-    k: int = 10,
-) -> list[QueryNeighbours]:
-    """Exact top-``k`` cosine neighbours of each query in both spaces, their overlap@k and rank shifts.
-
-    ``queries`` is either corpus row ids (each row's neighbours exclude itself) or a pair
-    ``(raw_queries (q, d_raw), calibrated_queries (q, d_cal))`` of outside query vectors. The two
-    spaces may differ in dimension but must have the same rows. Brute force over the corpus: meant for
-    a handful of queries (the page's), use ``neighbourhood_change`` for the whole corpus.
-    """
-    raw = as_unit_float32(raw_vectors, "raw vectors")  # (n, d_raw)
-    cal = as_unit_float32(calibrated_vectors, "calibrated vectors")  # (n, d_cal)
-    if raw.shape[0] != cal.shape[0]:
-        raise InputError(f"raw and calibrated vectors must have the same rows, got {raw.shape[0]} and {cal.shape[0]}")
-    n = raw.shape[0]
-    if not isinstance(k, int | np.integer) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
-    if isinstance(queries, tuple) and len(queries) == 2 and np.asarray(queries[0]).dtype.kind == "f":
-        q_raw = as_unit_float32(queries[0], "raw queries", raw.shape[1])  # (q, d_raw)
-        q_cal = as_unit_float32(queries[1], "calibrated queries", cal.shape[1])  # (q, d_cal)
-        if q_raw.shape[0] != q_cal.shape[0]:
-            raise InputError(f"got {q_raw.shape[0]} raw and {q_cal.shape[0]} calibrated query vectors")
-        rows: list[int | None] = [None] * q_raw.shape[0]
-    else:
-        qids = np.asarray(queries)
-        if qids.ndim == 2 or (qids.size and qids.dtype.kind == "f"):
-            raise InputError("give queries as row ids, or as a pair (raw_query_vectors, calibrated_query_vectors)")
-        qids = qids.astype(np.int64).ravel()
-        if qids.size and (qids.min() < 0 or qids.max() >= n):
-            raise InputError(f"query ids must be between 0 and {n - 1}")
-        rows = [int(i) for i in qids]
-        q_raw, q_cal = raw[qids], cal[qids]
-    if n < 1 + (bool(rows) and rows[0] is not None):
-        raise InputError("the corpus needs at least one row besides the query")
-    out: list[QueryNeighbours] = []
-    for j, row in enumerate(rows):
-        s_raw = raw @ q_raw[j]  # (n,)
-        s_cal = cal @ q_cal[j]  # (n,)
-        before = _topk_from_scores(s_raw, int(k), row)
-        after = _topk_from_scores(s_cal, int(k), row)
-        out.append(compare_hits(row, before, after, s_raw, s_cal))
-    return out
-
-
-@dataclass
-class NeighbourhoodChange:
-    """Per-sentence overlap@k (Jaccard) between raw and calibrated top-``k`` neighbours."""
-
-    ids: np.ndarray  # (s,) corpus rows that were compared (all, or a seeded sample)
-    overlap: np.ndarray  # (s,) Jaccard of the two top-k sets, 1 = unchanged neighbourhood
-    k: int
-
-    @property
-    def mean_overlap(self) -> float:
-        return float(self.overlap.mean()) if len(self.overlap) else float("nan")
-
-    def most_changed(self, top: int = 20) -> np.ndarray:
-        """Corpus rows whose neighbourhoods changed most (lowest overlap first, ties by row id)."""
-        order = np.lexsort((self.ids, self.overlap))
-        return self.ids[order[:top]]
-
-    def to_frame(self) -> pd.DataFrame:
-        """id and overlap per compared sentence, most changed first."""
-        order = np.lexsort((self.ids, self.overlap))
-        return pd.DataFrame({"id": self.ids[order], "overlap": self.overlap[order]})
-
-
-EXACT_BLOCK_SCORES = 1 << 25  # scores held at once by exact_topk: 32M float32 = 128 MiB
-
-
-def exact_topk(
-    X: np.ndarray, Q: np.ndarray, k: int, exclude: np.ndarray | None = None, block: int | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Brute-force top-``k`` by inner product with numpy, ``block`` queries at a time (default: as many
-    as keep ``EXACT_BLOCK_SCORES`` scores, at most 256).
-
-    X (n, d) and Q (q, d) should be unit rows (then scores are cosines); ``exclude`` (q,) gives one row
-    id per query to leave out (the query itself). Equal scores are ordered by row id. Returns scores (q, k)
-    float32, ids (q, k) int64.
-    """
-    n = X.shape[0]
-    k = min(int(k), n - (exclude is not None))
-    block = block or max(1, min(256, EXACT_BLOCK_SCORES // max(n, 1)))
-    scores = np.empty((len(Q), k), np.float32)
-    ids = np.empty((len(Q), k), np.int64)
-    for s in range(0, len(Q), block):
-        S = Q[s : s + block] @ X.T  # (b, n)
-        if exclude is not None:
-            S[np.arange(len(S)), exclude[s : s + block]] = -np.inf
-        part = np.argpartition(S, n - k, axis=1)[:, n - k :] if k < n else np.tile(np.arange(n), (len(S), 1))
-        ps = np.take_along_axis(S, part, axis=1)  # (b, k) unordered
-        order = np.lexsort((part, -ps), axis=1)
-        ids[s : s + block] = np.take_along_axis(part, order, axis=1)
-        scores[s : s + block] = np.take_along_axis(ps, order, axis=1)
-    return scores, ids
-
-
-def knn_graph(vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every row's ``k`` nearest rows by cosine, exact (FAISS flat), each row itself first.
-
-    Returns ids (n, k) int64 and cosine distances ``1 - cos`` (n, k) float32, ascending, the first
-    column being the row itself at distance 0 (UMAP's ``precomputed_knn`` layout). All pairs cost
-    n^2 d multiply-adds: about 13 s for 50k x 384 here, so callers keep this to ``FLAT_MAX_ROWS``.
-    """
-    x = as_unit_float32(vectors, "vectors")  # (n, d)
-    n = x.shape[0]
-    if not 1 <= k <= n:
-        raise InputError(f"k must be between 1 and the number of rows ({n}), got {k}")
-    index = VectorIndex.create(x.shape[1], "flat")
-    index.add(x)
-    scores, ids = index.search(x, k)  # (n, k) each, best first
-    own = ids == np.arange(n)[:, None]  # (n, k) where a row found itself
-    drop = own.copy()
-    drop[~own.any(axis=1), -1] = True  # rows that missed themselves (ties among duplicates) drop their last
-    keep = ~drop
-    ids = np.hstack([np.arange(n)[:, None], ids[keep].reshape(n, k - 1)])  # (n, k)
-    dist = np.clip(1.0 - scores[keep].reshape(n, k - 1), 0.0, 2.0)  # (n, k-1)
-    dist = np.hstack([np.zeros((n, 1), np.float32), dist]).astype(np.float32)  # (n, k)
-    return ids.astype(np.int64), dist
-
-
-def neighbourhood_change(
-    raw_vectors: np.ndarray,
-    calibrated_vectors: np.ndarray,
-    k: int = 10,
-    sample: int | None = None,
-    seed: int = 0,
-) -> NeighbourhoodChange:
-    """How much calibration changed each sentence's top-``k`` neighbours, corpus-wide (exact ``exact_topk``).
-
-    With ``sample`` only a seeded sample of that many sentences is compared (their neighbours are still
-    searched among all rows).
-    """
-    raw = as_unit_float32(raw_vectors, "raw vectors")  # (n, d_raw)
-    cal = as_unit_float32(calibrated_vectors, "calibrated vectors")  # (n, d_cal)
-    n = raw.shape[0]
-    if cal.shape[0] != n:
-        raise InputError(f"raw and calibrated vectors must have the same rows, got {n} and {cal.shape[0]}")
-    if not isinstance(k, int | np.integer) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
-    if n < 2:
-        raise InputError("need at least 2 rows to compare neighbourhoods")
-    k = min(int(k), n - 1)
-    rows = sample_indices(n, sample if sample is not None else n, seed)  # (s,)
-    _, before = exact_topk(raw, raw[rows], k, exclude=rows)  # (s, k)
-    _, after = exact_topk(cal, cal[rows], k, exclude=rows)  # (s, k)
-    overlap = np.array([jaccard(b, a) for b, a in zip(before, after, strict=True)], dtype=np.float64)
-    return NeighbourhoodChange(ids=rows, overlap=overlap, k=k)

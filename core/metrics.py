@@ -27,6 +27,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from core.errors import InputError
+from core.linalg import gram_eigenvalues
 
 logger = logging.getLogger(__name__)
 
@@ -90,16 +91,13 @@ def _unit_rows(X: np.ndarray, name: str = "X") -> np.ndarray:
 def _centered_cov_eigvals(X: np.ndarray) -> np.ndarray:
     """Eigenvalues of the sample covariance ``C = Xc^T Xc / (n - 1)``, ``Xc = X - mean(X)``, descending.
 
-    Uses the ``(d, d)`` covariance when ``n >= d`` and the ``(n, n)`` Gram matrix ``Xc Xc^T`` otherwise
-    (same non-zero eigenvalues), so cost is ``O(n d min(n, d))``. The data are centred *before* the
-    product to avoid the cancellation of ``X^T X - n mu mu^T`` for far-from-origin clouds. Tiny negative
-    eigenvalues from round-off are clipped to 0. Returns ``d`` values (zero-padded when ``n < d``).
+    ``core.linalg.gram_eigenvalues`` of ``Xc``: the smaller of the ``(d, d)`` and ``(n, n)`` Gram matrices
+    (same non-zero eigenvalues), so cost is ``O(n d min(n, d))``. The data are centred *before* the product
+    to avoid the cancellation of ``X^T X - n mu mu^T`` for far-from-origin clouds. Eigenvalues at round-off
+    level are exactly 0. Returns ``d`` values (zero-padded when ``n < d``).
     """
     n, d = X.shape
-    Xc = X - X.mean(axis=0)  # (n, d)
-    gram = Xc.T @ Xc if n >= d else Xc @ Xc.T  # (d, d) or (n, n)
-    eig = np.linalg.eigvalsh(gram)[::-1] / (n - 1)  # (min(n, d),)
-    eig = np.clip(eig, 0.0, None)
+    eig = gram_eigenvalues(X - X.mean(axis=0)) / (n - 1)  # (min(n, d),)
     if eig.shape[0] < d:
         eig = np.concatenate([eig, np.zeros(d - eig.shape[0])])  # (d,)
     return eig
@@ -283,16 +281,16 @@ def _singular_values_from_eigvals(eigvals: np.ndarray, n: int) -> np.ndarray:
 def singular_values(X: np.ndarray, center: bool = True) -> np.ndarray:
     """Singular values of ``X`` (of ``X - mean(X)`` when ``center``), descending, shape ``(min(n, d),)``.
 
-    Computed as ``s_i = sqrt(eig_i(M^T M))`` on the smaller Gram matrix, so cost is
-    ``O(n d min(n, d))``; values below about ``1e-8 * s_max`` are at round-off level.
+    Computed as ``s_i = sqrt(eig_i(M^T M))`` on the smaller Gram matrix (``core.linalg.gram_eigenvalues``),
+    so cost is ``O(n d min(n, d))``. Singular values below ``sqrt(max(n, d) eps) s_max`` (about 3e-7
+    ``s_max`` for 384 dimensions) cannot be resolved this way: they are reported as exactly 0, so
+    rank-deficient data gives zeros, on every CPU.
     """
     X = _as_matrix(X)
-    n, d = X.shape
+    n = X.shape[0]
     if center:
         return _singular_values_from_eigvals(_centered_cov_eigvals(X), n)
-    gram = X.T @ X if n >= d else X @ X.T  # (d, d) or (n, n)
-    eig = np.clip(np.linalg.eigvalsh(gram)[::-1], 0.0, None)  # (min(n, d),)
-    return np.sqrt(eig)
+    return np.sqrt(gram_eigenvalues(X))
 
 
 def _effective_rank_from_singular_values(s: np.ndarray) -> float:

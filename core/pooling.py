@@ -14,9 +14,12 @@ Modes (BERT-flow and Sentence-T5 compare these):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import torch
+from core.errors import InputError
+
+if TYPE_CHECKING:  # torch is imported where tensors are pooled, so parsing a mode stays cheap
+    import torch
 
 PoolingName = Literal["cls", "mean", "max", "last2avg", "first_last_avg", "enc_first", "enc_mean", "encdec_first"]
 ENCODER_POOLING_MODES: tuple[str, ...] = ("cls", "mean", "max", "last2avg", "first_last_avg")
@@ -50,22 +53,27 @@ def valid_pooling_modes(is_encoder_decoder: bool = False) -> tuple[str, ...]:
     return POOLING_MODES if is_encoder_decoder else ENCODER_POOLING_MODES
 
 
+def pooling_help() -> str:
+    """Every mode, for a help text: ``cls, mean, ..., layer:K, enc_first, ...``."""
+    return ", ".join([*ENCODER_POOLING_MODES, f"{LAYER_PREFIX}K", *T5_POOLING_MODES])
+
+
 def parse_pooling(mode: str, num_layers: int | None = None, is_encoder_decoder: bool = False) -> PoolingSpec:
-    """Validate a pooling name; raise ValueError listing the valid choices."""
+    """Validate a pooling name; raise InputError (a ValueError) listing the valid choices."""
     mode = str(mode).strip()
     valid = valid_pooling_modes(is_encoder_decoder)
     if mode.startswith(LAYER_PREFIX):
         try:
             k = int(mode[len(LAYER_PREFIX) :])
         except ValueError:
-            raise ValueError(f"pooling '{mode}': K in layer:K must be an integer, e.g. layer:3") from None
+            raise InputError(f"pooling '{mode}': K in layer:K must be an integer, e.g. layer:3") from None
         if k < 0 or (num_layers is not None and k > num_layers):
             top = num_layers if num_layers is not None else "num_layers"
-            raise ValueError(f"pooling '{mode}': K must be between 0 and {top} for this model")
+            raise InputError(f"pooling '{mode}': K must be between 0 and {top} for this model")
         return PoolingSpec("layer", k)
     if mode not in valid:
         hint = "" if is_encoder_decoder else " (enc_first, enc_mean and encdec_first need an encoder-decoder model)"
-        raise ValueError(f"unknown pooling '{mode}'; choose one of {', '.join(valid)} or layer:K{hint}")
+        raise InputError(f"unknown pooling '{mode}'; choose one of {', '.join(valid)} or layer:K{hint}")
     return PoolingSpec(mode)
 
 
@@ -77,6 +85,8 @@ def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def masked_max(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Element-wise max over real tokens. hidden (b, t, d), mask (b, t) -> (b, d)."""
+    import torch
+
     fill = torch.finfo(hidden.dtype).min
     return hidden.masked_fill(~mask.bool().unsqueeze(-1), fill).max(1).values
 

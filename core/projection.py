@@ -1,13 +1,13 @@
 """2-D and 3-D maps of embedding spaces: PCA, UMAP and t-SNE, deterministic for a given seed.
 
 xy = project(vectors, "umap", n_components=2, seed=0)    # (n, 2) float32
-rows = sample_indices(len(vectors), 20_000, seed=0)      # seeded subsample for big corpora
+rows = core.sampling.sample_indices(len(vectors), 20_000, seed=0)  # seeded subsample for big corpora
 
 - ``pca``: exact, via the eigenvectors of the covariance (float64); each axis's sign is fixed so that
   its largest loading is positive (the scikit-learn ``svd_flip`` convention), so PCA is reproducible.
 - ``umap``: ``umap.UMAP`` with cosine distance, ``n_neighbors=15``, ``min_dist=0.1``. A seed makes it
   single-threaded (UMAP's rule for reproducibility). Up to ``KNN_EXACT_MAX_ROWS`` rows the cosine
-  neighbour graph is exact, from FAISS (``core.index.knn_graph``, about 0.5 s for 10k x 384), and is
+  neighbour graph is exact, from FAISS (``core.neighbours.knn_graph``, about 0.5 s for 10k x 384), and is
   handed to UMAP as ``precomputed_knn``: that skips UMAP's approximate NN-descent, whose numba JIT
   compilation dominated a first call in a process (58 s -> 19 s for 10k points here). Bigger inputs,
   or another metric, use UMAP's own NN-descent.
@@ -26,6 +26,7 @@ from typing import Literal, get_args
 import numpy as np
 
 from core.errors import InputError
+from core.linalg import covariance_eigh
 
 log = logging.getLogger(__name__)
 
@@ -39,18 +40,6 @@ DEFAULT_PARAMS: dict[str, dict[str, object]] = {
     "umap": {"n_neighbors": 15, "min_dist": 0.1, "metric": "cosine", "n_jobs": 1},
     "tsne": {"perplexity": 30.0, "metric": "cosine", "init": "pca"},
 }
-
-
-def sample_indices(n: int, max_points: int | None, seed: int = 0) -> np.ndarray:
-    """Sorted row indices (m,) int64: all ``n`` rows, or a seeded sample of ``max_points`` without replacement."""
-    if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    if max_points is None or max_points >= n:
-        return np.arange(n, dtype=np.int64)
-    if max_points < 1:
-        raise InputError(f"sample size must be at least 1, got {max_points}")
-    rng = np.random.default_rng(seed)
-    return np.sort(rng.choice(n, size=int(max_points), replace=False)).astype(np.int64)
 
 
 def _check_input(X: np.ndarray, method: str, n_components: int) -> np.ndarray:
@@ -72,14 +61,9 @@ def _check_input(X: np.ndarray, method: str, n_components: int) -> np.ndarray:
 
 def pca(X: np.ndarray, n_components: int = 2) -> np.ndarray:
     """Coordinates on the top principal axes (n, k), signs fixed so each axis's largest loading is positive."""
-    Xc = np.asarray(X, dtype=np.float64)
-    Xc = Xc - Xc.mean(axis=0)  # (n, d)
-    cov = Xc.T @ Xc  # (d, d)
-    _, evecs = np.linalg.eigh(cov)  # ascending
-    comps = evecs[:, ::-1][:, :n_components]  # (d, k)
-    top = np.argmax(np.abs(comps), axis=0)  # (k,)
-    comps = comps * np.sign(comps[top, np.arange(n_components)])
-    return (Xc @ comps).astype(np.float32)  # (n, k)
+    eig = covariance_eigh(X)
+    comps = eig.vectors[:, :n_components]  # (d, k)
+    return ((np.asarray(X, np.float64) - eig.mean) @ comps).astype(np.float32)  # (n, k)
 
 
 def _umap(X: np.ndarray, n_components: int, seed: int, params: dict) -> np.ndarray:
@@ -100,7 +84,7 @@ def _umap(X: np.ndarray, n_components: int, seed: int, params: dict) -> np.ndarr
 
 def _exact_knn(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, None]:
     """UMAP's ``precomputed_knn``: exact cosine neighbours from FAISS (ids (n, k), distances (n, k))."""
-    from core.index import knn_graph  # core.index imports this module
+    from core.neighbours import knn_graph
 
     ids, dist = knn_graph(X, k)
     return ids, dist, None
@@ -127,7 +111,7 @@ def project(
     """Map vectors (n, d) to (n, ``n_components``) float32 with ``method`` in ``PROJECTION_METHODS``.
 
     Same input, method, seed and parameters give the same output. Big corpora: project a
-    ``sample_indices`` subsample.
+    ``core.sampling.sample_indices`` subsample.
     """
     arr = _check_input(X, method, n_components)
     if method == "pca":
@@ -137,3 +121,24 @@ def project(
     if method == "umap":
         return _umap(arr, n_components, seed, dict(params))
     return _tsne(arr, n_components, seed, dict(params))
+
+
+COORDINATE_COLUMNS: tuple[str, ...] = ("x", "y", "z")  # metadata columns read as precomputed map coordinates
+
+
+def precomputed_coordinates(meta) -> np.ndarray | None:  # meta: pandas.DataFrame
+    """Numeric x, y (and z when present) metadata columns as (n, 2|3) float32, else None."""
+    import pandas as pd
+
+    cols = {str(c).strip().lower(): c for c in meta.columns}
+    x, y, z = COORDINATE_COLUMNS
+    if x not in cols or y not in cols or meta.empty:
+        return None
+    names = [x, y] + ([z] if z in cols else [])
+    values = [pd.to_numeric(meta[cols[c]], errors="coerce").to_numpy(np.float64) for c in names]
+    xyz = np.stack(values, axis=1)  # (n, 2|3)
+    if not np.isfinite(xyz[:, :2]).all():
+        return None
+    if xyz.shape[1] == 3 and not np.isfinite(xyz[:, 2]).all():
+        xyz = xyz[:, :2]
+    return xyz.astype(np.float32)

@@ -1,7 +1,9 @@
-"""Isoscope dashboard entry point: ``streamlit run dashboard/app.py``.
+"""Isoscope dashboard entry point: ``isoscope app`` (or ``streamlit run dashboard/app.py``).
 
 An ``st.navigation`` router. The sidebar (model, pooling, max length) is drawn here once and shared by
-every page through ``dashboard.ui.settings()``.
+every page through ``dashboard.ui.settings()``. Anything a page raises that is not the user's mistake
+(``InputError``, which pages show as one line) is a bug: shown as a short box with the traceback in an
+expander, and logged on the server.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
+if str(ROOT) not in sys.path:  # `streamlit run dashboard/app.py` from a checkout that is not installed
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -37,6 +39,7 @@ PAGES = {
     "Neighbours": [
         st.Page("views/neighbours.py", title="Neighbours", icon=":material/hub:"),
         st.Page("views/projection.py", title="Projection map", icon=":material/map:"),
+        st.Page("views/compare.py", title="Compare spaces", icon=":material/difference:"),
     ],
     "Model anatomy": [
         st.Page("views/pooling.py", title="Pooling explorer", icon=":material/layers:"),
@@ -47,4 +50,7 @@ PAGES = {
 
 nav = st.navigation(PAGES)
 ui.sidebar()
-nav.run()
+try:
+    nav.run()
+except Exception as exc:  # st.stop/st.rerun are BaseExceptions and pass through
+    ui.bug_report(exc)

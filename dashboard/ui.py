@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import re
+import traceback
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
@@ -17,10 +19,17 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from core.calibrate.methods import CALIBRATION_METHODS, METHOD_DESCRIPTIONS
 from core.data import CORPUS_FORMATS, TABLE_FORMATS, Corpus, Pairs, safe_csv
 from core.errors import InputError, first_line
 from core.pooling import valid_pooling_modes
-from dashboard import services
+from dashboard.services import calibration as calibration_service
+from dashboard.services import data as data_service
+from dashboard.services import embeddings
+from dashboard.services.keyed import Vectors
+from dashboard.services.models import encoder as load_model
+
+log = logging.getLogger("isoscope.dashboard")
 
 MAX_LENGTHS = (32, 64, 128, 256, 512)
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
@@ -66,8 +75,26 @@ def plot_text(text: object, width: int = 80) -> str:
 
 
 def user_error(exc: BaseException | str) -> None:
-    """One-line error box (never a traceback)."""
+    """One-line error box for the user's mistake (never a traceback)."""
     st.error(literal(first_line(exc, 10_000)), icon=":material/error:")
+
+
+BUG_MARKER = "Uncaught app execution (a bug in Isoscope)"  # in the server log, like Streamlit's own
+
+
+def bug_report(exc: BaseException) -> None:
+    """A short "this is a bug" box with the traceback in an expander, also logged on the server.
+
+    For anything that is not an ``InputError``: a bug must look like a bug, never like bad input.
+    """
+    log.error("%s: %s", BUG_MARKER, "".join(traceback.format_exception(exc)))
+    st.error(
+        f"This is a bug in Isoscope, not a problem with your input ({type(exc).__name__}: "
+        f"{literal(first_line(exc, 300))}). What you loaded is kept; please report it with the traceback below.",
+        icon=":material/bug_report:",
+    )
+    with st.expander("Traceback"):
+        st.exception(exc)
 
 
 def show_warnings(warnings: Iterable[str]) -> None:
@@ -91,12 +118,15 @@ def sidebar() -> Settings:
         ).strip()
         model = typed
         try:
-            enc = services.encoder(model)
-        except Exception as exc:  # any model that fails to load (e.g. corrupt weights) falls back to the default
-            user_error(exc if isinstance(exc, InputError) else f"could not load the model '{model}': {exc}")
+            enc = load_model(model)
+        except Exception as exc:  # a model that fails to load falls back to the default, so every page works
+            if isinstance(exc, InputError):
+                user_error(exc)
+            else:
+                bug_report(exc)
             st.caption("Using the embedded default instead.")
             model = ""
-            enc = services.encoder("")
+            enc = load_model("")
         st.caption(f"{literal(enc.name)} · {enc.num_layers} layers · d = {enc.hidden_size}")
         modes = list(valid_pooling_modes(enc.is_encoder_decoder)) + [f"layer:{k}" for k in range(enc.num_layers + 1)]
         if st.session_state.get("pooling") not in modes:
@@ -133,7 +163,7 @@ def pairs_input(key: str = "pairs") -> Pairs | None:
     options = ["Demo pairs", "Upload a file", "Type two sentences"]
     source = st.radio("Sentence pairs", options, horizontal=True, key=f"{key}_source")
     if source == options[0]:
-        pairs = services.demo_pairs()
+        pairs = data_service.demo_pairs()
         st.caption(f"{len(pairs)} hand-written pairs with gold scores 0-5 (assets/demo_pairs.csv).")
         return pairs
     if source == options[1]:
@@ -141,7 +171,7 @@ def pairs_input(key: str = "pairs") -> Pairs | None:
             key,
             "Pairs file: sentence1, sentence2 and an optional score 0-5 (header optional)",
             TABLE_FORMATS,
-            services.parse_pairs,
+            data_service.parse_pairs,
         )
     a = st.text_input("First sentence", "A man is playing a guitar on stage.", key=f"{key}_a", max_chars=2000)
     b = st.text_input("Second sentence", "Someone performs music for an audience.", key=f"{key}_b", max_chars=2000)
@@ -167,7 +197,9 @@ def scored_pairs_input(key: str, needs: str) -> Pairs:
 
 def meta_columns(corpus: Corpus, exclude: Iterable[str] = ()) -> list[str]:
     """The corpus's metadata columns to show, without precomputed coordinates (x, y, z) and ``exclude``."""
-    skip = {*services.COORDINATE_COLUMNS, *(e.lower() for e in exclude)}
+    from core.projection import COORDINATE_COLUMNS
+
+    skip = {*COORDINATE_COLUMNS, *(e.lower() for e in exclude)}
     return [c for c in corpus.meta.columns if str(c).strip().lower() not in skip]
 
 
@@ -200,11 +232,11 @@ def corpus_source(key: str = "corpus", extra: tuple[str, ...] = ()) -> str:
 def corpus_from(source: str, key: str = "corpus") -> Corpus | None:
     """The demo corpus or an uploaded corpus (``source`` in ``CORPUS_SOURCES``); a failed upload keeps the previous one."""
     if source == CORPUS_SOURCES[0]:
-        corpus = services.demo_corpus()
+        corpus = data_service.demo_corpus()
         st.caption(f"{len(corpus)} hand-written texts over 8 topics (assets/demo_corpus.csv).")
         return corpus
     return _uploaded(
-        key, "Corpus: one text per line (.txt) or a table with a 'text' column", CORPUS_FORMATS, services.parse_corpus
+        key, "Corpus: one text per line (.txt) or a table with a 'text' column", CORPUS_FORMATS, data_service.parse_corpus
     )
 
 
@@ -276,12 +308,8 @@ def chart(fig: go.Figure, name: str, selectable: bool = False):
 # ------------------------------------------------------------------ calibration
 
 
-CALIBRATION_CHOICES = ("none", "flow", "whitening", "whitening:K", "sn", "abtt:D", "sn+abtt:D")
-CALIBRATION_HELP = (
-    "flow: BERT-flow, a normalizing flow to an isotropic Gaussian (trained without labels); whitening: the "
-    "linear version (K keeps K components); sn: standard normalization per dimension; abtt: all-but-the-top, "
-    "removes the mean and the top D principal directions."
-)
+CALIBRATION_CHOICES = CALIBRATION_METHODS
+CALIBRATION_HELP = "; ".join(f"{m}: {d}" for m, d in METHOD_DESCRIPTIONS.items() if m != "none") + "."
 FIT_CHOICES = ("Demo corpus + these sentences", "These sentences only", "Upload a corpus")
 
 
@@ -344,34 +372,33 @@ def fit_texts(key: str, target: list[str]) -> tuple[list[str], str] | None:
     """Which texts a calibrator is fitted on: the evaluated sentences, the demo corpus, or an upload."""
     choice = st.radio("Fit the calibrator on", FIT_CHOICES, horizontal=True, key=f"{key}_fit_on")
     if choice == FIT_CHOICES[0]:
-        return list(dict.fromkeys(services.demo_corpus().texts + list(target))), "demo corpus + target"
+        return list(dict.fromkeys(data_service.demo_corpus().texts + list(target))), "demo corpus + target"
     if choice == FIT_CHOICES[1]:
         return target, "target"
-    corpus = _uploaded(f"{key}_fitcorpus", "Corpus to fit on", CORPUS_FORMATS, services.parse_corpus)
+    corpus = _uploaded(f"{key}_fitcorpus", "Corpus to fit on", CORPUS_FORMATS, data_service.parse_corpus)
     return (corpus.texts, corpus.name) if corpus is not None else None
 
 
 def calibrate(
-    cal: Calibration, pooling: str, fit_on: list[str], *arrays: np.ndarray, fit_vectors: np.ndarray | None = None
+    cal: Calibration, pooling: str, fit_on: list[str], *arrays: np.ndarray, fit_vectors: Vectors | None = None
 ) -> tuple[object, list[np.ndarray]] | None:
-    """Embed the fit texts (unless ``fit_vectors`` are given), fit (cached) and map ``arrays``; a bad fit shows
-    one error line and returns None."""
+    """Embed the fit texts (unless ``fit_vectors`` are given), fit (cached) and map ``arrays``; a calibrator
+    that cannot be fitted on these vectors shows one error line and returns None."""
     s = settings()
     if fit_vectors is None:
-        fit_vectors = services.embed(s.model, fit_on, pooling, s.max_length)
-    key = services.fit_key(s.model, pooling, s.max_length, fit_on)
+        fit_vectors = embeddings.embed(s.model, fit_on, pooling, s.max_length)
     try:
-        calibrator, mapped = services.calibrate(cal.method, cal.flow_json, key, fit_vectors, *arrays)
-    except (InputError, ValueError) as exc:
+        calibrator, mapped = calibration_service.calibrate(cal.method, cal.flow_json, fit_vectors, *arrays)
+    except InputError as exc:
         user_error(exc)
         return None
-    warn_fit_size(calibrator, fit_vectors)
+    warn_fit_size(calibrator, fit_vectors.array)
     return calibrator, mapped
 
 
 def warn_fit_size(calibrator, fit_vectors: np.ndarray) -> None:
     """A warning line when there are too few fit vectors for the dimensions the calibrator whitens."""
-    from core.calibrate import fit_size_warning
+    from core.sts import fit_size_warning
 
     warning = fit_size_warning(calibrator, len(fit_vectors), fit_vectors.shape[1])
     if warning:
@@ -383,13 +410,11 @@ class CalibratedSpace:
     """A corpus's vectors after a calibrator chosen on the page, with what the calibrator was fitted on."""
 
     calibration: Calibration
-    vectors: np.ndarray  # (n, k) calibrated
-    key: str  # names the calibrated vectors, for caches
-    fit_vectors: np.ndarray  # (m, d)
-    fit_key: str
+    vectors: Vectors  # (n, k) calibrated
+    fit: Vectors  # (m, d) the fit vectors
 
 
-def calibrated_space(key: str, raw: np.ndarray, raw_key: str, texts: list[str] | None = None) -> CalibratedSpace:
+def calibrated_space(key: str, raw: Vectors, texts: list[str] | None = None) -> CalibratedSpace:
     """Calibration controls, a (cached) fit and the calibrated ``raw``; stops the page on a bad fit.
 
     With ``texts`` the user chooses the fit texts (default: the corpus itself); without (uploaded vectors)
@@ -397,21 +422,18 @@ def calibrated_space(key: str, raw: np.ndarray, raw_key: str, texts: list[str] |
     """
     s = settings()
     cal = calibration_controls(key, default="whitening:K", include_none=False, dim=raw.shape[1])
-    if texts is None:
-        fit_vectors, fit_k = raw, raw_key
-    else:
+    fit_vectors = raw
+    if texts is not None:
         st.session_state.setdefault(f"{key}_fit_on", FIT_CHOICES[1])  # the corpus itself, unless the user asks
         fit = fit_texts(key, texts)
         if fit is None:
             st.stop()
-        fit_on = fit[0]
-        fit_vectors = raw if fit_on == texts else services.embed(s.model, fit_on, s.pooling, s.max_length)
-        fit_k = services.fit_key(s.model, s.pooling, s.max_length, fit_on)
+        if fit[0] != texts:
+            fit_vectors = embeddings.embed(s.model, fit[0], s.pooling, s.max_length)
     try:
-        calibrated = services.calibrated_vectors(cal.method, cal.flow_json, fit_k, raw_key, fit_vectors, raw)
-    except (InputError, ValueError) as exc:
+        calibrated = calibration_service.calibrated(cal.method, cal.flow_json, fit_vectors, raw)
+    except InputError as exc:
         user_error(exc)
         st.stop()
-    warn_fit_size(services.fit_calibrator(cal.method, cal.flow_json, fit_k, fit_vectors), fit_vectors)
-    cal_key = services.calibrated_key(raw_key, cal.method, cal.flow_json, fit_k)
-    return CalibratedSpace(cal, calibrated, cal_key, fit_vectors, fit_k)
+    warn_fit_size(calibration_service.fit_calibrator(cal.method, cal.flow_json, fit_vectors), fit_vectors.array)
+    return CalibratedSpace(cal, calibrated, fit_vectors)

@@ -7,16 +7,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from core.calibrate import (
-    CALIBRATION_METHODS,
-    Calibrator,
-    FlowConfig,
-    avg_cosine_or_nan,
-    fit_size_warning,
-    fit_timed,
-    make_calibrator,
-)
+from core.calibrate.methods import methods_help
 from core.commands.common import (
     add_json_argument,
     add_model_arguments,
@@ -27,24 +20,25 @@ from core.commands.common import (
     epoch_bar,
     progress_bar,
 )
-from core.data import load_corpus
-from core.embed import encode
 from core.errors import InputError
 
-NAME = "calibrate"
-HELP = "fit a calibrator (flow, whitening, ...) on the embeddings of a corpus and save it"
+if TYPE_CHECKING:
+    from core.calibrate import Calibrator
 
-METHOD_HELP = "{" + ",".join(CALIBRATION_METHODS) + "}"
+METHOD_HELP = methods_help()
+DEFAULT_FLOW_EPOCHS = 3  # FlowConfig().epochs (a test keeps the two equal; the help must not import torch)
 
 
 def add_flow_arguments(p: argparse.ArgumentParser) -> None:
     """``--flow-epochs`` and ``--seed`` (shared with ``sts``)."""
-    p.add_argument("--flow-epochs", type=int, default=None, help=f"flow epochs (default: {FlowConfig().epochs})")
+    p.add_argument("--flow-epochs", type=int, default=None, help=f"flow epochs (default: {DEFAULT_FLOW_EPOCHS})")
     p.add_argument("--seed", type=int, default=0, help="seed of the flow and of the random pairs (default: 0)")
 
 
 def calibrator_from_args(args: argparse.Namespace, method: str) -> Calibrator:
-    """Parse the method (ValueError listing the choices) with the flow options applied."""
+    """Parse the method (InputError listing the choices) with the flow options applied."""
+    from core.calibrate import FlowConfig, make_calibrator
+
     if args.flow_epochs is not None and args.flow_epochs < 0:
         raise InputError("--flow-epochs must be >= 0")
     config = FlowConfig(seed=args.seed)
@@ -56,7 +50,7 @@ def calibrator_from_args(args: argparse.Namespace, method: str) -> Calibrator:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", required=True, help="corpus: one text per line (.txt) or a table with a text column")
     p.add_argument("--text-column", default=None, help="column holding the texts (default: text, sentence, ...)")
-    p.add_argument("--method", default="flow", help=f"calibration method {METHOD_HELP} (default: flow)")
+    p.add_argument("--method", default="flow", help=f"calibration method: {METHOD_HELP} (default: flow)")
     p.add_argument("--out", required=True, help="folder to write calibrator.safetensors and calibrator.json to")
     add_flow_arguments(p)
     add_model_arguments(p)
@@ -64,6 +58,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    from core.data import load_corpus
+    from core.embed import encode
+    from core.sts import avg_cosine_or_nan, fit_size_warning, fit_timed
+
     calibrator = calibrator_from_args(args, args.method)
     out = Path(args.out)
     if out.exists() and not out.is_dir():

@@ -1,4 +1,8 @@
-"""Options and helpers shared by sub-commands."""
+"""Options and helpers shared by sub-commands.
+
+Imported by every command module when ``isoscope COMMAND --help`` builds its parser, so nothing heavy is
+imported here at module level: numpy, torch and transformers are imported inside the helpers that need them.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,15 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from core.cache import ArrayCache
-from core.embed import EmbedConfig
-from core.jsonutil import to_jsonable
-from core.models import Encoder, load_encoder
+from core.errors import InputError
+from core.pooling import pooling_help
+
+if TYPE_CHECKING:
+    from core.cache import ArrayCache
+    from core.embed import EmbedConfig
+    from core.models import Encoder
 
 
 def add_model_arguments(
@@ -27,7 +35,7 @@ def add_model_arguments(
         p.add_argument(
             "--pooling",
             default="mean",
-            help="cls, mean, max, last2avg, first_last_avg, layer:K, enc_first, enc_mean, encdec_first (default: mean)",
+            help=f"{pooling_help()} (default: mean)",
         )
     p.add_argument("--max-length", type=int, default=256, help="max tokens per text (default: 256)")
     p.add_argument("--batch-size", type=int, default=batch_size, help=f"{batch_help} (default: {batch_size})")
@@ -40,16 +48,22 @@ def add_json_argument(p: argparse.ArgumentParser) -> None:
 
 
 def encoder_from_args(args: argparse.Namespace) -> Encoder:
+    from core.models import load_encoder
+
     return load_encoder(args.model)
 
 
 def embed_config(args: argparse.Namespace) -> EmbedConfig:
+    from core.embed import EmbedConfig
+
     if args.max_length < 2 or args.batch_size < 1:
-        raise ValueError("--max-length must be >= 2 and --batch-size >= 1")
+        raise InputError("--max-length must be >= 2 and --batch-size >= 1")
     return EmbedConfig(batch_size=args.batch_size, max_length=args.max_length)
 
 
 def cache_from_args(args: argparse.Namespace) -> ArrayCache | None:
+    from core.cache import ArrayCache
+
     return None if getattr(args, "no_cache", False) else ArrayCache()
 
 
@@ -87,6 +101,8 @@ def epoch_bar(args: argparse.Namespace, desc: str = "flow") -> Callable[[int, in
 def emit(args: argparse.Namespace, result: dict, text_lines: list[str]) -> None:
     """Print JSON (``--json``) or human-readable lines."""
     if getattr(args, "json", False):
+        from core.jsonutil import to_jsonable
+
         print(json.dumps(to_jsonable(result)))
     else:
         print("\n".join(text_lines))

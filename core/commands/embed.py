@@ -16,11 +16,8 @@ from core.commands.common import (
     progress_bar,
 )
 from core.data import load_corpus
-from core.embed import encode
 from core.errors import InputError
 
-NAME = "embed"
-HELP = "embed a corpus (one text per line, or a table with a text column) to a .npy file"
 ENGINES: tuple[str, ...] = ("local", "ray")
 
 
@@ -153,6 +150,8 @@ def run(args: argparse.Namespace) -> dict:
         raise InputError("--out is required (a .npy file) unless --engine ray")
     if args.chunk_size is not None:
         return _run_chunked(args, out)
+    from core.embed import encode
+
     corpus = load_corpus(args.input, text_column=args.text_column)
     encoder = encoder_from_args(args)
     vectors = encode(

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from core.calibrate import EpochProgressFn, fit_timed, make_calibrator
+from core.calibrate.methods import methods_help
 from core.commands.common import (
     add_json_argument,
     add_model_arguments,
@@ -31,7 +31,6 @@ from core.commands.common import (
     progress_bar,
 )
 from core.data import Pairs, load_corpus, load_pairs, read_source
-from core.embed import encode_many
 from core.errors import InputError
 from core.evaluate import correlations, cosine_pairs
 from core.frequency import (
@@ -48,8 +47,6 @@ from core.overlap import EDIT_LEVELS, overlap_analysis
 
 log = logging.getLogger(__name__)
 
-NAME = "geometry"
-HELP = "isotropy metrics, word-frequency bias and lexical-overlap bias of a corpus or pairs file (raw and calibrated)"
 INPUT_KINDS: tuple[str, ...] = ("auto", "pairs", "corpus")
 FREQUENCY_CHOICES: tuple[str, ...] = ("both", *SPACES, "none")
 METRIC_KEYS: tuple[str, ...] = ("avg_cosine", "isoscore", "partition_isotropy", "effective_rank")
@@ -68,7 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--calibrate",
         default="none",
         metavar="METHOD",
-        help="none, flow, whitening, whitening:K, sn, abtt:D, sn+abtt:D; fitted on the input's sentence "
+        help=f"{methods_help()}; fitted on the input's sentence "
         "vectors (and, for the frequency table, on the token vectors) (default: none)",
     )
     p.add_argument("--layers", action="store_true", help="also report raw metrics of mean-pooled layer:0..L")
@@ -157,11 +154,14 @@ def _corpus_texts(source: str, text_column: str | None) -> tuple[list[str], None
 # ---------------------------------------------------------------- calibration
 
 
-def fit_transform(method: str, X: np.ndarray, progress: EpochProgressFn | None = None) -> tuple[np.ndarray, float]:
+def fit_transform(method: str, X: np.ndarray, progress: Any = None) -> tuple[np.ndarray, float]:
     """Fit a fresh calibrator of ``method`` on ``X`` and transform ``X``; returns (Z, fit seconds).
 
     A flow reports ``progress(epoch, n_epochs, bits_per_dim)``.
     """
+    from core.calibrate import make_calibrator
+    from core.sts import fit_timed
+
     cal = make_calibrator(method)
     seconds = fit_timed(cal, X, progress)
     return np.asarray(cal.transform(X), np.float64), seconds
@@ -172,9 +172,11 @@ def fit_transform(method: str, X: np.ndarray, progress: EpochProgressFn | None =
 
 def _check_options(args: argparse.Namespace) -> tuple[bool, tuple[int, ...]]:
     """Validate cheap options before loading a model. Returns (calibrated?, rank edges)."""
+    from core.calibrate import make_calibrator
+
     calibrated = is_calibrated(args.calibrate)
     if calibrated:
-        make_calibrator(args.calibrate)  # ValueError listing the valid methods
+        make_calibrator(args.calibrate)  # InputError listing the valid methods
     if args.knn_k < 1:
         raise InputError(f"--knn-k must be >= 1; got {args.knn_k}")
     if args.per_token < 1:
@@ -201,6 +203,8 @@ def run(args: argparse.Namespace) -> dict:
     if len(texts) < 3:
         raise InputError(f"{Path(args.input).name}: {len(texts)} text(s); geometry needs at least 3")
     freq_texts = _frequency_texts(args, texts, warnings) if args.frequency != "none" else []
+    from core.embed import encode_many
+
     encoder = encoder_from_args(args)
     config = embed_config(args)
     poolings = [args.pooling]

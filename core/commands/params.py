@@ -8,9 +8,6 @@ from core.commands.common import add_json_argument, emit
 from core.errors import InputError
 from core.params import PRESET_NAMES, Architecture, ParameterBudget, get_preset, parameter_budget
 
-NAME = "params"
-HELP = "parameter budget of an encoder: embedding vs transformer parameters, pre-training and fine-tuning"
-
 SIZE_OPTIONS = ("vocab_size", "hidden_size", "layers", "intermediate_size")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from core.calibrate.methods import methods_help
 from core.commands.common import (
     add_json_argument,
     add_model_arguments,
@@ -13,11 +14,6 @@ from core.commands.common import (
     encoder_from_args,
     progress_bar,
 )
-from core.data import load_pairs
-from core.pooling_explorer import check_calibrations, check_pairs, explore_poolings
-
-NAME = "pooling"
-HELP = "STS Spearman/Pearson, alignment and uniformity for every pooling mode and layer (raw and calibrated)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,8 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         default=None,
         metavar="METHOD",
-        help="also score calibrated vectors, fitted on the pairs' sentences: none, flow, whitening, whitening:K, "
-        "sn, abtt:D, sn+abtt:D (repeatable)",
+        help=f"also score calibrated vectors, fitted on the pairs' sentences: {methods_help()} (repeatable)",
     )
     add_model_arguments(p, pooling=False)
     add_json_argument(p)
@@ -39,6 +34,9 @@ def _fmt(value: object) -> str:
 
 
 def run(args: argparse.Namespace) -> dict:
+    from core.data import load_pairs
+    from core.pooling_explorer import check_calibrations, check_pairs, explore_poolings
+
     pairs = load_pairs(args.pairs)
     check_pairs(pairs)
     check_calibrations(args.calibrate)  # before loading the model

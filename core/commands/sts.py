@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
-from core.calibrate import calibrated_sts
 from core.commands.calibrate import METHOD_HELP, add_flow_arguments, calibrator_from_args
 from core.commands.common import (
     add_json_argument,
@@ -21,12 +18,7 @@ from core.commands.common import (
     epoch_bar,
     progress_bar,
 )
-from core.data import load_corpus, load_pairs
-from core.embed import encode
 from core.errors import InputError
-
-NAME = "sts"
-HELP = "Spearman/Pearson (x100) of cosine similarity against gold scores on a pairs file"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -43,6 +35,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    import numpy as np
+
+    from core.data import load_corpus, load_pairs
+    from core.embed import encode
+    from core.sts import calibrated_sts
+
     calibrator = calibrator_from_args(args, args.calibrate)  # bad method: fail before loading anything
     pairs = load_pairs(args.pairs)
     if pairs.scores is None:

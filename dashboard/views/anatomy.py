@@ -9,7 +9,10 @@ import streamlit as st
 
 from core.errors import InputError
 from core.params import PRESET_NAMES, Architecture, architecture_from_model, get_preset, parameter_budget
-from dashboard import services, ui
+from dashboard import ui
+from dashboard.services import anatomy
+from dashboard.services.keyed import pairs_key
+from dashboard.services.models import encoder
 
 s = ui.settings()
 st.title("Embedding anatomy")
@@ -24,7 +27,7 @@ LOADED = "loaded model"
 choice = st.selectbox("Architecture", [LOADED, *PRESET_NAMES, "custom"], key="anat_preset")
 try:
     if choice == LOADED:
-        arch = architecture_from_model(services.encoder(s.model).model, name=s.model_label)
+        arch = architecture_from_model(encoder(s.model).model, name=s.model_label)
     elif choice == "custom":
         c = st.columns(4)
         arch = Architecture(
@@ -40,7 +43,7 @@ try:
     else:
         arch = get_preset(choice)
     budget = parameter_budget(arch)
-except (InputError, ValueError) as exc:
+except InputError as exc:
     ui.user_error(exc)
     st.stop()
 
@@ -90,7 +93,7 @@ with st.expander("Components of this architecture"):
     ui.download_table(components, "parameter_components")
 
 st.header("The input embedding of the loaded model")
-spectrum = services.input_spectrum(s.model)
+spectrum = anatomy.input_spectrum(s.model)
 c = st.columns(2)
 c[0].metric("Table shape", f"{spectrum.shape[0]:,} x {spectrum.shape[1]}")
 c[1].metric("Effective rank", f"{spectrum.effective_rank:.1f}", help="exp(entropy of normalised singular values)")
@@ -113,11 +116,11 @@ st.caption(
 pairs = ui.pairs_input("anat")
 ranks = st.multiselect("Ranks", [8, 16, 32, 64, 128, 192, 256], default=[16, 64, 128], key="anat_ranks")
 if pairs is not None and ranks:
-    request = (services.pairs_key(pairs), tuple(sorted(ranks)), s.pooling, s.model, s.max_length)
+    request = (pairs_key(pairs), tuple(sorted(ranks)), s.pooling, s.model, s.max_length)
     if ui.run_button("Shrink and re-encode", "anat_go", request):
         try:
-            result = services.shrink_curve(s.model, request[0], request[1], s.pooling, s.max_length, pairs)
-        except (InputError, ValueError) as exc:
+            result = anatomy.shrink_curve(s.model, pairs, request[1], s.pooling, s.max_length)
+        except InputError as exc:
             ui.user_error(exc)
             st.stop()
         curve = result.curve
@@ -132,7 +135,7 @@ if pairs is not None and ranks:
         ui.chart(fig, "shrink_curve")
         st.dataframe(curve, width="stretch", hide_index=True)
         ui.download_table(curve, "shrink_curve")
-if services.encoder(s.model).model.get_output_embeddings() is None:
+if encoder(s.model).model.get_output_embeddings() is None:
     st.caption(
         "The loaded model has no masked-LM head, so there is no output embedding to compare with. Load a "
         "model saved with its MLM head (e.g. BertForMaskedLM) to compare input and output embeddings."

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.cache import text_digest
 from core.errors import InputError
 from core.metrics import cosine_histogram_sample
-from dashboard import services, ui
+from dashboard import ui
+from dashboard.services import calibration, embeddings, geometry
+from dashboard.services.keyed import Vectors
+from dashboard.services.keyed import texts as keyed_texts
 
 METRIC_HELP = {
     "avg_cosine": "mean cosine of random pairs (0 = isotropic; Ethayarajh 2019)",
@@ -46,18 +47,15 @@ if len(texts) < 3:
     st.info("Isotropy metrics need at least 3 texts; load a larger corpus.")
     st.stop()
 
-raw = services.embed(s.model, texts, s.pooling, s.max_length)  # (n, d)
-key = services.fit_key(s.model, s.pooling, s.max_length, texts)
-keys = {"raw": services.vectors_key(s.model, s.pooling, s.max_length, texts)}
-spaces: dict[str, np.ndarray] = {"raw": raw}
+raw = embeddings.embed(s.model, texts, s.pooling, s.max_length)  # (n, d)
+spaces: dict[str, Vectors] = {"raw": raw}
 for m in methods:
     try:
-        spaces[m] = services.calibrated_vectors(m, "", key, keys["raw"], raw, raw)  # fitted on the corpus itself
-        keys[m] = services.vectors_key(s.model, s.pooling, s.max_length, texts, m)
-    except (InputError, ValueError) as exc:
+        spaces[m] = calibration.calibrated(m, "", raw, raw)  # fitted on the corpus itself
+    except InputError as exc:
         ui.user_error(exc)
 
-rows = {name: services.metrics_of(keys[name], x) for name, x in spaces.items()}
+rows = {name: geometry.metrics_of(x) for name, x in spaces.items()}
 table = pd.DataFrame(rows).T
 table.index.name = "space"
 st.subheader(f"Isotropy metrics ({s.pooling} pooling, {len(texts):,} texts)")
@@ -70,20 +68,22 @@ ui.download_table(table.reset_index(), "anisotropy_metrics")
 st.subheader("Pairwise cosines")
 hist = go.Figure()
 for name, x in spaces.items():
-    hist.add_trace(go.Histogram(x=cosine_histogram_sample(x, 20_000, seed=0), name=name, opacity=0.55, nbinsx=80))
+    hist.add_trace(
+        go.Histogram(x=cosine_histogram_sample(x.array, 20_000, seed=0), name=name, opacity=0.55, nbinsx=80)
+    )
 hist.update_layout(barmode="overlay", height=360, xaxis_title="cosine of a random pair", yaxis_title="pairs")
 ui.chart(hist, "cosine_histogram")
 
 st.subheader("Singular-value spectrum")
 spec = go.Figure()
 for name, x in spaces.items():
-    sv = services.singular_values_of(keys[name], x)
+    sv = geometry.singular_values_of(x)
     spec.add_trace(go.Scatter(y=sv / sv.sum(), mode="lines", name=name))
 spec.update_layout(height=360, yaxis_type="log", xaxis_title="component", yaxis_title="normalised singular value")
 ui.chart(spec, "singular_values")
 
 st.subheader("Every layer (mean pooling of each layer)")
-per_layer = services.layer_metrics(s.model, text_digest(texts), s.max_length, tuple(texts))
+per_layer = geometry.layer_metrics(s.model, keyed_texts(texts), s.max_length)
 norm = (per_layer - per_layer.min()) / (per_layer.max() - per_layer.min()).replace(0, 1)
 heat = px.imshow(
     norm.T,

@@ -18,7 +18,9 @@ from core.errors import InputError
 from core.evaluate import correlations, cosine_pairs
 from core.metrics import avg_cosine
 from core.pooling_explorer import best_row
-from dashboard import services, ui
+from dashboard import ui
+from dashboard.services import calibration, embeddings
+from dashboard.services.keyed import pairs_key
 
 s = ui.settings()
 st.title("Calibration")
@@ -35,12 +37,12 @@ fit = ui.fit_texts("calp", pairs.texts)
 if fit is None:
     st.stop()
 fit_on, fit_label = fit
-inputs = (services.pairs_key(pairs), text_digest(fit_on), s.model, s.max_length)
+inputs = (pairs_key(pairs), text_digest(fit_on), s.model, s.max_length)
 if not ui.run_button("Fit calibrator", "calp_fit", (*inputs, cal, s.pooling), type="primary"):
     st.info(f"Press **Fit calibrator** to fit {cal.method} on {ui.literal(fit_label)} with {s.pooling} pooling.")
 else:
     n = len(pairs)
-    raw = services.embed(s.model, pairs.texts, s.pooling, s.max_length)  # (2n, d)
+    raw = embeddings.embed(s.model, pairs.texts, s.pooling, s.max_length).array  # (2n, d)
     result = ui.calibrate(cal, s.pooling, fit_on, raw)
     if result is not None:
         calibrator, (z,) = result
@@ -118,10 +120,10 @@ methods = t2.multiselect(
 table_request = (*inputs, tuple(table_poolings), tuple(methods), cal.flow_json)
 if ui.run_button("Compute table", "calp_table_go", table_request):
     try:
-        df = services.calibration_table(
+        df = calibration.calibration_table(
             s.model, s.max_length, pairs, tuple(table_poolings), tuple(methods), fit_on, cal.flow_json
         )
-    except (InputError, ValueError) as exc:
+    except InputError as exc:
         ui.user_error(exc)
         st.stop()
     grid = df.pivot(index="pooling", columns="calibration", values="spearman").reindex(

@@ -6,9 +6,10 @@ import numpy as np
 import plotly.express as px
 import streamlit as st
 
-from core.cache import text_digest
 from core.errors import InputError
-from dashboard import services, ui
+from dashboard import ui
+from dashboard.services import geometry
+from dashboard.services.keyed import texts as keyed_texts
 
 s = ui.settings()
 st.title("Word-frequency bias")
@@ -33,10 +34,8 @@ calibration = c2.selectbox(
     "Calibration", ["whitening", "sn+abtt:3", "flow", "none"], key="freq_cal", help=ui.CALIBRATION_HELP
 )
 try:
-    result = services.frequency_result(
-        s.model, text_digest(corpus.texts), s.max_length, calibration, (space,), tuple(corpus.texts)
-    )
-except (InputError, ValueError) as exc:
+    result = geometry.frequency_result(s.model, keyed_texts(corpus.texts), s.max_length, calibration, (space,))
+except InputError as exc:
     ui.user_error(exc)
     st.stop()
 

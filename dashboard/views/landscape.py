@@ -16,8 +16,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.errors import InputError
-from dashboard import services, ui
+from dashboard import ui
+from dashboard.services import landscape as services
 
+N_TRAIN = (16, 32, 64, 128)
+GRIDS = (3, 5, 7, 9)
+EVAL_SIZES = (8, 16, 32, 64)
+MAX_LENGTHS = (32, 64, 128)
+LRS = (2e-5, 5e-5, 1e-4, 3e-4)
 INIT_LABEL = {"pretrained": "Pre-trained", "scratch": "From scratch"}
 INIT_COLOUR = {"pretrained": "#1f77b4", "scratch": "#d62728"}
 RUNS = (("task1", "task-1 run θ0 → θ1", "θ1", "circle"), ("task2", "task-2 run θ0 → θ2", "θ2", "diamond"))
@@ -213,15 +219,15 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
         help="demo-topic: topic of each demo text (8 classes); demo-pairs: demo pairs similar when score >= 3; "
         "stsb: STS-B pairs (train / dev), when ../shared/data/stsb is present.",
     )
-    n_train = c[1].select_slider("Training examples per task", services.LANDSCAPE_N_TRAIN, 64, key="land_n")
+    n_train = c[1].select_slider("Training examples per task", N_TRAIN, 64, key="land_n")
     epochs = c[2].select_slider("Epochs", (1, 2, 3), 2, key="land_epochs")
-    grid = c[3].select_slider("Grid points per axis", services.LANDSCAPE_GRIDS, 5, key="land_grid")
+    grid = c[3].select_slider("Grid points per axis", GRIDS, 5, key="land_grid")
     c = st.columns(4)
-    lr = c[0].select_slider("Learning rate", services.LANDSCAPE_LRS, 5e-5, key="land_lr", format_func=str)
-    max_length = c[1].select_slider("Max tokens", services.LANDSCAPE_MAX_LENGTHS, 64, key="land_maxlen")
+    lr = c[0].select_slider("Learning rate", LRS, 5e-5, key="land_lr", format_func=str)
+    max_length = c[1].select_slider("Max tokens", MAX_LENGTHS, 64, key="land_maxlen")
     eval_size = c[2].select_slider(
         "Evaluation examples",
-        services.LANDSCAPE_EVAL_SIZES,
+        EVAL_SIZES,
         16,
         key="land_eval",
         help="Fixed training and held-out examples (this many of each) evaluated at every point.",
@@ -251,7 +257,7 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
     if st.session_state.get("land_request") == request and st.session_state.get("land_done") != request:
         try:
             out_dir = services.landscape_run(*request[:8], hessian_iters=hessian_iters)
-        except (InputError, ValueError, RuntimeError, OSError) as exc:
+        except InputError as exc:
             st.session_state["land_error"] = (request, str(exc))
             st.session_state.pop("land_request", None)
         else:

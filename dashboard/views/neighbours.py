@@ -14,7 +14,9 @@ import streamlit as st
 from core.cache import text_digest
 from core.data import CORPUS_FORMATS, Corpus
 from core.errors import InputError
-from dashboard import services, ui
+from dashboard import ui
+from dashboard.services import calibration, data, embeddings, neighbours
+from dashboard.services.keyed import Vectors, vectors_of
 
 VECTORS_SOURCE = "Upload vectors (.npy)"  # next to ui.CORPUS_SOURCES
 COMPARED_METHODS = ("whitening", "sn+abtt:3", "abtt:3")
@@ -22,7 +24,7 @@ META_COLUMNS = 3  # metadata columns shown next to each neighbour
 UP, DOWN = "background-color: rgba(46, 160, 67, 0.25)", "background-color: rgba(248, 81, 73, 0.25)"
 
 
-def precomputed_input() -> tuple[Corpus, np.ndarray, str] | None:
+def precomputed_input() -> tuple[Corpus, Vectors] | None:
     """Uploaded vectors (.npy) with a metadata table; a failed upload keeps the previous pair."""
     st.caption(
         "Vectors: a 2-D float .npy (one row per text, saved with allow_pickle=False). Table: one row per vector, "
@@ -36,32 +38,32 @@ def precomputed_input() -> tuple[Corpus, np.ndarray, str] | None:
         ids = (up_vec.file_id, up_meta.file_id)
         if st.session_state.get("nb_vec_file_ids") != ids:
             try:
-                vectors = services.load_vectors(up_vec.getvalue(), up_vec.name)
-                corpus = services.parse_corpus(up_meta.getvalue(), up_meta.name)
+                vectors = data.parse_vectors(up_vec.getvalue(), up_vec.name)
+                corpus = data.parse_corpus(up_meta.getvalue(), up_meta.name)
                 if len(corpus) != len(vectors):
                     raise InputError(
                         f"{up_vec.name} has {len(vectors):,} rows but {up_meta.name} has {len(corpus):,} texts "
                         "(rows with empty text are dropped); they must match row for row"
                     )
-                key = services.array_key(vectors, text_digest(corpus.texts))
-                loaded = st.session_state["nb_vec_loaded"] = (corpus, vectors, key, up_vec.name)
+                keyed = vectors_of(vectors, text_digest(corpus.texts))
+                loaded = st.session_state["nb_vec_loaded"] = (corpus, keyed, up_vec.name)
                 st.session_state["nb_vec_file_ids"] = ids
             except InputError as exc:
                 ui.user_error(exc)
                 if loaded is not None:
                     st.caption(
-                        f"Still using the previous files, {ui.literal(loaded[3])} and {ui.literal(loaded[0].name)}."
+                        f"Still using the previous files, {ui.literal(loaded[2])} and {ui.literal(loaded[0].name)}."
                     )
     if loaded is None:
         st.info("Upload a .npy of vectors and the table of their texts to begin.")
         return None
-    corpus, vectors, key, vec_name = loaded
+    corpus, vectors, vec_name = loaded
     ui.show_warnings(corpus.warnings)
     st.caption(
         f"Loaded {ui.literal(vec_name)}: {vectors.shape[0]:,} vectors of dimension {vectors.shape[1]}, "
         f"texts from {ui.literal(corpus.name)}."
     )
-    return corpus, vectors, key
+    return corpus, vectors
 
 
 def shift_colour(value: object) -> str:
@@ -129,19 +131,17 @@ if n < 3:
 meta_cols = ui.meta_columns(corpus)[:META_COLUMNS]
 
 if embedded:
-    raw = services.embed(s.model, texts, s.pooling, s.max_length)  # (n, d)
-    raw_key = services.vectors_key(s.model, s.pooling, s.max_length, texts)
+    raw = embeddings.embed(s.model, texts, s.pooling, s.max_length)  # (n, d)
 else:
-    _, raw, raw_key = loaded
+    _, raw = loaded
     st.caption(
         "The vectors are used as uploaded: the sidebar's model and pooling apply only to typed queries; "
         "the calibrator is fitted on the uploaded vectors."
     )
 
 # ------------------------------------------------------------------ calibration
-space = ui.calibrated_space("nb_cal", raw, raw_key, texts if embedded else None)
-cal, calibrated, cal_key = space.calibration, space.vectors, space.key
-fit_vectors, fit_key = space.fit_vectors, space.fit_key
+space = ui.calibrated_space("nb_cal", raw, texts if embedded else None)
+cal, calibrated = space.calibration, space.vectors
 
 # ------------------------------------------------------------------ one query
 st.subheader("Neighbours of one sentence")
@@ -161,7 +161,7 @@ typed = c2.text_input(
 k = int(c3.slider("k", 1, min(50, n), min(10, n), key="nb_k"))
 
 query_text = texts[pick]
-q_raw, q_cal = raw[pick : pick + 1], calibrated[pick : pick + 1]  # (1, d), (1, d')
+q_raw, q_cal = raw.array[pick : pick + 1], calibrated.array[pick : pick + 1]  # (1, d), (1, d')
 if typed:
     if not embedded and raw.shape[1] != s.hidden_size:
         st.info(
@@ -175,11 +175,11 @@ if typed:
                 "the uploaded vectors came from the same model."
             )
         query_text = typed
-        q_raw = services.embed(s.model, [typed], s.pooling, s.max_length)  # (1, d)
-        q_cal = services.fit_calibrator(cal.method, cal.flow_json, fit_key, fit_vectors).transform(q_raw)
+        q_raw = embeddings.embed(s.model, [typed], s.pooling, s.max_length).array  # (1, d)
+        q_cal = calibration.fit_calibrator(cal.method, cal.flow_json, space.fit).transform(q_raw)
 st.markdown(f"**Query:** {ui.literal(query_text)}")
 
-result = services.query_neighbours(raw_key, cal_key, raw, calibrated, q_raw, q_cal, k)
+result = neighbours.query_neighbours(raw, calibrated, q_raw, q_cal, k)
 k_shown = len(result.before_ids)
 new = int((result.after_rank_before > k_shown).sum())
 m1, m2, m3 = st.columns(3)
@@ -224,7 +224,7 @@ sample = int(
         key="nb_sample",
     )
 )
-change = services.neighbourhood_change(raw_key, cal_key, k, sample, raw, calibrated)
+change = neighbours.neighbourhood_change(raw, calibrated, k, sample)
 st.metric(
     f"mean overlap@{change.k} under {cal.method}",
     f"{change.mean_overlap:.3f}",
@@ -239,7 +239,7 @@ st.dataframe(changed, width="stretch", hide_index=True)
 ui.download_table(change.to_frame().assign(text=lambda d: [texts[i] for i in d["id"]]), "neighbourhood_change")
 
 methods = tuple(dict.fromkeys([*COMPARED_METHODS, cal.method]))
-by_method = services.overlap_by_calibrator(raw_key, fit_key, methods, cal.flow_json, k, sample, raw, fit_vectors)
+by_method = neighbours.overlap_by_calibrator(raw, space.fit, methods, cal.flow_json, k, sample)
 skipped = [m for m in methods if m not in set(by_method["calibration"])]
 if skipped:
     st.caption(f"Left out (cannot be fitted on {raw.shape[1]}-dimensional vectors): {', '.join(skipped)}.")

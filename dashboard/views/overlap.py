@@ -7,7 +7,8 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from core.evaluate import cosine_pairs
-from dashboard import services, ui
+from dashboard import ui
+from dashboard.services import embeddings, geometry
 
 s = ui.settings()
 st.title("Lexical overlap")
@@ -27,13 +28,13 @@ if fit is None:
     st.stop()
 
 n = len(pairs)
-raw = services.embed(s.model, pairs.texts, s.pooling, s.max_length)  # (2n, d)
+raw = embeddings.embed(s.model, pairs.texts, s.pooling, s.max_length).array  # (2n, d)
 sims = {"gold": pairs.scores, "raw cosine": cosine_pairs(raw[:n], raw[n:])}
 result = ui.calibrate(cal, s.pooling, fit[0], raw)
 if result is not None:
     z = result[1][0]
     sims[f"{cal.method} cosine"] = cosine_pairs(z[:n], z[n:])
-summary, table = services.overlap(tuple(pairs.sentence1), tuple(pairs.sentence2), sims)
+summary, table = geometry.overlap(tuple(pairs.sentence1), tuple(pairs.sentence2), sims)
 
 cols = st.columns(len(summary["spearman"]))
 for col, (name, rho) in zip(cols, summary["spearman"].items(), strict=True):

@@ -5,7 +5,10 @@ from __future__ import annotations
 import plotly.express as px
 import streamlit as st
 
-from dashboard import services, ui
+from core.errors import InputError
+from dashboard import ui
+from dashboard.services import anatomy
+from dashboard.services.keyed import pairs_key
 
 s = ui.settings()
 st.title("Pooling explorer")
@@ -22,14 +25,14 @@ methods = st.multiselect(
     key="pool_methods",
     help=ui.CALIBRATION_HELP,
 )
-request = (services.pairs_key(pairs), tuple(methods), s.model, s.max_length)
+request = (pairs_key(pairs), tuple(methods), s.model, s.max_length)
 if not ui.run_button("Run the explorer", "pool_go", request, type="primary"):
     st.info("Press **Run the explorer** (one forward pass for all poolings; calibrators add a fit each).")
     st.stop()
 
 try:
-    report = services.pooling_report(s.model, request[0], tuple(methods), s.max_length, pairs)
-except ValueError as exc:
+    report = anatomy.pooling_report(s.model, pairs, tuple(methods), s.max_length)
+except InputError as exc:
     ui.user_error(exc)
     st.stop()
 ui.show_warnings(report.warnings)

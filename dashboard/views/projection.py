@@ -14,10 +14,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.cache import text_digest
 from core.errors import InputError
-from core.projection import sample_indices
-from dashboard import services, ui
+from core.projection import precomputed_coordinates
+from core.sampling import sample_indices
+from dashboard import ui
+from dashboard.services import embeddings, models, projection
+from dashboard.services.keyed import texts as keyed_texts
 
 METHODS = {"PCA": "pca", "UMAP": "umap", "t-SNE": "tsne"}
 PRECOMPUTED = "precomputed (x, y columns)"
@@ -30,9 +32,9 @@ def colour_values(name: str) -> tuple[np.ndarray | None, bool]:
     if name == "none":
         return None, False
     if name == "norm":
-        return np.linalg.norm(raw, axis=1), False
+        return np.linalg.norm(raw.array, axis=1), False
     if name == "token length":
-        return services.token_lengths(s.model, text_digest(texts), tuple(texts)), False
+        return models.token_lengths(s.model, keyed_texts(texts)), False
     if name == "text length":
         return np.array([len(t) for t in texts]), False
     col = corpus.meta[meta_cols[name]]
@@ -152,14 +154,13 @@ n = len(texts)
 if n < 5:
     st.info("A map needs at least 5 texts; load a larger corpus.")
     st.stop()
-raw = services.embed(s.model, texts, s.pooling, s.max_length)  # (n, d)
-raw_key = services.vectors_key(s.model, s.pooling, s.max_length, texts)
+raw = embeddings.embed(s.model, texts, s.pooling, s.max_length)  # (n, d)
 
-space = ui.calibrated_space("pj", raw, raw_key, texts)
-cal, calibrated, cal_key = space.calibration, space.vectors, space.key
+space = ui.calibrated_space("pj", raw, texts)
+cal, calibrated = space.calibration, space.vectors
 
 # ------------------------------------------------------------------ map settings
-xyz = services.precomputed_coordinates(corpus.meta)  # (n, 2|3) or None
+xyz = precomputed_coordinates(corpus.meta)  # (n, 2|3) or None
 labels = list(METHODS) + ([PRECOMPUTED] if xyz is not None else [])
 c1, c2, c3, c4 = st.columns([2, 1, 2, 1])
 label = c1.selectbox("Method", labels, key="pj_projection")
@@ -205,18 +206,17 @@ if method == "precomputed":
     selected["precomputed"] = show_map(xyz[rows, :dims], rows, "precomputed coordinates", f"projection_xy_{dims}d")
 else:
     params_json = json.dumps(params, sort_keys=True)
-    spaces = (
-        ("raw", f"raw ({s.pooling})", raw_key, raw),
-        ("calibrated", f"calibrated ({cal.method})", cal_key, calibrated),
-    )
-    for col, (space, title, key, vectors) in zip(st.columns(2), spaces, strict=True):
+    spaces = (("raw", f"raw ({s.pooling})", raw), ("calibrated", f"calibrated ({cal.method})", calibrated))
+    for col, (space_name, title, vectors) in zip(st.columns(2), spaces, strict=True):
         with col:
             try:
-                rows, coords = services.projection(key, method, dims, sample, seed, params_json, vectors)
-            except (InputError, ValueError) as exc:
+                rows, coords = projection.projection(vectors, method, dims, sample, seed, params_json)
+            except InputError as exc:
                 ui.user_error(exc)
                 continue
-            selected[space] = show_map(coords, rows, f"{label} · {title}", f"projection_{space}_{method}_{dims}d")
+            selected[space_name] = show_map(
+                coords, rows, f"{label} · {title}", f"projection_{space_name}_{method}_{dims}d"
+            )
 if dims == 3:
     st.caption("Drag to rotate. Region selection works on the 2-D maps.")
 

@@ -9,7 +9,8 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from core.evaluate import correlations, cosine_pairs, rank_shift
-from dashboard import services, ui
+from dashboard import ui
+from dashboard.services import embeddings
 
 s = ui.settings()
 st.title("Sentence-pair similarity")
@@ -37,9 +38,9 @@ cal = ui.calibration_controls("sim")
 fit = ui.fit_texts("sim", pairs.texts) if cal.active else None
 
 n = len(pairs)
-vectors = services.embed_many(s.model, pairs.texts, poolings, s.max_length)
+vectors = {p: v.array for p, v in embeddings.embed_many(s.model, pairs.texts, poolings, s.max_length).items()}
 calibrate = cal.active and fit is not None
-fit_vectors = services.embed_many(s.model, fit[0], poolings, s.max_length) if calibrate else {}  # one pass
+fit_vectors = embeddings.embed_many(s.model, fit[0], poolings, s.max_length) if calibrate else {}  # one pass
 # (column label, cosines) for every raw and calibrated variant
 variants: list[tuple[str, np.ndarray]] = []
 first_moved: tuple[str, np.ndarray, np.ndarray] | None = None  # first pooling: label, raw and calibrated cosines

@@ -7,7 +7,7 @@ import pytest
 from sklearn.decomposition import PCA
 
 from core.errors import InputError
-from core.projection import PROJECTION_METHODS, pca, project, sample_indices
+from core.projection import PROJECTION_METHODS, pca, project
 
 
 @pytest.fixture(scope="module")
@@ -73,18 +73,6 @@ def test_tiny_inputs_still_project():
     X = np.random.default_rng(1).standard_normal((6, 5)).astype(np.float32)
     assert project(X, "umap", 2, seed=0, n_epochs=50).shape == (6, 2)
     assert project(X, "tsne", 2, seed=0, max_iter=250).shape == (6, 2)
-
-
-def test_sample_indices():
-    a = sample_indices(10_000, 500, seed=7)
-    assert a.shape == (500,) and a.dtype == np.int64
-    assert (np.diff(a) > 0).all() and a.min() >= 0 and a.max() < 10_000
-    np.testing.assert_array_equal(a, sample_indices(10_000, 500, seed=7))
-    assert not np.array_equal(a, sample_indices(10_000, 500, seed=8))
-    np.testing.assert_array_equal(sample_indices(40, 500), np.arange(40))
-    np.testing.assert_array_equal(sample_indices(40, None), np.arange(40))
-    with pytest.raises(InputError, match="at least 1"):
-        sample_indices(40, 0)
 
 
 def test_bad_inputs(blobs):

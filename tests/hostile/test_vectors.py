@@ -1,4 +1,4 @@
-"""Hostile vector uploads (.npy) for the Neighbours page: dashboard.services.load_vectors and the upload.
+"""Hostile vector uploads (.npy) for the Neighbours page: core.data.load_vectors and the upload.
 
 A .npy is loaded with allow_pickle=False: a pickle disguised as .npy (np.save of an object array whose
 element's __reduce__ would create a marker file) is refused and never unpickled.
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.data import load_vectors
 from core.errors import InputError
-from dashboard import services
 from tests.dashboard.conftest import open_page
 from tests.hostile.cases import GOOD_CORPUS_TXT, junk, npy, pickled_npy, raw_pickle
 from tests.hostile.conftest import assert_app_refused, assert_one_line, new_app
@@ -98,7 +98,7 @@ def test_load_vectors_refuses(case: str, data, fragments: tuple[str, ...], tmp_p
     marker = tmp_path / "MARKER"
     name = f"{case}.npy"
     try:
-        services.load_vectors(_bytes(data, marker), name)
+        load_vectors(_bytes(data, marker), name)
     except InputError as exc:
         msg = str(exc)
         assert_one_line(msg)
@@ -114,13 +114,13 @@ def test_load_vectors_refuses(case: str, data, fragments: tuple[str, ...], tmp_p
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float64, np.int8, np.uint16])
 def test_load_vectors_accepts_numbers_as_float32(dtype) -> None:
-    out = services.load_vectors(npy(GOOD.astype(dtype)), "v.npy")
+    out = load_vectors(npy(GOOD.astype(dtype)), "v.npy")
     assert out.dtype == np.float32 and out.shape == (N_GOOD, D_GOOD) and out.flags.c_contiguous
 
 
 def test_fortran_order_and_big_endian_load() -> None:
     for arr in (np.asfortranarray(GOOD), GOOD.astype(">f4")):
-        np.testing.assert_array_equal(services.load_vectors(npy(arr), "v.npy"), GOOD)
+        np.testing.assert_array_equal(load_vectors(npy(arr), "v.npy"), GOOD)
 
 
 # ---------------------------------------------------------------- the Neighbours upload (AppTest)

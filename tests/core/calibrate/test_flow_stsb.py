@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from core.cache import ArrayCache
-from core.calibrate import Flow, calibrated_sts, make_calibrator
+from core.calibrate import Flow, make_calibrator
 from core.data import load_pairs
 from core.embed import encode
+from core.sts import calibrated_sts
 
 
 @pytest.mark.slow

@@ -1,0 +1,90 @@
+"""Calibrators: unsupervised maps that make sentence-embedding spaces isotropic, so cosine works better.
+
+Pre-trained encoders put sentence vectors in a narrow cone; cosine similarity is then dominated by a few
+directions. The calibrators are fitted without labels on embeddings (of the evaluated sentences, "target",
+or of a separate corpus) and map any embedding into a better-conditioned space. One concept per module:
+
+- ``base``: the scikit-learn estimator contract and save/load as safetensors + JSON (never pickle);
+- ``linear``: ``Identity`` (``none``), ``Whitening`` (``whitening``, ``whitening:K``),
+  ``StandardNormalization`` (``sn``), ``AllButTheTop`` (``abtt:D``) and ``Chain`` (``sn+abtt:D``);
+- ``flow``: ``Flow`` (BERT-flow, a normalizing flow to a standard normal) and its ``FlowConfig``;
+- ``methods``: the method strings users can ask for (light: no torch), ``factory``: them parsed into
+  calibrators (``make_calibrator``).
+
+z = make_calibrator("whitening").fit(vectors).transform(vectors)  # (n, d) float32
+
+Names are imported from their module on first use (PEP 562), so ``core.calibrate.methods`` stays cheap to
+import for the command line's help.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(
+        ("CALIBRATORS", "JSON_NAME", "TENSORS_NAME", "Calibrator", "EpochProgressFn", "NotFittedError"), "base"
+    ),
+    **dict.fromkeys(("check_array", "load_calibrator"), "base"),
+    **dict.fromkeys(("AllButTheTop", "Chain", "Identity", "StandardNormalization", "Whitening"), "linear"),
+    **dict.fromkeys(("EVAL_ROWS", "FLOW_COUPLINGS", "FLOW_LINEARS", "Flow", "FlowConfig"), "flow"),
+    **dict.fromkeys(("CALIBRATION_METHODS", "METHOD_DESCRIPTIONS", "CalibrationMethod", "methods_help"), "methods"),
+    **dict.fromkeys(("make_calibrator", "whitened_dims"), "factory"),
+}
+__all__ = [
+    "CALIBRATION_METHODS",
+    "CALIBRATORS",
+    "EVAL_ROWS",
+    "FLOW_COUPLINGS",
+    "FLOW_LINEARS",
+    "JSON_NAME",
+    "METHOD_DESCRIPTIONS",
+    "TENSORS_NAME",
+    "AllButTheTop",
+    "CalibrationMethod",
+    "Calibrator",
+    "Chain",
+    "EpochProgressFn",
+    "Flow",
+    "FlowConfig",
+    "Identity",
+    "NotFittedError",
+    "StandardNormalization",
+    "Whitening",
+    "check_array",
+    "load_calibrator",
+    "make_calibrator",
+    "methods_help",
+    "whitened_dims",
+]  # the names of _EXPORTS (tests/core/calibrate check it)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'core.calibrate' has no attribute '{name}'")
+    value = getattr(importlib.import_module(f"core.calibrate.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from core.calibrate.base import (
+        CALIBRATORS,
+        JSON_NAME,
+        TENSORS_NAME,
+        Calibrator,
+        EpochProgressFn,
+        NotFittedError,
+        check_array,
+        load_calibrator,
+    )
+    from core.calibrate.factory import make_calibrator, whitened_dims
+    from core.calibrate.flow import EVAL_ROWS, FLOW_COUPLINGS, FLOW_LINEARS, Flow, FlowConfig
+    from core.calibrate.linear import AllButTheTop, Chain, Identity, StandardNormalization, Whitening
+    from core.calibrate.methods import CALIBRATION_METHODS, METHOD_DESCRIPTIONS, CalibrationMethod, methods_help

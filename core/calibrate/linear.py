@@ -1,0 +1,275 @@
+"""Linear (affine) calibrators, fitted in closed form on the covariance of the fit vectors.
+
+- ``Identity`` (method ``none``).
+- ``Whitening`` (Su et al. 2021): ``z = (x - mu) W`` with ``W = U diag(1 / sqrt(lambda))``, optionally
+  truncated to the top ``k`` components (``whitening:K``). The same map as
+  ``sklearn.decomposition.PCA(whiten=True)`` up to the sign of each component.
+- ``StandardNormalization`` (``sn``): per dimension ``(x - mu) / sigma``.
+- ``AllButTheTop`` (``abtt:D``, Mu & Viswanath 2018): remove the mean and the top ``D`` principal directions.
+- ``Chain`` of calibrators applied one after another (``sn+abtt:D``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from core.calibrate.base import Calibrator, EpochProgressFn, check_array, register
+from core.errors import InputError
+from core.linalg import covariance_eigh
+
+
+@register
+class Identity(Calibrator):
+    """Method ``none``: vectors unchanged (as float32)."""
+
+    @property
+    def method(self) -> str:
+        return "none"
+
+    def fit(self, X: np.ndarray, y: None = None, progress: EpochProgressFn | None = None) -> Identity:
+        X = check_array(X)
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        return self._check_input(X).astype(np.float32)
+
+    def inverse_transform(self, Z: np.ndarray) -> np.ndarray:
+        return self._check_input(Z, "Z").astype(np.float32)
+
+
+@register
+class Whitening(Calibrator):
+    """Whitening (Su et al. 2021): ``z = (x - mu) W``, ``W = U[:, :k] diag(1 / sqrt(lambda[:k]))``.
+
+    ``n_components=None`` keeps all ``d`` dimensions (exactly invertible); ``k < d`` keeps the top ``k``
+    principal components (output (n, k); ``inverse_transform`` is then the least-squares pseudo-inverse).
+    Eigenvalues are floored at ``eps * lambda_max`` (relative, so the floor means the same at any scale of
+    the vectors): a direction with less variance than that is noise, not signal to amplify.
+    """
+
+    def __init__(self, n_components: int | None = None, eps: float = 1e-6) -> None:
+        self.n_components = n_components
+        self.eps = eps
+
+    @property
+    def method(self) -> str:
+        return "whitening" if self.n_components is None else f"whitening:{self.n_components}"
+
+    def _k(self, d: int) -> int:
+        if self.n_components is None:
+            return d
+        k = int(self.n_components)
+        if not 1 <= k <= d:
+            raise InputError(f"whitening:K needs K between 1 and {d} (the dimension of the vectors); got {k}")
+        return k
+
+    def fit(self, X: np.ndarray, y: None = None, progress: EpochProgressFn | None = None) -> Whitening:
+        if not 0 < self.eps < 1:
+            raise InputError(f"Whitening eps (relative eigenvalue floor) must be in (0, 1); got {self.eps}")
+        X = check_array(X, min_rows=2)
+        k = self._k(X.shape[1])
+        eig = covariance_eigh(X)
+        lam = np.maximum(eig.eigenvalues, self.eps * max(eig.eigenvalues[0], np.finfo(np.float64).tiny))  # (d,)
+        self.mean_ = eig.mean  # (d,)
+        self.eigenvalues_ = lam[:k]  # (k,)
+        self.components_ = eig.vectors[:, :k] * (1.0 / np.sqrt(lam[:k]))  # (d, k)
+        self.inverse_components_ = (eig.vectors[:, :k] * np.sqrt(lam[:k])).T  # (k, d)
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    @property
+    def n_features_out_(self) -> int:
+        return int(self.components_.shape[1])
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        X = self._check_input(X)
+        return ((X - self.mean_) @ self.components_).astype(np.float32)  # (n, k)
+
+    def inverse_transform(self, Z: np.ndarray) -> np.ndarray:
+        Z = self._check_input(Z, "Z", n_features=self.n_features_out_)
+        return (Z @ self.inverse_components_ + self.mean_).astype(np.float32)  # (n, d)
+
+    def log_abs_det(self) -> float:
+        """log |det W| (full rank only): the change of density of the whitening map."""
+        return float(-0.5 * np.sum(np.log(self.eigenvalues_)))
+
+    def _tensors(self) -> dict[str, np.ndarray]:
+        return {
+            "mean": self.mean_,
+            "eigenvalues": self.eigenvalues_,
+            "components": self.components_,
+            "inverse_components": self.inverse_components_,
+        }
+
+    def _expected_shapes(self, state: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+        d = int(state["n_features_in_"])
+        k = self._k(d)
+        return {"mean": (d,), "eigenvalues": (k,), "components": (d, k), "inverse_components": (k, d)}
+
+    def _restore(self, state: dict[str, Any], tensors: dict[str, np.ndarray]) -> None:
+        super()._restore(state, tensors)
+        self.mean_ = tensors["mean"]
+        self.eigenvalues_ = tensors["eigenvalues"]
+        self.components_ = tensors["components"]
+        self.inverse_components_ = tensors["inverse_components"]
+
+
+@register
+class StandardNormalization(Calibrator):
+    """Method ``sn``: per dimension ``(x - mu) / sigma`` (sigma clipped at ``eps``)."""
+
+    def __init__(self, eps: float = 1e-8) -> None:
+        self.eps = eps
+
+    @property
+    def method(self) -> str:
+        return "sn"
+
+    def fit(self, X: np.ndarray, y: None = None, progress: EpochProgressFn | None = None) -> StandardNormalization:
+        X = check_array(X, min_rows=2)
+        self.mean_ = X.mean(axis=0)  # (d,)
+        self.scale_ = np.maximum(X.std(axis=0, ddof=1), self.eps)  # (d,)
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        X = self._check_input(X)
+        return ((X - self.mean_) / self.scale_).astype(np.float32)
+
+    def inverse_transform(self, Z: np.ndarray) -> np.ndarray:
+        Z = self._check_input(Z, "Z")
+        return (Z * self.scale_ + self.mean_).astype(np.float32)
+
+    def _tensors(self) -> dict[str, np.ndarray]:
+        return {"mean": self.mean_, "scale": self.scale_}
+
+    def _expected_shapes(self, state: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+        d = int(state["n_features_in_"])
+        return {"mean": (d,), "scale": (d,)}
+
+    def _restore(self, state: dict[str, Any], tensors: dict[str, np.ndarray]) -> None:
+        super()._restore(state, tensors)
+        self.mean_, self.scale_ = tensors["mean"], tensors["scale"]
+
+
+@register
+class AllButTheTop(Calibrator):
+    """All-but-the-top (Mu & Viswanath 2018): remove the mean and the top ``D`` principal directions.
+
+    ``n_components=None`` uses the paper's rule of thumb ``D = max(1, d // 100)``. Not invertible.
+    """
+
+    invertible: ClassVar[bool] = False
+
+    def __init__(self, n_components: int | None = None) -> None:
+        self.n_components = n_components
+
+    @property
+    def method(self) -> str:
+        return "abtt" if self.n_components is None else f"abtt:{self.n_components}"
+
+    def _k(self, d: int) -> int:
+        if self.n_components is None:
+            return max(1, d // 100)
+        k = int(self.n_components)
+        if not 0 <= k < d:
+            raise InputError(f"abtt:D needs D between 0 and {d - 1} (below the dimension of the vectors); got {k}")
+        return k
+
+    def fit(self, X: np.ndarray, y: None = None, progress: EpochProgressFn | None = None) -> AllButTheTop:
+        X = check_array(X, min_rows=2)
+        k = self._k(X.shape[1])
+        eig = covariance_eigh(X)
+        self.mean_ = eig.mean  # (d,)
+        self.components_ = eig.vectors[:, :k]  # (d, D) orthonormal columns
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        X = self._check_input(X) - self.mean_  # (n, d)
+        return (X - (X @ self.components_) @ self.components_.T).astype(np.float32)
+
+    def _tensors(self) -> dict[str, np.ndarray]:
+        return {"mean": self.mean_, "components": self.components_}
+
+    def _expected_shapes(self, state: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+        d = int(state["n_features_in_"])
+        return {"mean": (d,), "components": (d, self._k(d))}
+
+    def _restore(self, state: dict[str, Any], tensors: dict[str, np.ndarray]) -> None:
+        super()._restore(state, tensors)
+        self.mean_, self.components_ = tensors["mean"], tensors["components"]
+
+
+@register
+class Chain(Calibrator):
+    """Calibrators applied one after another (each fitted on the output of the previous one).
+
+    ``steps`` is stored as given (scikit-learn's rule for ``clone``); ``fit`` fits each step in place.
+    """
+
+    def __init__(self, steps: Sequence[Calibrator]) -> None:
+        self.steps = steps
+
+    @property
+    def invertible(self) -> bool:  # type: ignore[override]
+        return all(s.invertible for s in self.steps)
+
+    @property
+    def method(self) -> str:
+        return "+".join(s.method for s in self.steps)
+
+    def fit(self, X: np.ndarray, y: None = None, progress: EpochProgressFn | None = None) -> Chain:
+        if not self.steps:
+            raise InputError("a chain needs at least one calibrator, like sn+abtt:3")
+        X = check_array(X, min_rows=2)
+        d = X.shape[1]
+        for step in self.steps:
+            X = step.fit(X, progress=progress).transform(X)
+        self.n_features_in_ = d
+        return self
+
+    @property
+    def n_features_out_(self) -> int:
+        return self.steps[-1].n_features_out_
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        out = self._check_input(X)
+        for step in self.steps:
+            out = step.transform(out)
+        return np.asarray(out, np.float32)
+
+    def inverse_transform(self, Z: np.ndarray) -> np.ndarray:
+        out = self._check_input(Z, "Z", n_features=self.n_features_out_)
+        for step in reversed(self.steps):
+            if not step.invertible:
+                raise NotImplementedError(f"Chain step {type(step).__name__} is not invertible")
+        for step in reversed(self.steps):
+            out = step.inverse_transform(out)
+        return np.asarray(out, np.float32)
+
+    def _json_params(self) -> dict[str, Any]:
+        return {"steps": [s.method for s in self.steps]}
+
+    def _record(self, prefix: str, tensors: dict[str, np.ndarray]) -> dict[str, Any]:
+        record = super()._record(prefix, tensors)
+        record["params"] = {"steps": [s._record(f"{prefix}{i}/", tensors) for i, s in enumerate(self.steps)]}
+        return record
+
+    @classmethod
+    def _from_params(cls, params: dict[str, Any], tensors: dict[str, np.ndarray], prefix: str, where: str):
+        steps = params.get("steps")
+        if set(params) != {"steps"} or not isinstance(steps, list) or not steps:
+            raise InputError(f"{where}: a Chain needs a non-empty list of steps")
+        return cls([Calibrator._from_record(rec, tensors, f"{prefix}{i}/", where) for i, rec in enumerate(steps)])
+
+    def _restore(self, state: dict[str, Any], tensors: dict[str, np.ndarray]) -> None:
+        super()._restore(state, tensors)
+        if self.steps[0].n_features_in_ != self.n_features_in_ or any(
+            a.n_features_out_ != b.n_features_in_ for a, b in zip(self.steps, self.steps[1:], strict=False)
+        ):
+            raise ValueError("the steps' dimensions do not connect")

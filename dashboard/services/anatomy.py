@@ -1,0 +1,69 @@
+"""Model anatomy: every pooling and layer scored on pairs, the input embedding's spectrum and rank-k shrinking."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.cache import ArrayCache
+from core.calibrate import Calibrator, make_calibrator
+from core.data import Pairs
+from core.embed import EmbedConfig
+from dashboard.services.keyed import HASH_FUNCS
+from dashboard.services.models import encoder, private_encoder
+
+
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
+def pooling_report(model: str, pairs: Pairs, calibrations: tuple[str, ...], max_length: int):
+    """core.pooling_explorer.explore_poolings: every pooling and layer, raw and calibrated, one forward pass."""
+    from core.pooling_explorer import RAW, explore_poolings, pooling_modes_for
+
+    enc = encoder(model)
+    n_fits = len(pooling_modes_for(enc)) * len([c for c in calibrations if c.strip().lower() != RAW])
+    bar = st.progress(0.0, text="Embedding with every pooling…")
+    fitted = [-1]  # -1 until the embedding pass is over (the explorer checks each method once before it)
+
+    def embedding(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), text=f"Embedding {done:,} / {total:,} sentences")
+        if done >= total:
+            fitted[0] = 0
+
+    def calibrator(method: str) -> Calibrator:
+        if fitted[0] >= 0:
+            fitted[0] += 1
+            bar.progress(min(fitted[0] / max(n_fits, 1), 1.0), text=f"Fitting {method}: {fitted[0]} / {n_fits}")
+        return make_calibrator(method)
+
+    try:
+        return explore_poolings(
+            enc, pairs, calibrations, EmbedConfig(max_length=max_length), embedding, ArrayCache(), calibrator
+        )
+    finally:
+        bar.empty()
+
+
+@st.cache_data(show_spinner="Singular values of the input embedding table…", max_entries=8)
+def input_spectrum(model: str):
+    """Singular values and effective rank of the model's input embedding table."""
+    from core.embedding_anatomy import embedding_spectrum, input_embedding_weight
+
+    return embedding_spectrum(input_embedding_weight(encoder(model).model))
+
+
+@st.cache_data(show_spinner=False, max_entries=8, hash_funcs=HASH_FUNCS)
+def shrink_curve(model: str, pairs: Pairs, ranks: tuple[int, ...], pooling: str, max_length: int):
+    """STS and neighbour overlap with the input embedding shrunk to each rank (SVD)."""
+    from core.embedding_anatomy import shrink_curve as curve
+
+    bar = st.progress(0.0, text="Re-encoding at each rank…")
+    try:
+        return curve(
+            private_encoder(model),
+            pairs,
+            list(ranks),
+            pooling,
+            EmbedConfig(max_length=max_length),
+            lambda d, t: bar.progress(d / max(t, 1), text=f"Re-encoding: {d:,} / {t:,} sentences"),
+            ArrayCache(),
+        )
+    finally:
+        bar.empty()

@@ -1,0 +1,114 @@
+"""Fitted calibrators (kept in memory and on disk) and the vectors they map."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from core.cache import default_cache_dir, make_key
+from core.calibrate import Calibrator, Flow, FlowConfig, load_calibrator, make_calibrator
+from core.data import Pairs
+from core.errors import InputError
+from core.evaluate import correlations, cosine_pairs
+from dashboard.services.embeddings import embed_many
+from dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
+
+log = logging.getLogger(__name__)
+
+
+def _flow_progress():
+    """A bar and a live bits/dim curve for a flow's epochs; returns (callback, cleanup)."""
+    bar = st.progress(0.0, text="Training the flow…")
+    curve = st.empty()
+    history: list[float] = []
+
+    def progress(epoch: int, n_epochs: int, bits: float) -> None:
+        history.append(bits)
+        bar.progress(epoch / max(n_epochs, 1), text=f"Flow epoch {epoch}/{n_epochs}: {bits:.3f} bits/dim")
+        curve.line_chart(pd.DataFrame({"bits/dim": history}), height=180)
+
+    def cleanup() -> None:
+        bar.empty()
+        curve.empty()
+
+    return progress, cleanup
+
+
+@st.cache_resource(show_spinner=False, max_entries=32, hash_funcs=HASH_FUNCS)
+def fit_calibrator(method: str, flow_json: str, fit: Vectors) -> Calibrator:
+    """A calibrator fitted on ``fit``; also kept on disk (safetensors + JSON) so a restart does not retrain.
+
+    ``flow_json`` is the FlowConfig as JSON ("" for the default). A flow shows its bits/dim per epoch live.
+    """
+    folder = default_cache_dir() / "calibrators" / make_key(method, flow_json, fit.key)
+    if (folder / "calibrator.json").exists():
+        try:
+            return load_calibrator(folder)
+        except (InputError, OSError) as exc:
+            log.warning("dropping the unreadable cached calibrator %s: %s", folder, exc)
+            shutil.rmtree(folder, ignore_errors=True)
+    config = FlowConfig.from_dict(json.loads(flow_json)) if flow_json else None
+    calibrator = make_calibrator(method, config)
+    if isinstance(calibrator, Flow):
+        progress, cleanup = _flow_progress()
+        try:
+            calibrator.fit(fit.array, progress=progress)
+        finally:
+            cleanup()
+    else:
+        calibrator.fit(fit.array)
+    try:
+        calibrator.save(folder)
+    except OSError as exc:  # a read-only or full disk only costs a refit next time
+        log.warning("could not keep the fitted calibrator in %s: %s", folder, exc)
+    return calibrator
+
+
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
+def _calibrated(method: str, flow_json: str, fit: Vectors, x: Vectors) -> np.ndarray:
+    return np.asarray(fit_calibrator(method, flow_json, fit).transform(x.array), dtype=np.float32)
+
+
+def calibrated(method: str, flow_json: str, fit: Vectors, x: Vectors) -> Vectors:
+    """``x`` mapped by the calibrator fitted (cached) on ``fit``: (n, d') float32, named for caches."""
+    return Vectors(make_key("cal", x.key, method, flow_json, fit.key), _calibrated(method, flow_json, fit, x))
+
+
+def calibrate(method: str, flow_json: str, fit: Vectors, *arrays: np.ndarray) -> tuple[Calibrator, list[np.ndarray]]:
+    """Fit (cached) on ``fit`` and map each of ``arrays`` (a transform is cheap next to a fit)."""
+    calibrator = fit_calibrator(method, flow_json, fit)
+    return calibrator, [calibrator.transform(a) for a in arrays]
+
+
+def calibration_table(
+    model: str,
+    max_length: int,
+    pairs: Pairs,
+    poolings: tuple[str, ...],
+    methods: tuple[str, ...],
+    fit_on: Sequence[str] | Texts,
+    flow_json: str = "",
+) -> pd.DataFrame:
+    """Spearman (x100) of every pooling x calibrator on ``pairs``, each fitted on ``fit_on`` (cached pieces)."""
+    n = len(pairs)
+    vecs = embed_many(model, pairs.texts, poolings, max_length)
+    fits = embed_many(model, fit_on, poolings, max_length)
+    rows = []
+    bar = st.progress(0.0, text="Fitting calibrators…")
+    total = max(len(poolings) * len(methods), 1)
+    try:
+        for i, p in enumerate(poolings):
+            for j, m in enumerate(methods):
+                bar.progress((i * len(methods) + j) / total, text=f"{p} + {m}")
+                z = calibrated(m, flow_json if m == "flow" else "", fits[p], vecs[p]).array
+                r = correlations(cosine_pairs(z[:n], z[n:]), pairs.scores)
+                rows.append({"pooling": p, "calibration": m, "spearman": round(r["spearman"], 2)})
+    finally:
+        bar.empty()
+    return pd.DataFrame(rows)

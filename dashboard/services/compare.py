@@ -1,0 +1,143 @@
+"""Two spaces of the same texts: their encoders, vectors (layers included), CKA, neighbour overlap, hubness and maps.
+
+A space's encoder is the sidebar-style model name, a loss-surface checkpoint (``landscape:FOLDER:INIT:EPOCH``)
+or a seeded random init of the model (``core.compare.spaces``). Every vector travels with its key
+(``keyed.Vectors``); each long step shows an ``st.progress`` bar and is cached.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from core.cache import ArrayCache, make_key
+from core.compare import CKAMatrix, Comparison, SpaceSpec, cka_matrix, compare_spaces, load_space_encoder
+from core.embed import EmbedConfig, encode_many
+from core.models import Encoder
+from dashboard.services.calibration import calibrated
+from dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
+from dashboard.services.models import encoder as base_encoder
+
+
+@dataclass(frozen=True)
+class SpaceChoice:
+    """What the page picked for one side: everything a space depends on."""
+
+    model: str = ""  # "" = embedded default, a path or hub id, or landscape:FOLDER:INIT:EPOCH
+    init: str = "pretrained"  # or "random"
+    seed: int = 0
+    pooling: str = "mean"
+    calibration: str = "none"
+    flow_json: str = ""
+
+    @property
+    def spec(self) -> SpaceSpec:
+        return SpaceSpec(self.model, self.init, self.seed, self.pooling, self.calibration)
+
+
+@dataclass(frozen=True)
+class SpaceVectors:
+    """One side's vectors: the compared space and the raw mean-pooled layers of its encoder."""
+
+    name: str  # encoder name
+    num_layers: int
+    vectors: Vectors  # (n, d') pooled and calibrated
+    layers: tuple[Vectors, ...]  # (n, d) each: layer:0..L
+
+
+@st.cache_resource(show_spinner="Loading the model…", max_entries=4)
+def space_encoder(model: str, init: str, seed: int) -> Encoder:
+    """The encoder of a space (InputError for a model, checkpoint or init that cannot be loaded)."""
+    return load_space_encoder(SpaceSpec(model, init, seed), loader=base_encoder)
+
+
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
+def _embed(model: str, init: str, seed: int, items: Texts, poolings: tuple[str, ...], max_length: int) -> dict:
+    enc = space_encoder(model, init, seed)
+    bar = st.progress(0.0, text=f"Embedding {len(items):,} texts with {enc.name}…")
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), text=f"Embedding {done:,} / {total:,} texts with {enc.name}")
+
+    try:
+        return encode_many(enc, items.items, poolings, EmbedConfig(max_length=max_length), progress, ArrayCache())
+    finally:
+        bar.empty()
+
+
+def space_vectors(choice: SpaceChoice, items: Texts, max_length: int) -> SpaceVectors:
+    """``choice`` applied to ``items``: one forward pass gives its pooling and every layer; the calibrator is
+    fitted on the space's own vectors (no labels). InputError for a pooling the model lacks, or a bad fit."""
+    from core.compare.spaces import check_pooling
+
+    enc = space_encoder(choice.model, choice.init, choice.seed)
+    pooling = check_pooling(choice.spec, enc)
+    layer_names = tuple(f"layer:{i}" for i in range(enc.num_layers + 1))
+    poolings = tuple(dict.fromkeys((pooling, *layer_names)))
+    arrays = _embed(choice.model, choice.init, choice.seed, items, poolings, max_length)
+    keyed = {p: Vectors(make_key("cmp-emb", enc.fingerprint, p, max_length, items.key), arrays[p]) for p in poolings}
+    raw = keyed[pooling]
+    space = raw if choice.calibration == "none" else calibrated(choice.calibration, choice.flow_json, raw, raw)
+    return SpaceVectors(enc.name, enc.num_layers, space, tuple(keyed[p] for p in layer_names))
+
+
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
+def comparison(a: Vectors, b: Vectors, k: int, map_method: str, map_points: int) -> Comparison:
+    """core.compare.compare_spaces: CKA, exact neighbour overlap, hubness and the Procrustes-aligned maps."""
+    bar = st.progress(0.0, text="Comparing the spaces…")
+
+    def stage(name: str):
+        bar.progress(0.0, text=f"Comparing the spaces: {name}…")
+
+        def progress(done: int, total: int) -> None:
+            bar.progress(done / max(total, 1), text=f"Comparing the spaces: {name} ({done:,} / {total:,})")
+
+        return progress
+
+    try:
+        same = a.key == b.key
+        return compare_spaces(a.array, a.array if same else b.array, k, True, map_method, map_points, 0, stage)
+    finally:
+        bar.empty()
+
+
+@st.cache_data(show_spinner="CKA between every pair of layers…", max_entries=16, hash_funcs=HASH_FUNCS)
+def layer_cka(layers_a: tuple[Vectors, ...], layers_b: tuple[Vectors, ...]) -> CKAMatrix:
+    """Linear and debiased CKA of every layer of A against every layer of B (one list when they are the same)."""
+    same = [v.key for v in layers_a] == [v.key for v in layers_b]
+    return cka_matrix([v.array for v in layers_a], None if same else [v.array for v in layers_b])
+
+
+def landscape_checkpoints() -> list[dict]:
+    """Finished loss-surface experiments with their checkpoint epochs: ``{"out_dir", "label", "epochs": {init:
+    [0..E]}}``, newest first (not cached: a run finished in another tab must appear)."""
+    from core.landscape.results import list_results
+
+    out = []
+    for run in list_results():
+        folder = Path(run["out_dir"])
+        epochs = {}
+        for init in ("pretrained", "scratch"):
+            runs = sorted(folder.glob(f"checkpoints/{init}-task1-*"), key=lambda p: p.stat().st_mtime)
+            found = sorted(runs[-1].glob("epoch_*.safetensors")) if runs else []
+            if found:
+                epochs[init] = [int(p.stem.split("_")[1]) for p in found]
+        if epochs:
+            label = f"{run.get('task', '?')} · {run.get('model', '?')} · {folder.name[:10]}"
+            out.append({"out_dir": str(folder), "label": label, "epochs": epochs})
+    return out
+
+
+def per_text_table(report: Comparison, texts: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Columns of the per-text download: overlap, shared neighbours, k-occurrence in A and in B."""
+    return {
+        "id": np.arange(report.n),
+        "text": np.asarray(texts, dtype=object),
+        "overlap": report.overlap.overlap,
+        "shared": report.overlap.shared,
+        "k_occurrence_a": report.hubness_a.k_occurrence,
+        "k_occurrence_b": report.hubness_b.k_occurrence,
+    }

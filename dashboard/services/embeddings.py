@@ -1,0 +1,40 @@
+"""Sentence embeddings: one forward pass per list of texts, every requested pooling, cached in memory and on disk."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import streamlit as st
+
+from core.cache import ArrayCache, make_key
+from core.embed import EmbedConfig, encode_many
+from dashboard.services.keyed import HASH_FUNCS, Texts, Vectors, texts
+from dashboard.services.models import encoder
+
+
+@st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH_FUNCS)
+def _embed_many(model: str, items: Texts, poolings: tuple[str, ...], max_length: int) -> dict[str, np.ndarray]:
+    enc = encoder(model)
+    bar = st.progress(0.0, text=f"Embedding {len(items):,} texts…")
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / max(total, 1), text=f"Embedding {done:,} / {total:,} texts")
+
+    try:
+        config = EmbedConfig(max_length=max_length)
+        return encode_many(enc, items.items, poolings, config, progress, ArrayCache())
+    finally:
+        bar.empty()
+
+
+def embed_many(model: str, items: Sequence[str] | Texts, poolings: Sequence[str], max_length: int) -> dict[str, Vectors]:
+    """Pooled embeddings of ``items``, one (n, d) float32 ``Vectors`` per pooling, from one forward pass."""
+    items = items if isinstance(items, Texts) else texts(items)
+    arrays = _embed_many(model, items, tuple(poolings), max_length)
+    return {p: Vectors(make_key("emb", model, p, max_length, items.key), a) for p, a in arrays.items()}
+
+
+def embed(model: str, items: Sequence[str] | Texts, pooling: str, max_length: int) -> Vectors:
+    """Pooled embeddings (n, d) float32 of ``items`` for one pooling mode."""
+    return embed_many(model, items, [pooling], max_length)[pooling]

@@ -1,0 +1,73 @@
+"""Isotropy metrics, spectra, per-layer metrics, token-frequency bias and lexical overlap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from core.embed import EmbedConfig
+from dashboard.services.embeddings import embed_many
+from dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
+from dashboard.services.models import encoder
+
+
+@st.cache_data(show_spinner="Computing isotropy metrics…", max_entries=128, hash_funcs=HASH_FUNCS)
+def metrics_of(vectors: Vectors) -> dict[str, float]:
+    """core.metrics.all_metrics of ``vectors``."""
+    from core.metrics import all_metrics
+
+    return all_metrics(vectors.array)
+
+
+@st.cache_data(show_spinner=False, max_entries=128, hash_funcs=HASH_FUNCS)
+def singular_values_of(vectors: Vectors) -> np.ndarray:
+    """core.metrics.singular_values of the centred ``vectors``."""
+    from core.metrics import singular_values
+
+    return singular_values(vectors.array)
+
+
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
+def layer_metrics(model: str, texts: Texts, max_length: int) -> pd.DataFrame:
+    """all_metrics of mean pooling at every layer: one row per layer."""
+    from core.metrics import all_metrics
+
+    layers = [f"layer:{k}" for k in range(encoder(model).num_layers + 1)]
+    vecs = embed_many(model, texts, layers, max_length)
+    bar = st.progress(0.0, text="Metrics per layer…")
+    rows = []
+    try:
+        for i, name in enumerate(layers):
+            rows.append({"layer": i, **all_metrics(vecs[name].array)})
+            bar.progress((i + 1) / len(layers), text=f"Metrics per layer: {name}")
+    finally:
+        bar.empty()
+    return pd.DataFrame(rows).set_index("layer")
+
+
+@st.cache_data(show_spinner=False, max_entries=8, hash_funcs=HASH_FUNCS)
+def frequency_result(model: str, texts: Texts, max_length: int, calibration: str, spaces: tuple[str, ...]):
+    """core.frequency.frequency_analysis (token norms and kNN distances by frequency bucket), raw and calibrated."""
+    from core.frequency import frequency_analysis
+
+    bar = st.progress(0.0, text="Token vectors…")
+    try:
+        return frequency_analysis(
+            encoder(model),
+            list(texts.items),
+            spaces,
+            calibrator=None if calibration == "none" else calibration,
+            embed_config=EmbedConfig(max_length=max_length),
+            progress=lambda d, t: bar.progress(d / max(t, 1), text=f"Token vectors: {d:,} / {t:,} texts"),
+        )
+    finally:
+        bar.empty()
+
+
+@st.cache_data(show_spinner="Edit distances…", max_entries=16)
+def overlap(sentence1: tuple[str, ...], sentence2: tuple[str, ...], similarities: dict[str, np.ndarray | None]):
+    """core.overlap.overlap_analysis: Spearman of each similarity with the word edit distance."""
+    from core.overlap import overlap_analysis
+
+    return overlap_analysis(sentence1, sentence2, similarities)

@@ -1,0 +1,83 @@
+"""Neighbour indexes over a space, one query's neighbours in two spaces, and corpus-wide neighbourhood change."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from core.errors import InputError
+from core.index import VectorIndex, as_unit_float32, build_index
+from core.neighbours import NeighbourhoodChange, QueryNeighbours, compare_hits
+from core.neighbours import neighbourhood_change as change_of_neighbourhoods
+from dashboard.services.calibration import calibrated
+from dashboard.services.keyed import HASH_FUNCS, Vectors
+
+
+@dataclass(frozen=True)
+class SpaceIndex:
+    """A FAISS index over one space and the unit rows it holds (for exact ranks)."""
+
+    index: VectorIndex
+    unit: np.ndarray  # (n, d) L2-normalised float32, read-only
+
+
+@st.cache_resource(show_spinner="Building the neighbour index…", max_entries=8, hash_funcs=HASH_FUNCS)
+def space_index(vectors: Vectors) -> SpaceIndex:
+    """core.index.build_index over ``vectors`` (kind by size)."""
+    index = build_index(vectors.array)
+    unit = index.stored_vectors() if index.kind == "flat" else as_unit_float32(vectors.array)
+    unit.flags.writeable = False
+    return SpaceIndex(index, unit)
+
+
+def query_neighbours(
+    raw: Vectors, calibrated_space: Vectors, raw_query: np.ndarray, cal_query: np.ndarray, k: int
+) -> QueryNeighbours:
+    """Top-``k`` of one query vector in the raw and the calibrated space, searched with the cached FAISS
+    indexes, with each hit's exact rank in the other space, places gained and overlap@k (Jaccard).
+
+    ``raw_query`` (1, d) / ``cal_query`` (1, d'); a corpus row used as the query is its own first hit.
+    """
+    raw_ix, cal_ix = space_index(raw), space_index(calibrated_space)
+    q_raw = as_unit_float32(raw_query, "query", raw_ix.index.dim)[0]  # (d,)
+    q_cal = as_unit_float32(cal_query, "calibrated query", cal_ix.index.dim)[0]  # (d',)
+    hits = []
+    for ix, q in ((raw_ix, q_raw), (cal_ix, q_cal)):
+        scores, ids = ix.index.search(q[None], k)  # (1, k) each
+        found = ids[0] >= 0
+        hits.append((ids[0][found], scores[0][found]))  # (k,), (k,)
+    return compare_hits(None, hits[0], hits[1], raw_ix.unit @ q_raw, cal_ix.unit @ q_cal)
+
+
+@st.cache_data(show_spinner="Comparing every neighbourhood…", max_entries=32, hash_funcs=HASH_FUNCS)
+def neighbourhood_change(raw: Vectors, calibrated_space: Vectors, k: int, sample: int) -> NeighbourhoodChange:
+    """core.neighbours.neighbourhood_change (each sentence's own top-``k`` excludes itself) on a seeded sample."""
+    return change_of_neighbourhoods(raw.array, calibrated_space.array, k=k, sample=sample, seed=0)
+
+
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
+def overlap_by_calibrator(
+    raw: Vectors, fit: Vectors, methods: tuple[str, ...], flow_json: str, k: int, sample: int
+) -> pd.DataFrame:
+    """Mean overlap@k between raw and calibrated neighbourhoods for each calibrator (fitted on ``fit``).
+
+    A method that cannot be fitted on these vectors (e.g. ``abtt:3`` on 3-dimensional ones, an InputError)
+    is left out; the page lists it.
+    """
+    bar = st.progress(0.0, text="Neighbourhoods under each calibrator…")
+    rows = []
+    try:
+        for i, m in enumerate(methods):
+            bar.progress(i / max(len(methods), 1), text=f"Neighbourhoods under {m}…")
+            try:
+                z = calibrated(m, flow_json if m == "flow" else "", fit, raw)
+            except InputError:
+                continue
+            change = neighbourhood_change(raw, z, k, sample)
+            rows.append({"calibration": m, "mean_overlap": change.mean_overlap, "k": change.k})
+    finally:
+        bar.empty()
+    return pd.DataFrame(rows)

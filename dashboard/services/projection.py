@@ -1,0 +1,33 @@
+"""2-D and 3-D maps of a space (PCA, UMAP, t-SNE) of a seeded sample."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import streamlit as st
+
+from dashboard.services.keyed import HASH_FUNCS, Vectors
+
+_MESSAGE = {
+    "pca": "PCA of {n:,} points…",
+    "umap": "UMAP of {n:,} points… (the first UMAP run in a session compiles its code: allow a minute)",
+    "tsne": "t-SNE of {n:,} points… (slow beyond a few thousand points: lower the sample size)",
+}
+
+
+@st.cache_data(show_spinner=False, max_entries=32, hash_funcs=HASH_FUNCS)
+def projection(
+    vectors: Vectors, method: str, n_components: int, sample: int, seed: int, params_json: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """core.projection.project of a seeded sample of ``vectors``: (rows (m,) int64, coordinates (m, c) float32).
+
+    ``params_json`` holds the method's extra parameters (n_neighbors, perplexity, ...) as JSON.
+    """
+    from core.projection import project
+    from core.sampling import sample_indices
+
+    rows = sample_indices(len(vectors), sample, seed)  # (m,)
+    with st.spinner(_MESSAGE.get(method, "Projecting {n:,} points…").format(n=len(rows)), show_time=True):
+        coords = project(vectors.array[rows], method, n_components, seed, **json.loads(params_json or "{}"))
+    return rows, coords

@@ -1,0 +1,45 @@
+"""core.calibrate.factory and .methods: method strings parsed into calibrators, bad ones refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.calibrate import (
+    CALIBRATION_METHODS,
+    AllButTheTop,
+    Chain,
+    Flow,
+    Identity,
+    StandardNormalization,
+    Whitening,
+    make_calibrator,
+)
+
+
+@pytest.mark.parametrize(
+    ("method", "kind", "params"),
+    [
+        ("none", Identity, {}),
+        ("flow", Flow, None),
+        ("whitening", Whitening, {"n_components": None, "eps": 1e-6}),
+        ("whitening:256", Whitening, {"n_components": 256, "eps": 1e-6}),
+        ("sn", StandardNormalization, None),
+        ("abtt:3", AllButTheTop, {"n_components": 3}),
+        (" SN+abtt:5 ", Chain, {"steps": ["sn", "abtt:5"]}),
+    ],
+)
+def test_make_calibrator_parses_methods(method, kind, params):
+    cal = make_calibrator(method)
+    assert type(cal) is kind
+    if params is not None:
+        assert cal._json_params() == params
+    assert make_calibrator(cal.method)._json_params() == cal._json_params()
+
+
+@pytest.mark.parametrize("method", ["foo", "", "whitening:x", "abtt:0", "sn+", "flow:3", "whitening:-2"])
+def test_make_calibrator_rejects_bad_methods(method):
+    with pytest.raises(ValueError) as exc:
+        make_calibrator(method)
+    assert "\n" not in str(exc.value)
+    if method in ("foo", "", "sn+", "flow:3"):
+        assert ", ".join(CALIBRATION_METHODS) in str(exc.value)
