@@ -45,6 +45,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "compare two spaces of the same texts: CKA, neighbour overlap, hubness and aligned maps (and CKA per layer)",
     ),
     "atlas": ("core.commands.atlas", "map a whole corpus (up to 1,000,000 texts) in 2-D: layout, density, clusters"),
+    "compare": (
+        "core.commands.compare",
+        "how two spaces of the same texts differ: CKA, neighbour overlap, hubness and aligned maps",
+    ),
+    "atlas": (
+        "core.commands.atlas",
+        "map a whole corpus (up to 1,000,000 texts) in 2-D: layout, density, clusters, raw and calibrated",
+    ),
     "app": ("core.commands.app", "start the dashboard (optionally on a data file, like `isoscope app corpus.parquet`)"),
 }
 
