@@ -221,7 +221,7 @@ class DeckSpec:
         return json.dumps(self.spec)
 
 
-def view_state(bounds: tuple[float, float, float, float], width_px: int = 1000, height_px: int = 640) -> dict:
+def view_state(bounds: tuple[float, float, float, float], width_px: int = 820, height_px: int = 620) -> dict:
     x0, y0, x1, y1 = bounds
     zoom = float(np.log2(min(width_px / (x1 - x0), height_px / (y1 - y0))))
     return {"target": [(x0 + x1) / 2, (y0 + y1) / 2, 0], "zoom": zoom, "minZoom": zoom - 2, "maxZoom": zoom + 9}
@@ -261,9 +261,7 @@ def deck_spec(
         layers.append({"@@type": "BitmapLayer", "id": "contours", "image": contours, "bounds": [x0, y0, x1, y1]})
     point = {"@@type": "ScatterplotLayer", "getPosition": "@@=[x, y]", "radiusUnits": "pixels", "pickable": True}
     if live:
-        layers.append(
-            {**point, "id": "points", "data": live, "getFillColor": "@@=c", "getRadius": 2.5, "opacity": 0.85}
-        )
+        layers.append({**point, "id": "points", "data": live, "getFillColor": "@@=c", "getRadius": 3, "opacity": 0.8})
     if highlight:
         layers.append(
             {
@@ -285,7 +283,7 @@ def deck_spec(
                 "data": labels,
                 "getPosition": "@@=[x, y]",
                 "getText": "@@=label",
-                "getSize": 13,
+                "getSize": 12,
                 "getColor": [20, 20, 30],
                 "background": True,
                 "getBackgroundColor": [255, 255, 255, 200],

@@ -1,0 +1,219 @@
+"""Atlas: every text of a corpus (up to a million) on one map, raw and calibrated, with density contours,
+cluster labels, search, colouring and a selection that flows back into Isoscope."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from core.atlas.pipeline import MAX_ATLAS_ROWS, AtlasConfig, duplicate_warning
+from core.data import CORPUS_FORMATS
+from core.errors import InputError
+from dashboard import ui
+from dashboard.services import atlas as svc
+from dashboard.services import data as data_service
+
+SOURCES_BASE = ("Demo corpus", "Upload a file")
+PRELOADED = "File given to isoscope app"
+FOLDER = "Atlas folder"
+CALIBRATIONS = ("whitening", "sn", "abtt:3", "none")
+TABLE_ROWS = 1_000
+LABELS = 24
+NEIGHBOURS_PAGE = "views/neighbours.py"
+
+s = ui.settings()
+st.title("Atlas")
+st.caption(
+    f"Every text of a corpus (up to {MAX_ATLAS_ROWS:,}) on one map: nothing is sampled away. The map is built "
+    "once (embeddings, a nearest-neighbour graph, a 2-D layout, density and clusters) and cached on disk, for "
+    "the raw space and a calibrated one."
+)
+
+
+def _source_options() -> list[str]:
+    extra = [PRELOADED] if data_service.preloaded_file() else []
+    extra += [FOLDER] if svc.atlas_dir_env() else []
+    return [*extra, *SOURCES_BASE]
+
+
+def _uploaded_corpus():
+    up = st.file_uploader(
+        f"Corpus: one text per line (.txt) or a table with a 'text' column, up to {MAX_ATLAS_ROWS:,} rows",
+        type=[*CORPUS_FORMATS, "json", "tab"],
+        key="atlas_upload",
+    )
+    if up is not None and st.session_state.get("atlas_file_id") != up.file_id:
+        try:
+            st.session_state["atlas_loaded"] = svc.parse_upload(up.getvalue(), up.name)
+            st.session_state["atlas_file_id"] = up.file_id
+        except InputError as exc:
+            ui.user_error(exc)
+            if st.session_state.get("atlas_loaded") is not None:
+                st.caption(f"Still using the previous file, {ui.literal(st.session_state['atlas_loaded'].name)}.")
+    corpus = st.session_state.get("atlas_loaded")
+    if corpus is None:
+        st.info("Upload a file to begin.")
+    return corpus
+
+
+def _atlas_path(source: str, config: AtlasConfig) -> str | None:
+    """The folder of the atlas to show, building it when the cache has none."""
+    if source == FOLDER:
+        return svc.atlas_dir_env()
+    if source == PRELOADED:
+        path, column = data_service.preloaded_file()
+        request = (path, column, os.stat(path).st_mtime if os.path.exists(path) else 0, s.model, repr(config))
+        done = st.session_state.setdefault("atlas_built", {})
+        if request in done:  # this session already resolved it: skip re-reading a million rows
+            return done[request]
+        try:
+            corpus = svc.read_corpus(path, column, request[2])
+        except (InputError, OSError) as exc:
+            ui.user_error(exc)
+            return None
+    elif source == SOURCES_BASE[0]:
+        corpus = data_service.demo_corpus()
+        request = None
+    else:
+        corpus = _uploaded_corpus()
+        request = None
+        if corpus is None:
+            return None
+    ui.show_warnings(corpus.warnings)
+    if (w := duplicate_warning(corpus.texts)) is not None:
+        st.caption(w)
+    if len(corpus) < 4:
+        st.info("An atlas needs at least 4 texts; load a larger corpus.")
+        return None
+    folder = svc.ensure_atlas(s.model, corpus, config)
+    if request is not None:
+        st.session_state["atlas_built"][request] = folder
+    return folder
+
+
+source = st.radio("Corpus", _source_options(), horizontal=True, key="atlas_source")
+with st.expander("Build settings (a change builds a new atlas)"):
+    b1, b2 = st.columns(2)
+    layout = b1.radio("Layout", ("umap", "pca"), horizontal=True, key="atlas_layout", help="PCA is instant")
+    calibrate = b2.selectbox("Calibration of the second map", CALIBRATIONS, key="atlas_calibrate")
+config = AtlasConfig(pooling=s.pooling, max_length=s.max_length, layout=layout, calibrate=calibrate)
+path = _atlas_path(source, config)
+if path is None:
+    st.stop()
+try:
+    atlas = svc.open_atlas(path)
+except InputError as exc:
+    ui.user_error(exc)
+    st.stop()
+n = atlas.n
+
+# ------------------------------------------------------------------ controls
+c1, c2, c3 = st.columns([2, 2, 3])
+spaces = list(atlas.spaces)
+space = c1.radio(
+    "Space", spaces, format_func=svc.SPACE_NAMES.get, horizontal=True, key="atlas_space", disabled=len(spaces) < 2
+)
+colour_by = c2.selectbox(
+    "Colour by", svc.colour_options(atlas), key="atlas_colour", format_func=lambda c: svc.NUMERIC.get(c, c)
+)
+query = c3.text_input("Search the texts", key="atlas_search", max_chars=200, placeholder="a word or phrase").strip()
+sp = atlas.spaces[space]
+names = sp.cluster_names()
+f1, f2, f3 = st.columns([4, 1, 1])
+picked_clusters = f1.multiselect("Clusters", list(names), format_func=names.get, key="atlas_clusters")
+show_contours = f2.checkbox("Density contours", value=True, key="atlas_contours")
+show_labels = f3.checkbox("Cluster labels", value=True, key="atlas_labels")
+
+# ------------------------------------------------------------------ filters -> highlighted rows
+hits = svc.search(path, query) if query else None
+mask = np.ones(n, bool)
+if hits is not None:
+    mask &= np.isin(np.arange(n), hits)
+if picked_clusters:
+    mask &= np.isin(sp.cluster, picked_clusters)
+filtered = np.flatnonzero(mask) if (hits is not None or picked_clusters) else np.zeros(0, np.int64)
+
+# ------------------------------------------------------------------ the map
+colors, legend = svc.colours(atlas, space, colour_by)
+everything_live = n <= svc.INTERACTIVE_MAX
+image = None if everything_live else svc.raster_png(path, space, colour_by)[0]
+live_rows = np.arange(n) if everything_live else filtered[: svc.INTERACTIVE_MAX]
+live = svc.point_records(atlas, space, live_rows, colors)
+highlight = svc.point_records(atlas, space, filtered[: svc.INTERACTIVE_MAX], colors) if everything_live else []
+labels = []
+if show_labels:
+    for c in sp.clusters[:LABELS]:  # the largest clusters (deck.gl's default font has ASCII only)
+        words = ", ".join(c["words"]) or f"cluster {c['cluster']}"
+        labels.append(
+            {"x": c["x"], "y": c["y"], "label": words, "t": f"cluster {c['cluster']}: {c['size']:,} texts\n{words}"}
+        )
+contours = svc.contour_png(path, space) if show_contours else None
+spec = svc.deck_spec(atlas, space, image, live, highlight, labels, contours)
+event = st.pydeck_chart(spec, height=640, on_select="rerun", selection_mode="multi-object", key=f"atlas_map_{space}")
+
+drawn = f"{n:,} points drawn" + ("" if everything_live else " (an image of every point)")
+found = ""
+if hits is not None or picked_clusters:
+    found = f" · {len(filtered):,} match the search and cluster filter"
+    if not everything_live and len(filtered) > svc.INTERACTIVE_MAX:
+        found += f" (the first {svc.INTERACTIVE_MAX:,} are live points on the map; all are in the table)"
+st.caption(drawn + found)
+if len(legend) == 2 and (colour_by in svc.NUMERIC or legend[0][1] == svc._hex(svc.VIRIDIS[0])):
+    st.caption(
+        f"Colour: {svc.NUMERIC.get(colour_by, colour_by)} from {legend[0][0]} (purple) to {legend[1][0]} (yellow)."
+    )
+elif legend:
+    st.caption("Colour: " + " · ".join(label for label, _ in legend))
+if not everything_live:
+    st.caption(
+        f"Above {svc.INTERACTIVE_MAX:,} points the map is an image of every point (it pans and zooms at full speed "
+        "without a GPU); hover and click work on the points your search or cluster filter lights up, and on the labels."
+    )
+
+# ------------------------------------------------------------------ the selection
+clicked: list[int] = []
+if event is not None:
+    objects = (event.selection or {}).get("objects", {})
+    for layer in ("points", "highlight"):
+        clicked += [int(o["i"]) for o in objects.get(layer, []) if isinstance(o, dict) and "i" in o]
+selected = np.unique(np.asarray(clicked, np.int64)) if clicked else filtered
+st.subheader("Selection")
+if len(selected) == 0:
+    st.info("Search, pick clusters or click points on the map (shift-click adds) to select texts.")
+    st.stop()
+how = "clicked on the map" if clicked else "matching the search and cluster filter"
+st.caption(f"{len(selected):,} text(s) {how}.")
+shown = selected[:TABLE_ROWS]
+table = pd.DataFrame({"row": shown, "text": atlas.points["text"].to_numpy()[shown], "cluster": sp.cluster[shown]})
+for col in [c for c in atlas.points.columns if c != "text"][:6]:
+    table[col] = atlas.points[col].to_numpy()[shown]
+table["norm"] = np.round(atlas.norm[shown], 4)
+table["length"] = atlas.length[shown]
+if "cal" in atlas.spaces:
+    table["overlap"] = np.round(atlas.overlap[shown], 3)
+st.dataframe(table, width="stretch", hide_index=True)
+if len(selected) > TABLE_ROWS:
+    st.caption(f"Showing the first {TABLE_ROWS:,} of {len(selected):,}.")
+ui.download_table(table, "atlas_selection")
+
+st.markdown(f"**Anisotropy of the selection vs the whole corpus** ({svc.SPACE_NAMES[space]} space)")
+metrics = svc.metrics(path, space, tuple(int(r) for r in selected))
+st.dataframe(metrics, width="stretch", hide_index=True)
+st.caption("Each side a seeded sample of at most 20,000 rows; a selection of one text has no spread to measure.")
+ui.download_table(metrics, "atlas_selection_metrics")
+
+o1, o2 = st.columns([4, 1])
+texts = atlas.points["text"].to_numpy()
+row = o1.selectbox(
+    "Open one in the Neighbours page",
+    shown.tolist(),
+    format_func=lambda r: f"#{r}: " + (texts[r] if len(texts[r]) <= 100 else texts[r][:99] + "…"),
+    key="atlas_open_pick",
+)
+if o2.button("Open in Neighbours", key="atlas_open", type="primary"):
+    st.session_state["atlas_open_row"] = {"row": int(row), "text": str(texts[row]), "atlas": path}
+    st.session_state["nb_query"] = str(texts[row])  # the Neighbours page's typed query
+    st.switch_page(NEIGHBOURS_PAGE)
