@@ -1,9 +1,13 @@
 """``python -m core landscape``: loss surfaces of fine-tuning from pre-trained weights vs from scratch.
 
 Trains the classifier on ``--task`` (theta0 -> theta1) and on ``--task2`` (theta0 -> theta2) from the
-pre-trained weights and from a random init of the same architecture, then writes 1D curves, the
-training-loss and held-out-error surfaces, signed trajectories, layer rollback and flatness under
-``--out`` (default ``~/.cache/isoscope/landscape/<key>``). Re-running resumes from what is on disk.
+pre-trained weights and from a random init of the same architecture, then writes, under ``--out`` (default
+``~/.cache/isoscope/landscape/<key>``): the task-plane 1D curve and surfaces with the signed trajectories
+(``--directions task``), the filter-normalised curves, surface and sharpness around theta1 (``filter``),
+or both; layer rollback, the top Hessian eigenvalue and per-epoch learning curves. ``--seeds N`` repeats
+the whole experiment and reports every headline number as mean +- sd. Re-running resumes from disk.
+
+Heavy modules (torch, transformers) are imported inside ``run``: ``landscape --help`` answers at once.
 """
 
 from __future__ import annotations
@@ -11,13 +15,9 @@ from __future__ import annotations
 import argparse
 import math
 
-import torch
-
 from core.commands.common import add_json_argument, add_model_arguments, emit, encoder_from_args, progress_bar
-from core.landscape.classifier import HEAD_POOLINGS, INITS
-from core.landscape.pipeline import LandscapeConfig, run_landscape
-from core.landscape.tasks import BUILTIN_TASKS, default_task2, load_task
-from core.landscape.train import TrainConfig
+from core.errors import InputError
+from core.landscape.options import BUILTIN_TASKS, DIRECTIONS, HEAD_POOLINGS, INITS, default_task2
 
 NAME = "landscape"
 HELP = "loss surfaces, trajectories, layer rollback and flatness: fine-tuning from pre-trained weights vs scratch"
@@ -39,13 +39,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="folder with stsb-en-train.csv and stsb-en-dev.csv (default: ../shared/data/stsb)",
     )
     p.add_argument("--n-train", type=int, default=300, help="training examples per task (default: 300)")
-    p.add_argument("--epochs", type=int, default=3, help="fine-tuning epochs (default: 3)")
+    p.add_argument(
+        "--epochs",
+        type=int,
+        default=3,
+        help="fine-tuning epochs; well past convergence for the overfitting test (default: 3)",
+    )
     p.add_argument("--lr", type=float, default=5e-5, help="AdamW learning rate, decayed linearly to 0 (default: 5e-5)")
     p.add_argument("--train-batch-size", type=int, default=16, help="examples per training step (default: 16)")
     p.add_argument("--seed", type=int, default=0, help="seed of sampling, head init, scratch init, order (default: 0)")
+    p.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="repeat the whole experiment with seeds SEED, SEED+1, ...; headline numbers as mean +- sd (default: 1)",
+    )
     p.add_argument("--head-pooling", default="mean", choices=HEAD_POOLINGS, help="head input (default: mean)")
     p.add_argument(
         "--eval-size", type=int, default=64, help="fixed training and held-out examples per point (default: 64 each)"
+    )
+    p.add_argument(
+        "--directions",
+        default="both",
+        choices=DIRECTIONS,
+        help="task: the task plane (for trajectories); filter: filter-normalised random directions (flatness that "
+        "compares across initialisations); both (default: both)",
     )
     p.add_argument(
         "--grid", type=int, default=None, help="points per axis of the 2D surfaces (default: from --time-budget)"
@@ -59,12 +77,47 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         default=(-0.5, 1.5),
         metavar=("LO", "HI"),
-        help="alpha range (default: -0.5 1.5)",
+        help="alpha range of the task plane (default: -0.5 1.5)",
     )
     p.add_argument(
         "--range-b", nargs=2, type=float, default=None, metavar=("LO", "HI"), help="beta range (default: --range)"
     )
     p.add_argument("--points-1d", type=int, default=21, help="points of the 1D curve along delta1 (default: 21)")
+    p.add_argument(
+        "--filter-directions",
+        type=int,
+        default=4,
+        help="filter-normalised random directions per initialisation (curves and sharpness; default: 4)",
+    )
+    p.add_argument(
+        "--filter-range",
+        nargs=2,
+        type=float,
+        default=(-1.0, 1.0),
+        metavar=("LO", "HI"),
+        help="alpha range of the filter-normalised curves and surface, the same for both inits (default: -1 1)",
+    )
+    p.add_argument("--filter-points", type=int, default=9, help="points of each filter-normalised curve (default: 9)")
+    p.add_argument(
+        "--filter-grid",
+        type=int,
+        default=None,
+        help="points per axis of the filter-normalised surface (default: --grid)",
+    )
+    p.add_argument(
+        "--sharpness-alphas",
+        nargs="+",
+        type=float,
+        default=(0.25, 0.5),
+        metavar="A",
+        help="sharpness = mean loss increase at +-A along the filter-normalised directions (default: 0.25 0.5)",
+    )
+    p.add_argument(
+        "--learning-heldout",
+        type=int,
+        default=256,
+        help="held-out examples of the per-epoch learning curves, 0 to skip (default: 256)",
+    )
     p.add_argument("--hessian-iters", type=int, default=20, help="power-iteration steps, 0 to skip (default: 20)")
     p.add_argument(
         "--hessian-size", type=int, default=32, help="training examples for Hessian-vector products (default: 32)"
@@ -82,7 +135,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_json_argument(p)
 
 
-def config_from_args(args: argparse.Namespace) -> LandscapeConfig:
+def config_from_args(args: argparse.Namespace):
+    """The LandscapeConfig the options describe; InputError when they are out of range."""
+    from core.landscape.filter_view import FilterConfig
+    from core.landscape.pipeline import LandscapeConfig
+    from core.landscape.train import TrainConfig
+
     train = TrainConfig(
         lr=args.lr,
         epochs=args.epochs,
@@ -91,6 +149,13 @@ def config_from_args(args: argparse.Namespace) -> LandscapeConfig:
         max_length=args.max_length,
         seed=args.seed,
         pooling=args.head_pooling,
+    )
+    filter_config = FilterConfig(
+        directions=args.filter_directions,
+        range=tuple(args.filter_range),
+        points_1d=args.filter_points,
+        grid=args.filter_grid,
+        alphas=tuple(args.sharpness_alphas),
     )
     return LandscapeConfig(
         train=train,
@@ -105,13 +170,22 @@ def config_from_args(args: argparse.Namespace) -> LandscapeConfig:
         hessian_size=args.hessian_size,
         inits=INITS if args.init == "both" else (args.init,),
         reuse=not args.no_cache,
+        directions=args.directions,
+        filter_config=filter_config,
+        learning_heldout=args.learning_heldout,
+        seeds=args.seeds,
     ).validate()
 
 
 def run(args: argparse.Namespace) -> dict:
+    import torch
+
+    from core.landscape.pipeline import run_landscape
+    from core.landscape.tasks import load_task
+
     config = config_from_args(args)
     if args.threads < 0:
-        raise ValueError("--threads must be >= 0")
+        raise InputError("--threads must be >= 0")
     if args.threads:
         torch.set_num_threads(args.threads)
     task1 = load_task(args.task, args.seed, args.stsb_dir)
@@ -123,7 +197,15 @@ def run(args: argparse.Namespace) -> dict:
 
 
 # what each stage's bar counts, by the first word of its description in core.landscape.pipeline
-_UNITS = {"train": "step", "1D": "point", "surface": "point", "rollback": "group", "hessian": "iter"}
+_UNITS = {
+    "train": "step",
+    "1D": "point",
+    "surface": "point",
+    "filter": "point",
+    "rollback": "group",
+    "hessian": "iter",
+    "learning": "epoch",
+}
 
 
 def _unit(desc: str) -> str:
@@ -134,6 +216,13 @@ def _f(x: object, digits: int = 4) -> str:
     return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}g}"
 
 
+def _pm(stat: dict, digits: int = 3) -> str:
+    """mean +- sd of a seed statistic (just the mean for one seed)."""
+    if stat.get("sd") is None:
+        return _f(stat.get("mean"), digits)
+    return f"{_f(stat.get('mean'), digits)} +- {_f(stat.get('sd'), 2)}"
+
+
 def _lines(s: dict) -> list[str]:
     g = s["grid"]
     spp = [s[i]["surface_seconds_per_point"] for i in s["inits"] if s[i].get("surface_seconds_per_point")]
@@ -141,7 +230,7 @@ def _lines(s: dict) -> list[str]:
         f"{s['model']}: task {s['task']} (n={s['n_train'][0]}), second task {s['task2']} (n={s['n_train'][1]})",
         f"grid {g['grid']}x{g['grid']} ({g['source']}), "
         + (f"{_f(spp[0], 3)} s per point, " if spp else "surfaces read from the cache, ")
-        + f"wall {s['wall_seconds']:.0f} s; results in {s['out_dir']}",
+        + f"{s.get('seeds', 1)} seed(s), wall {s['wall_seconds']:.0f} s; results in {s['out_dir']}",
     ]
     for init in s["inits"]:
         r = s[init]
@@ -155,9 +244,29 @@ def _lines(s: dict) -> list[str]:
             f"kept {_f(ax['kept_fraction'])} cos(e1,e2) {_f(ax['cos_e1_e2'], 2)}",
             f"  theta1 at ({_f(r['theta1_coords']['a'])}, {_f(r['theta1_coords']['b'])}), "
             f"theta2 residual {_f(r['theta2_coords']['residual'], 2)}",
-            f"  flatness: top Hessian eigenvalue {_f(hess)}, grid curvature (per unit parameter) "
-            f"{[_f(v) for v in grid_eig] if grid_eig else 'n/a'}",
+            f"  flatness (not scale-invariant): top Hessian eigenvalue {_f(hess)}, grid curvature (per unit "
+            f"parameter) {[_f(v) for v in grid_eig] if grid_eig else 'n/a'}",
             "  rollback (held-out acc): "
             + ", ".join(f"{row['group']} {_f(row['heldout_acc'], 3)}" for row in r["rollback"]),
         ]
+        fn = r.get("filter_normalized")
+        if fn:
+            sh = fn["sharpness"]
+            lines.append(
+                f"  filter-normalised sharpness (scale-invariant): {_f(sh['mean'])} +- {_f(sh['sd'], 2)} over "
+                f"{sh['n_directions']} directions at alpha +-{', +-'.join(_f(a, 3) for a in sh['alphas'] if a > 0)}"
+            )
+        lc = r.get("learning_curve")
+        if lc:
+            o = lc["overfitting"]
+            lines.append(
+                f"  learning curve ({lc['n_heldout']} held-out): lowest held-out loss {_f(o['min_heldout_loss'])} at "
+                f"epoch {o['best_epoch']}, last {_f(o['final_heldout_loss'])} (gap {_f(o['overfit_gap'], 3)}), "
+                f"held-out acc last {_f(o['final_heldout_acc'], 3)}"
+            )
+    if s.get("seeds", 1) > 1:
+        lines.append(f"over {s['seeds']} seeds (mean +- sd):")
+        for init, stats in s["summary"].items():
+            keys = ("train_loss_theta1", "heldout_acc_theta1", "hessian_top_eigenvalue", "filter_sharpness")
+            lines.append(f"  [{init}] " + ", ".join(f"{k} {_pm(stats[k])}" for k in keys if k in stats))
     return lines + list(s.get("warnings", []))

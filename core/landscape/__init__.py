@@ -2,34 +2,52 @@
 
 One concept per module:
 
+- ``options``: the option tuples (no torch import, for the command line's parser).
 - ``tasks``: labelled tasks (built-in STS-B / demo tasks, user files) and their splits.
 - ``classifier``: encoder + mean pooling + linear head, and the fixed-batch ``Evaluator``.
+- ``packed``: the padding-free BERT forward used by the evaluator.
 - ``flat``: flat parameter vectors (layout, views for ``functional_call``, float64 dot products).
 - ``train``: fine-tuning runs with a resumable checkpoint per epoch.
-- ``axes``: the plane (Gram-Schmidt axes) and signed projection onto it.
+- ``axes``: the task plane (Gram-Schmidt axes) and signed projection onto it.
 - ``surface``: 1D curves and 2D grids of any function of theta.
+- ``task_view``: the task-plane curve, surfaces and trajectories (for trajectories, not flatness).
+- ``directions``: filter-normalised random directions (Li et al. 2018) and the sharpness along them.
+- ``filter_view``: the filter-normalised curves, surface and sharpness around theta1, cached.
 - ``curvature``: top Hessian eigenvalue (power iteration, Hessian-vector products) and grid curvature.
 - ``rollback``: resetting groups of layers to theta0.
-- ``store`` / ``results``: files written and read back (JSON, npz, safetensors; never pickle).
-- ``pipeline``: the experiment for both initialisations, cached and resumable.
+- ``learning``: per-epoch learning curves and the overfitting summary.
+- ``seeds``: headline numbers as mean +- sd over seeds, and learning-curve bands.
+- ``cached``: stages cached on disk under content keys.
+- ``store`` / ``schema`` / ``results``: files written and read back as typed objects (JSON, npz,
+  safetensors; never pickle), failing loudly on a schema change.
+- ``pipeline``: the experiment for both initialisations and every seed, cached and resumable.
+
+The names below are imported lazily, so ``import core.landscape.options`` does not import torch.
 """
 
 from __future__ import annotations
 
-from core.landscape.pipeline import LandscapeConfig, run_landscape
-from core.landscape.results import LandscapeResults, list_results, load_results
-from core.landscape.tasks import BUILTIN_TASKS, Task, TaskSplit, load_task
-from core.landscape.train import TrainConfig
+import importlib
 
-__all__ = [
-    "BUILTIN_TASKS",
-    "LandscapeConfig",
-    "LandscapeResults",
-    "Task",
-    "TaskSplit",
-    "TrainConfig",
-    "list_results",
-    "load_results",
-    "load_task",
-    "run_landscape",
-]
+_EXPORTS = {
+    "BUILTIN_TASKS": "core.landscape.options",
+    "LandscapeConfig": "core.landscape.pipeline",
+    "FilterConfig": "core.landscape.filter_view",
+    "run_landscape": "core.landscape.pipeline",
+    "LandscapeResults": "core.landscape.results",
+    "ResultsSchemaError": "core.landscape.schema",
+    "list_results": "core.landscape.results",
+    "load_results": "core.landscape.results",
+    "Task": "core.landscape.tasks",
+    "TaskSplit": "core.landscape.tasks",
+    "load_task": "core.landscape.tasks",
+    "TrainConfig": "core.landscape.train",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> object:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'core.landscape' has no attribute {name!r}")

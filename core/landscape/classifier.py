@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import logging
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import torch
@@ -29,6 +28,7 @@ from transformers import AutoModel
 
 from core.cache import make_key
 from core.landscape.flat import FlatLayout
+from core.landscape.options import HEAD_POOLINGS, INITS, HeadPooling, Init
 from core.landscape.packed import PackedBatch, PackedClassifier, supports_packed
 from core.landscape.tasks import Task
 from core.models import Encoder
@@ -36,10 +36,6 @@ from core.pooling import masked_mean
 
 log = logging.getLogger(__name__)
 
-Init = Literal["pretrained", "scratch"]
-INITS: tuple[str, ...] = ("pretrained", "scratch")
-HeadPooling = Literal["mean", "cls"]
-HEAD_POOLINGS: tuple[str, ...] = ("mean", "cls")
 METRICS: tuple[str, ...] = ("train_loss", "train_acc", "heldout_loss", "heldout_acc")
 SCRATCH_SEED_OFFSET = 1_000_003  # the random init never reuses the seed of the data order or the head
 

@@ -2,8 +2,18 @@
 
 For each initialisation (``pretrained``: the encoder's weights; ``scratch``: a seeded random init of the
 same architecture) the pipeline trains task 1 (theta0 -> theta1) and task 2 (theta0 -> theta2), then
-computes the 1D curve along delta1, the training-loss and held-out-error surfaces on the plane, the
-signed trajectories of both runs' checkpoints, the layer rollback table and the flatness at theta1.
+measures, around theta1:
+
+- the task-plane view (``directions`` task or both): the 1D curve along delta1, the training-loss and
+  held-out-error surfaces on the plane. For trajectories; not for comparing flatness across inits.
+- the filter-normalised view (``directions`` filter or both): curves along random filter-normalised
+  directions, a surface on two of them and the sharpness, on the same alpha range for both inits.
+- the signed trajectories of both runs' checkpoints, the layer rollback table, the top Hessian
+  eigenvalue, and the learning curve (held-out loss and accuracy after every epoch).
+
+With ``seeds`` > 1 the whole experiment is repeated with seeds s, s+1, ... (``core.landscape.seeds``);
+the first seed's results sit in ``out_dir`` itself, the others in ``out_dir/seeds/seed-<s>``, and the
+summary carries the mean and sd of every headline number.
 
 Second task and the head. theta lives in the parameter space of task 1 (encoder + task-1 head). The
 task-2 run trains its own head, whose outputs mean other labels (even with the same number of classes,
@@ -13,7 +23,7 @@ displacement only, with zeros on the head. Both runs start from the same theta0 
 theta2 lies exactly on the plane by construction.
 
 Every stage is cached under ``out_dir`` by content keys (checkpoint and axis digests, the evaluation
-set, the grid); grid rows are saved as they finish, so an interrupted run resumes.
+set, the grid); grid rows and direction curves are saved as they finish, so an interrupted run resumes.
 """
 
 from __future__ import annotations
@@ -21,21 +31,28 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from core.cache import make_key
-from core.landscape.axes import Plane, Projection, make_plane, project
+from core.errors import InputError
+from core.landscape import filter_view, task_view
+from core.landscape.axes import make_plane, project
+from core.landscape.cached import Counted, cached_json
 from core.landscape.classifier import INITS, METRICS, Classifier, Evaluator, build_classifier, check_init, make_eval_set
 from core.landscape.curvature import grid_curvature, hessian_top_eigenvalue
+from core.landscape.directions import DIRECTIONS, check_directions
+from core.landscape.filter_view import FilterConfig
 from core.landscape.flat import FlatLayout, vector_digest
-from core.landscape.results import CURVE, RESULTS, SUMMARY, SURFACE, default_root
+from core.landscape.learning import learning_curve, overfitting
+from core.landscape.results import RESULTS, SUMMARY, default_root, load_results, seed_dir
 from core.landscape.rollback import ENCODER_PREFIX, rollback_table
-from core.landscape.store import RowStore, read_arrays, read_json, write_arrays, write_json
-from core.landscape.surface import check_grid, curve_1d, grid_size_for_budget, interpolate, surface_2d
+from core.landscape.seeds import headline_summary, learning_bands
+from core.landscape.store import read_json, write_json
+from core.landscape.surface import check_grid, grid_size_for_budget
 from core.landscape.tasks import TaskSplit, sample
 from core.landscape.train import Checkpoint, TrainConfig, run_key, train_run
 from core.models import Encoder
@@ -45,6 +62,7 @@ log = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int], None]
 ProgressFactory = Callable[[str], ProgressFn | None]  # stage description -> (done, total) callback
 PIPELINE_VERSION = "landscape-1"
+MAX_SEEDS = 20
 
 
 @dataclass
@@ -64,28 +82,53 @@ class LandscapeConfig:
     hessian_size: int = 32  # training examples of the fixed evaluation batch used for Hessian-vector products
     inits: tuple[str, ...] = INITS
     reuse: bool = True  # read finished checkpoints, rows and results from out_dir
+    directions: str = "both"  # task: the task plane; filter: filter-normalised directions; both
+    filter_config: FilterConfig = field(default_factory=FilterConfig)
+    learning_heldout: int = 256  # held-out examples of the per-epoch learning curve (0 skips it)
+    seeds: int = 1  # repetitions of the whole experiment with seeds train.seed, train.seed + 1, ...
 
     def validate(self) -> LandscapeConfig:
-        self.train.validate()
-        for init in self.inits:
-            check_init(init)
+        """InputError (the user's options) that says what to fix."""
+        try:
+            self.train.validate()
+            for init in self.inits:
+                check_init(init)
+            check_directions(self.directions)
+            if self.grid is not None:
+                check_grid(self.grid)
+        except InputError:
+            raise
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
         if not self.inits:
-            raise ValueError(f"choose at least one init of {', '.join(INITS)}")
-        if self.grid is not None:
-            check_grid(self.grid)
+            raise InputError(f"choose at least one init of {', '.join(INITS)}")
         for lo, hi in (self.range_a, self.range_b or self.range_a):
             if not lo < hi:
-                raise ValueError(f"a range must be increasing, got {lo} {hi}")
+                raise InputError(f"a range must be increasing, got {lo} {hi}")
         if self.eval_size < 2 or self.points_1d < 3 or self.hessian_iters < 0 or self.time_budget <= 0:
-            raise ValueError("need eval_size >= 2, points_1d >= 3, hessian_iters >= 0 and time_budget > 0")
+            raise InputError("need eval_size >= 2, points_1d >= 3, hessian_iters >= 0 and time_budget > 0")
         if self.hessian_size < 1:
-            raise ValueError("hessian_size must be >= 1")
+            raise InputError("hessian_size must be >= 1")
+        if self.learning_heldout < 0:
+            raise InputError("learning_heldout must be >= 0 (0 skips the learning curves)")
+        if not 1 <= self.seeds <= MAX_SEEDS:
+            raise InputError(f"seeds must be between 1 and {MAX_SEEDS}, got {self.seeds}")
+        if self.directions != "task":
+            self.filter_config.validate()
         return self
 
     @property
     def alphas_1d(self) -> np.ndarray:
         """The 1D range, with 0 (theta0) and 1 (theta1) always included."""
         return np.unique(np.r_[np.linspace(*self.range_a, self.points_1d), 0.0, 1.0])
+
+    @property
+    def task_view(self) -> bool:
+        return self.directions in ("task", "both")
+
+    @property
+    def filter_view_on(self) -> bool:
+        return self.directions in ("filter", "both")
 
 
 def experiment_key(encoder: Encoder, task1: TaskSplit, task2: TaskSplit, config: LandscapeConfig) -> str:
@@ -108,59 +151,118 @@ def run_landscape(
     out_dir: str | Path | None = None,
     progress: ProgressFactory | None = None,
 ) -> dict:
-    """Run (or resume) the experiment; write results under ``out_dir``; return the summary."""
+    """Run (or resume) the experiment for every seed; write results under ``out_dir``; return the summary."""
     config = (config or LandscapeConfig()).validate()
     start = time.perf_counter()
     out = Path(out_dir).expanduser() if out_dir else default_root() / experiment_key(encoder, task1, task2, config)
     out.mkdir(parents=True, exist_ok=True)
+    seeds = [config.train.seed + k for k in range(config.seeds)]
+    summaries: list[dict] = []
+    for k, seed in enumerate(seeds):
+        cfg = replace(config, train=replace(config.train, seed=seed))
+        if k > 0:  # every seed on the grid the first one chose
+            cfg = replace(cfg, grid=int(summaries[0]["grid"]["grid"]))
+        tag = f" seed {seed}" if len(seeds) > 1 else ""
+        seed_out = out if k == 0 else seed_dir(out, seed)
+        summaries.append(_run_seed(encoder, task1, task2, cfg, seed_out, progress, tag))
+    summary = summaries[0]
+    per_seed = [load_results(out if k == 0 else seed_dir(out, s)).inits for k, s in enumerate(seeds)]
+    summary.update(
+        {
+            "config": asdict(config),
+            "seeds": len(seeds),
+            "seed_values": seeds,
+            "seed_runs": [s["out_dir"] for s in summaries],
+            "summary": headline_summary(per_seed),
+            "learning_curves": learning_bands(per_seed),
+            "filter_normalized": {
+                init: {k: summary[init]["filter_normalized"][k] for k in ("curve_1d", "surface", "sharpness")}
+                for init in config.inits
+                if summary[init].get("filter_normalized")
+            },
+            "wall_seconds": time.perf_counter() - start,
+        }
+    )
+    write_json(out / SUMMARY, summary)
+    return summary
+
+
+def _run_seed(
+    encoder: Encoder,
+    task1: TaskSplit,
+    task2: TaskSplit,
+    config: LandscapeConfig,
+    out: Path,
+    progress: ProgressFactory | None,
+    tag: str,
+) -> dict:
+    """One seed of the experiment, in ``out``; writes and returns its summary."""
+    start = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
     tc = config.train
     train1 = sample(task1.train, tc.n_train, tc.seed)
     train2 = sample(task2.train, tc.n_train, tc.seed)
+    eval_train = sample(train1, config.eval_size, tc.seed + 1)
     eval_set = make_eval_set(
         encoder.tokenizer,
-        sample(train1, config.eval_size, tc.seed + 1),
+        eval_train,
         sample(task1.heldout, config.eval_size, tc.seed + 2),
         tc.max_length,
         config.eval_chunk,
     )
+    curve_set = None
+    if config.learning_heldout:
+        heldout = sample(task1.heldout, config.learning_heldout, tc.seed + 3)
+        curve_set = make_eval_set(encoder.tokenizer, eval_train, heldout, tc.max_length, config.eval_chunk)
     summary: dict = {
         "model": encoder.name,
         "model_fingerprint": encoder.fingerprint,
         "task": task1.name,
         "task2": task2.name,
+        "seed": tc.seed,
         "n_classes": [task1.train.n_classes, task2.train.n_classes],
         "n_train": [len(train1), len(train2)],
         "class_counts_train": train1.class_counts(),
         "n_eval": {"train": eval_set.n_train, "heldout": eval_set.n_heldout},
+        "n_learning_heldout": curve_set.n_heldout if curve_set is not None else 0,
         "config": asdict(config),
         "inits": list(config.inits),
         "out_dir": str(out),
         "warnings": task1.warnings + task2.warnings,
     }
     grid_info: dict = {}
+    stage = _Stages(progress, tag)
     for init in config.inits:
-        summary[init] = _run_init(encoder, init, train1, train2, eval_set, config, out, grid_info, progress)
+        summary[init] = _run_init(encoder, init, train1, train2, eval_set, curve_set, config, out, grid_info, stage)
     summary["grid"] = grid_info
     summary["wall_seconds"] = time.perf_counter() - start
     write_json(out / SUMMARY, summary)
     return summary
 
 
-def _bar(progress: ProgressFactory | None, desc: str) -> ProgressFn | None:
-    return progress(desc) if progress is not None else None
+class _Stages:
+    """Progress bars named ``<stage> <init>[ <slot>][ seed <s>]`` (the CLI reads the unit from the first word)."""
+
+    def __init__(self, progress: ProgressFactory | None, tag: str) -> None:
+        self.progress, self.tag = progress, tag
+
+    def bar(self, desc: str, init: str, suffix: str = "") -> ProgressFn | None:
+        return self.progress(f"{desc} {init}{suffix}{self.tag}") if self.progress is not None else None
+
+    def factory(self, init: str) -> Callable[[str], ProgressFn | None]:
+        return lambda desc: self.bar(desc, init)
 
 
 def _train(
-    encoder: Encoder, init: str, task, config: LandscapeConfig, out: Path, slot: str, progress
+    encoder: Encoder, init: str, task, config: LandscapeConfig, out: Path, slot: str, stage: _Stages
 ) -> tuple[Classifier, FlatLayout, list[Checkpoint], dict]:
     tc = config.train
     model = build_classifier(encoder, task.n_classes, init, tc.seed, tc.pooling)  # type: ignore[arg-type]
     layout = FlatLayout.from_module(model)
     key = run_key(encoder.fingerprint, init, task, tc, layout)
     run_dir = out / "checkpoints" / f"{init}-{slot}-{key[:12]}"
-    ckpts, timing = train_run(
-        model, layout, encoder.tokenizer, task, tc, run_dir, key, _bar(progress, f"train {init} {slot}"), config.reuse
-    )
+    bar = stage.bar("train", init, f" {slot}")  # "train pretrained task1"
+    ckpts, timing = train_run(model, layout, encoder.tokenizer, task, tc, run_dir, key, bar, config.reuse)
     info = {"run_dir": str(run_dir), "epoch_losses": [c.train_loss for c in ckpts[1:]], **timing}
     return model, layout, ckpts, info
 
@@ -185,14 +287,15 @@ def _run_init(
     train1,
     train2,
     eval_set,
+    curve_set,
     config: LandscapeConfig,
     out: Path,
-    grid_info: dict,
-    progress: ProgressFactory | None,
+    grid_info,
+    stage,
 ) -> dict:
     t_start = time.perf_counter()
-    model, layout, ckpts1, info1 = _train(encoder, init, train1, config, out, "task1", progress)
-    model2, layout2, ckpts2, info2 = _train(encoder, init, train2, config, out, "task2", progress)
+    model, layout, ckpts1, info1 = _train(encoder, init, train1, config, out, "task1", stage)
+    model2, layout2, ckpts2, info2 = _train(encoder, init, train2, config, out, "task2", stage)
     del model2
     n_enc = _encoder_size(layout)
     if _encoder_size(layout2) != n_enc:
@@ -209,6 +312,7 @@ def _run_init(
     evaluate = Evaluator(model, layout, eval_set)
     res: dict = {
         "init": init,
+        "seed": config.train.seed,
         "train": {"task1": info1, "task2": info2},
         "n_params": layout.size,
         "n_encoder_params": n_enc,
@@ -224,40 +328,43 @@ def _run_init(
     alphas = np.linspace(*config.range_a, n)
     betas = np.linspace(*(config.range_b or config.range_a), n)
 
-    t = time.perf_counter()
-    curve = _cached_curve(evaluate, plane, config, eval_set.key, digests, folder, progress, init)
-    res["curve_1d"] = _curve_summary(curve)
-    res["seconds_curve"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    counted = _Counted(evaluate)
-    surface = _cached_surface(counted, plane, alphas, betas, config, eval_set.key, digests, folder, progress, init)
-    res["seconds_surface"] = time.perf_counter() - t
-    res["surface_points_computed"] = counted.calls
-    res["surface_seconds_per_point"] = res["seconds_surface"] / counted.calls if counted.calls else None
-    res["surface"] = _surface_summary(surface)
+    surface = None
+    if config.task_view:
+        t = time.perf_counter()
+        curve = task_view.cached_curve(
+            evaluate, plane, config.alphas_1d, eval_set.key, digests, folder, config.reuse, stage.bar("1D curve", init)
+        )
+        res["curve_1d"] = task_view.curve_summary(curve)
+        res["seconds_curve"] = time.perf_counter() - t
+        t = time.perf_counter()
+        counted = Counted(evaluate)
+        surface = task_view.cached_surface(
+            counted, plane, alphas, betas, eval_set.key, digests, folder, config.reuse, stage.bar("surface", init)
+        )
+        res["seconds_surface"] = time.perf_counter() - t
+        res["surface_points_computed"] = counted.calls
+        res["surface_seconds_per_point"] = res["seconds_surface"] / counted.calls if counted.calls else None
+        res["surface"] = task_view.surface_summary(surface)
 
     t = time.perf_counter()
     traj_key = make_key(
-        "trajectory", str(surface["key"]), *(c.digest for c in ckpts1), "|", *(c.digest for c in ckpts2)
+        "trajectory",
+        str(surface["key"]) if surface is not None else "no-surface",
+        *(c.digest for c in ckpts1),
+        "|",
+        *(c.digest for c in ckpts2),
     )
-    res["trajectory"] = _cached_json(
+    known = {
+        ("task1", 0): (theta0, None),
+        ("task1", ckpts1[-1].epoch): (theta1, p1),
+        ("task2", ckpts2[-1].epoch): (theta2, p2),
+    }
+    res["trajectory"] = cached_json(
         folder / "trajectory.json",
         traj_key,
         config.reuse,
-        lambda: _trajectories(
-            evaluate,
-            plane,
-            surface,
-            ckpts1,
-            ckpts2,
-            theta0,
-            n_enc,
-            {
-                ("task1", 0): (theta0, None),
-                ("task1", ckpts1[-1].epoch): (theta1, p1),
-                ("task2", ckpts2[-1].epoch): (theta2, p2),
-            },
+        lambda: task_view.trajectories(
+            evaluate, plane, surface, ckpts1, ckpts2, lambda th: _to_task1_space(th, theta0, n_enc), known
         ),
     )
     by_epoch = {(r["run"], r["epoch"]): r for r in res["trajectory"]}
@@ -267,7 +374,7 @@ def _run_init(
     res["seconds_trajectory"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    res["rollback"] = _cached_json(
+    res["rollback"] = cached_json(
         folder / "rollback.json",
         make_key("rollback", digests["origin"], ckpts1[-1].digest, eval_set.key, encoder.num_layers),
         config.reuse,
@@ -277,7 +384,7 @@ def _run_init(
             theta0,
             theta1,
             encoder.num_layers,
-            _bar(progress, f"rollback {init}"),
+            stage.bar("rollback", init),
             at_theta1=res["theta1"],  # the trajectory evaluated theta1 already
         ),
     )
@@ -285,14 +392,48 @@ def _run_init(
 
     t = time.perf_counter()
     res["flatness"] = {
-        "grid_train_loss": grid_curvature(alphas, betas, surface["train_loss"], (1.0, 0.0), plane.gram),
-        "grid_heldout_loss": grid_curvature(alphas, betas, surface["heldout_loss"], (1.0, 0.0), plane.gram),
-        "hessian": _cached_hessian(evaluate, theta1, ckpts1[-1].digest, config, eval_set.key, folder, progress, init),
+        "grid_train_loss": _grid_curvature(alphas, betas, surface, "train_loss", plane.gram),
+        "grid_heldout_loss": _grid_curvature(alphas, betas, surface, "heldout_loss", plane.gram),
+        "hessian": _cached_hessian(evaluate, theta1, ckpts1[-1].digest, config, eval_set.key, folder, stage, init),
     }
     res["seconds_flatness"] = time.perf_counter() - t
+
+    if config.filter_view_on:
+        t = time.perf_counter()
+        res["filter_normalized"] = filter_view.measure(
+            evaluate,
+            layout,
+            theta1,
+            ckpts1[-1].digest,
+            config.filter_config,
+            n,
+            config.train.seed,
+            eval_set.key,
+            folder,
+            config.reuse,
+            stage.factory(init),
+        )
+        res["seconds_filter_normalized"] = time.perf_counter() - t
+
+    if curve_set is not None:
+        t = time.perf_counter()
+        res["learning_curve"] = _cached_learning_curve(
+            Evaluator(model, layout, curve_set), ckpts1, theta0, theta1, curve_set, config.reuse, folder, stage, init
+        )
+        res["seconds_learning_curve"] = time.perf_counter() - t
     res["seconds_total"] = time.perf_counter() - t_start
     write_json(folder / RESULTS, res)
     return res
+
+
+def _grid_curvature(alphas, betas, surface: dict | None, metric: str, gram) -> dict:
+    """Curvature of a task-plane grid at theta1 = (1, 0), per unit parameter length; not scale-invariant."""
+    if surface is None:
+        out: dict = {"ok": False, "reason": "no task-plane surface (directions: filter)"}
+    else:
+        out = grid_curvature(alphas, betas, surface[metric], (1.0, 0.0), gram)
+    out["scale_invariant"] = False
+    return out
 
 
 def _grid_size(config: LandscapeConfig, evaluate: Evaluator, theta0: torch.Tensor, out: Path, info: dict) -> int:
@@ -320,80 +461,8 @@ def _grid_size(config: LandscapeConfig, evaluate: Evaluator, theta0: torch.Tenso
     return int(info["grid"])
 
 
-class _Counted:
-    """An evaluate function that counts its calls (points actually computed, not read from the cache)."""
-
-    def __init__(self, evaluate: Callable[[torch.Tensor], dict[str, float]]) -> None:
-        self.evaluate = evaluate
-        self.calls = 0
-
-    def __call__(self, theta: torch.Tensor) -> dict[str, float]:
-        self.calls += 1
-        return self.evaluate(theta)
-
-
-def _cached_json(path: Path, key: str, reuse: bool, compute: Callable[[], object], field: str = "value") -> object:
-    """``compute()``, or its earlier result stored in ``path`` under the same key (as ``{"key", field}``)."""
-    cached = read_json(path) if reuse else None
-    if cached is not None and cached.get("key") == key:
-        return cached[field]
-    write_json(path, {"key": key, field: compute()})
-    return read_json(path)[field]  # the JSON form (NaN -> None) whether computed now or earlier
-
-
-def _cached_arrays(
-    path: Path, key: str, reuse: bool, compute: Callable[[], dict[str, np.ndarray]]
-) -> dict[str, np.ndarray]:
-    """``compute()`` with its error arrays, or its earlier result stored in the npz ``path`` under the same key."""
-    cached = read_arrays(path) if reuse else None
-    if cached is not None and str(cached.get("key", "")) == key:
-        return cached
-    arrays = _with_error(compute())
-    arrays["key"] = np.array(key)
-    write_arrays(path, arrays)
-    return arrays
-
-
-def _with_error(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    arrays["heldout_error"] = 1.0 - arrays["heldout_acc"]
-    arrays["train_error"] = 1.0 - arrays["train_acc"]
-    return arrays
-
-
-def _cached_curve(evaluate, plane: Plane, config, eval_key, digests, folder: Path, progress, init) -> dict:
-    alphas = config.alphas_1d
-    key = make_key("curve", digests["origin"], digests["e1"], eval_key, alphas.tobytes().hex())
-    return _cached_arrays(
-        folder / CURVE,
-        key,
-        config.reuse,
-        lambda: curve_1d(evaluate, plane.origin, plane.e1, alphas, _bar(progress, f"1D curve {init}")),
-    )
-
-
-def _cached_surface(evaluate, plane, alphas, betas, config, eval_key, digests, folder, progress, init) -> dict:
-    key = make_key(
-        "surface",
-        digests["origin"],
-        digests["e1"],
-        digests["e2"],
-        eval_key,
-        alphas.tobytes().hex(),
-        betas.tobytes().hex(),
-    )
-    rows = RowStore(folder, key, enabled=config.reuse)
-    surface = _cached_arrays(
-        folder / SURFACE,
-        key,
-        config.reuse,
-        lambda: surface_2d(evaluate, plane, alphas, betas, _bar(progress, f"surface {init}"), rows),
-    )
-    rows.clear()  # the full grid is saved (also drops rows left by a run stopped right after saving it)
-    return surface
-
-
 def _cached_hessian(
-    evaluate: Evaluator, theta1, theta1_digest: str, config, eval_key, folder: Path, progress, init
+    evaluate: Evaluator, theta1, theta1_digest: str, config, eval_key, folder: Path, stage: _Stages, init: str
 ) -> dict:
     """Top Hessian eigenvalue at theta1; ``theta1_digest`` is its checkpoint's digest (for the cache key)."""
     if config.hessian_iters == 0:
@@ -411,91 +480,34 @@ def _cached_hessian(
             config.hessian_iters,
             config.hessian_tol,
             config.train.seed,
-            _bar(progress, f"hessian {init}"),
+            stage.bar("hessian", init),
         ).summary()
         result["seconds"] = time.perf_counter() - t
         result["n_examples"] = size
         return result
 
     # field "result": hessian.json files written before keep hitting the cache
-    return _cached_json(folder / "hessian.json", key, config.reuse, compute, field="result")
+    result = cached_json(folder / "hessian.json", key, config.reuse, compute, field="result")
+    return {**result, "scale_invariant": False}  # an eigenvalue in raw parameter units changes when a layer is rescaled
 
 
-Known = dict[tuple[str, int], tuple[torch.Tensor, Projection | None]]  # (run, epoch) -> (theta, projection)
+def _cached_learning_curve(
+    evaluate: Evaluator, ckpts1, theta0, theta1, curve_set, reuse: bool, folder: Path, stage: _Stages, init: str
+) -> dict:
+    """Every task-1 checkpoint on the learning-curve set, and the overfitting summary."""
+    key = make_key("learning", curve_set.key, *(c.digest for c in ckpts1))
+
+    def compute() -> dict:
+        known = {0: theta0, ckpts1[-1].epoch: theta1}
+        rows = learning_curve(evaluate, ckpts1, stage.bar("learning curve", init), known)
+        return {
+            "n_train": curve_set.n_train,
+            "n_heldout": curve_set.n_heldout,
+            "rows": rows,
+            "overfitting": overfitting(rows),
+        }
+
+    return cached_json(folder / "learning_curve.json", key, reuse, compute)
 
 
-def _trajectories(
-    evaluate, plane: Plane, surface, ckpts1, ckpts2, theta0, n_enc, known: Known | None = None
-) -> list[dict]:
-    """Signed plane coordinates, off-plane residual, true metrics and the surface under every checkpoint.
-
-    ``known`` holds thetas (task-1 space) already in memory, with their projections when computed, so
-    those checkpoints are not read again. The task-2 run starts from theta0 itself (same encoder, checked
-    by the caller, and the task-1 head at its initial value), so its epoch 0 repeats task 1's epoch-0 row.
-    """
-    known = known or {}
-    rows = []
-    for run, ckpts in (("task1", ckpts1), ("task2", ckpts2)):
-        for c in ckpts:
-            if run == "task2" and c.epoch == 0 and rows and rows[0]["epoch"] == 0:
-                rows.append({**rows[0], "run": run, "epoch_train_loss": c.train_loss})
-                continue
-            theta, p = known.get((run, c.epoch), (None, None))
-            if theta is None:
-                theta = c.load()
-                if run == "task2":
-                    theta = _to_task1_space(theta, theta0, n_enc)
-            if p is None:
-                p = project(plane, theta)
-            true = evaluate(theta)
-            rows.append(
-                {
-                    "run": run,
-                    "epoch": c.epoch,
-                    "a": p.a,
-                    "b": p.b,
-                    "residual": p.residual,
-                    "distance": p.distance,
-                    **true,
-                    "surface_train_loss": interpolate(
-                        surface["alpha"], surface["beta"], surface["train_loss"], p.a, p.b
-                    ),
-                    "surface_heldout_loss": interpolate(
-                        surface["alpha"], surface["beta"], surface["heldout_loss"], p.a, p.b
-                    ),
-                    "epoch_train_loss": c.train_loss,
-                }
-            )
-    return rows
-
-
-def _curve_summary(curve: dict) -> dict:
-    a = curve["alpha"]
-    i0, i1 = int(np.argmin(np.abs(a))), int(np.argmin(np.abs(a - 1.0)))
-    best = int(np.argmin(curve["train_loss"]))
-    return {
-        "alpha_min_train_loss": float(a[best]),
-        "min_train_loss": float(curve["train_loss"][best]),
-        "train_loss_at_0": float(curve["train_loss"][i0]),
-        "train_loss_at_1": float(curve["train_loss"][i1]),
-        "heldout_acc_at_1": float(curve["heldout_acc"][i1]),
-        "alpha_max_heldout_acc": float(a[int(np.argmax(curve["heldout_acc"]))]),
-        "max_heldout_acc": float(np.max(curve["heldout_acc"])),
-    }
-
-
-def _surface_summary(surface: dict) -> dict:
-    a, b, loss, err = surface["alpha"], surface["beta"], surface["train_loss"], surface["heldout_error"]
-    i, j = np.unravel_index(int(np.nanargmin(loss)), loss.shape)
-    k, m = np.unravel_index(int(np.nanargmin(err)), err.shape)
-    return {
-        "grid": [len(a), len(b)],
-        "alpha_range": [float(a[0]), float(a[-1])],
-        "beta_range": [float(b[0]), float(b[-1])],
-        "min_train_loss": float(loss[i, j]),
-        "argmin_train_loss": [float(a[i]), float(b[j])],
-        "min_heldout_error": float(err[k, m]),
-        "argmin_heldout_error": [float(a[k]), float(b[m])],
-        "train_loss_at_theta1": interpolate(a, b, loss, 1.0, 0.0),
-        "heldout_error_at_theta1": interpolate(a, b, err, 1.0, 0.0),
-    }
+__all__ = ["DIRECTIONS", "FilterConfig", "LandscapeConfig", "experiment_key", "run_landscape"]

@@ -1,19 +1,29 @@
-"""Reading finished landscape results back (for the dashboard and for re-runs).
+"""Reading finished landscape results back as typed objects (for the dashboard, the seed summary and re-runs).
 
 Layout of a result folder (default ``~/.cache/isoscope/landscape/<key>``)::
 
     summary.json                    what ``python -m core landscape`` printed, plus paths
-    <init>/results.json             axes, coordinates, trajectories, rollback, flatness, metrics
+    <init>/results.json             axes, coordinates, trajectories, rollback, flatness, metrics, and the
+                                    optional filter_normalized and learning_curve sections
     <init>/curve_1d.npz             alpha, train_loss, train_acc, heldout_loss, heldout_acc, heldout_error
     <init>/surface.npz              alpha (n_a,), beta (n_b,), the same metrics as (n_a, n_b) grids
+    <init>/filter_curves.npz        alpha (n,), the metrics as (k, n): one row per filter-normalised direction
+    <init>/filter_surface.npz       alpha, beta, the metrics on the plane of the first two directions
+    seeds/seed-<s>/                 the same layout for every further seed of ``--seeds N``
     checkpoints/<run>/epoch_*.safetensors   flat parameter vectors (+ JSON sidecars)
 
 ``<init>`` is ``pretrained`` or ``scratch``. Everything is JSON, npz or safetensors: nothing is unpickled.
+
+Schema. Every field this module reads is required: a missing or renamed field, or a value of the wrong
+type, raises ``ResultsSchemaError`` naming the field and the file (a NaN in the page would hide it). A
+field that is present but null is a number that was not defined (NaN in JSON), and reads as NaN. Results
+written before the filter-normalised view, learning curves and seeds existed still load: those optional
+sections are None.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,12 +31,21 @@ import pandas as pd
 
 from core.cache import default_cache_dir
 from core.errors import InputError
-from core.landscape.store import read_arrays, read_json
+from core.landscape.schema import Fields, ResultsSchemaError, arrays
+from core.landscape.store import read_json
+
+__all__ = ["ResultsSchemaError"]
 
 SUMMARY = "summary.json"
 RESULTS = "results.json"
 CURVE = "curve_1d.npz"
 SURFACE = "surface.npz"
+FILTER_CURVES = "filter_curves.npz"
+FILTER_SURFACE = "filter_surface.npz"
+FILTER_JSON = "filter_normalized.json"
+SEEDS_DIR = "seeds"
+METRICS: tuple[str, ...] = ("train_loss", "train_acc", "heldout_loss", "heldout_acc")
+GRID_METRICS: tuple[str, ...] = (*METRICS, "heldout_error", "train_error")
 
 
 def default_root() -> Path:
@@ -34,47 +53,473 @@ def default_root() -> Path:
     return default_cache_dir() / "landscape"
 
 
-@dataclass
+def seed_dir(out_dir: Path, seed: int) -> Path:
+    """Folder of a further seed's results inside an experiment folder."""
+    return Path(out_dir) / SEEDS_DIR / f"seed-{seed}"
+
+
+@dataclass(frozen=True)
+class Metrics:
+    train_loss: float
+    train_acc: float
+    heldout_loss: float
+    heldout_acc: float
+
+    @classmethod
+    def parse(cls, f: Fields) -> Metrics:
+        return cls(*(f.num(m) for m in METRICS))
+
+
+@dataclass(frozen=True)
+class Axes:
+    norm_delta1: float
+    norm_delta2: float
+    cos_delta1_delta2: float
+    kept_fraction: float
+    cos_e1_e2: float
+
+    @classmethod
+    def parse(cls, f: Fields) -> Axes:
+        return cls(
+            *(f.num(k) for k in ("norm_delta1", "norm_delta2", "cos_delta1_delta2", "kept_fraction", "cos_e1_e2"))
+        )
+
+
+@dataclass(frozen=True)
+class Coords:
+    a: float
+    b: float
+    residual: float
+    distance: float
+
+    @classmethod
+    def parse(cls, f: Fields) -> Coords:
+        return cls(f.num("a"), f.num("b"), f.num("residual"), f.num("distance"))
+
+
+@dataclass(frozen=True)
+class Hessian:
+    """Top Hessian eigenvalue at theta1 (power iteration). Not scale-invariant."""
+
+    eigenvalue: float
+    iterations: int
+    converged: bool
+    relative_change: float
+    n_examples: int
+    scale_invariant: bool = False
+
+    @classmethod
+    def parse(cls, f: Fields) -> Hessian | None:
+        if f.has("skipped") and f.flag("skipped"):
+            return None
+        return cls(
+            f.num("eigenvalue"),
+            f.integer("iterations"),
+            f.flag("converged"),
+            f.num("relative_change"),
+            f.integer("n_examples"),
+        )
+
+
+@dataclass(frozen=True)
+class GridCurvature:
+    """Curvature of a task-plane grid around theta1 per unit parameter length (not scale-invariant)."""
+
+    ok: bool
+    reason: str
+    eigenvalues_param: tuple[float, ...]
+    fit_rmse: float
+
+    @property
+    def max(self) -> float:
+        return max(self.eigenvalues_param) if self.eigenvalues_param else float("nan")
+
+    @property
+    def min(self) -> float:
+        return min(self.eigenvalues_param) if self.eigenvalues_param else float("nan")
+
+    @classmethod
+    def parse(cls, f: Fields) -> GridCurvature:
+        if not f.flag("ok"):
+            return cls(False, f.text("reason"), (), float("nan"))
+        return cls(True, "", tuple(f.nums("eigenvalues_param")), f.num("fit_rmse"))
+
+
+@dataclass(frozen=True)
+class Flatness:
+    grid_train_loss: GridCurvature
+    grid_heldout_loss: GridCurvature
+    hessian: Hessian | None  # None: skipped (--hessian-iters 0)
+
+    @classmethod
+    def parse(cls, f: Fields) -> Flatness:
+        return cls(
+            GridCurvature.parse(f.obj("grid_train_loss")),
+            GridCurvature.parse(f.obj("grid_heldout_loss")),
+            Hessian.parse(f.obj("hessian")),
+        )
+
+
+@dataclass(frozen=True)
+class TrajectoryPoint:
+    run: str
+    epoch: int
+    coords: Coords
+    metrics: Metrics
+    surface_train_loss: float  # NaN outside the grid, or without a task-plane surface
+    surface_heldout_loss: float
+    epoch_train_loss: float  # mean training loss over the epoch (NaN for epoch 0)
+
+    @classmethod
+    def parse(cls, f: Fields) -> TrajectoryPoint:
+        return cls(
+            f.text("run"),
+            f.integer("epoch"),
+            Coords.parse(f),
+            Metrics.parse(f),
+            f.num("surface_train_loss"),
+            f.num("surface_heldout_loss"),
+            f.num("epoch_train_loss"),
+        )
+
+
+@dataclass(frozen=True)
+class RollbackRow:
+    group: str
+    layers: tuple[int, ...]
+    n_params: int
+    change_norm: float  # NaN for the row "none" (theta1 as trained)
+    relative_change: float
+    metrics: Metrics
+
+    @classmethod
+    def parse(cls, f: Fields) -> RollbackRow:
+        moved = f.text("group") != "none"
+        return cls(
+            f.text("group"),
+            tuple(int(v) for v in f.nums("layers")),
+            f.integer("n_params"),
+            f.num("change_norm") if moved else float("nan"),
+            f.num("relative_change") if moved else float("nan"),
+            Metrics.parse(f),
+        )
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A 1D curve (``beta`` None, values (n,) or (k, n)) or a 2D surface (values (n_a, n_b)) of metrics."""
+
+    alpha: np.ndarray
+    beta: np.ndarray | None
+    values: dict[str, np.ndarray]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        """``alpha``, ``beta`` or a metric's array (KeyError naming the choices otherwise)."""
+        if name == "alpha":
+            return self.alpha
+        if name == "beta" and self.beta is not None:
+            return self.beta
+        if name in self.values:
+            return self.values[name]
+        raise KeyError(
+            f"{name!r}: this grid has alpha{', beta' if self.beta is not None else ''}, {', '.join(self.values)}"
+        )
+
+    def __contains__(self, name: object) -> bool:
+        return name == "alpha" or (name == "beta" and self.beta is not None) or name in self.values
+
+    @classmethod
+    def read(cls, path: Path, two_d: bool) -> Grid:
+        got = arrays(path, ("alpha", *(("beta",) if two_d else ()), *GRID_METRICS))
+        return cls(got.pop("alpha"), got.pop("beta") if two_d else None, got)
+
+
+@dataclass(frozen=True)
+class Sharpness:
+    """Mean and sample sd over filter-normalised directions of the loss increase at fixed alphas."""
+
+    mean: float
+    sd: float
+    alphas: tuple[float, ...]
+    n_directions: int
+    per_direction: tuple[float, ...]
+    per_alpha_mean: tuple[float, ...]
+    per_alpha_sd: tuple[float, ...]
+    base_loss: float
+    scale_invariant: bool
+
+    @classmethod
+    def parse(cls, f: Fields) -> Sharpness:
+        return cls(
+            f.num("mean"),
+            f.num("sd"),
+            tuple(f.nums("alphas")),
+            f.integer("n_directions"),
+            tuple(f.nums("per_direction")),
+            tuple(f.nums("per_alpha_mean")),
+            tuple(f.nums("per_alpha_sd")),
+            f.num("base_loss"),
+            f.flag("scale_invariant"),
+        )
+
+
+@dataclass(frozen=True)
+class FilterNormalized:
+    """The filter-normalised view around theta1: curves along k directions, a surface on the first two."""
+
+    n_directions: int
+    range: tuple[float, float]
+    cos_d1_d2: float
+    sharpness: Sharpness
+    heldout_sharpness: Sharpness
+    curves: Grid  # values (k, n)
+    surface: Grid  # values (n, n); theta1 at (0, 0)
+
+    @classmethod
+    def parse(cls, f: Fields, folder: Path) -> FilterNormalized:
+        d = f.obj("directions")
+        lo, hi = d.nums("range")
+        return cls(
+            d.integer("n_directions"),
+            (lo, hi),
+            d.num("cos_d1_d2"),
+            Sharpness.parse(f.obj("sharpness")),
+            Sharpness.parse(f.obj("heldout_sharpness")),
+            Grid.read(folder / FILTER_CURVES, two_d=False),
+            Grid.read(folder / FILTER_SURFACE, two_d=True),
+        )
+
+
+@dataclass(frozen=True)
+class LearningCurve:
+    """Per-epoch metrics of the task-1 run on a larger held-out sample, and the overfitting summary."""
+
+    n_heldout: int
+    epochs: tuple[int, ...]
+    epoch_train_loss: tuple[float, ...]
+    metrics: tuple[Metrics, ...]
+    best_epoch: int
+    min_heldout_loss: float
+    final_heldout_loss: float
+    overfit_gap: float
+    max_heldout_acc: float
+    final_heldout_acc: float
+
+    @classmethod
+    def parse(cls, f: Fields) -> LearningCurve:
+        rows = f.items("rows")
+        o = f.obj("overfitting")
+        return cls(
+            f.integer("n_heldout"),
+            tuple(r.integer("epoch") for r in rows),
+            tuple(r.num("epoch_train_loss") for r in rows),
+            tuple(Metrics.parse(r) for r in rows),
+            o.integer("best_epoch"),
+            o.num("min_heldout_loss"),
+            o.num("final_heldout_loss"),
+            o.num("overfit_gap"),
+            o.num("max_heldout_acc"),
+            o.num("final_heldout_acc"),
+        )
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(
+            {"epoch": self.epochs, "epoch_train_loss": self.epoch_train_loss, **_metric_columns(self.metrics)}
+        )
+
+
+@dataclass(frozen=True)
 class InitResults:
     """Everything computed for one initialisation (pre-trained or scratch)."""
 
     init: str
-    results: dict
-    curve: dict[str, np.ndarray] = field(default_factory=dict)
-    surface: dict[str, np.ndarray] = field(default_factory=dict)
+    n_params: int
+    axes: Axes
+    theta1_coords: Coords
+    theta2_coords: Coords
+    theta0: Metrics
+    theta1: Metrics
+    theta2: Metrics
+    trajectory: tuple[TrajectoryPoint, ...]
+    rollback: tuple[RollbackRow, ...]
+    flatness: Flatness
+    curve: Grid | None  # task-plane 1D curve along delta1 (None: --directions filter)
+    surface: Grid | None  # task-plane 2D surface
+    filter_normalized: FilterNormalized | None  # None: older results, or --directions task
+    learning_curve: LearningCurve | None  # None: older results
 
     def trajectory_frame(self) -> pd.DataFrame:
-        return pd.DataFrame(self.results.get("trajectory", []))
+        t = self.trajectory
+        return pd.DataFrame(
+            {
+                "run": [p.run for p in t],
+                "epoch": [p.epoch for p in t],
+                **{k: [getattr(p.coords, k) for p in t] for k in ("a", "b", "residual", "distance")},
+                **_metric_columns([p.metrics for p in t]),
+                "surface_train_loss": [p.surface_train_loss for p in t],
+                "surface_heldout_loss": [p.surface_heldout_loss for p in t],
+                "epoch_train_loss": [p.epoch_train_loss for p in t],
+            }
+        )
 
     def rollback_frame(self) -> pd.DataFrame:
-        return pd.DataFrame(self.results.get("rollback", []))
+        r = self.rollback
+        return pd.DataFrame(
+            {
+                "group": [x.group for x in r],
+                "layers": [" ".join(map(str, x.layers)) for x in r],
+                "n_params": [x.n_params for x in r],
+                **_metric_columns([x.metrics for x in r]),
+                "change_norm": [x.change_norm for x in r],
+                "relative_change": [x.relative_change for x in r],
+            }
+        )
+
+
+def _metric_columns(metrics) -> dict[str, list[float]]:
+    return {m: [getattr(x, m) for x in metrics] for m in METRICS}
+
+
+def parse_init(data: dict, folder: Path, task_view: bool = True) -> InitResults:
+    """An initialisation's results.json (``data``) and its arrays in ``folder``; ResultsSchemaError when a field is off."""
+    f = Fields(data, folder / RESULTS)
+    fn, lc = f.opt("filter_normalized"), f.opt("learning_curve")
+    return InitResults(
+        f.text("init"),
+        f.integer("n_params"),
+        Axes.parse(f.obj("axes")),
+        Coords.parse(f.obj("theta1_coords")),
+        Coords.parse(f.obj("theta2_coords")),
+        Metrics.parse(f.obj("theta0")),
+        Metrics.parse(f.obj("theta1")),
+        Metrics.parse(f.obj("theta2")),
+        tuple(TrajectoryPoint.parse(p) for p in f.items("trajectory")),
+        tuple(RollbackRow.parse(r) for r in f.items("rollback")),
+        Flatness.parse(f.obj("flatness")),
+        Grid.read(folder / CURVE, two_d=False) if task_view else None,
+        Grid.read(folder / SURFACE, two_d=True) if task_view else None,
+        FilterNormalized.parse(fn, folder) if fn is not None else None,
+        LearningCurve.parse(lc) if lc is not None else None,
+    )
+
+
+@dataclass(frozen=True)
+class Stat:
+    """One headline number over seeds: mean and sample sd (ddof 1, NaN for one seed) of the finite values."""
+
+    mean: float
+    sd: float
+    n: int
+    values: tuple[float, ...]
+
+    @classmethod
+    def parse(cls, f: Fields) -> Stat:
+        return cls(f.num("mean"), f.num("sd"), f.integer("n"), tuple(f.nums("values")))
+
+
+@dataclass(frozen=True)
+class SeedSummary:
+    """The experiment repeated over seeds: per initialisation, every headline number's mean +- sd, and
+    learning-curve bands (mean and sd per epoch)."""
+
+    seeds: tuple[int, ...]
+    stats: dict[str, dict[str, Stat]]  # init -> headline name -> stat
+    learning: dict[str, dict[str, np.ndarray]]  # init -> "epoch" (E,), "<metric>_mean"/"<metric>_sd" (E,)
+
+    @property
+    def n_seeds(self) -> int:
+        return len(self.seeds)
+
+    @classmethod
+    def parse(cls, f: Fields) -> SeedSummary:
+        summary, bands = f.obj("summary"), f.obj("learning_curves")
+        return cls(
+            tuple(int(s) for s in f.nums("seed_values")),
+            {
+                init: {k: Stat.parse(summary.obj(init).obj(k)) for k in summary.obj(init).keys()}
+                for init in summary.keys()
+            },
+            {init: {k: np.asarray(bands.obj(init).nums(k)) for k in bands.obj(init).keys()} for init in bands.keys()},
+        )
+
+    def frame(self) -> pd.DataFrame:
+        """Long table: init, headline, mean, sd, n."""
+        rows = [
+            {"init": init, "headline": k, "mean": s.mean, "sd": s.sd, "n": s.n}
+            for init, stats in self.stats.items()
+            for k, s in stats.items()
+        ]
+        return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The run's summary.json: what was trained and measured."""
+
+    model: str
+    task: str
+    task2: str
+    n_train: tuple[int, int]
+    n_eval_train: int
+    n_eval_heldout: int
+    epochs: int
+    lr: float
+    eval_size: int
+    directions: str  # task, filter or both ("task" for results written before the filter view)
+    inits: tuple[str, ...]
+    wall_seconds: float
+    grid: int
+    warnings: tuple[str, ...]
+    seeds: SeedSummary | None  # None: results written before --seeds existed
+
+    @classmethod
+    def parse(cls, data: dict, path: Path) -> Summary:
+        f = Fields(data, path)
+        cfg, train, n_eval = f.obj("config"), f.obj("config").obj("train"), f.obj("n_eval")
+        n1, n2 = f.nums("n_train")
+        return cls(
+            f.text("model"),
+            f.text("task"),
+            f.text("task2"),
+            (int(n1), int(n2)),
+            n_eval.integer("train"),
+            n_eval.integer("heldout"),
+            train.integer("epochs"),
+            train.num("lr"),
+            cfg.integer("eval_size"),
+            cfg.text("directions") if cfg.has("directions") else "task",
+            tuple(str(i) for i in f.raw("inits")),
+            f.num("wall_seconds"),
+            f.obj("grid").integer("grid"),
+            tuple(str(w) for w in f.raw("warnings")),
+            SeedSummary.parse(f) if f.has("seeds") else None,
+        )
 
 
 @dataclass
 class LandscapeResults:
     out_dir: Path
-    summary: dict
+    summary: Summary
     inits: dict[str, InitResults]
+    raw: dict  # summary.json as written (for downloads and the command line's own report)
 
 
 def load_results(out_dir: str | Path) -> LandscapeResults:
-    """Results of a finished run; InputError when the folder holds none."""
+    """Results of a finished run: InputError when the folder holds none (or no finished initialisation),
+    ResultsSchemaError when a file lacks a field this version reads."""
     out_dir = Path(out_dir).expanduser()
-    summary = read_json(out_dir / SUMMARY)
-    if summary is None:
+    raw = read_json(out_dir / SUMMARY)
+    if raw is None:
         raise InputError(f"{out_dir}: no landscape results here; run `python -m core landscape` first")
-    inits: dict[str, InitResults] = {}
-    for init in summary.get("inits", []):
-        results = read_json(out_dir / init / RESULTS)
-        if results is None:
-            continue
-        inits[init] = InitResults(
-            init,
-            results,
-            read_arrays(out_dir / init / CURVE) or {},
-            read_arrays(out_dir / init / SURFACE) or {},
-        )
-    return LandscapeResults(out_dir, summary, inits)
+    listed = [str(i) for i in raw.get("inits") or []]
+    found = {init: read_json(out_dir / init / RESULTS) for init in listed}
+    found = {init: data for init, data in found.items() if data is not None}
+    if not found:
+        raise InputError(f"{out_dir}: the run has no finished initialisation yet; run it again to resume")
+    summary = Summary.parse(raw, out_dir / SUMMARY)
+    task_view = summary.directions in ("task", "both")
+    inits = {init: parse_init(data, out_dir / init, task_view) for init, data in found.items()}
+    return LandscapeResults(out_dir, summary, inits, raw)
 
 
 def list_results(root: str | Path | None = None) -> list[dict]:

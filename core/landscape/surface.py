@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 import torch
 
-from core.landscape.axes import Plane
 from core.landscape.store import RowStore
 
 log = logging.getLogger(__name__)
@@ -23,6 +23,14 @@ EvalFn = Callable[[torch.Tensor], dict[str, float]]
 ProgressFn = Callable[[int, int], None]  # (done, total)
 
 MIN_GRID, MAX_GRID = 3, 61
+
+
+class PlaneLike(Protocol):
+    """origin + a * e1 + b * e2: the task plane (``axes.Plane``) or two random directions (``directions.DirectionPlane``)."""
+
+    origin: torch.Tensor
+
+    def point(self, a: float, b: float, out: torch.Tensor | None = None) -> torch.Tensor: ...
 
 
 def curve_1d(
@@ -49,7 +57,7 @@ def curve_1d(
 
 def surface_2d(
     evaluate: EvalFn,
-    plane: Plane,
+    plane: PlaneLike,
     alphas: Sequence[float],
     betas: Sequence[float],
     progress: ProgressFn | None = None,

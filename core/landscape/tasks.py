@@ -29,11 +29,11 @@ from core.data import (
     truncate_texts,
 )
 from core.errors import InputError
+from core.landscape.options import BUILTIN_TASKS, default_task2  # noqa: F401  (default_task2 re-exported)
 from core.paths import DEMO_CORPUS, DEMO_PAIRS, stsb_dir
 
 log = logging.getLogger(__name__)
 
-BUILTIN_TASKS: tuple[str, ...] = ("stsb", "demo-topic", "demo-pairs")
 SIMILAR_THRESHOLD = 3.0  # pair label 1 ("similar") when score >= 3 on the 0-5 STS scale
 HELDOUT_FRACTION = 0.25  # share held out for tasks without a separate held-out file
 MIN_PER_CLASS = 2
@@ -98,11 +98,6 @@ class TaskSplit:
     @property
     def name(self) -> str:
         return self.train.name
-
-
-def default_task2(task: str) -> str:
-    """A second task different from the first, for the second axis."""
-    return "demo-pairs" if task == "demo-topic" else "demo-topic"
 
 
 def load_task(spec: str, seed: int = 0, data_dir: str | Path | None = None) -> TaskSplit:
