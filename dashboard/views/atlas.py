@@ -123,7 +123,8 @@ query = c3.text_input("Search the texts", key="atlas_search", max_chars=200, pla
 sp = atlas.spaces[space]
 names = sp.cluster_names()
 f1, f2, f3 = st.columns([4, 1, 1])
-picked_clusters = f1.multiselect("Clusters", list(names), format_func=names.get, key="atlas_clusters")
+by_name = {name: c for c, name in names.items()}
+picked_clusters = [by_name[x] for x in f1.multiselect("Clusters", list(by_name), key="atlas_clusters") if x in by_name]
 show_contours = f2.checkbox("Density contours", value=True, key="atlas_contours")
 show_labels = f3.checkbox("Cluster labels", value=True, key="atlas_labels")
 
