@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -13,20 +13,40 @@ from core.errors import InputError
 from core.paths import stsb_dir
 from dashboard.services.models import encoder
 
+if TYPE_CHECKING:  # core.landscape imports torch: only inside the functions that run or read an experiment
+    from core.landscape.results import InitResults, LandscapeResults, Summary
+
+
+LIVE_FILTER_DIRECTIONS = 2  # a live run is a sketch on 2 cores: two directions span the surface, sd needs two
+LIVE_LEARNING_HELDOUT = 32
+
 
 @dataclass(frozen=True)
 class LandscapeView:
-    """A finished landscape experiment read back, with its tables ready to show and download."""
+    """A finished landscape experiment read back (typed: a schema change fails loudly), with its tables."""
 
     out_dir: str
-    summary: dict
-    inits: dict  # init -> core.landscape.results.InitResults
+    results: LandscapeResults
     axes: pd.DataFrame  # one row per init: axes, theta1/theta2 coordinates, flatness, metrics at theta1
     trajectory: pd.DataFrame  # one row per (init, run, epoch): signed (a, b), residual, true vs surface loss
     rollback: pd.DataFrame  # one row per (init, group rolled back to theta0)
-    curves: pd.DataFrame  # long: init, alpha, metrics of the 1D curve
-    surfaces: pd.DataFrame  # long: init, alpha, beta, metrics of the 2D grid
+    curves: pd.DataFrame  # long: init, alpha, metrics of the task-plane 1D curve
+    surfaces: pd.DataFrame  # long: init, alpha, beta, metrics of the task-plane 2D grid
+    filter_curves: pd.DataFrame  # long: init, direction, alpha, metrics of the filter-normalised curves
+    filter_surfaces: pd.DataFrame  # long: init, alpha, beta, metrics of the filter-normalised surface
+    filter_bands: pd.DataFrame  # init, alpha, <metric>_mean, <metric>_sd over the directions
+    sharpness: pd.DataFrame  # init, measure, value, sd, scale_invariant
+    learning: pd.DataFrame  # init, epoch, <metric>_mean, <metric>_sd (sd over seeds; NaN for one seed)
+    seeds: pd.DataFrame  # init, headline, label, mean, sd, n, scale_invariant (empty for older results)
     disk_mb: float
+
+    @property
+    def summary(self) -> Summary:
+        return self.results.summary
+
+    @property
+    def inits(self) -> dict[str, InitResults]:
+        return self.results.inits
 
 
 def landscape_root() -> Path:
@@ -52,7 +72,7 @@ def landscape_tasks() -> tuple[str, ...]:
 
 
 def landscape_task2(task: str) -> str:
-    from core.landscape.tasks import default_task2
+    from core.landscape.options import default_task2
 
     return default_task2(task)
 
@@ -72,8 +92,8 @@ def _landscape_run(
     seed: int,
     root: str,
 ) -> str:
-    from core.landscape import LandscapeConfig, TrainConfig, load_task, run_landscape
-    from core.landscape.classifier import INITS
+    from core.landscape import FilterConfig, LandscapeConfig, TrainConfig, load_task, run_landscape
+    from core.landscape.options import INITS
     from core.landscape.pipeline import experiment_key
 
     task1, task2 = load_task(task, seed), load_task(landscape_task2(task), seed)
@@ -85,10 +105,14 @@ def _landscape_run(
         points_1d=points_1d,
         hessian_iters=hessian_iters,
         hessian_size=min(16, eval_size),
+        directions="both",
+        filter_config=FilterConfig(directions=LIVE_FILTER_DIRECTIONS, points_1d=5, grid=grid),
+        learning_heldout=LIVE_LEARNING_HELDOUT,
     ).validate()
     enc = encoder(model)
     out = Path(root) / experiment_key(enc, task1, task2, config)
-    n_stages = len(INITS) * (5 + (hessian_iters > 0))  # train x2, 1D curve, surface, rollback, Hessian
+    # per init: train x2, 1D curve, surface, rollback, Hessian, filter curves, filter surface, learning curve
+    n_stages = len(INITS) * (8 + (hessian_iters > 0))
     bar = st.progress(0.0, text="Preparing the landscape run…")
     stage = [-1]
 
@@ -123,9 +147,10 @@ def landscape_run(
     seed: int = 0,
 ) -> str:
     """Train pre-trained and scratch on ``task`` (second axis: a different demo task) with a small, fixed
-    recipe and measure the landscape; returns the result folder (cached; resumes from disk).
+    recipe and measure both views (task plane; two filter-normalised directions on the same alpha range),
+    one seed; returns the result folder (cached; resumes from disk).
 
-    Raises InputError / ValueError (bad task, a run that did not move, ...) with one line to show.
+    Raises InputError (bad task, a run that did not move, ...) with one line to show.
     """
     args = (model, task, n_train, epochs, lr, grid, max_length, eval_size, points_1d, hessian_iters, seed)
     out = _landscape_run(*args, str(landscape_root()))
@@ -135,89 +160,27 @@ def landscape_run(
     return out
 
 
-def _num(x: object) -> float:
-    return float(x) if isinstance(x, int | float) else float("nan")
-
-
-def _axes_row(init: str, r: dict) -> dict:
-    ax, fl = r.get("axes", {}), r.get("flatness", {})
-    hess, grid = fl.get("hessian", {}), fl.get("grid_train_loss", {})
-    grid_h = fl.get("grid_heldout_loss", {})
-    eig = [v for v in grid.get("eigenvalues_param") or [] if v is not None]
-    eig_h = [v for v in grid_h.get("eigenvalues_param") or [] if v is not None]
-    t1, t2 = r.get("theta1", {}), r.get("theta2_coords", {})
-    return {
-        "init": init,
-        "norm_delta1": _num(ax.get("norm_delta1")),
-        "norm_delta2": _num(ax.get("norm_delta2")),
-        "cos_delta1_delta2": _num(ax.get("cos_delta1_delta2")),
-        "kept_fraction_delta2": _num(ax.get("kept_fraction")),
-        "cos_e1_e2": _num(ax.get("cos_e1_e2")),
-        "theta2_a": _num(t2.get("a")),
-        "theta2_b": _num(t2.get("b")),
-        "theta2_residual": _num(t2.get("residual")),
-        "hessian_top_eigenvalue": _num(hess.get("eigenvalue")),
-        "hessian_converged": hess.get("converged"),
-        "hessian_iterations": hess.get("iterations"),
-        "hessian_examples": hess.get("n_examples"),
-        "grid_curvature_max": max(eig) if eig else float("nan"),
-        "grid_curvature_min": min(eig) if eig else float("nan"),
-        "grid_heldout_curvature_max": max(eig_h) if eig_h else float("nan"),
-        "grid_fit_rmse": _num(grid.get("fit_rmse")),
-        "theta1_train_loss": _num(t1.get("train_loss")),
-        "theta1_train_acc": _num(t1.get("train_acc")),
-        "theta1_heldout_loss": _num(t1.get("heldout_loss")),
-        "theta1_heldout_acc": _num(t1.get("heldout_acc")),
-        "n_params": r.get("n_params"),
-    }
-
-
-def _landscape_tables(res) -> dict[str, pd.DataFrame]:
-    """Flat tables of a core.landscape.results.LandscapeResults."""
-    axes, traj, roll, curves, surfaces = [], [], [], [], []
-    for init, ir in res.inits.items():
-        axes.append(_axes_row(init, ir.results))
-        t = ir.trajectory_frame()
-        if not t.empty:
-            t.insert(0, "init", init)
-            t["surface_minus_true_train_loss"] = t["surface_train_loss"] - t["train_loss"]
-            t["surface_minus_true_heldout_loss"] = t["surface_heldout_loss"] - t["heldout_loss"]
-            traj.append(t)
-        rb = ir.rollback_frame()
-        if not rb.empty:
-            rb.insert(0, "init", init)
-            rb["layers"] = rb["layers"].map(lambda v: " ".join(map(str, v)) if isinstance(v, list) else "")
-            roll.append(rb)
-        c = {k: np.asarray(v) for k, v in ir.curve.items() if k != "key"}
-        if "alpha" in c:
-            curves.append(pd.DataFrame({"init": init, **c}))
-        s = {k: np.asarray(v) for k, v in ir.surface.items() if k != "key"}
-        if "alpha" in s and "beta" in s:
-            a, b = np.meshgrid(s.pop("alpha"), s.pop("beta"), indexing="ij")  # (n_a, n_b)
-            cols = {k: v.ravel() for k, v in s.items()}
-            surfaces.append(pd.DataFrame({"init": init, "alpha": a.ravel(), "beta": b.ravel(), **cols}))
-
-    def cat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-    return {
-        "axes": pd.DataFrame(axes),
-        "trajectory": cat(traj),
-        "rollback": cat(roll),
-        "curves": cat(curves),
-        "surfaces": cat(surfaces),
-    }
-
-
 @st.cache_data(show_spinner="Reading the landscape results…", max_entries=8)
 def _landscape_view(out_dir: str, mtime: float) -> LandscapeView:
+    from core.landscape import tables
     from core.landscape.results import load_results
 
-    res = load_results(out_dir)
-    if not res.inits:
-        raise InputError(f"{out_dir}: the run has no finished initialisation yet; run it again to resume")
+    res = load_results(out_dir)  # InputError: nothing finished here; ResultsSchemaError: a bug, shown as one
     size = sum(f.stat().st_size for f in Path(out_dir).rglob("*") if f.is_file())
-    return LandscapeView(out_dir, res.summary, res.inits, disk_mb=size / 2**20, **_landscape_tables(res))
+    grids = tables.grid_tables(res)
+    return LandscapeView(
+        out_dir,
+        res,
+        axes=pd.DataFrame([tables.axes_row(r) for r in res.inits.values()]),
+        trajectory=tables.trajectory_table(res),
+        rollback=tables.rollback_table(res),
+        **grids,
+        filter_bands=tables.filter_bands(grids["filter_curves"]),
+        sharpness=tables.sharpness_table(res),
+        learning=tables.learning_table(res),
+        seeds=tables.seed_table(res),
+        disk_mb=size / 2**20,
+    )
 
 
 def landscape_view(out_dir: str) -> LandscapeView:

@@ -1,9 +1,9 @@
 """Loss surfaces: fine-tuning from pre-trained weights versus training the same architecture from scratch.
 
-Hao et al. (2019), measured rather than assumed: the plane's axes come from two fine-tuning runs (delta1,
-and delta2 orthogonalised to it, with cos(delta1, delta2) and the share of delta2 that survives shown),
-checkpoints get signed least-squares coordinates with their off-plane residual, and the surface value under
-each checkpoint is shown next to its true loss.
+Hao et al. (2019), measured rather than assumed, in two views: the task plane (signed checkpoint coordinates,
+off-plane residuals, surface vs true loss) for trajectories, and filter-normalised directions (Li et al. 2018,
+the same alpha range for both initialisations, a scale-invariant sharpness) for flatness. Learning curves per
+epoch test the overfitting claim; with several seeds, headline numbers are mean +- sd with seed bands.
 """
 
 from __future__ import annotations
@@ -32,7 +32,12 @@ LOW_KEPT = 0.3  # below this share of delta2 surviving Gram-Schmidt, the second 
 HIGH_RESIDUAL = 0.5  # off-plane share above which the surface under a checkpoint says little about it
 CLI = (
     "HF_HUB_OFFLINE=1 python -m core landscape --task stsb --task2 demo-topic \\\n"
-    "    --n-train 300 --epochs 3 --grid 11 --eval-size 64"
+    "    --n-train 300 --epochs 3 --grid 11 --eval-size 64 --directions both --seeds 3"
+)
+SCALE_NOTE = (
+    "Scale-invariant: rescaling a layer that feeds a LayerNorm (weight and bias times c) leaves the function, "
+    "the filter-normalised directions relative to it, and so this number unchanged. The top Hessian eigenvalue "
+    "and the grid curvature are in raw parameter units: the same rescaling changes them without changing the model."
 )
 
 
@@ -45,10 +50,17 @@ def run_label(summary: dict) -> str:
     g = summary.get("grid", {}).get("grid", "?")
     when = datetime.fromtimestamp(summary.get("mtime", 0)).strftime("%Y-%m-%d %H:%M")
     n = summary.get("n_train", ["?"])[0]
+    seeds = summary.get("seeds", 1)
     return (
         f"{summary.get('task', '?')} + {summary.get('task2', '?')} · n={n} · {train.get('epochs', '?')} ep · "
-        f"grid {g}x{g} · eval {cfg.get('eval_size', '?')} · {summary.get('model', '?')} · {when}"
+        f"grid {g}x{g} · eval {cfg.get('eval_size', '?')} · {seeds} seed{'s' if seeds != 1 else ''} · "
+        f"{summary.get('model', '?')} · {when}"
     )
+
+
+def pm(mean: float, sd: float, digits: int = 3) -> str:
+    """mean ± sd (the mean alone when sd is undefined: one seed or one direction)."""
+    return fmt(mean, digits) if not np.isfinite(sd) else f"{fmt(mean, digits)} ± {fmt(sd, 2)}"
 
 
 # ------------------------------------------------------------------ figures
@@ -96,7 +108,14 @@ def add_trajectory(fig: go.Figure, traj: pd.DataFrame, z: str | None = None) -> 
             )
 
 
-def contour(surface: dict, metric: str, traj: pd.DataFrame, zrange: tuple[float, float], title: str) -> go.Figure:
+def contour(
+    surface,
+    metric: str,
+    traj: pd.DataFrame | None,
+    zrange: tuple[float, float],
+    title: str,
+    axis_titles: tuple[str, str] = ("a (along δ1)", "b (along δ2 ⊥ δ1)"),
+) -> go.Figure:
     a, b, z = surface["alpha"], surface["beta"], np.asarray(surface[metric])  # z (n_a, n_b)
     fig = go.Figure(
         go.Contour(
@@ -111,12 +130,13 @@ def contour(surface: dict, metric: str, traj: pd.DataFrame, zrange: tuple[float,
             hovertemplate="a %{x:.3f}, b %{y:.3f}<br>" + title + " %{z:.4f}<extra></extra>",
         )
     )
-    add_trajectory(fig, traj)
+    if traj is not None:
+        add_trajectory(fig, traj)
     fig.update_layout(
         height=430,
         margin={"t": 30},
-        xaxis_title="a (along δ1)",
-        yaxis_title="b (along δ2 ⊥ δ1)",
+        xaxis_title=axis_titles[0],
+        yaxis_title=axis_titles[1],
         legend={"orientation": "h", "y": -0.2},
     )
     return fig
@@ -183,9 +203,10 @@ def bars(df: pd.DataFrame, y: str, title: str, log: bool = False) -> go.Figure:
     return fig
 
 
-def zrange(view: services.LandscapeView, metric: str, with_traj: bool = False) -> tuple[float, float]:
-    """One colour/height range for both initialisations, so flatness compares by eye."""
-    values = [np.asarray(ir.surface[metric], float).ravel() for ir in view.inits.values() if metric in ir.surface]
+def zrange(view: services.LandscapeView, metric: str, with_traj: bool = False, filtered: bool = False):
+    """One colour/height range for both initialisations (task-plane or filter-normalised surfaces)."""
+    grids = [filter_grid(ir) if filtered else ir.surface for ir in view.inits.values()]
+    values = [np.asarray(g[metric], float).ravel() for g in grids if g is not None and metric in g]
     if with_traj and not view.trajectory.empty:
         values.append(view.trajectory[metric].to_numpy(float))
     v = np.concatenate(values) if values else np.array([0.0, 1.0])
@@ -194,16 +215,48 @@ def zrange(view: services.LandscapeView, metric: str, with_traj: bool = False) -
     return (lo, hi if hi > lo else lo + 1e-6)
 
 
+def filter_grid(ir):
+    return ir.filter_normalized.surface if ir.filter_normalized is not None else None
+
+
+def band_curves(df: pd.DataFrame, x: str, metric: str, title: str, x_title: str, marks: tuple = ()) -> go.Figure:
+    """Mean line with a ±sd band per initialisation, from columns ``<metric>_mean`` and ``<metric>_sd``."""
+    fig = go.Figure()
+    for init, part in df.groupby("init", sort=False):
+        part = part.sort_values(x)
+        mean, sd = part[f"{metric}_mean"].to_numpy(float), part[f"{metric}_sd"].fillna(0.0).to_numpy(float)
+        colour, name = INIT_COLOUR.get(init), INIT_LABEL.get(init, init)
+        xs = part[x].to_numpy(float)
+        fig.add_trace(
+            go.Scatter(
+                x=np.r_[xs, xs[::-1]],
+                y=np.r_[mean + sd, (mean - sd)[::-1]],
+                fill="toself",
+                fillcolor=colour,
+                opacity=0.2,
+                line={"width": 0},
+                hoverinfo="skip",
+                showlegend=False,
+            )
+        )
+        fig.add_trace(go.Scatter(x=xs, y=mean, mode="lines+markers", name=name, line={"color": colour}))
+    for xv, label in marks:
+        fig.add_vline(x=xv, line_dash="dash", line_color="grey", annotation_text=label)
+    fig.update_layout(height=360, xaxis_title=x_title, yaxis_title=title, margin={"t": 30})
+    return fig
+
+
 # ------------------------------------------------------------------ page
 
 s = ui.settings()
 st.title("Loss surfaces")
 st.caption(
     "Hao et al. (2019): fine-tuning from pre-trained weights finds wider, flatter optima along smoother paths "
-    "than training the same architecture from scratch, and lower layers change least. Here both start the "
-    "same classifier (encoder + mean pooling + linear head) and train with the same recipe. The plane is "
-    "θ0 + a·δ1 + b·δ2⊥: δ1 = θ1 − θ0 from task 1, δ2 from a second task, orthogonalised to δ1 (Gram-Schmidt); "
-    "how much of δ2 survives is shown, not hidden."
+    "than training the same architecture from scratch, is robust to overfitting, and lower layers change least. "
+    "Here both start the same classifier (encoder + mean pooling + linear head) and train with the same recipe. "
+    "Two views: the task plane θ0 + a·δ1 + b·δ2⊥ (δ1 = θ1 − θ0 from task 1, δ2 from a second task, "
+    "orthogonalised to δ1) shows the trajectories; filter-normalised random directions around θ1 (Li et al. "
+    "2018) show flatness on a scale that compares across the two initialisations."
 )
 
 # ---- live run
@@ -244,7 +297,8 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
     )
     st.caption(
         f"Second axis: {services.landscape_task2(task)}. Model: {ui.literal(s.model_label)}. Four runs (pre-trained "
-        f"and scratch × two tasks), AdamW with batch 16 and linear decay; every epoch's weights are kept on disk "
+        f"and scratch × two tasks, one seed), AdamW with batch 16 and linear decay, both views "
+        f"({services.LIVE_FILTER_DIRECTIONS} filter-normalised directions); every epoch's weights are kept on disk "
         f"(about {services.landscape_disk_estimate(s.model, epochs):,.0f} MB) under "
         f"{ui.literal(services.landscape_root())}. A live run is a sketch: for faithful numbers, precompute a "
         "larger one from the command line (`python -m core landscape`)."
@@ -293,14 +347,14 @@ except InputError as exc:
     st.stop()
 
 sm = view.summary
-tc = sm.get("config", {}).get("train", {})
+n_seeds = sm.seeds.n_seeds if sm.seeds is not None else 1
 st.caption(
-    f"Model {ui.literal(sm.get('model'))} · task 1 {ui.literal(sm.get('task'))} (n = {sm['n_train'][0]}), task 2 "
-    f"{ui.literal(sm.get('task2'))} (n = {sm['n_train'][1]}) · {tc.get('epochs')} epochs at lr {tc.get('lr')} · "
-    f"{sm['n_eval']['train']} + {sm['n_eval']['heldout']} evaluation examples per point · "
-    f"{sm['wall_seconds']:.0f} s · {view.disk_mb:,.0f} MB on disk."
+    f"Model {ui.literal(sm.model)} · task 1 {ui.literal(sm.task)} (n = {sm.n_train[0]}), task 2 "
+    f"{ui.literal(sm.task2)} (n = {sm.n_train[1]}) · {sm.epochs} epochs at lr {sm.lr} · "
+    f"{sm.n_eval_train} + {sm.n_eval_heldout} evaluation examples per point · views: {sm.directions} · "
+    f"{n_seeds} seed{'s' if n_seeds != 1 else ''} · {sm.wall_seconds:.0f} s · {view.disk_mb:,.0f} MB on disk."
 )
-ui.show_warnings(sm.get("warnings", []))
+ui.show_warnings(sm.warnings)
 with st.expander("Precompute a full run from the command line", icon=":material/terminal:"):
     st.code(CLI, language="bash")
     st.caption(
@@ -312,6 +366,22 @@ if len(inits) < 2:
     st.warning("Only one initialisation in this result: the comparison needs both (CLI --init both).")
 axes = view.axes.set_index("init")
 traj = view.trajectory
+
+st.subheader("Headline numbers")
+if view.seeds.empty:
+    st.caption("One run, no seeds recorded (results written before --seeds): no spread to show.")
+else:
+    table = view.seeds.assign(value=[pm(m, sd, 4) for m, sd in zip(view.seeds["mean"], view.seeds["sd"], strict=True)])
+    wide = table.pivot(index=["label", "scale_invariant"], columns="init", values="value").reset_index()
+    order = {lab: k for k, lab in enumerate(dict.fromkeys(table["label"]))}
+    wide = wide.sort_values("label", key=lambda c: c.map(order)).rename(columns=INIT_LABEL)
+    st.dataframe(wide.astype(str), width="stretch", hide_index=True)
+    st.caption(
+        f"Mean ± sample sd over {n_seeds} seed{'s' if n_seeds != 1 else ''} (each seed repeats sampling, head "
+        "init, scratch init and data order). scale_invariant: True for the filter-normalised sharpness, False "
+        "for the Hessian eigenvalue and the grid curvature, None where the question does not apply."
+    )
+    ui.download_table(view.seeds, "landscape_seeds", "Download headline numbers CSV")
 
 st.subheader("The plane")
 for col, init in zip(st.columns(len(inits)), inits, strict=True):
@@ -340,7 +410,7 @@ for col, init in zip(st.columns(len(inits)), inits, strict=True):
                 "δ2 stretched to |δ1|; read the b direction with care."
             )
 
-st.subheader("Along δ1")
+st.subheader("Along δ1 (task plane)")
 if not view.curves.empty:
     c1, c2 = st.columns(2)
     with c1:
@@ -349,22 +419,24 @@ if not view.curves.empty:
         ui.chart(curves(view.curves, ("train_acc", "heldout_acc"), "accuracy"), "landscape_curve_acc")
     st.caption("Solid: training examples; dotted: held-out examples. α = 0 is θ0, α = 1 is θ1.")
 
-st.subheader("Training loss on the plane")
+st.subheader("Training loss on the task plane: trajectories")
 st.caption(
     "Markers: every epoch's checkpoint at its signed least-squares coordinates (a, b); hover for the off-plane "
-    "residual and the true loss. Both initialisations share one colour scale, so flatness compares by eye."
+    "residual and the true loss. One colour scale for both, but NOT a flatness comparison: each plane's axes are "
+    "scaled to its own |δ1|, and fine-tuning from pre-trained weights moves far less than training from scratch, "
+    "so one unit of a is a different distance in the two. Compare flatness in the filter-normalised view below."
 )
 loss_range = zrange(view, "train_loss")
 for col, init in zip(st.columns(len(inits)), inits, strict=True):
     ir, t = view.inits[init], traj[traj["init"] == init]
     with col:
         st.markdown(f"**{INIT_LABEL[init]}**")
-        if "train_loss" in ir.surface:
+        if ir.surface is not None:
             ui.chart(contour(ir.surface, "train_loss", t, loss_range, "train loss"), f"landscape_contour_{init}")
 for col, init in zip(st.columns(len(inits)), inits, strict=True):
     ir, t = view.inits[init], traj[traj["init"] == init]
     with col:
-        if "train_loss" in ir.surface:
+        if ir.surface is not None:
             ui.chart(surface3d(ir.surface, t, zrange(view, "train_loss", True)), f"landscape_surface_{init}")
 
 st.subheader("Generalisation: held-out error on the plane")
@@ -373,10 +445,52 @@ for col, init in zip(st.columns(len(inits)), inits, strict=True):
     ir, t = view.inits[init], traj[traj["init"] == init]
     with col:
         st.markdown(f"**{INIT_LABEL[init]}**")
-        if "heldout_error" in ir.surface:
+        if ir.surface is not None:
             ui.chart(contour(ir.surface, "heldout_error", t, err_range, "held-out error"), f"landscape_error_{init}")
 
-st.subheader("Flatness at θ1")
+st.subheader("Flatness that compares: filter-normalised directions around θ1")
+st.caption(
+    "Li et al. (2018): a Gaussian direction d with every filter (row of a weight matrix, row of an embedding "
+    "table) rescaled to the norm of the same filter of θ1, biases and LayerNorm parameters zero; α = 1 moves "
+    "each filter by its own length. The same α range, directions per seed and colour scale for both "
+    "initialisations, so here flatness does compare by eye."
+)
+fc = view.filter_curves
+if fc.empty:
+    st.info("This result has no filter-normalised view (written before it existed, or run with --directions task).")
+else:
+    bands = view.filter_bands
+    c1, c2 = st.columns(2)
+    with c1:
+        fig = band_curves(bands, "alpha", "train_loss", "training loss", "α in θ1 + α d", ((0.0, "θ1"),))
+        ui.chart(fig, "landscape_filter_curve_loss")
+    with c2:
+        fig = band_curves(bands, "alpha", "heldout_acc", "held-out accuracy", "α in θ1 + α d", ((0.0, "θ1"),))
+        ui.chart(fig, "landscape_filter_curve_acc")
+    st.caption("Mean over the random directions, band ± one sample sd across directions (first seed).")
+    f_range = zrange(view, "train_loss", filtered=True)
+    for col, init in zip(st.columns(len(inits)), inits, strict=True):
+        g = filter_grid(view.inits[init])
+        with col:
+            st.markdown(f"**{INIT_LABEL[init]}**")
+            if g is not None:
+                fig = contour(g, "train_loss", None, f_range, "train loss", ("α (direction d1)", "β (direction d2)"))
+                ui.chart(fig, f"landscape_filter_surface_{init}")
+    sharp = view.sharpness
+    for col, init in zip(st.columns(len(inits)), inits, strict=True):
+        fn = view.inits[init].filter_normalized
+        if fn is not None:
+            sh = fn.sharpness
+            col.metric(
+                f"Sharpness · {INIT_LABEL[init]}",
+                pm(sh.mean, sh.sd, 3),
+                help=f"Mean loss increase L(θ1 + αd) − L(θ1) over α in {', '.join(f'{a:g}' for a in sh.alphas)} "
+                f"and {sh.n_directions} directions (± sample sd over directions). Scale-invariant.",
+            )
+    st.caption(SCALE_NOTE)
+    st.dataframe(sharp.round(5), width="stretch", hide_index=True)
+
+st.subheader("Flatness at θ1 (raw parameter units)")
 for col, init in zip(st.columns(len(inits)), inits, strict=True):
     r = axes.loc[init]
     with col:
@@ -402,6 +516,37 @@ for col, init in zip(st.columns(len(inits)), inits, strict=True):
         m[3].metric("Held-out acc at θ1", fmt(r["theta1_heldout_acc"], 3))
         if r["hessian_converged"] is False:
             st.caption("The power iteration did not converge: the eigenvalue is a lower estimate.")
+st.caption(
+    "Not scale-invariant: the top Hessian eigenvalue and the grid curvature change when a layer feeding a "
+    "LayerNorm is rescaled, although the model computes the same function. Compare the sharpness above instead."
+)
+
+st.subheader("Learning curves: the overfitting test")
+lc = view.learning
+if lc.empty:
+    st.info("This result has no learning curves (written before they existed, or run with --learning-heldout 0).")
+else:
+    c1, c2 = st.columns(2)
+    with c1:
+        ui.chart(band_curves(lc, "epoch", "heldout_loss", "held-out loss", "epoch"), "landscape_learning_loss")
+    with c2:
+        ui.chart(band_curves(lc, "epoch", "heldout_acc", "held-out accuracy", "epoch"), "landscape_learning_acc")
+    stats = sm.seeds.stats if sm.seeds is not None else {}
+    lines = []
+    for init in inits:
+        g, b = stats.get(init, {}).get("lc_overfit_gap"), stats.get(init, {}).get("lc_best_epoch")
+        if g is not None and b is not None:
+            lines.append(
+                f"{INIT_LABEL[init]}: lowest held-out loss at epoch {pm(b.mean, b.sd, 2)}, then a rise of "
+                f"{pm(g.mean, g.sd, 3)} by the last epoch ({sm.epochs})."
+            )
+    n_held = [ir.learning_curve.n_heldout for ir in view.inits.values() if ir.learning_curve is not None]
+    st.caption(
+        f"Held-out loss and accuracy of the task-1 run after every epoch (epoch 0 = θ0) on {n_held[0] if n_held else '?'} "
+        f"held-out examples; bands ± one sample sd over {n_seeds} seed(s). Overfitting shows as a held-out loss "
+        "that rises after its minimum. " + " ".join(lines)
+    )
+    ui.download_table(lc, "landscape_learning_curves", "Download learning curves CSV")
 
 st.subheader("Trajectories: surface value vs true loss")
 st.caption(
@@ -441,10 +586,14 @@ if not rb.empty:
 
 st.subheader("All numbers")
 st.dataframe(view.axes.round(4), width="stretch", hide_index=True)
-d = st.columns(3)
+d = st.columns(5)
 with d[0]:
     ui.download_table(view.axes, "landscape_axes_flatness", "Download axes + flatness CSV")
 with d[1]:
     ui.download_table(view.curves, "landscape_curves", "Download 1D curves CSV")
 with d[2]:
     ui.download_table(view.surfaces, "landscape_surfaces", "Download surfaces CSV")
+with d[3]:
+    ui.download_table(view.filter_curves, "landscape_filter_curves", "Download filter-normalised curves CSV")
+with d[4]:
+    ui.download_table(view.filter_surfaces, "landscape_filter_surfaces", "Download filter-normalised surfaces CSV")
