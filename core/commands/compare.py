@@ -70,13 +70,15 @@ def _check_options(args: argparse.Namespace) -> None:
 
 
 def _loader(args: argparse.Namespace):
-    """model name -> Encoder, each name loaded once; an empty name is ``--model``."""
+    """model name -> Encoder, each name loaded once; an empty name is ``--model`` (the encoder handed to
+    ``core.cli.main(encoder=...)`` serves every name of the default model, a landscape run's base included)."""
     loaded: dict[str, object] = {}
 
     def load(name: str):
         name = name or args.model
         if name not in loaded:
-            loaded[name] = encoder_from_args(argparse.Namespace(model=name))
+            one = argparse.Namespace(model=name, preloaded_encoder=getattr(args, "preloaded_encoder", None))
+            loaded[name] = encoder_from_args(one)
         return loaded[name]
 
     return load

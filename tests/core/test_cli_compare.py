@@ -16,16 +16,12 @@ N_TEXTS = 60
 
 
 @pytest.fixture()
-def run_cli(encoder, tmp_cache, monkeypatch, capsys):
+def run_cli(cli_main, capsys):
     """``run_cli([...])`` -> parsed JSON of ``python -m core compare ... --json`` in-process, on the session's
-    encoder for every plain model name (landscape and random-init encoders are built from it)."""
-    import core.commands.compare as command
-    from core.cli import main
-
-    monkeypatch.setattr(command, "encoder_from_args", lambda args: encoder)
+    encoder (random-init encoders are built from it)."""
 
     def run(argv: list[str], expect: int = 0) -> dict | None:
-        status = main(["compare", *argv, "--quiet", "--json"])
+        status = cli_main(["compare", *argv, "--quiet", "--json"])
         assert status == expect
         return json.loads(capsys.readouterr().out) if expect == 0 else None
 
@@ -85,12 +81,8 @@ def test_trained_vs_random_init_layers(run_cli, corpus: Path) -> None:
     assert out["cka_linear"] < 0.9 and out["overlap_at_k"] < 0.5
 
 
-def test_text_output(encoder, tmp_cache, monkeypatch, capsys, corpus: Path) -> None:
-    import core.commands.compare as command
-    from core.cli import main
-
-    monkeypatch.setattr(command, "encoder_from_args", lambda args: encoder)
-    assert main(["compare", "--input", str(corpus), "--b", "pooling=cls", "--quiet", "--top", "2"]) == 0
+def test_text_output(cli_main, capsys, corpus: Path) -> None:
+    assert cli_main(["compare", "--input", str(corpus), "--b", "pooling=cls", "--quiet", "--top", "2"]) == 0
     text = capsys.readouterr().out
     assert "CKA linear" in text and "overlap@10" in text and "most changed neighbourhoods" in text
 

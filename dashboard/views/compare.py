@@ -1,0 +1,423 @@
+"""Compare spaces: how two spaces of the same texts differ (model, layer, pooling, fine-tuning, calibration).
+
+A space is (model, init, pooling, calibration) applied to the corpus. Headline numbers (CKA, overlap@k,
+Procrustes disparity, hubness), the layer x layer CKA heatmap, the overlap histogram and the texts whose
+neighbours changed most (pick one: both neighbour lists), two aligned maps side by side, the hubness table.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from core.errors import InputError
+from dashboard import ui
+from dashboard.services import compare as services
+from dashboard.services.keyed import texts as keyed_texts
+
+SIDEBAR, CHECKPOINT = "Sidebar model", "Loss-surface checkpoint"
+TRAINED, RANDOM = "trained", "random (seed 0)"
+CUSTOM = "Choose A and B yourself"
+# preset -> per side: (source, weights, pooling, calibration method, K)
+PRESETS: dict[str, dict[str, tuple[str, str, str, str, int]]] = {
+    "CLS vs mean": {"a": (SIDEBAR, TRAINED, "cls", "none", 64), "b": (SIDEBAR, TRAINED, "mean", "none", 64)},
+    "What calibration changed": {
+        "a": (SIDEBAR, TRAINED, "mean", "none", 64),
+        "b": (SIDEBAR, TRAINED, "mean", "whitening:K", 64),
+    },
+    "Trained vs untrained": {"a": (SIDEBAR, TRAINED, "mean", "none", 64), "b": (SIDEBAR, RANDOM, "mean", "none", 64)},
+    "What fine-tuning changed": {
+        "a": (SIDEBAR, TRAINED, "mean", "none", 64),
+        "b": (CHECKPOINT, TRAINED, "mean", "none", 64),
+    },
+}
+MAP_METHODS = {"PCA": "pca", "UMAP": "umap"}
+MOVED = 20  # texts listed as most changed
+MAX_CATEGORIES = 12
+
+
+def apply_preset() -> None:
+    """Set both pickers from the chosen preset (a widget callback: runs before the page)."""
+    preset = PRESETS.get(st.session_state.get("cmp_preset", CUSTOM))
+    if preset is None:
+        return
+    for side, (source, weights, pooling, method, k) in preset.items():
+        st.session_state[f"cmp_{side}_source"] = source
+        st.session_state[f"cmp_{side}_init"] = weights
+        st.session_state[f"cmp_{side}_pooling"] = pooling
+        st.session_state[f"cmp_{side}_cal_method"] = method
+        st.session_state[f"cmp_{side}_cal_k"] = k
+        st.session_state.pop(f"cmp_{side}_epoch", None)  # back to the last epoch
+
+
+def space_picker(side: str, runs: list[dict]) -> services.SpaceChoice | None:
+    """Model (sidebar model or a loss-surface checkpoint), weights, pooling and calibration of one side."""
+    st.markdown(f"**Space {side.upper()}**")
+    source = st.selectbox("Model", (SIDEBAR, CHECKPOINT), key=f"cmp_{side}_source")
+    init, model = "pretrained", s.model
+    if source == CHECKPOINT:
+        if not runs:
+            st.info(
+                "No finished loss-surface experiment yet: run one on the Loss surfaces page or with `python -m core landscape`."
+            )
+            return None
+        ui.clamp(f"cmp_{side}_run", 0, len(runs) - 1)
+        run = runs[
+            st.selectbox("Experiment", range(len(runs)), format_func=lambda i: runs[i]["label"], key=f"cmp_{side}_run")
+        ]
+        which = st.selectbox(
+            "Run",
+            list(run["epochs"]),
+            key=f"cmp_{side}_ckinit",
+            help="pretrained: fine-tuned from the model's weights; scratch: trained from a random init",
+        )
+        epochs = run["epochs"][which]
+        if st.session_state.get(f"cmp_{side}_epoch") not in epochs:
+            st.session_state[f"cmp_{side}_epoch"] = epochs[-1]
+        epoch = st.select_slider("Epoch (0 = before training)", epochs, key=f"cmp_{side}_epoch")
+        model = f"landscape:{run['out_dir']}:{which}:{epoch}"
+    else:
+        weights = st.radio(
+            "Weights",
+            (TRAINED, RANDOM),
+            horizontal=True,
+            key=f"cmp_{side}_init",
+            help="random: the same architecture with seeded random weights, the untrained baseline",
+        )
+        init = "random" if weights == RANDOM else "pretrained"
+    pooling = st.selectbox("Pooling", s.pooling_modes, key=f"cmp_{side}_pooling")
+    cal = ui.calibration_controls(f"cmp_{side}_cal", default="none", include_none=True, dim=s.hidden_size)
+    return services.SpaceChoice(model, init, 0, pooling, cal.method, cal.flow_json)
+
+
+def describe(choice: services.SpaceChoice, name: str) -> str:
+    init = ", random init" if choice.init == "random" else ""
+    cal = "" if choice.calibration == "none" else f", {choice.calibration}"
+    return f"{name}{init} · {choice.pooling}{cal}"
+
+
+def heatmap(matrix: np.ndarray, rows: list[str], cols: list[str], title: str) -> go.Figure:
+    fig = go.Figure(
+        go.Heatmap(
+            z=matrix,
+            x=[f"B {c}" for c in cols],
+            y=[f"A {r}" for r in rows],
+            zmin=0 if np.nanmin(matrix) >= 0 else None,
+            zmax=1,
+            colorscale="Viridis",
+            text=np.round(matrix, 2),
+            texttemplate="%{text}",
+            hovertemplate="%{y} × %{x}: %{z:.3f}<extra></extra>",
+        )
+    )
+    fig.update_layout(title={"text": title}, height=460, margin={"t": 50}, yaxis={"autorange": "reversed"})
+    return fig
+
+
+def neighbour_list(ids: np.ndarray, scores: np.ndarray, other: np.ndarray) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "rank": np.arange(1, len(ids) + 1),
+            "text": [texts[i] for i in ids],
+            "cosine": np.round(scores.astype(np.float64), 4),
+            "in both": np.isin(ids, other),
+        }
+    )
+
+
+def map_figure(
+    xy: np.ndarray, title: str, colour: np.ndarray, categorical: bool, lines: np.ndarray | None, ranges
+) -> go.Figure:
+    """Scattergl of the map (m, 2) of ``rows``; ``lines`` (m, 2) draws each point's displacement from there."""
+    hover = np.array([ui.plot_text(texts[i]) for i in rows], dtype=object)
+    fig = go.Figure()
+    if lines is not None:
+        seg = np.full((3 * len(xy), 2), np.nan)
+        seg[0::3], seg[1::3] = lines, xy
+        fig.add_trace(
+            go.Scattergl(
+                x=seg[:, 0],
+                y=seg[:, 1],
+                mode="lines",
+                line={"width": 0.7, "color": "rgba(120,120,120,0.5)"},
+                hoverinfo="skip",
+                name="A → B",
+            )
+        )
+    if categorical:
+        for cat in sorted(set(colour.tolist())):
+            mask = colour == cat
+            fig.add_trace(
+                go.Scattergl(
+                    x=xy[mask, 0],
+                    y=xy[mask, 1],
+                    mode="markers",
+                    name=ui.plot_text(cat, 40),
+                    text=hover[mask],
+                    hovertemplate="%{text}<extra>%{fullData.name}</extra>",
+                    marker={"size": 6, "opacity": 0.85},
+                )
+            )
+    else:
+        fig.add_trace(
+            go.Scattergl(
+                x=xy[:, 0],
+                y=xy[:, 1],
+                mode="markers",
+                name="texts",
+                text=hover,
+                customdata=colour,
+                hovertemplate=f"%{{text}}<br>overlap@{k} %{{customdata:.2f}}<extra></extra>",
+                marker={
+                    "size": 6,
+                    "opacity": 0.85,
+                    "color": colour,
+                    "colorscale": "RdYlGn",
+                    "cmin": 0,
+                    "cmax": 1,
+                    "showscale": True,
+                    "colorbar": {"title": {"text": f"overlap@{k}"}},
+                },
+            )
+        )
+    fig.update_layout(
+        title={"text": title},
+        height=520,
+        margin={"t": 50, "l": 10, "r": 10, "b": 10},
+        xaxis={"range": ranges[0], "showticklabels": False},
+        yaxis={"range": ranges[1], "showticklabels": False},
+        legend={"itemsizing": "constant"},
+    )
+    return fig
+
+
+s = ui.settings()
+st.title("Compare spaces")
+st.caption(
+    "Two spaces of the same texts: a space is a model (or a loss-surface checkpoint, or the same architecture "
+    "with random weights), a pooling and a calibration. CKA (centred kernel alignment, Kornblith et al. 2019) "
+    "measures how similar the two representations are as a whole (1 = the same up to rotation and scale); "
+    "overlap@k how many of each text's k nearest neighbours survive; hubness (Radovanovic et al. 2010) whether "
+    "a few texts are everyone's neighbour. The two maps are aligned by orthogonal Procrustes, point by point."
+)
+st.session_state.setdefault("cmp_preset", "CLS vs mean")
+if "cmp_a_source" not in st.session_state:
+    apply_preset()
+st.selectbox(
+    "Preset",
+    [*PRESETS, CUSTOM],
+    key="cmp_preset",
+    on_change=apply_preset,
+    help="Sets A and B; change either afterwards.",
+)
+
+corpus = ui.corpus_input("cmp")
+if corpus is None:
+    st.stop()
+seen: dict[str, int] = {}
+for i, t in enumerate(corpus.texts):
+    seen.setdefault(t, i)
+keep = np.array(sorted(seen.values()), dtype=np.int64)
+texts = [corpus.texts[i] for i in keep]
+if len(keep) < len(corpus.texts):
+    st.caption(f"{len(corpus.texts) - len(keep):,} repeated texts are compared once.")
+n = len(texts)
+if n < 5:
+    st.info("Comparing neighbourhoods needs at least 5 distinct texts; load a larger corpus.")
+    st.stop()
+
+runs = services.landscape_checkpoints()
+left, right = st.columns(2)
+with left:
+    choice_a = space_picker("a", runs)
+with right:
+    choice_b = space_picker("b", runs)
+if choice_a is None or choice_b is None:
+    st.stop()
+
+ui.clamp("cmp_k", 1, min(50, n - 1))
+c1, c2, c3 = st.columns(3)
+k = int(c1.slider("k (neighbours per text)", 1, min(50, n - 1), min(10, n - 1), key="cmp_k"))
+method = MAP_METHODS[c2.radio("Maps", list(MAP_METHODS), horizontal=True, key="cmp_map")]
+points = int(c3.number_input("Texts on the maps (seeded sample)", 10, 20_000, min(n, 5000), step=500, key="cmp_points"))
+
+items = keyed_texts(texts)
+try:
+    space_a = services.space_vectors(choice_a, items, s.max_length)
+    space_b = services.space_vectors(choice_b, items, s.max_length)
+except InputError as exc:
+    ui.user_error(exc)
+    st.stop()
+report = services.comparison(space_a.vectors, space_b.vectors, k, method, points)
+label_a, label_b = describe(choice_a, space_a.name), describe(choice_b, space_b.name)
+st.markdown(f"**A:** {ui.literal(label_a)}  \n**B:** {ui.literal(label_b)}")
+
+m = st.columns(5)
+m[0].metric(
+    "CKA (linear)",
+    f"{report.cka_linear:.3f}",
+    help="Linear CKA of the two spaces: 1 = the same up to rotation, reflection and scale.",
+)
+m[1].metric(
+    "CKA (debiased)",
+    f"{report.cka_debiased:.3f}",
+    help="With the unbiased HSIC estimator: ~0 for unrelated spaces even when the texts are few.",
+)
+m[2].metric(
+    f"overlap@{report.overlap.k}",
+    f"{report.overlap_at_k:.3f}",
+    help="Mean Jaccard of each text's k nearest neighbours in A and in B (1 = the same neighbours).",
+)
+m[3].metric(
+    "Procrustes disparity",
+    f"{report.maps.disparity:.3f}",
+    help="Residual of the best rotation/reflection/scale of B's map onto A's (0 = the same map).",
+)
+m[4].metric(
+    "hubness skew A → B",
+    f"{report.hubness_a.skewness:.2f} → {report.hubness_b.skewness:.2f}",
+    help="Skewness of the k-occurrence counts: large = a few texts are everyone's neighbour.",
+)
+
+# ------------------------------------------------------------------ layer by layer
+st.subheader("Layer by layer")
+kind = st.radio("CKA", ("linear", "debiased"), horizontal=True, key="cmp_cka_kind")
+layers = services.layer_cka(space_a.layers, space_b.layers)
+matrix = layers.linear if kind == "linear" else layers.debiased
+rows_l, cols_l = [f"layer:{i}" for i in range(len(space_a.layers))], [f"layer:{j}" for j in range(len(space_b.layers))]
+ui.chart(
+    heatmap(matrix, rows_l, cols_l, f"{kind} CKA: layers of A × layers of B (layer:0 = embeddings)"), "compare_layers"
+)
+ui.download_table(
+    pd.DataFrame(
+        matrix, index=pd.Index([f"A {r}" for r in rows_l], name="layer"), columns=[f"B {c}" for c in cols_l]
+    ).reset_index(),
+    "compare_layers",
+)
+st.caption(
+    "Mean-pooled hidden states of each layer of A's and B's models, before any calibration. A model against itself has a unit diagonal; fine-tuning usually changes the top layers most."
+)
+
+# ------------------------------------------------------------------ neighbourhoods
+st.subheader("Neighbourhoods")
+hist = report.overlap.histogram()
+fig = go.Figure(
+    go.Bar(
+        x=[f"{r.shared} ({r.jaccard:.2f})" for r in hist.itertuples()],
+        y=hist["texts"],
+        text=hist["texts"],
+        textposition="outside",
+    )
+)
+fig.update_layout(
+    height=320, margin={"t": 30}, xaxis_title=f"neighbours shared of {report.overlap.k} (Jaccard)", yaxis_title="texts"
+)
+ui.chart(fig, "compare_overlap_histogram")
+moved = report.overlap.most_changed(min(MOVED, n))
+table = pd.DataFrame(
+    {
+        "row": keep[moved],
+        "overlap": np.round(report.overlap.overlap[moved], 3),
+        "shared": report.overlap.shared[moved],
+        "text": [texts[i] for i in moved],
+    }
+)
+st.markdown("**Texts whose neighbours changed most**")
+st.dataframe(table, width="stretch", hide_index=True)
+ui.download_table(
+    pd.DataFrame(services.per_text_table(report, items.items)).assign(row=lambda d: keep[d["id"]]), "compare_per_text"
+)
+pick = st.selectbox(
+    "Both neighbour lists of",
+    range(len(moved)),
+    format_func=lambda j: f"{report.overlap.overlap[moved[j]]:.2f} · {texts[moved[j]][:110]}",
+    key="cmp_pick",
+)
+row = int(moved[pick])
+st.markdown(f"**Text:** {ui.literal(texts[row])}")
+la, lb = st.columns(2)
+na, nb = report.overlap.neighbours_a[row], report.overlap.neighbours_b[row]
+with la:
+    st.markdown("**In A**")
+    st.dataframe(neighbour_list(na, report.overlap.scores_a[row], nb), width="stretch", hide_index=True)
+with lb:
+    st.markdown("**In B**")
+    st.dataframe(neighbour_list(nb, report.overlap.scores_b[row], na), width="stretch", hide_index=True)
+
+# ------------------------------------------------------------------ aligned maps
+st.subheader("Aligned maps")
+maps = report.maps
+rows = maps.rows  # positions in `texts`
+meta = [c for c in ui.meta_columns(corpus) if 1 < corpus.meta[c].iloc[keep].nunique() <= MAX_CATEGORIES]
+c1, c2 = st.columns([2, 1])
+colour_by = c1.radio("Colour by", [f"overlap@{k}", *meta], horizontal=True, key="cmp_colour")
+arrows = c2.toggle("Show each point's move A → B", key="cmp_arrows")
+if colour_by in meta:
+    colour, categorical = corpus.meta[colour_by].iloc[keep[rows]].fillna("(missing)").astype(str).to_numpy(), True
+else:
+    colour, categorical = report.overlap.overlap[rows], False
+both = np.vstack([maps.a, maps.b])
+pad = 0.05 * (both.max(axis=0) - both.min(axis=0) + 1e-12)
+ranges = [[both[:, j].min() - pad[j], both[:, j].max() + pad[j]] for j in (0, 1)]
+ma, mb = st.columns(2)
+with ma:
+    ui.chart(map_figure(maps.a, f"A ({method.upper()})", colour, categorical, None, ranges), "compare_map_a")
+with mb:
+    ui.chart(
+        map_figure(
+            maps.b, f"B aligned onto A ({method.upper()})", colour, categorical, maps.a if arrows else None, ranges
+        ),
+        "compare_map_b",
+    )
+q = maps.quality
+st.caption(
+    f"{len(rows):,} texts. B's map is rotated/reflected and scaled onto A's (Procrustes disparity {maps.disparity:.3f}). "
+    f"How honest each map is about its own space ({maps.quality_rows:,} texts, k={maps.quality_k}): trustworthiness "
+    f"A {q['trustworthiness_a']:.3f}, B {q['trustworthiness_b']:.3f} (map neighbours that are real neighbours); "
+    f"continuity A {q['continuity_a']:.3f}, B {q['continuity_b']:.3f} (real neighbours kept together on the map)."
+)
+ui.download_table(
+    pd.DataFrame(
+        {
+            "row": keep[rows],
+            "text": [texts[i] for i in rows],
+            "a_x": maps.a[:, 0],
+            "a_y": maps.a[:, 1],
+            "b_x": maps.b[:, 0],
+            "b_y": maps.b[:, 1],
+            "overlap": report.overlap.overlap[rows],
+        }
+    ),
+    "compare_maps",
+)
+
+# ------------------------------------------------------------------ hubness
+st.subheader("Hubness")
+hub_rows = []
+for side, h, label in (("A", report.hubness_a, label_a), ("B", report.hubness_b, label_b)):
+    top = h.top(1)
+    hub_rows.append(
+        {
+            "space": side,
+            "description": label,
+            "skewness": round(h.skewness, 3),
+            "anti-hub share": round(h.antihub_share, 3),
+            "max N_k": h.max_occurrence,
+            "top hub": texts[int(top[0])] if len(top) else "",
+        }
+    )
+hub_table = pd.DataFrame(hub_rows)
+st.dataframe(hub_table, width="stretch", hide_index=True)
+ui.download_table(hub_table, "compare_hubness")
+ha, hb = st.columns(2)
+for col, side, h in ((ha, "A", report.hubness_a), (hb, "B", report.hubness_b)):
+    with col:
+        st.markdown(f"**Top hubs in {side}** (N_k: how many texts list it among their {k} nearest)")
+        st.dataframe(h.top_frame(texts, 10).drop(columns="id"), width="stretch", hide_index=True)
+st.caption(
+    "N_k counts how often a text is among the others' k nearest neighbours; its mean is exactly k. A large positive "
+    "skewness means hubs; anti-hubs are nobody's neighbour. Centring and whitening are known remedies (Suzuki et al. "
+    "2013): compare the skewness with and without a calibration to see whether it is one here."
+)
