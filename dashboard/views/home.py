@@ -25,6 +25,7 @@ st.markdown(
 | **Lexical overlap** | Does similarity just count shared words? Gold vs raw vs calibrated. |
 | **Neighbours** | Who is whose nearest neighbour, before and after calibration. |
 | **Projection map** | The space as a 2D/3D map (PCA, UMAP, t-SNE), raw and calibrated side by side. |
+| **Compare spaces** | Two models, layers, poolings or calibrations on the same texts: CKA, neighbours kept, hubs, aligned maps. |
 | **Pooling explorer** | CLS, mean, max, layer averages and every single layer, scored on the same pairs. |
 | **Embedding anatomy** | How many parameters are embeddings, and how much of the input table a model needs. |
 | **Loss surfaces** | Why pre-training helps: fine-tuning vs training from scratch on the same loss landscape. |
@@ -43,7 +44,10 @@ st.markdown(
 4. **Calibration**: fit a flow (a few epochs) and see the pooling x calibrator table: calibration lifts the
    anisotropic poolings, and can hurt a model already trained for cosine similarity.
 5. **Neighbours** and **Projection map**: pick a sentence; compare its neighbours before and after.
-6. **Embedding anatomy**: switch to xlm-roberta-base: two thirds of the parameters are embeddings.
+6. **Compare spaces**, preset *Trained vs untrained*: random weights keep fewer than one of each text's ten
+   neighbours, yet CKA stays above 0 (compare linear and debiased; the heatmap shows it layer by layer). Then
+   *CLS vs mean*: `cls` has hubs (skewness above 5: a few texts are everyone's neighbour), mean pooling hardly.
+7. **Embedding anatomy**: switch to xlm-roberta-base: two thirds of the parameters are embeddings.
 """
 )
 st.caption(
