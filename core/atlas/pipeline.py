@@ -23,6 +23,7 @@ chunks; the largest resident pieces at 1M x 384 are the HNSW index (~1.7 GiB) an
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -220,8 +221,13 @@ def build_atlas(
     config: AtlasConfig | None = None,
     meta: pd.DataFrame | None = None,
     progress: StageProgress | None = None,
+    vectors: np.ndarray | None = None,
 ) -> AtlasRun:
-    """Build (or finish) the atlas of ``texts`` in folder ``out``; see the module doc for the stages."""
+    """Build (or finish) the atlas of ``texts`` in folder ``out``; see the module doc for the stages.
+
+    ``vectors`` (n, d): embeddings computed elsewhere; then nothing is embedded and ``encoder`` may be None
+    (the folder is keyed by a digest of the vectors instead of the model).
+    """
     from core.corpus_embed import embed_to_npy
     from core.embed import EmbedConfig
 
@@ -239,7 +245,14 @@ def build_atlas(
     meta = meta if meta is not None else pd.DataFrame(index=range(n))
     if len(meta) != n:
         raise ValueError(f"metadata has {len(meta)} rows for {n} texts")
-    _check_manifest(out, _signature(encoder.fingerprint, text_digest(texts), n, config), config)
+    if vectors is not None:
+        vectors = np.asarray(vectors, np.float32)
+        if vectors.ndim != 2 or len(vectors) != n:
+            raise InputError(f"vectors must be ({n}, d) for {n} texts, got shape {vectors.shape}")
+        fingerprint = "precomputed-" + hashlib.sha256(np.ascontiguousarray(vectors).data).hexdigest()[:32]
+    else:
+        fingerprint = encoder.fingerprint
+    _check_manifest(out, _signature(fingerprint, text_digest(texts), n, config), config)
     run = AtlasRun(out, n)
     if (w := duplicate_warning(texts)) is not None:
         run.warnings.append(w)
@@ -248,6 +261,9 @@ def build_atlas(
     stage("texts", [out / "points.parquet"], lambda: _save_points(out, texts, meta))
 
     def embed() -> None:
+        if vectors is not None:
+            atomic_save_npy(out / "vectors.npy", vectors)
+            return
         cfg = EmbedConfig(batch_size=config.batch_size, max_length=config.max_length)
         report = None if progress is None else (lambda d, t: progress("embed", d, t))
         embed_to_npy(encoder, texts, out / "vectors.npy", config.pooling, cfg, config.embed_chunk, report)

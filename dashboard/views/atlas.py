@@ -122,11 +122,18 @@ colour_by = c2.selectbox(
 query = c3.text_input("Search the texts", key="atlas_search", max_chars=200, placeholder="a word or phrase").strip()
 sp = atlas.spaces[space]
 names = sp.cluster_names()
-f1, f2, f3 = st.columns([4, 1, 1])
+f1, f2, f3, f4 = st.columns([4, 1, 1, 1])
 by_name = {name: c for c, name in names.items()}
 picked_clusters = [by_name[x] for x in f1.multiselect("Clusters", list(by_name), key="atlas_clusters") if x in by_name]
 show_contours = f2.checkbox("Density contours", value=True, key="atlas_contours")
 show_labels = f3.checkbox("Cluster labels", value=True, key="atlas_labels")
+all_live = f4.checkbox(
+    "Every point live",
+    key="atlas_all_live",
+    disabled=n <= svc.INTERACTIVE_MAX,
+    help=f"Above {svc.INTERACTIVE_MAX:,} points: draw every point as a WebGL point with hover (smooth with a GPU; "
+    "software WebGL takes seconds a frame from 100,000 points)",
+)
 
 # ------------------------------------------------------------------ filters -> highlighted rows
 hits = svc.search(path, query) if query else None
@@ -139,7 +146,7 @@ filtered = np.flatnonzero(mask) if (hits is not None or picked_clusters) else np
 
 # ------------------------------------------------------------------ the map
 colors, legend = svc.colours(atlas, space, colour_by)
-everything_live = n <= svc.INTERACTIVE_MAX
+everything_live = n <= svc.INTERACTIVE_MAX or all_live
 image = None if everything_live else svc.raster_png(path, space, colour_by)[0]
 live_rows = np.arange(n) if everything_live else filtered[: svc.INTERACTIVE_MAX]
 live = svc.point_records(atlas, space, live_rows, colors)
