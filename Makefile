@@ -1,28 +1,31 @@
 # Isoscope: `make run` starts the dashboard on the embedded model; `make test` sets up and runs the tests.
+# Both install the pinned versions of requirements*.lock (what CI tested) into .venv, then Isoscope itself.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
+COMPAT := .venv-compat
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test lint format bench screenshots browser clean
+.PHONY: run test test-fast test-compat lint format bench screenshots browser lock clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: requirements.txt | $(BIN)/python
-	$(BIN)/pip install -q -r requirements.txt
+$(VENV)/.installed: requirements.lock pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.lock
+	$(BIN)/pip install -q --no-deps -e .
 	@touch $@
 
-$(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.installed
-	$(BIN)/pip install -q -r requirements-dev.txt
+$(VENV)/.dev-installed: requirements-dev.lock $(VENV)/.installed
+	$(BIN)/pip install -q -r requirements-dev.lock
 	@touch $@
 
 run: $(VENV)/.installed
-	$(BIN)/streamlit run dashboard/app.py --server.port $(PORT)
+	$(BIN)/isoscope app --port $(PORT)
 
 browser:
 	@bash scripts/ensure_browser.sh
@@ -31,6 +34,17 @@ test: $(VENV)/.dev-installed browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest
+
+test-fast: $(VENV)/.dev-installed  # the edit-test loop: no slow model runs, no browser
+	$(BIN)/pytest -m "not slow and not e2e" -q
+
+test-compat: requirements-dev.lock  # tests/core against the newest transformers 4.x, in a second venv
+	test -x $(COMPAT)/bin/python || $(PYTHON) -m venv $(COMPAT)
+	$(COMPAT)/bin/pip install -q -r requirements-dev.lock
+	$(COMPAT)/bin/pip install -q "transformers>=4.40,<5"
+	$(COMPAT)/bin/pip install -q --no-deps -e .
+	$(COMPAT)/bin/python -c "import transformers; print('transformers', transformers.__version__)"
+	$(COMPAT)/bin/pytest tests/core -q
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
@@ -46,5 +60,8 @@ bench: $(VENV)/.dev-installed
 screenshots: $(VENV)/.dev-installed browser
 	CI=true ISOSCOPE_SCREENSHOTS=1 $(BIN)/pytest tests/e2e -q  # CI=true: no browser is a failure, not a skip
 
+lock:  # re-resolve pyproject.toml's ranges and pin them (scripts/lock.sh)
+	PYTHON=$(PYTHON) bash scripts/lock.sh
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(COMPAT) .pytest_cache .ruff_cache build *.egg-info

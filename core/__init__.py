@@ -5,4 +5,4 @@ Never imports streamlit; the dashboard is a thin layer over this package.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -24,7 +24,10 @@ PROG = "isoscope"
 
 # name -> (module defining add_arguments(parser) and run(args) -> dict, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "embed": ("core.commands.embed", "embed a corpus (one text per line, or a table with a text column) to a .npy file"),
+    "embed": (
+        "core.commands.embed",
+        "embed a corpus (one text per line, or a table with a text column) to a .npy file",
+    ),
     "sts": ("core.commands.sts", "Spearman/Pearson (x100) of cosine similarity against gold scores on a pairs file"),
     "calibrate": (
         "core.commands.calibrate",
@@ -45,14 +48,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "compare two spaces of the same texts: CKA, neighbour overlap, hubness and aligned maps (and CKA per layer)",
     ),
     "atlas": ("core.commands.atlas", "map a whole corpus (up to 1,000,000 texts) in 2-D: layout, density, clusters"),
-    "compare": (
-        "core.commands.compare",
-        "how two spaces of the same texts differ: CKA, neighbour overlap, hubness and aligned maps",
-    ),
-    "atlas": (
-        "core.commands.atlas",
-        "map a whole corpus (up to 1,000,000 texts) in 2-D: layout, density, clusters, raw and calibrated",
-    ),
     "app": ("core.commands.app", "start the dashboard (optionally on a data file, like `isoscope app corpus.parquet`)"),
 }
 
@@ -85,10 +80,16 @@ def _chosen(argv: list[str] | None) -> str | None:
     return next((a for a in argv or [] if a in COMMANDS), None)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, encoder: object | None = None) -> int:
+    """Run one command; returns the exit status.
+
+    ``encoder``: an already loaded ``core.models.Encoder`` that commands use instead of loading the default
+    model (tests and notebooks load it once); ``--model`` naming another model still loads that one.
+    """
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    args.preloaded_encoder = encoder
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:
         args._run(args)

@@ -333,13 +333,24 @@ def _finished_shards(shard_dir: Path, n: int, shard_rows: int) -> set[int]:
     return done
 
 
+RAY_MISSING = 'the ray engine needs Ray, an optional extra: pip install "isoscope[ray]"'
+
+
+def require_ray() -> None:
+    """InputError (one line naming the extra to install) when Ray Data is not installed."""
+    try:
+        import ray.data  # noqa: F401
+    except ImportError:
+        raise InputError(RAY_MISSING) from None
+
+
 def _ray_init(address: str, num_cpus: int) -> bool:
     """Connect to Ray (``local``: start a private instance). Returns True when this call started it."""
     try:
         import ray
         import ray.data
     except ImportError:
-        raise InputError("the ray engine needs Ray: pip install 'ray[data]'") from None
+        raise InputError(RAY_MISSING) from None
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False

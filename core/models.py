@@ -13,6 +13,7 @@ from pathlib import Path
 
 from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers.utils import logging as hf_logging
 
 from core.errors import InputError, first_line
 
@@ -97,6 +98,28 @@ def _check_source(name: str) -> tuple[str, bool]:
     return name, False
 
 
+TOKENIZER_FILES: tuple[str, ...] = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "vocab.json",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+)
+
+
+def _check_tokenizer(name: str, folder: Path, tokenizer: PreTrainedTokenizerBase) -> None:
+    """A local folder must hold its own tokenizer. transformers 5 builds a tokenizer that knows only the
+    special tokens when the files are missing (every word becomes [UNK]); 4.x raised instead."""
+    only_special = len(tokenizer) <= len(set(tokenizer.all_special_tokens)) + 1
+    if only_special or not any((folder / f).exists() for f in TOKENIZER_FILES):
+        raise InputError(
+            f"'{name}' has no usable tokenizer (none of {', '.join(TOKENIZER_FILES[:3])}, ...); save the "
+            "tokenizer into the folder too (tokenizer.save_pretrained)"
+        )
+
+
 def load_encoder(name_or_path: str | None = None, device: str = "cpu") -> Encoder:
     """Load a tokenizer and model (eval mode, no grad) from a directory or a hub id.
 
@@ -105,6 +128,7 @@ def load_encoder(name_or_path: str | None = None, device: str = "cpu") -> Encode
     """
     name = resolve_model_name(name_or_path)
     source, is_local = _check_source(name)
+    hf_logging.disable_progress_bar()  # our own bars show progress, not transformers' weight-loading bars
     try:
         config = AutoConfig.from_pretrained(source, trust_remote_code=False)
         try:
@@ -116,6 +140,8 @@ def load_encoder(name_or_path: str | None = None, device: str = "cpu") -> Encode
                 f"'{name}' has no usable tokenizer ({first_line(exc)}); save the tokenizer into the folder "
                 "too (tokenizer.save_pretrained)"
             ) from exc
+        if is_local:
+            _check_tokenizer(name, Path(source), tokenizer)
         model = AutoModel.from_pretrained(source, config=config, trust_remote_code=False)
     except InputError:
         raise

@@ -95,6 +95,7 @@ def jaccard_rows(na: np.ndarray, nb: np.ndarray) -> np.ndarray:
         raise ValueError(f"row counts differ: {na.shape[0]} vs {nb.shape[0]}")
     return np.array([jaccard(a, b) for a, b in zip(na, nb, strict=True)], dtype=np.float64)
 
+
 def jaccard(a: Sequence[int] | np.ndarray, b: Sequence[int] | np.ndarray) -> float:
     """|A ∩ B| / |A ∪ B| of two id lists (1.0 when both are empty)."""
     sa, sb = set(np.asarray(a).tolist()), set(np.asarray(b).tolist())

@@ -70,6 +70,7 @@ class Architecture:
     pooler: bool = True
     mlm_transform: bool = True  # dense H -> E_out + LayerNorm before the vocabulary projection
     biases: bool = True  # biases of every linear layer and the output bias
+    output_biases: int = 1  # per-token output bias vectors (V each): 2 when an untied decoder keeps its own
     layer_norms: bool = True
     num_attention_heads: int | None = None  # informational: heads do not change the count
     name: str = "custom"
@@ -218,7 +219,7 @@ def parameter_budget(arch: Architecture) -> ParameterBudget:
         head = _linear(h, e_out, b) if e_out != h else 0  # a bare projection when sizes differ
     c["mlm_transform"] = ("output_embedding", head)
     c["output_embeddings"] = ("output_embedding", 0 if a.tied else e_out * v)
-    c["output_bias"] = ("output_embedding", v if b else 0)
+    c["output_bias"] = ("output_embedding", v * a.output_biases if b else 0)
     return ParameterBudget(a, c)
 
 
@@ -292,4 +293,22 @@ def architecture_from_model(model: object, name: str | None = None) -> Architect
     config = model.config  # type: ignore[attr-defined]
     base = getattr(model, "base_model", model)
     has_pooler = getattr(base, "pooler", None) is not None
-    return architecture_from_config(config, pooler=has_pooler, name=name)
+    arch = architecture_from_config(config, pooler=has_pooler, name=name)
+    head = _mlm_head(model, base)
+    if head is None:  # a bare encoder: the pre-training head of its config, as the paper's model has it
+        return arch
+    # count what the model really holds, whatever tying this transformers version applies
+    out = model.get_output_embeddings()  # type: ignore[attr-defined]
+    tied = out is not None and out.weight is base.get_input_embeddings().weight
+    vocab = arch.vocab_size
+    biases = {id(p) for _, p in head if p.ndim == 1 and p.shape[0] == vocab}  # shared ones counted once
+    return replace(arch, tied=tied, output_biases=max(len(biases), 1) if arch.biases else 1)
+
+
+def _mlm_head(model: object, base: object) -> list[tuple[str, object]] | None:
+    """(name, parameter) of the model's masked-LM head, or None for a bare encoder. A parameter shared with
+    the encoder (a tied output embedding) is left out: it is counted once, as the input table."""
+    if model is base or getattr(model, "get_output_embeddings", lambda: None)() is None:
+        return None
+    own = {id(p) for p in base.parameters()}  # type: ignore[attr-defined]
+    return [(n, p) for n, p in model.named_parameters() if id(p) not in own]  # type: ignore[attr-defined]

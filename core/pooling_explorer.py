@@ -7,7 +7,7 @@ calibration (``none`` plus the requested methods, fitted on the pairs' own sente
 the table holds Spearman and Pearson (x100) of the pair cosines against the gold scores, and Wang & Isola's
 alignment (over positive pairs: gold score > 4) and uniformity (over the unique sentences).
 
-report = explore_poolings(load_encoder(), load_pairs("assets/demo_pairs.csv"), calibrations=("whitening",))
+report = explore_poolings(load_encoder(), load_pairs(DEMO_PAIRS), calibrations=("whitening",))
 report.table  # pooling, layer, calibration, spearman, pearson, alignment, uniformity
 report.best  # the row with the highest Spearman
 

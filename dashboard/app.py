@@ -39,6 +39,7 @@ PAGES = {
     "Neighbours": [
         st.Page("views/neighbours.py", title="Neighbours", icon=":material/hub:"),
         st.Page("views/projection.py", title="Projection map", icon=":material/map:"),
+        st.Page("views/atlas.py", title="Atlas", icon=":material/travel_explore:"),
         st.Page("views/compare.py", title="Compare spaces", icon=":material/difference:"),
     ],
     "Model anatomy": [

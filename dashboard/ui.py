@@ -164,7 +164,7 @@ def pairs_input(key: str = "pairs") -> Pairs | None:
     source = st.radio("Sentence pairs", options, horizontal=True, key=f"{key}_source")
     if source == options[0]:
         pairs = data_service.demo_pairs()
-        st.caption(f"{len(pairs)} hand-written pairs with gold scores 0-5 (assets/demo_pairs.csv).")
+        st.caption(f"{len(pairs)} hand-written pairs with gold scores 0-5 (core/assets/demo_pairs.csv).")
         return pairs
     if source == options[1]:
         return _uploaded(
@@ -233,10 +233,13 @@ def corpus_from(source: str, key: str = "corpus") -> Corpus | None:
     """The demo corpus or an uploaded corpus (``source`` in ``CORPUS_SOURCES``); a failed upload keeps the previous one."""
     if source == CORPUS_SOURCES[0]:
         corpus = data_service.demo_corpus()
-        st.caption(f"{len(corpus)} hand-written texts over 8 topics (assets/demo_corpus.csv).")
+        st.caption(f"{len(corpus)} hand-written texts over 8 topics (core/assets/demo_corpus.csv).")
         return corpus
     return _uploaded(
-        key, "Corpus: one text per line (.txt) or a table with a 'text' column", CORPUS_FORMATS, data_service.parse_corpus
+        key,
+        "Corpus: one text per line (.txt) or a table with a 'text' column",
+        CORPUS_FORMATS,
+        data_service.parse_corpus,
     )
 
 

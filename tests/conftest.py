@@ -45,14 +45,10 @@ def tmp_cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture()
-def cli_main(encoder, tmp_cache, monkeypatch):
-    """``core.cli.main`` on the session's real encoder (no reload per call) and a private cache."""
-    import importlib
+def cli_main(encoder, tmp_cache):
+    """``core.cli.main`` on the session's real encoder (handed to it, not reloaded per call), private cache."""
+    import functools
 
-    from core.cli import COMMAND_MODULES, main
+    from core.cli import main
 
-    for name in ("core.commands.common", *COMMAND_MODULES):  # commands import the helper by name
-        module = importlib.import_module(name)
-        if hasattr(module, "encoder_from_args"):
-            monkeypatch.setattr(module, "encoder_from_args", lambda args: encoder)
-    return main
+    return functools.partial(main, encoder=encoder)

@@ -466,7 +466,9 @@ class Flow(Calibrator):
         X = self._check_input(X)
         z, _ = self._latent(self._pre(X)[0])
         if not np.isfinite(z).all():  # only reachable for inputs far outside the fitted data
-            raise InputError("the flow produced NaN/inf for some inputs; they are far outside the vectors it was fitted on")
+            raise InputError(
+                "the flow produced NaN/inf for some inputs; they are far outside the vectors it was fitted on"
+            )
         return z.astype(np.float32)
 
     def inverse_transform(self, Z: np.ndarray) -> np.ndarray:

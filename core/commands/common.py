@@ -48,8 +48,13 @@ def add_json_argument(p: argparse.ArgumentParser) -> None:
 
 
 def encoder_from_args(args: argparse.Namespace) -> Encoder:
-    from core.models import load_encoder
+    """The model ``--model`` names; the encoder handed to ``core.cli.main(encoder=...)`` when it names the
+    default (so tests and notebooks load the model once)."""
+    from core.models import DEFAULT_MODEL_ALIASES, load_encoder
 
+    given = getattr(args, "preloaded_encoder", None)
+    if given is not None and (getattr(args, "model", "") or "").strip() in DEFAULT_MODEL_ALIASES:
+        return given
     return load_encoder(args.model)
 
 

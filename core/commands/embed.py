@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.cache import atomic_save_npy
 from core.commands.common import (
     add_json_argument,
     add_model_arguments,
@@ -15,7 +14,6 @@ from core.commands.common import (
     encoder_from_args,
     progress_bar,
 )
-from core.data import load_corpus
 from core.errors import InputError
 
 ENGINES: tuple[str, ...] = ("local", "ray")
@@ -65,6 +63,8 @@ def _check_out(out: str | None) -> Path | None:
 
 def _texts(args: argparse.Namespace) -> tuple[object, list[str]]:
     """A .txt path (streamed) or the texts of a table, and load warnings."""
+    from core.data import load_corpus
+
     if Path(args.input).suffix.lower() in (".txt", ".text") and args.text_column is None:
         if not Path(args.input).is_file():
             raise InputError(f"file not found: {args.input}")
@@ -74,8 +74,9 @@ def _texts(args: argparse.Namespace) -> tuple[object, list[str]]:
 
 
 def _run_ray(args: argparse.Namespace, out: Path | None) -> dict:
-    from core.corpus_embed import DEFAULT_SHARD_ROWS, embed_with_ray, load_shards
+    from core.corpus_embed import DEFAULT_SHARD_ROWS, embed_with_ray, load_shards, require_ray
 
+    require_ray()  # before reading anything: one line naming the extra to install
     if not args.shard_dir:
         raise InputError("--engine ray needs --shard-dir (a folder every Ray node can write)")
     source, warnings = _texts(args)
@@ -103,6 +104,8 @@ def _run_ray(args: argparse.Namespace, out: Path | None) -> dict:
     }
     lines = [f"wrote {run.n} x {run.dim} vectors in {run.num_shards} shards to {run.shard_dir}"]
     if out is not None:
+        from core.cache import atomic_save_npy
+
         _, vectors = load_shards(run.shard_dir)
         atomic_save_npy(out, vectors)
         result["out"] = str(out)
@@ -150,6 +153,7 @@ def run(args: argparse.Namespace) -> dict:
         raise InputError("--out is required (a .npy file) unless --engine ray")
     if args.chunk_size is not None:
         return _run_chunked(args, out)
+    from core.data import load_corpus
     from core.embed import encode
 
     corpus = load_corpus(args.input, text_column=args.text_column)
@@ -157,6 +161,8 @@ def run(args: argparse.Namespace) -> dict:
     vectors = encode(
         encoder, corpus.texts, args.pooling, embed_config(args), progress_bar(args, "embed"), cache_from_args(args)
     )
+    from core.cache import atomic_save_npy
+
     atomic_save_npy(out, vectors)
     result = {"out": str(out), "n": int(vectors.shape[0]), "dim": int(vectors.shape[1]), "warnings": corpus.warnings}
     emit(args, result, [f"wrote {vectors.shape[0]} x {vectors.shape[1]} vectors to {out}", *corpus.warnings])

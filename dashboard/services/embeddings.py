@@ -28,7 +28,9 @@ def _embed_many(model: str, items: Texts, poolings: tuple[str, ...], max_length:
         bar.empty()
 
 
-def embed_many(model: str, items: Sequence[str] | Texts, poolings: Sequence[str], max_length: int) -> dict[str, Vectors]:
+def embed_many(
+    model: str, items: Sequence[str] | Texts, poolings: Sequence[str], max_length: int
+) -> dict[str, Vectors]:
     """Pooled embeddings of ``items``, one (n, d) float32 ``Vectors`` per pooling, from one forward pass."""
     items = items if isinstance(items, Texts) else texts(items)
     arrays = _embed_many(model, items, tuple(poolings), max_length)

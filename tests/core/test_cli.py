@@ -127,3 +127,89 @@ def test_python_m_core_end_to_end(pairs_file: Path, tmp_path: Path, repo_root: P
     assert result["n_pairs"] == len(PAIRS) and 50 < result["spearman"] <= 100
     assert result["model"] == "all-MiniLM-L6-v2 (embedded)" and result["pooling"] == "mean"
     assert list((tmp_path / "cache" / "embeddings").glob("*.npy"))  # the cache went where it was told
+
+
+# ---------------------------------------------------------------- the command itself (issue: a real package)
+
+HEAVY = ("torch", "transformers", "faiss", "sklearn", "umap")
+
+
+@pytest.mark.parametrize("command", [None, "sts", "embed", "calibrate", "geometry", "pooling", "params", "app"])
+def test_help_imports_no_heavy_library(command: str | None, tmp_path: Path) -> None:
+    """``isoscope --help`` and ``isoscope COMMAND --help`` answer at once: no torch, transformers or faiss."""
+    argv = ["--help"] if command is None else [command, "--help"]
+    code = (
+        f"import sys\nfrom core.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit as e:\n    assert e.code == 0\n"
+        f"print('LOADED:' + ','.join(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    help_text, loaded = proc.stdout.rsplit("LOADED:", 1)
+    assert "usage: isoscope" in help_text
+    assert loaded.strip() == "", f"{command or 'isoscope'} --help imported {loaded.strip()}"
+
+
+def test_a_bug_is_reported_as_a_bug_with_the_traceback_under_v(cli, monkeypatch, pairs_file: Path, capsys) -> None:
+    import core.evaluate
+
+    def broken(*args, **kwargs):
+        raise ValueError("operands could not be broadcast together with shapes (3,) (4,)")
+
+    monkeypatch.setattr(core.evaluate, "correlations", broken)  # a deliberate bug deep inside core
+    assert cli(["sts", "--pairs", str(pairs_file), "--quiet"]) == 1  # not 2: this is not the user's input
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bug in Isoscope" in err and "ValueError" in err and "run with -v" in err
+    assert cli(["-v", "sts", "--pairs", str(pairs_file), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "broken" in err and "bug in Isoscope" in err
+
+
+def test_ray_engine_without_ray_names_the_extra(cli, monkeypatch, tmp_path: Path, capsys) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if `pip install isoscope` (no [ray] extra)
+    monkeypatch.setitem(sys.modules, "ray.data", None)
+    (tmp_path / "c.txt").write_text("one\ntwo\n")
+    argv = ["embed", "--input", str(tmp_path / "c.txt"), "--engine", "ray", "--shard-dir", str(tmp_path / "s")]
+    assert cli(argv) == 2
+    assert 'pip install "isoscope[ray]"' in one_error_line(capsys)
+    assert not (tmp_path / "s").exists()
+
+
+def test_app_binds_localhost_and_carries_the_packaged_config(cli, capsys) -> None:
+    assert cli(["app", "--dry-run", "--port", "8600"]) == 0
+    command = capsys.readouterr().out
+    assert "streamlit run" in command and "dashboard/app.py" in command
+    assert "--server.address 127.0.0.1" in command and "--server.port 8600" in command
+    assert "--server.headless true" in command and "--browser.gatherUsageStats false" in command
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["app", "{tmp}/missing.parquet"], "not found"),
+        (["app", "{bad}"], "text column"),
+        (["app", "--text-column", "body"], "DATA_FILE"),
+        (["app", "--port", "0"], "--port"),
+    ],
+)
+def test_app_refuses_a_bad_data_file_before_starting(cli, tmp_path: Path, capsys, argv, match) -> None:
+    (tmp_path / "bad.csv").write_text("id,score\n1,2\n")
+    argv = [a.format(tmp=tmp_path, bad=tmp_path / "bad.csv") for a in argv]
+    assert cli([*argv, "--dry-run"]) == 2
+    assert match.lower() in one_error_line(capsys).lower()
+
+
+def test_app_hands_the_data_file_to_the_dashboard(cli, tmp_path: Path, capsys) -> None:
+    from core.commands import app
+
+    corpus = tmp_path / "corpus.csv"
+    corpus.write_text("body,topic\nhello world,a\ngoodbye moon,b\nthird text,a\n")
+    assert cli(["app", str(corpus), "--text-column", "body", "--dry-run"]) == 0
+    capsys.readouterr()
+    args = app_args(["app", str(corpus), "--text-column", "body"])
+    assert app._check_data_file(args) == {"ISOSCOPE_DATA_FILE": str(corpus.resolve()), "ISOSCOPE_TEXT_COLUMN": "body"}
+
+
+def app_args(argv: list[str]):
+    from core.cli import build_parser
+
+    return build_parser(argv).parse_args(argv)

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from core.commands import geometry
+from core.paths import DEMO_CORPUS, DEMO_PAIRS
 from tests.core.cli_checks import one_error_line
 
 METRICS = {"avg_cosine", "isoscore", "partition_isotropy", "effective_rank"}
@@ -19,7 +20,7 @@ METRICS = {"avg_cosine", "isoscore", "partition_isotropy", "effective_rank"}
 
 @pytest.fixture()
 def small_pairs(repo_root: Path, tmp_path: Path) -> Path:
-    df = pd.read_csv(repo_root / "assets" / "demo_pairs.csv").head(60)
+    df = pd.read_csv(DEMO_PAIRS).head(60)
     path = tmp_path / "pairs.csv"
     df.to_csv(path, index=False)
     return path
@@ -27,7 +28,7 @@ def small_pairs(repo_root: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture()
 def small_corpus(repo_root: Path, tmp_path: Path) -> Path:
-    df = pd.read_csv(repo_root / "assets" / "demo_corpus.csv").head(50)
+    df = pd.read_csv(DEMO_CORPUS).head(50)
     path = tmp_path / "corpus.csv"
     df.to_csv(path, index=False)
     return path

@@ -13,6 +13,7 @@ import pytest
 
 from core.data import Corpus, Pairs, load_corpus, load_pairs, safe_csv
 from core.errors import InputError
+from core.paths import DEMO_CORPUS, DEMO_PAIRS
 
 FORMULA = "=cmd|' /C calc'!A0"
 
@@ -424,7 +425,7 @@ def test_corpus_headerless_csv_uses_first_column() -> None:
 
 
 def test_demo_corpus_loads(repo_root: Path) -> None:
-    corpus = load_corpus(repo_root / "assets" / "demo_corpus.csv")
+    corpus = load_corpus(DEMO_CORPUS)
     assert len(corpus) >= 300 and corpus.warnings == []
     assert corpus.meta["topic"].nunique() == 8
     assert len(corpus.meta) == len(corpus.texts)
@@ -432,7 +433,7 @@ def test_demo_corpus_loads(repo_root: Path) -> None:
 
 
 def test_demo_pairs_load(repo_root: Path) -> None:
-    pairs = load_pairs(repo_root / "assets" / "demo_pairs.csv")
+    pairs = load_pairs(DEMO_PAIRS)
     assert len(pairs) >= 120 and pairs.warnings == []
     assert pairs.scores is not None and pairs.scores.min() >= 0 and pairs.scores.max() <= 5
     assert np.ptp(pairs.scores) > 3  # graded, not all alike

@@ -29,6 +29,7 @@ from core.frequency import (
     static_token_points,
     token_geometry,
 )
+from core.paths import DEMO_CORPUS
 
 
 class TinyWhitening:
@@ -251,7 +252,7 @@ def test_contextual_mean_mode_is_mean_of_occurrences(encoder) -> None:
 def test_frequency_analysis_demo_corpus(encoder, repo_root) -> None:
     from core.data import load_corpus
 
-    texts = load_corpus(repo_root / "assets" / "demo_corpus.csv").texts[:80]
+    texts = load_corpus(DEMO_CORPUS).texts[:80]
     cfg = FrequencyConfig(k=3, edges=(0, 50, 200), per_token=3)
     res = frequency_analysis(encoder, texts, calibrator=TinyWhitening, config=cfg)
     n_types = len(res.counts)

@@ -157,7 +157,23 @@ def test_singular_values_wide_matrix_matches_svd() -> None:
     X = np.random.default_rng(4).standard_normal((5, 12))  # n < d uses the (n, n) Gram
     for center in (True, False):
         M = X - X.mean(0) if center else X
-        np.testing.assert_allclose(m.singular_values(X, center=center), np.linalg.svd(M, compute_uv=False), atol=1e-10)
+        ref = np.linalg.svd(M, compute_uv=False)
+        # the Gram route resolves singular values to sqrt(max(n, d) eps) s_max (eigenvalue round-off is
+        # ~eps s_max^2); centring makes one of the five exactly 0, which it must report as 0
+        atol = np.sqrt(12 * np.finfo(np.float64).eps) * ref[0]
+        np.testing.assert_allclose(m.singular_values(X, center=center), ref, rtol=1e-9, atol=atol)
+
+
+@pytest.mark.parametrize(("n", "d", "rank"), [(5, 12, 3), (40, 12, 7), (300, 64, 1)])
+def test_singular_values_of_rank_deficient_data_are_exactly_zero(n: int, d: int, rank: int) -> None:
+    """Exact property, on any CPU: rank-r data has exactly min(n, d) - r zero singular values (uncentred),
+    not sqrt of eigenvalue round-off (~1e-8 s_max, different on every BLAS)."""
+    rng = np.random.default_rng(rank)
+    X = rng.standard_normal((n, rank)) @ rng.standard_normal((rank, d))  # (n, d) of rank r
+    s = m.singular_values(X, center=False)
+    assert s.shape == (min(n, d),)
+    assert np.count_nonzero(s) == rank
+    assert (s[:rank] > 0).all() and (s[rank:] == 0).all()
 
 
 def test_alignment_hand() -> None:

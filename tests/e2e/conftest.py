@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -80,31 +81,23 @@ class Server:
         return self.log_path.read_text(errors="replace")
 
     def tracebacks(self) -> list[str]:
-        """Uncaught exceptions the server logged (Streamlit logs them as 'Uncaught app execution')."""
+        """Exceptions the server logged: Streamlit's own 'Uncaught app execution', and the app's bug box
+        (dashboard.ui.bug_report logs 'Uncaught app execution (a bug in Isoscope)')."""
         text = self.log()
         return [chunk[:800] for chunk in text.split("Uncaught app execution")[1:]]
 
 
-def start_server(log_path: Path, extra_env: dict[str, str] | None = None) -> Server:
-    """Start ``streamlit run dashboard/app.py`` and wait for ``/_stcore/health``."""
+def start_server(log_path: Path, extra_env: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> Server:
+    """Start ``isoscope app`` (what users run) from a folder outside the checkout and wait for
+    ``/_stcore/health``. ``args`` go to ``isoscope app`` (e.g. a DATA_FILE)."""
     port = free_port()
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     env.update(extra_env or {})
-    cmd = [
-        str(ROOT / ".venv" / "bin" / "streamlit"),
-        "run",
-        "dashboard/app.py",
-        "--server.headless",
-        "true",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--browser.gatherUsageStats",
-        "false",
-    ]
+    cmd = [sys.executable, "-m", "core", "app", "--port", str(port), "--host", "127.0.0.1", *args]
     with open(log_path, "wb") as log:  # the child keeps its own copy of the handle
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, cwd=log_path.parent, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
     url = f"http://127.0.0.1:{port}"
     server = Server(url, proc, log_path)
     deadline = time.monotonic() + HEALTH_TIMEOUT_S
