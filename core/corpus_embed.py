@@ -552,9 +552,8 @@ def build_ivfpq_from_shards(
     n, dim = int(meta["n"]), int(meta["dim"])
     wanted = sample_indices(n, sample_size, seed)  # (s,) sorted ids
     sample = np.concatenate([v[np.isin(ids, wanted)] for ids, v in iter_shards(shard_dir)])  # (s, d)
-    if nlist is None:
-        nlist = max(1, min(round(4 * float(np.sqrt(n))), len(sample) // 39 or 1))
-    params = IndexParams(nlist=nlist, pq_m=m, pq_nbits=nbits, nprobe=nprobe, seed=seed).resolved("ivfpq", n, dim)
+    params = IndexParams(nlist=nlist, pq_m=m, pq_nbits=nbits, nprobe=nprobe, train_size=sample_size, seed=seed)
+    params = params.resolved("ivfpq", n, dim)  # the default nlist rule lives there (sample rows // 39 at most)
     index = VectorIndex.create(dim, "ivfpq", params)
     index.train(sample)
     del sample

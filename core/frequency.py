@@ -39,13 +39,14 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 
 from core.errors import InputError
 from core.overlap import spearman_x100
 from core.sampling import sample_indices
 
-if TYPE_CHECKING:  # torch and transformers are imported where tokens are embedded, not to parse options
+if TYPE_CHECKING:  # torch, transformers and pandas are imported where they are used, not to parse options
+    import pandas as pd
+
     from core.embed import EmbedConfig, ProgressFn
     from core.models import Encoder
 
@@ -163,6 +164,8 @@ def frequency_table(counts: Counter[int] | dict[int, int], tokenizer: Any = None
     ``rank`` 0 is the most frequent token; ties are broken by token id so ranks are deterministic.
     ``token`` is the tokenizer's string for the id (empty without a tokenizer).
     """
+    import pandas as pd
+
     ids = np.fromiter(counts.keys(), np.int64, len(counts))  # (v,)
     cnt = np.fromiter(counts.values(), np.int64, len(counts))  # (v,)
     if (cnt < 1).any():
@@ -313,6 +316,8 @@ def token_geometry(
 
     Returns ``(tokens, buckets, correlations)``.
     """
+    import pandas as pd
+
     edges = parse_edges(edges)
     if not isinstance(counts, pd.DataFrame):
         counts = frequency_table(counts)
@@ -342,6 +347,8 @@ def token_geometry(
 
 
 def _bucket_table(tokens: pd.DataFrame, edges: tuple[int, ...]) -> pd.DataFrame:
+    import pandas as pd
+
     labels = bucket_labels(edges)
     mean_norm, mean_knn = float(tokens["norm"].mean()), float(tokens["knn_dist"].mean())
     rows = []
@@ -507,6 +514,8 @@ def frequency_analysis(
     ``whitening``) or a factory returning an object with ``fit(X)`` / ``transform(X)``; a fresh one is
     fitted per space on that space's token points. ``progress`` reports texts done of the contextual pass.
     """
+    import pandas as pd
+
     from core.embed import EmbedConfig
 
     config = config or FrequencyConfig()

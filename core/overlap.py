@@ -15,13 +15,15 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pandas as pd
 
 from core.errors import InputError
 from core.evaluate import spearman_x100
+
+if TYPE_CHECKING:  # pandas is imported where tables are built, so parsing options stays cheap
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +136,8 @@ def overlap_analysis(
     - ``pairs``: one row per pair: ``sentence1``, ``sentence2``, ``edit_distance`` (normalised),
       ``edits`` (raw count) and one column per similarity.
     """
+    import pandas as pd
+
     sims = {str(k): np.asarray(v, np.float64) for k, v in similarities.items() if v is not None}
     n = len(sentence1)
     for name, values in sims.items():

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,9 +30,7 @@ from core.commands.common import (
     epoch_bar,
     progress_bar,
 )
-from core.data import Pairs, load_corpus, load_pairs, read_source
 from core.errors import InputError
-from core.evaluate import correlations, cosine_pairs
 from core.frequency import (
     CONTEXTUAL_MODES,
     SPACES,
@@ -42,8 +40,10 @@ from core.frequency import (
     is_calibrated,
     parse_edges,
 )
-from core.metrics import all_metrics, per_layer_metrics
-from core.overlap import EDIT_LEVELS, overlap_analysis
+from core.overlap import EDIT_LEVELS
+
+if TYPE_CHECKING:
+    from core.data import Pairs
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +117,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _looks_like_pairs_header(source: str) -> bool:
     """True when the first line names both sentence1 and sentence2 (CSV/TSV header or JSONL keys)."""
+    from core.data import read_source
+
     raw, _ = read_source(source)
     head = raw[:4096].decode("utf-8", errors="ignore").lower().splitlines()
     first = head[0] if head else ""
@@ -130,6 +132,8 @@ def load_input(
 
     For a pairs file the texts are its sentences, first column then second.
     """
+    from core.data import load_pairs
+
     if kind not in INPUT_KINDS:
         raise InputError(f"unknown input kind '{kind}'; choose one of {', '.join(INPUT_KINDS)}")
     if kind == "corpus" or (kind == "auto" and text_column):
@@ -147,6 +151,8 @@ def load_input(
 
 
 def _corpus_texts(source: str, text_column: str | None) -> tuple[list[str], None, list[str]]:
+    from core.data import load_corpus
+
     corpus = load_corpus(source, text_column=text_column)
     return corpus.texts, None, list(corpus.warnings)
 
@@ -198,6 +204,8 @@ def _frequency_texts(args: argparse.Namespace, texts: list[str], warnings: list[
 
 
 def run(args: argparse.Namespace) -> dict:
+    from core.metrics import all_metrics, per_layer_metrics
+
     calibrated, edges = _check_options(args)
     texts, pairs, warnings = load_input(args.input, args.kind, args.text_column)
     if len(texts) < 3:
@@ -276,6 +284,9 @@ def _frequency(
 
 
 def _overlap(args: argparse.Namespace, pairs: Pairs, X: np.ndarray, Z: np.ndarray | None) -> tuple[dict, dict]:
+    from core.evaluate import correlations, cosine_pairs
+    from core.overlap import overlap_analysis
+
     n = len(pairs)
     sims: dict[str, np.ndarray | None] = {"gold": pairs.scores, "raw": cosine_pairs(X[:n], X[n:])}
     if Z is not None:
