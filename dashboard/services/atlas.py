@@ -268,10 +268,11 @@ def deck_spec(
                 **point,
                 "id": "highlight",
                 "data": highlight,
-                "getFillColor": [255, 255, 255],
+                "getFillColor": [255, 200, 0],
                 "stroked": True,
                 "getLineColor": [20, 20, 30],
-                "lineWidthMinPixels": 1.5,
+                "lineWidthUnits": "pixels",
+                "getLineWidth": 1.5,
                 "getRadius": 4,
             }
         )
