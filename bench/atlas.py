@@ -4,6 +4,8 @@ Usage (from the repo root)::
 
     .venv/bin/python bench/atlas.py --quick             # render 100,000 precomputed points in headless chromium
     .venv/bin/python bench/atlas.py --n 1000000         # full: embed 1M synthetic sentences, graph, layout, render
+    .venv/bin/python bench/atlas.py --quick --n 1000000  # render 1M precomputed points
+    .venv/bin/python bench/atlas.py --precomputed --n 200000   # graph, UMAP, RSS on 384-d vectors, no embedding
     .venv/bin/python bench/atlas.py --layouts [--rust-umap DIR]   # UMAP (umap-learn) vs Rust UMAP vs PCA, 10k
 
 Render: a Streamlit server opens the Atlas page on the atlas folder (``ISOSCOPE_ATLAS_DIR``); headless
@@ -77,24 +79,26 @@ def peak_rss_gib() -> float:
 # ------------------------------------------------------------------ atlases
 
 
-def synthetic_atlas(out: Path, n: int, seed: int = 0) -> Path:
-    """An atlas of ``n`` synthetic sentences whose vectors are precomputed (clustered 32-d points by topic),
-    PCA layout, raw space only: the render input of ``--quick`` without a model."""
+def synthetic_atlas(out: Path, n: int, dim: int = 32, layout: str = "pca", calibrate: str = "none", seed: int = 0):
+    """An atlas of ``n`` synthetic sentences whose vectors are precomputed (clustered ``dim``-d points by
+    topic): the render input of ``--quick`` (32-d, PCA, raw only) and, with ``--precomputed``, the graph,
+    layout and memory of a big corpus without the hours of embedding (384-d, UMAP, whitening).
+    Returns (folder, AtlasRun or None when it was already complete)."""
     import pandas as pd
 
     from core.atlas.pipeline import AtlasConfig, build_atlas, is_complete
     from core.atlas.synthetic import TOPICS, synthetic_corpus
 
     if is_complete(out):
-        return out
+        return out, None
     texts, topics = synthetic_corpus(n, seed)
     rng = np.random.default_rng(seed)
-    centres = rng.normal(0, 4, (len(TOPICS), 32))
+    centres = rng.normal(0, 4 / np.sqrt(dim / 32), (len(TOPICS), dim))
     code = pd.Categorical(topics, categories=list(TOPICS)).codes
-    vectors = (centres[code] + rng.normal(0, 1, (n, 32))).astype(np.float32)  # (n, 32)
-    config = AtlasConfig(layout="pca", calibrate="none")
-    build_atlas(None, texts, out, config, pd.DataFrame({"topic": topics}), vectors=vectors)
-    return out
+    vectors = (centres[code] + rng.normal(0, 1, (n, dim))).astype(np.float32)  # (n, dim)
+    config = AtlasConfig(layout=layout, calibrate=calibrate)
+    run = build_atlas(None, texts, out, config, pd.DataFrame({"topic": topics}), vectors=vectors)
+    return out, run
 
 
 def full_atlas(out: Path, n: int) -> dict:
@@ -341,6 +345,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help=f"render {QUICK_POINTS:,} precomputed points only")
     ap.add_argument("--n", type=int, default=1_000_000, help="texts in the full run (default 1,000,000)")
     ap.add_argument("--out", default=None, help="atlas folder (resumable; default: a cache folder per n)")
+    ap.add_argument(
+        "--precomputed", action="store_true", help="synthetic 384-d vectors instead of embedding (graph, layout, RSS)"
+    )
     ap.add_argument("--live", action="store_true", help="also render every point as a live WebGL point")
     ap.add_argument("--layouts", action="store_true", help="compare layouts on 10,000 STS-B sentences")
     ap.add_argument("--rust-umap", default=None, help="unpacked embedding-atlas npm package (for --layouts)")
@@ -352,12 +359,20 @@ def main() -> None:
         result.update(layouts(args.rust_umap))
         print(json.dumps(result))
         return
-    n = QUICK_POINTS if args.quick else args.n
-    kind = "synthetic-vectors" if args.quick else "full"
+    n = QUICK_POINTS if args.quick and args.n == 1_000_000 else args.n
+    kind = "synthetic-vectors" if args.quick else "precomputed-384" if args.precomputed else "full"
     out = Path(args.out) if args.out else default_cache_dir() / "bench-atlas" / f"{kind}-{n}"
     t0 = time.perf_counter()
     if args.quick:
         synthetic_atlas(out, n)
+    elif args.precomputed:
+        _, run = synthetic_atlas(out, n, dim=384, layout="umap", calibrate="whitening")
+        if run is not None:
+            secs = run.seconds
+            result["stage_seconds"] = {k: round(v, 1) for k, v in secs.items()}
+            result["knn_seconds"] = round(secs.get("raw_knn", 0) + secs.get("cal_knn", 0), 1)
+            result["layout_seconds"] = round(secs.get("raw_layout", 0) + secs.get("cal_layout", 0), 1)
+            result["peak_rss_gib"] = round(peak_rss_gib(), 2)
     else:
         result.update(full_atlas(out, n))
     result["build_seconds"] = round(time.perf_counter() - t0, 1)
