@@ -220,6 +220,24 @@ def landscape_interaction(page: Page, tmp: Path) -> None:
     assert "train loss" in after and "train loss" not in before, (before, after)
 
 
+def compare_interaction(page: Page, tmp: Path) -> None:
+    """CLS vs mean on the demo corpus; the layer CKA of one model has a unit diagonal; then B = A (both cls):
+    the self-comparison known answers, in the browser."""
+    first = b.metrics(page)
+    assert 0 < b.number(first["CKA (linear)"]) < 1 and 0 < b.number(first["overlap@10"]) < 1, first
+    layers = list(csv.DictReader(io.StringIO(b.download(page, "Download CSV").decode("utf-8"))))
+    assert [r["layer"] for r in layers] == [f"A layer:{i}" for i in range(7)]
+    assert [float(r[f"B layer:{i}"]) for i, r in enumerate(layers)] == [1.0] * 7
+    b.choose_select(b.main(page), page, "Preset", "Choose A and B yourself")
+    column_b = b.main(page).locator('[data-testid="stColumn"]', has_text="Space B").first
+    b.choose_select(column_b, page, "Pooling", "cls")
+    b.assert_clean(page)
+    same = b.metrics(page)
+    assert same["CKA (linear)"] == "1.000" and same["CKA (debiased)"] == "1.000", same
+    assert same["overlap@10"] == "1.000" and same["Procrustes disparity"] == "0.000", same
+    assert b.chart_count(page, at_least=4) >= 4
+
+
 PAGES: tuple[PageCase, ...] = (
     PageCase("", "Home", "Isoscope", 0),
     PageCase("similarity", "Sentence pairs", "Sentence-pair similarity", 1, similarity_interaction),
@@ -229,6 +247,7 @@ PAGES: tuple[PageCase, ...] = (
     PageCase("overlap", "Lexical overlap", "Lexical overlap", 1, overlap_interaction),
     PageCase("neighbours", "Neighbours", "Neighbours", 1, neighbours_interaction),
     PageCase("projection", "Projection map", "Projection map", 2, projection_interaction),
+    PageCase("compare", "Compare spaces", "Compare spaces", 4, compare_interaction),
     PageCase("pooling", "Pooling explorer", "Pooling explorer", 0, pooling_interaction, shot_after=True),
     PageCase("anatomy", "Embedding anatomy", "Embedding anatomy", 2, anatomy_interaction),
     PageCase("landscape", "Loss surfaces", "Loss surfaces", 0, landscape_interaction),
