@@ -1,0 +1,61 @@
+"""core.landscape.learning: every checkpoint evaluated in order, and the overfitting summary's known answers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from core.landscape.flat import vector_digest
+from core.landscape.learning import learning_curve, overfitting
+from core.landscape.store import write_tensors
+from core.landscape.train import Checkpoint, _ckpt_path
+
+
+def _checkpoints(folder, thetas: list[torch.Tensor]) -> list[Checkpoint]:
+    out = []
+    for epoch, theta in enumerate(thetas):
+        path = _ckpt_path(folder, epoch)
+        loss = math.nan if epoch == 0 else 1.0 / epoch
+        write_tensors(path, {"theta": theta}, {"key": "k", "digest": vector_digest(theta), "train_loss": loss})
+        out.append(Checkpoint(epoch, path, vector_digest(theta), loss))
+    return out
+
+
+def _metrics(theta: torch.Tensor) -> dict[str, float]:
+    x = float(theta.sum())
+    return {"train_loss": x, "train_acc": 0.5, "heldout_loss": 2 * x, "heldout_acc": 0.25}
+
+
+def test_every_checkpoint_in_order_and_known_thetas_not_read(tmp_path):
+    thetas = [torch.full((4,), float(e)) for e in range(4)]
+    ckpts = _checkpoints(tmp_path, thetas)
+    seen: list[tuple[int, int]] = []
+    rows = learning_curve(_metrics, ckpts, lambda done, total: seen.append((done, total)))
+    assert [r["epoch"] for r in rows] == [0, 1, 2, 3] and seen[-1] == (4, 4)
+    assert [r["train_loss"] for r in rows] == [0.0, 4.0, 8.0, 12.0]
+    assert math.isnan(rows[0]["epoch_train_loss"]) and rows[2]["epoch_train_loss"] == 0.5
+    ckpts[3].path.unlink()  # the last theta comes from memory: its file is not needed
+    again = learning_curve(_metrics, ckpts, known={3: thetas[3]})
+    metrics = ("epoch", "train_loss", "train_acc", "heldout_loss", "heldout_acc")
+    assert [[r[m] for m in metrics] for r in again] == [[r[m] for m in metrics] for r in rows]
+    assert again[3]["heldout_loss"] == 24.0
+
+
+def test_overfitting_summary_known_answer():
+    held = [0.70, 0.50, 0.40, 0.45, 0.60]  # lowest at epoch 2, then rises by 0.2
+    acc = [0.50, 0.70, 0.80, 0.75, 0.72]
+    rows = [
+        {"epoch": e, "train_loss": 1.0 / (e + 1), "heldout_loss": h, "heldout_acc": a}
+        for e, (h, a) in enumerate(zip(held, acc, strict=True))
+    ]
+    o = overfitting(rows)
+    assert (o["best_epoch"], o["final_epoch"], o["best_acc_epoch"]) == (2, 4, 2)
+    assert o["min_heldout_loss"] == 0.40 and o["final_heldout_loss"] == 0.60
+    assert o["overfit_gap"] == pytest.approx(0.20) and o["acc_drop"] == pytest.approx(0.08)
+    assert o["final_generalisation_gap"] == pytest.approx(0.60 - 0.2)
+    monotone = overfitting([{**r, "heldout_loss": 1.0 - 0.1 * r["epoch"]} for r in rows])
+    assert monotone["overfit_gap"] == 0.0 and monotone["best_epoch"] == 4  # still improving: no overfitting
+    with pytest.raises(ValueError, match="at least one"):
+        overfitting([])
