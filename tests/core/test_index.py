@@ -20,7 +20,7 @@ from core.index import (
     recall_from_ids,
     sidecar_path,
 )
-from tests.data_helpers import brute_force, clustered
+from tests.data_helpers import assert_valid_topk, brute_force, clustered, cosines64, float32_dot_tolerance
 
 
 @pytest.fixture(scope="module")
@@ -37,20 +37,20 @@ def queries() -> np.ndarray:
 def test_flat_equals_numpy_brute_force(data, queries):
     index = build_index(data, "flat")
     scores, ids = index.search(queries, 10)
-    ref_scores, ref_ids = brute_force(data, queries, 10)
+    ref_scores, _ = brute_force(data, queries, 10)
     assert scores.shape == ids.shape == (len(queries), 10)
     assert scores.dtype == np.float32 and ids.dtype == np.int64
-    np.testing.assert_array_equal(ids, ref_ids)
-    np.testing.assert_allclose(scores, ref_scores, atol=1e-5)
+    tol = float32_dot_tolerance(data.shape[1])  # FAISS ranks in float32: near-ties may swap on another CPU
+    assert_valid_topk(ids, cosines64(data, queries), tol)
+    np.testing.assert_allclose(scores, ref_scores, atol=tol)
     assert (np.diff(scores, axis=1) <= 1e-7).all()  # best first
 
 
 def test_scale_invariance_cosine(data, queries):
     """Cosine search ignores vector lengths: scaling rows changes nothing."""
     scale = np.random.default_rng(3).uniform(0.1, 10, (len(data), 1)).astype(np.float32)
-    _, ids = build_index(data, "flat").search(queries, 5)
     _, ids_scaled = build_index(data * scale, "flat").search(queries * 7, 5)
-    np.testing.assert_array_equal(ids, ids_scaled)
+    assert_valid_topk(ids_scaled, cosines64(data, queries), float32_dot_tolerance(data.shape[1]))
 
 
 def test_hnsw_recall_on_clustered_data(data, queries):

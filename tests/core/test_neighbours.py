@@ -14,7 +14,7 @@ from core.neighbours import (
     neighbourhood_change,
     neighbours_before_after,
 )
-from tests.data_helpers import brute_force, clustered
+from tests.data_helpers import assert_valid_topk, brute_force, clustered, cosines64, float32_dot_tolerance
 
 
 @pytest.fixture(scope="module")
@@ -32,13 +32,14 @@ def test_numpy_exact_topk_equals_flat_index(data, queries):
     Xn = data / np.linalg.norm(data, axis=1, keepdims=True)
     Qn = queries / np.linalg.norm(queries, axis=1, keepdims=True)
     scores, ids = exact_topk(Xn, Qn, 10, block=64)
-    ref_scores, ref_ids = build_index(data, "flat").search(queries, 10)
-    np.testing.assert_array_equal(ids, ref_ids)
-    np.testing.assert_allclose(scores, ref_scores, atol=1e-5)
+    ref_scores, _ = build_index(data, "flat").search(queries, 10)
+    tol = float32_dot_tolerance(data.shape[1])  # two float32 rankings: near-ties may swap on another CPU
+    assert_valid_topk(ids, cosines64(data, queries), tol)
+    np.testing.assert_allclose(scores, ref_scores, atol=tol)
     rows = np.array([3, 40, 2999])
     _, own = exact_topk(Xn, Xn[rows], 4, exclude=rows)
     assert not (own == rows[:, None]).any()  # each query left itself out
-    np.testing.assert_array_equal(own, brute_force(data, data[rows], 5)[1][:, 1:])
+    np.testing.assert_array_equal(own, brute_force(data, data[rows], 5)[1][:, 1:])  # gaps > 2e-4 here
 
 
 # ---------------------------------------------------------------- before / after
@@ -98,8 +99,12 @@ def test_neighbourhood_change_matches_numpy_and_samples(data):
     cal = (data @ rng.standard_normal((48, 20))).astype(np.float32)  # a different, lower-dim space
     change = neighbourhood_change(data, cal, k=5, sample=300, seed=1)
     assert len(change.ids) == 300 and (np.diff(change.ids) > 0).all()
-    _, raw_ids = brute_force(data, data[change.ids], 6)
-    _, cal_ids = brute_force(cal, cal[change.ids], 6)
+    raw_scores, raw_ids = brute_force(data, data[change.ids], 7)
+    cal_scores, cal_ids = brute_force(cal, cal[change.ids], 7)
+    # column 0 is the row itself: the top-5 sets are decided by the gap between columns 5 and 6, which is
+    # above the worst-case float32 round-off of the library's ranking, so the sets are the same on any CPU
+    for sc in (raw_scores, cal_scores):
+        assert (sc[:, 5] - sc[:, 6]).min() > float32_dot_tolerance(48)
     expected = [jaccard(b[b != q][:5], a[a != q][:5]) for q, b, a in zip(change.ids, raw_ids, cal_ids, strict=True)]
     np.testing.assert_allclose(change.overlap, expected)
     assert change.mean_overlap == pytest.approx(np.mean(expected))
@@ -123,9 +128,10 @@ def test_knn_graph_is_exact_with_each_row_first(data):
     assert ids.shape == dist.shape == (len(data), 8) and ids.dtype == np.int64 and dist.dtype == np.float32
     np.testing.assert_array_equal(ids[:, 0], np.arange(len(data)))
     np.testing.assert_array_equal(dist[:, 0], 0.0)
-    ref_scores, ref_ids = brute_force(data, data, 8)  # row itself first (cos 1) for distinct rows
-    np.testing.assert_array_equal(np.sort(ids[:, 1:], axis=1), np.sort(ref_ids[:, 1:], axis=1))
-    np.testing.assert_allclose(dist, 1.0 - ref_scores, atol=1e-5)
+    ref_scores, _ = brute_force(data, data, 8)  # row itself first (cos 1) for distinct rows
+    tol = float32_dot_tolerance(data.shape[1])
+    assert_valid_topk(ids, cosines64(data, data), tol)
+    np.testing.assert_allclose(dist, 1.0 - ref_scores, atol=tol)
     assert (np.diff(dist, axis=1) >= -1e-6).all()
 
 
