@@ -343,7 +343,7 @@ def layouts(rust_umap: str | None, n: int = 10_000) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help=f"render {QUICK_POINTS:,} precomputed points only")
-    ap.add_argument("--n", type=int, default=1_000_000, help="texts in the full run (default 1,000,000)")
+    ap.add_argument("--n", type=int, default=None, help="points (default: 100,000 with --quick, else 1,000,000)")
     ap.add_argument("--out", default=None, help="atlas folder (resumable; default: a cache folder per n)")
     ap.add_argument(
         "--precomputed", action="store_true", help="synthetic 384-d vectors instead of embedding (graph, layout, RSS)"
@@ -359,7 +359,7 @@ def main() -> None:
         result.update(layouts(args.rust_umap))
         print(json.dumps(result))
         return
-    n = QUICK_POINTS if args.quick and args.n == 1_000_000 else args.n
+    n = args.n or (QUICK_POINTS if args.quick else 1_000_000)
     kind = "synthetic-vectors" if args.quick else "precomputed-384" if args.precomputed else "full"
     out = Path(args.out) if args.out else default_cache_dir() / "bench-atlas" / f"{kind}-{n}"
     t0 = time.perf_counter()

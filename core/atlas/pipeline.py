@@ -356,6 +356,7 @@ class Atlas:
     overlap: np.ndarray  # (n,)
     spaces: dict[str, AtlasSpace]
     manifest: dict
+    texts: np.ndarray = field(default_factory=lambda: np.zeros(0, object))  # (n,) object, the "text" column
 
     @property
     def n(self) -> int:
@@ -416,4 +417,5 @@ def load_atlas(path: str | Path) -> Atlas:
         overlap=_load(path / "overlap.npy"),
         spaces=spaces,
         manifest=manifest,
+        texts=points["text"].to_numpy(dtype=object),
     )

@@ -143,10 +143,15 @@ def _hex(rgb: np.ndarray) -> str:
 def colours(atlas: Atlas, space: str, colour_by: str) -> tuple[np.ndarray, list[tuple[str, str]]]:
     """Per-point colours (n, 3) uint8 and a legend [(label, hex)] (two entries = low, high of a scale)."""
     sp = atlas.spaces[space]
-    if colour_by == "cluster":
+    if colour_by == "cluster":  # clusters are numbered by size: the first ones get the palette
         names = sp.cluster_names()
-        labels = pd.Series([names.get(int(c), "no cluster") for c in sp.cluster])
-        return _categorical(labels)
+        shown = min(len(PALETTE), len(names))
+        code = np.where(sp.cluster < shown, sp.cluster, -1)  # (n,)
+        colors = np.where(code[:, None] >= 0, PALETTE[np.maximum(code, 0)], OTHER).astype(np.uint8)
+        legend = [(names[c], _hex(PALETTE[c])) for c in range(shown)]
+        if (code < 0).any():
+            legend.append((f"other ({int((code < 0).sum()):,})", _hex(OTHER)))
+        return colors, legend
     if colour_by in NUMERIC:
         values = {"density": sp.density, "norm": atlas.norm, "length": atlas.length, "overlap": atlas.overlap}
         return _numeric(values[colour_by])
@@ -156,21 +161,33 @@ def colours(atlas: Atlas, space: str, colour_by: str) -> tuple[np.ndarray, list[
     return _categorical(column)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def colour_table(path: str, space: str, colour_by: str) -> tuple[np.ndarray, list[tuple[str, str]]]:
+    """``colours`` of the atlas in ``path``, computed once per choice."""
+    return colours(open_atlas(path), space, colour_by)
+
+
 @st.cache_data(show_spinner="Drawing every point…", max_entries=16)
-def raster_png(path: str, space: str, colour_by: str) -> tuple[str, list[tuple[str, str]]]:
-    """The image of every point as a data URL, and the legend."""
-    from core.atlas.raster import rasterize, to_png
+def raster_png(path: str, space: str, colour_by: str, contours: bool) -> tuple[str, list[tuple[str, str]]]:
+    """The image of every point (with the density contours drawn over it) as a data URL, and the legend.
+
+    One image instead of two layers: software WebGL pays per textured pixel on every frame."""
+    from core.atlas.raster import composite, contour_levels, contour_overlay, rasterize, to_png
 
     atlas = open_atlas(path)
     sp = atlas.spaces[space]
-    colors, legend = colours(atlas, space, colour_by)
+    colors, legend = colour_table(path, space, colour_by)
     size = 2048 if atlas.n > 100_000 else 1024
-    png = to_png(rasterize(sp.xy, sp.bounds, colors, size, size))
-    return "data:image/png;base64," + base64.b64encode(png).decode(), legend
+    image = rasterize(sp.xy, sp.bounds, colors, size, size)
+    if contours:
+        grid = sp.grid / max(float(sp.grid.max()), 1e-12)
+        image = composite(image, contour_overlay(grid, contour_levels(sp.density), size, size))
+    return "data:image/png;base64," + base64.b64encode(to_png(image)).decode(), legend
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def contour_png(path: str, space: str) -> str:
+    """Density contours alone (for maps whose points are all live) as a data URL."""
     from core.atlas.raster import contour_levels, contour_overlay, to_png
 
     sp = open_atlas(path).spaces[space]
@@ -183,7 +200,7 @@ def contour_png(path: str, space: str) -> str:
 def search(path: str, query: str) -> np.ndarray:
     """Rows (m,) whose text contains ``query`` (case-insensitive, plain text, not a pattern)."""
     texts = open_atlas(path).points["text"]
-    return np.flatnonzero(texts.str.contains(query, case=False, regex=False).to_numpy(bool))
+    return np.flatnonzero(texts.str.contains(query, case=False, regex=False).to_numpy(bool, na_value=False))
 
 
 @st.cache_data(show_spinner="Anisotropy metrics…", max_entries=16)
@@ -230,7 +247,7 @@ def view_state(bounds: tuple[float, float, float, float], width_px: int = 820, h
 def point_records(atlas: Atlas, space: str, rows: np.ndarray, colors: np.ndarray) -> list[dict]:
     """Live points: row id, position, colour and the hover text (plain text, cut to ``HOVER_CHARS``)."""
     sp = atlas.spaces[space]
-    texts = atlas.points["text"].to_numpy()
+    texts = atlas.texts
     cluster = sp.cluster
     out = []
     for r in rows.tolist():

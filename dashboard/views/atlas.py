@@ -145,9 +145,9 @@ if picked_clusters:
 filtered = np.flatnonzero(mask) if (hits is not None or picked_clusters) else np.zeros(0, np.int64)
 
 # ------------------------------------------------------------------ the map
-colors, legend = svc.colours(atlas, space, colour_by)
+colors, legend = svc.colour_table(path, space, colour_by)
 everything_live = n <= svc.INTERACTIVE_MAX or all_live
-image = None if everything_live else svc.raster_png(path, space, colour_by)[0]
+image = None if everything_live else svc.raster_png(path, space, colour_by, show_contours)[0]
 live_rows = np.arange(n) if everything_live else filtered[: svc.INTERACTIVE_MAX]
 live = svc.point_records(atlas, space, live_rows, colors)
 highlight = svc.point_records(atlas, space, filtered[: svc.INTERACTIVE_MAX], colors) if everything_live else []
@@ -158,7 +158,7 @@ if show_labels:
         labels.append(
             {"x": c["x"], "y": c["y"], "label": words, "t": f"cluster {c['cluster']}: {c['size']:,} texts\n{words}"}
         )
-contours = svc.contour_png(path, space) if show_contours else None
+contours = svc.contour_png(path, space) if show_contours and everything_live else None
 spec = svc.deck_spec(atlas, space, image, live, highlight, labels, contours)
 event = st.pydeck_chart(spec, height=640, on_select="rerun", selection_mode="multi-object", key=f"atlas_map_{space}")
 
@@ -195,7 +195,7 @@ if len(selected) == 0:
 how = "clicked on the map" if clicked else "matching the search and cluster filter"
 st.caption(f"{len(selected):,} text(s) {how}.")
 shown = selected[:TABLE_ROWS]
-table = pd.DataFrame({"row": shown, "text": atlas.points["text"].to_numpy()[shown], "cluster": sp.cluster[shown]})
+table = pd.DataFrame({"row": shown, "text": atlas.texts[shown], "cluster": sp.cluster[shown]})
 for col in [c for c in atlas.points.columns if c != "text"][:6]:
     table[col] = atlas.points[col].to_numpy()[shown]
 table["norm"] = np.round(atlas.norm[shown], 4)
@@ -214,7 +214,7 @@ st.caption("Each side a seeded sample of at most 20,000 rows; a selection of one
 ui.download_table(metrics, "atlas_selection_metrics")
 
 o1, o2 = st.columns([4, 1])
-texts = atlas.points["text"].to_numpy()
+texts = atlas.texts
 row = o1.selectbox(
     "Open one in the Neighbours page",
     shown.tolist(),

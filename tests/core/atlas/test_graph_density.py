@@ -149,3 +149,15 @@ def test_contours_mark_level_crossings():
     assert contour_levels(np.array([0.1, 0.2, 0.2, 0.9])).tolist() == sorted(
         set(contour_levels(np.array([0.1, 0.2, 0.2, 0.9])))
     )
+
+
+def test_composite_is_the_over_operator():
+    from core.atlas.raster import composite
+
+    under = np.array([[[0, 0, 255, 255], [0, 0, 0, 0]]], np.uint8)
+    over = np.array([[[255, 0, 0, 0], [10, 20, 30, 255]]], np.uint8)
+    out = composite(under, over)
+    assert out[0, 0].tolist() == [0, 0, 255, 255]  # transparent over: unchanged
+    assert out[0, 1].tolist() == [10, 20, 30, 255]  # opaque over: replaced
+    half = composite(under[:, :1], np.array([[[255, 0, 0, 128]]], np.uint8))[0, 0]
+    assert half[3] == 255 and abs(int(half[0]) - 128) <= 1 and abs(int(half[2]) - 127) <= 1
