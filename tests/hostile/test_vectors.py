@@ -83,7 +83,7 @@ REFUSED = [
     ("structured", npy(np.zeros(4, dtype=[("a", "<f4"), ("b", "<f4")])), ("not numbers",)),
     ("rows_200k", npy(np.zeros((200_000, 2), np.float32)), ("over the limit",)),
     ("negative_shape", header_claiming((-1, 5)), ("unreadable",)),
-    ("claims_400mb", header_claiming((100_000, 1000)), ("unreadable",)),
+    ("claims_400mb", header_claiming((100_000, 1000)), ("over the limit",)),
     ("claims_exabytes", header_claiming((10**7, 10**7)), ("over the limit",)),
     ("claims_exabytes_few_rows", header_claiming((100, 10**15)), ("unreadable",)),
 ]

@@ -1,0 +1,90 @@
+"""How much of a user's file Isoscope decodes: every limit in one place, with its environment variable.
+
+A loader reads at most ``max_bytes`` from a file or an upload, and bounds what it *decodes* while it reads
+(cells are cut as they stream in, rows are counted as they come, Parquet metadata and JSON nesting are
+checked before anything is materialised), so a small file cannot expand into gigabytes.
+
+Defaults suit one user on a laptop; ``isoscope app --classroom`` lowers some of them for a shared server.
+Each can be set with its environment variable (``ISOSCOPE_MAX_ROWS=100000 isoscope sts ...``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from core.errors import InputError
+
+MiB = 2**20
+
+
+@dataclass(frozen=True)
+class DecodeLimits:
+    """Bounds on what one file may decode to. Every field is a positive integer."""
+
+    max_bytes: int = 200 * MiB  # bytes read from one file or upload
+    max_rows: int = 50_000  # data rows of a table, texts of a .txt (streaming `embed --chunk-size` has none)
+    max_chars: int = 2_000  # characters kept per text; longer ones are cut while reading, with a warning
+    max_columns: int = 100  # columns of a table (and distinct keys over all JSONL records)
+    max_line_bytes: int = 4 * MiB  # one JSONL record
+    max_json_depth: int = 64  # nesting of arrays/objects in one JSON value
+    max_parquet_bytes: int = 512 * MiB  # uncompressed size of a Parquet file's data, from its metadata
+    max_row_groups: int = 10_000  # row groups of a Parquet file
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"DecodeLimits.{f.name} must be a positive integer, got {value!r}")
+
+    def replace(self, **changes: int | None) -> DecodeLimits:
+        """A copy with the given fields changed (``None`` values are ignored)."""
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> DecodeLimits:
+        """Defaults overridden by ``ISOSCOPE_MAX_*`` variables; a bad value is an InputError naming it."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, int] = {}
+        for name, var in ENV_VARS.items():
+            raw = environ.get(var, "").strip()
+            if not raw:
+                continue
+            try:
+                values[name] = int(raw.replace("_", ""))
+            except ValueError:
+                raise InputError(f"{var} must be a whole number, got '{raw[:40]}'") from None
+            if values[name] < 1:
+                raise InputError(f"{var} must be at least 1, got {values[name]}")
+        return cls(**values)
+
+
+ENV_VARS: dict[str, str] = {f.name: f"ISOSCOPE_{f.name.upper()}" for f in dataclasses.fields(DecodeLimits)}
+
+
+def current_limits() -> DecodeLimits:
+    """The limits in force now: defaults, overridden by the environment (read at every call)."""
+    return DecodeLimits.from_env()
+
+
+def resolve(limits: DecodeLimits | None, max_rows: int | None = None, max_chars: int | None = None) -> DecodeLimits:
+    """``limits`` (default: ``current_limits()``) with explicit ``max_rows`` / ``max_chars`` arguments applied."""
+    return (limits or current_limits()).replace(max_rows=max_rows, max_chars=max_chars)
+
+
+def limits_help() -> str:
+    """One line per limit: variable, default, meaning (for --help texts and the README)."""
+    doc = {
+        "max_bytes": "bytes read from one file or upload",
+        "max_rows": "rows of a table or texts of a .txt",
+        "max_chars": "characters kept per text (longer texts are cut, with a warning)",
+        "max_columns": "columns of a table",
+        "max_line_bytes": "bytes of one JSONL record",
+        "max_json_depth": "nesting depth of a JSON value",
+        "max_parquet_bytes": "uncompressed bytes of a Parquet file's data",
+        "max_row_groups": "row groups of a Parquet file",
+    }
+    default = DecodeLimits()
+    return "\n".join(f"{ENV_VARS[k]} (default {getattr(default, k):,}): {v}" for k, v in doc.items())
