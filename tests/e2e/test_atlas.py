@@ -27,7 +27,8 @@ def highlighted_pixel(page) -> tuple[float, float]:
     from PIL import Image
 
     canvas = page.locator('[data-testid="stDeckGlJsonChart"] canvas').first
-    box = canvas.bounding_box()
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()  # in the viewport, where mouse clicks land
     for _ in range(20):  # the layers appear a moment after the run ends
         img = np.asarray(Image.open(io.BytesIO(canvas.screenshot())).convert("RGB")).astype(int)
         close = np.abs(img - HIGHLIGHT).sum(axis=2) < 40
@@ -55,9 +56,14 @@ def test_search_select_and_open_in_neighbours(page, screenshots) -> None:
     b.screenshot(page, screenshots / "atlas.png")
 
     x, y = highlighted_pixel(page)
-    b.rerun_after(page, lambda: page.mouse.click(x, y))
+    page.mouse.move(x, y)
+    tooltip = page.locator(".deck-tooltip")
+    tooltip.wait_for(state="visible")
+    assert "football" in tooltip.inner_text().lower()  # hover shows the point's text (as text, not HTML)
+    page.mouse.click(x, y)  # a selection reruns the page (Streamlit's run counter does not always see it)
+    b.main(page).get_by_text("1 text(s) clicked on the map").wait_for(timeout=b.RUN_TIMEOUT_MS)
+    b.wait_idle(page)
     b.assert_clean(page)
-    assert "1 text(s) clicked on the map" in b.captions(page)
 
     picked = b.main(page).locator('[data-testid="stSelectbox"]', has_text="Open one in the Neighbours page")
     chosen = picked.locator('input[role="combobox"]').input_value()
