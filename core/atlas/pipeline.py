@@ -11,7 +11,8 @@ is complete and a rerun skips it; ``progress(stage, done, total)`` reports each 
   memory map, itself resumable chunk by chunk).
 - ``calibrate``: a calibrator fitted on a seeded sample of ``fit_rows`` rows (``cal/calibrator/``), then
   applied to every row in chunks (``cal/vectors.npy``).
-- per space (``raw``, ``cal``): ``knn_ids.npy`` int32 (n, k) / ``knn_dist.npy`` (``core.atlas.graph``),
+- per space (``raw``, ``cal``): ``knn_ids.npy`` int32 (n, k) / ``knn_dist.npy`` (``core.atlas.graph``; not
+  built for a raw-only PCA map, which needs no graph),
   ``xy.npy`` float32 (n, 2) (``core.atlas.layout``), then ``density.npy``, ``cluster.npy``, ``grid.npy`` and
   ``clusters.json`` (``core.atlas.density``).
 - ``extras``: ``norm.npy`` (raw L2 norm), ``length.npy`` (characters), ``overlap.npy`` (Jaccard of the raw
@@ -282,10 +283,11 @@ def build_atlas(
             atomic_save_npy(d / "knn_dist.npy", dist)
             atomic_save_npy(d / "knn_ids.npy", ids)
 
-        stage(f"{space}_knn", [d / "knn_ids.npy", d / "knn_dist.npy"], knn)
+        if needs_graph(config):
+            stage(f"{space}_knn", [d / "knn_ids.npy", d / "knn_dist.npy"], knn)
 
         def lay(d: Path = d, vec_path: Path = vec_path) -> None:
-            graph = (_load(d / "knn_ids.npy"), _load(d / "knn_dist.npy"))
+            graph = (_load(d / "knn_ids.npy"), _load(d / "knn_dist.npy")) if needs_graph(config) else None
             atomic_save_npy(d / "xy.npy", layout(_load(vec_path, mmap=True), config.layout, graph, config.seed))
 
         stage(f"{space}_layout", [d / "xy.npy"], lay)
@@ -293,6 +295,12 @@ def build_atlas(
         stage(f"{space}_clusters", outputs, lambda d=d: _clusters(texts, _load(d / "xy.npy"), d))
     stage("extras", [out / f for f in ("norm.npy", "length.npy", "overlap.npy")], lambda: _extras(out, texts, spaces))
     return run
+
+
+def needs_graph(config: AtlasConfig | dict) -> bool:
+    """The kNN graph feeds UMAP and the raw-vs-calibrated overlap; a raw-only PCA map needs neither."""
+    get = config.get if isinstance(config, dict) else lambda key: getattr(config, key)
+    return get("layout") != "pca" or get("calibrate") != "none"
 
 
 def _calibrate(out: Path, d: Path, config: AtlasConfig, progress: StageProgress | None) -> None:
@@ -341,7 +349,7 @@ class AtlasSpace:
     grid: np.ndarray  # (G, G) smoothed counts
     bounds: tuple[float, float, float, float]
     clusters: list[dict]  # cluster, size, x, y, words
-    knn_ids: np.ndarray  # (n, k) int32, column 0 = the row itself
+    knn_ids: np.ndarray | None  # (n, k) int32, column 0 = the row itself; None for a raw-only PCA map
 
     def cluster_names(self) -> dict[int, str]:
         return {int(c["cluster"]): f"{c['cluster']}: {' · '.join(c['words']) or '(no words)'}" for c in self.clusters}
@@ -379,9 +387,8 @@ def is_complete(path: str | Path) -> bool:
     spaces = ["raw"] + ([] if config.get("calibrate") == "none" else ["cal"])
     need = [path / f for f in ("points.parquet", "vectors.npy", "norm.npy", "length.npy", "overlap.npy")]
     for s in spaces:
-        need += [
-            path / s / f for f in ("knn_ids.npy", "xy.npy", "density.npy", "cluster.npy", "grid.npy", "clusters.json")
-        ]
+        need += [path / s / f for f in ("xy.npy", "density.npy", "cluster.npy", "grid.npy", "clusters.json")]
+        need += [path / s / "knn_ids.npy"] if needs_graph(config) else []
     return all(p.exists() for p in need)
 
 
@@ -406,7 +413,7 @@ def load_atlas(path: str | Path) -> Atlas:
             grid=_load(d / "grid.npy"),
             bounds=tuple(meta["bounds"]),
             clusters=meta["clusters"],
-            knn_ids=_load(d / "knn_ids.npy", mmap=True),
+            knn_ids=_load(d / "knn_ids.npy", mmap=True) if (d / "knn_ids.npy").exists() else None,
         )
     points = pq.read_table(path / "points.parquet").to_pandas()
     return Atlas(

@@ -125,3 +125,11 @@ def test_cli_builds_resumes_and_explains_bad_input(tiny, tmp_path, monkeypatch, 
     assert err.count("\n") == 0 and "no column 'nope'" in err
     assert main([*args, "--calibrate", "bogus", "--quiet"]) == 2
     assert "bogus" in capsys.readouterr().err
+
+
+def test_raw_only_pca_map_skips_the_graph(tiny, tmp_path):
+    texts, meta = corpus(80)
+    run = build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca", calibrate="none"), meta)
+    assert "raw_knn" not in run.computed and not (tmp_path / "a" / "raw" / "knn_ids.npy").exists()
+    atlas = load_atlas(tmp_path / "a")
+    assert atlas.spaces["raw"].knn_ids is None and atlas.texts.tolist() == texts
