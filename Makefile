@@ -41,7 +41,7 @@ test-fast: $(VENV)/.dev-installed  # the edit-test loop: no slow model runs, no 
 test-compat: requirements-dev.lock  # tests/core against the newest transformers 4.x, in a second venv
 	test -x $(COMPAT)/bin/python || $(PYTHON) -m venv $(COMPAT)
 	$(COMPAT)/bin/pip install -q -r requirements-dev.lock
-	$(COMPAT)/bin/pip install -q "transformers>=4.40,<5"
+	$(COMPAT)/bin/pip install -q "transformers>=4.40,<5" "sentence-transformers>=3,<6"  # ST 6 needs transformers 5
 	$(COMPAT)/bin/pip install -q --no-deps -e .
 	$(COMPAT)/bin/python -c "import transformers; print('transformers', transformers.__version__)"
 	$(COMPAT)/bin/pytest tests/core -q
