@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from core.cache import atomic_write_bytes, text_digest
-from core.data import MAX_CHARS
+from core.data import TextStats, stream_texts, streaming_limits
 from core.embed import EmbedConfig, encode
 from core.errors import InputError
 from core.models import Encoder
@@ -67,35 +67,33 @@ def _check_text_file(path: Path) -> Path:
     return path
 
 
-def iter_texts(source: TextSource) -> Iterator[str]:
-    """Texts one at a time. A file is read line by line: stripped, empty lines skipped, long ones cut."""
+def iter_texts(source: TextSource, stats: TextStats | None = None) -> Iterator[str]:
+    """Texts one at a time. A file is read as ``load_corpus`` reads a .txt (``core.data.stream_texts``: the
+    same encodings, binary refusal and truncation), without its row or size limit; ``stats`` collects what
+    the warnings need."""
     if not _is_path(source):
         yield from (str(t) for t in source)
         return
     path = _check_text_file(Path(source))
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):  # (lines end in \n or \r\n)
-            try:
-                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError:
-                raise InputError(f"{path.name}: line {lineno} is not valid UTF-8; save the file as UTF-8") from None
-            text = line.strip()
-            if text:
-                yield text[:MAX_CHARS]
+    yield from stream_texts(path, path.name, streaming_limits(), stats)
 
 
-def scan_source(source: TextSource) -> tuple[int, str]:
-    """(number of texts, content digest) of a source; a file is streamed once."""
+def scan_source(source: TextSource, warnings: list[str] | None = None) -> tuple[int, str]:
+    """(number of texts, content digest) of a source; a file is streamed once and its load warnings (encoding,
+    truncated texts) are appended to ``warnings``."""
     if not _is_path(source):
         texts = list(source) if not isinstance(source, list) else source
         return len(texts), text_digest(texts)
+    stats = TextStats(Path(source).name)
     h = hashlib.sha256()
     n = 0
-    for text in iter_texts(source):
+    for text in iter_texts(source, stats):
         b = text.encode("utf-8", "surrogatepass")
         h.update(len(b).to_bytes(8, "little"))
         h.update(b)
         n += 1
+    if warnings is not None:
+        warnings.extend(stats.warnings() + stats.truncation_warning())
     return n, h.hexdigest()
 
 
@@ -123,6 +121,7 @@ class ChunkedRun:
     num_chunks: int
     computed_chunks: list[int] = field(default_factory=list)  # embedded in this call
     resumed_chunks: list[int] = field(default_factory=list)  # found finished from an earlier call
+    warnings: list[str] = field(default_factory=list)  # from reading a .txt source (encoding, truncation)
 
 
 def partial_path(out: Path) -> Path:
@@ -196,13 +195,15 @@ def embed_to_npy(
     if chunk_size < 1:
         raise InputError(f"chunk size must be at least 1, got {chunk_size}")
     parse_pooling(pooling, encoder.num_layers, encoder.is_encoder_decoder)
-    n, digest = scan_source(source)
+    warnings: list[str] = []
+    n, digest = scan_source(source, warnings)
     if n == 0:
         raise InputError("no texts to embed (the input is empty)")
     num_chunks = -(-n // chunk_size)
     signature = _run_signature(encoder, pooling, config, n, digest, chunk_size)
     done, mm = _load_progress(out, signature)
     run = ChunkedRun(out, n, 0 if mm is None else mm.shape[1], chunk_size, num_chunks, resumed_chunks=sorted(done))
+    run.warnings = warnings
     if done:
         log.info("resuming %s: %d of %d chunks already done", out.name, len(done), num_chunks)
     for c, texts in iter_chunks(source, chunk_size):
@@ -316,6 +317,7 @@ class ShardRun:
     num_shards: int
     computed_shards: list[int] = field(default_factory=list)
     resumed_shards: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # from reading a .txt source (encoding, truncation)
 
 
 def _finished_shards(shard_dir: Path, n: int, shard_rows: int) -> set[int]:
@@ -406,7 +408,8 @@ def embed_with_ray(
         model = str(Path(model).expanduser().resolve())
     encoder = load_encoder(model or None)  # checks model and pooling before any work; gives the fingerprint
     parse_pooling(pooling, encoder.num_layers, encoder.is_encoder_decoder)
-    n, digest = scan_source(source)
+    warnings: list[str] = []
+    n, digest = scan_source(source, warnings)
     if n == 0:
         raise InputError("no texts to embed (the input is empty)")
     num_shards = -(-n // shard_rows)
@@ -427,7 +430,7 @@ def embed_with_ray(
     shard_dir.mkdir(parents=True, exist_ok=True)
     done = _finished_shards(shard_dir, n, shard_rows)
     _write_manifest(shard_dir, {**signature, "dim": old.get("dim") if old else None, "complete": False})
-    run = ShardRun(shard_dir, n, 0, shard_rows, num_shards, resumed_shards=sorted(done))
+    run = ShardRun(shard_dir, n, 0, shard_rows, num_shards, resumed_shards=sorted(done), warnings=warnings)
     items = [
         {"shard": c, "start": c * shard_rows, "texts": texts}
         for c, texts in iter_chunks(source, shard_rows)

@@ -80,6 +80,7 @@ def _run_ray(args: argparse.Namespace, out: Path | None) -> dict:
     if not args.shard_dir:
         raise InputError("--engine ray needs --shard-dir (a folder every Ray node can write)")
     source, warnings = _texts(args)
+    args.interrupt_note = f"the shards finished so far are kept in {args.shard_dir}; run the same command to resume"
     run = embed_with_ray(
         source,
         args.shard_dir,
@@ -100,8 +101,9 @@ def _run_ray(args: argparse.Namespace, out: Path | None) -> dict:
         "computed_shards": len(run.computed_shards),
         "resumed_shards": len(run.resumed_shards),
         "out": None,
-        "warnings": warnings,
+        "warnings": warnings + run.warnings,
     }
+    warnings = result["warnings"]
     lines = [f"wrote {run.n} x {run.dim} vectors in {run.num_shards} shards to {run.shard_dir}"]
     if out is not None:
         from core.cache import atomic_save_npy
@@ -118,6 +120,9 @@ def _run_chunked(args: argparse.Namespace, out: Path) -> dict:
     from core.corpus_embed import embed_to_npy
 
     source, warnings = _texts(args)
+    args.interrupt_note = (
+        f"the chunks finished so far are kept in {out.name}.partial; run the same command again to resume"
+    )
     run = embed_to_npy(
         encoder_from_args(args),
         source,
@@ -135,9 +140,9 @@ def _run_chunked(args: argparse.Namespace, out: Path) -> dict:
         "chunks": run.num_chunks,
         "computed_chunks": len(run.computed_chunks),
         "resumed_chunks": len(run.resumed_chunks),
-        "warnings": warnings,
+        "warnings": warnings + run.warnings,
     }
-    emit(args, result, [f"wrote {run.n} x {run.dim} vectors to {out}", *warnings])
+    emit(args, result, [f"wrote {run.n} x {run.dim} vectors to {out}", *result["warnings"]])
     return result
 
 

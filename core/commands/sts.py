@@ -45,6 +45,8 @@ def run(args: argparse.Namespace) -> dict:
     pairs = load_pairs(args.pairs)
     if pairs.scores is None:
         raise InputError(f"{pairs.name}: no score column; sts needs gold scores (third column or 'score')")
+    if len(pairs) < 3 or np.ptp(pairs.scores) == 0:  # a correlation would be undefined (null)
+        raise InputError(f"{pairs.name}: a correlation needs at least 3 pairs whose scores differ, got {len(pairs)}")
     corpus = None if args.fit_on == "target" else load_corpus(args.fit_on)
     if corpus is not None and len(corpus) < 2:
         raise InputError(f"{corpus.name}: need at least 2 texts to fit a calibrator")

@@ -47,12 +47,12 @@ def fit_calibrator(method: str, flow_json: str, fit: Vectors) -> Calibrator:
     ``flow_json`` is the FlowConfig as JSON ("" for the default). A flow shows its bits/dim per epoch live.
     """
     folder = default_cache_dir() / "calibrators" / make_key(method, flow_json, fit.key)
-    if (folder / "calibrator.json").exists():
-        try:
+    try:  # exists() itself raises PermissionError in a folder we may not enter
+        if (folder / "calibrator.json").exists():
             return load_calibrator(folder)
-        except (InputError, OSError) as exc:
-            log.warning("dropping the unreadable cached calibrator %s: %s", folder, exc)
-            shutil.rmtree(folder, ignore_errors=True)
+    except (InputError, OSError) as exc:
+        log.warning("dropping the unreadable cached calibrator %s: %s", folder, exc)
+        shutil.rmtree(folder, ignore_errors=True)
     config = FlowConfig.from_dict(json.loads(flow_json)) if flow_json else None
     calibrator = make_calibrator(method, config)
     if isinstance(calibrator, Flow):

@@ -121,7 +121,7 @@ def test_put_get_roundtrip(tmp_cache: ArrayCache) -> None:
     got = tmp_cache.get("k", expected_rows=4, expected_cols=3)
     np.testing.assert_array_equal(got, arr)
     assert got.dtype == np.float32
-    assert _files(tmp_cache.root) == ["k.npy"]
+    assert _files(tmp_cache.root) == ["k.npy"]  # one file per entry: the checksum is inside
 
 
 def _write_pickle_npy(path: Path) -> None:
@@ -165,3 +165,178 @@ def test_put_on_unwritable_root_does_not_raise(tmp_path: Path) -> None:
     cache = ArrayCache(blocker / "embeddings")
     cache.put("k", np.ones((2, 2), np.float32))  # logs a warning, no exception
     assert cache.get("k") is None
+
+
+# ---------------------------------------------------------------- checksums (issue 17)
+
+
+def _data_span(path: Path) -> tuple[int, int]:
+    """(start, end) of the array data inside a cache entry (after the .npy header, before the trailer)."""
+    with open(path, "rb") as f:
+        np.lib.format.read_magic(f)
+        np.lib.format.read_array_header_1_0(f)
+        start = f.tell()
+    return start, path.stat().st_size - cache_mod.TRAILER_BYTES
+
+
+def test_half_zeroed_entry_is_dropped_not_served(tmp_cache: ArrayCache) -> None:
+    """The header intact and every value finite: only the checksum can tell (sts printed null, issue 17)."""
+    arr = np.random.default_rng(1).standard_normal((64, 8)).astype(np.float32) + 3.0  # no zeros inside
+    tmp_cache.put("k", arr)
+    p = tmp_cache.path("k")
+    start, end = _data_span(p)
+    data = bytearray(p.read_bytes())
+    data[(start + end) // 2 : end] = bytes(end - (start + end) // 2)
+    p.write_bytes(bytes(data))
+    assert np.isfinite(np.load(p, allow_pickle=False)).all()  # the damage is invisible to shape and finiteness
+    assert tmp_cache.get("k", expected_rows=64, expected_cols=8) is None
+    assert not p.exists()
+
+
+def test_entry_without_checksum_is_dropped(tmp_cache: ArrayCache) -> None:
+    tmp_cache.root.mkdir(parents=True)
+    np.save(tmp_cache.path("k"), np.ones((4, 3), np.float32))  # an entry of the format before checksums
+    assert tmp_cache.get("k") is None and not tmp_cache.path("k").exists()
+
+
+def test_entries_stay_loadable_npy(tmp_cache: ArrayCache) -> None:
+    arr = np.arange(12, dtype=np.float32).reshape(4, 3)
+    tmp_cache.put("k", arr)
+    np.testing.assert_array_equal(np.load(tmp_cache.path("k"), allow_pickle=False), arr)  # numpy ignores the trailer
+
+
+# ---------------------------------------------------------------- unreadable caches (issue 17)
+
+
+def _deny(monkeypatch, root: Path) -> None:
+    """Every file operation under ``root`` fails with EACCES, as in a folder of mode 000 (root ignores modes)."""
+    import errno
+
+    def denied(path) -> bool:
+        return str(path).startswith(str(root))
+
+    def guard(real):
+        def wrapper(self, *a, **k):
+            if denied(self):
+                raise PermissionError(errno.EACCES, "Permission denied", str(self))
+            return real(self, *a, **k)
+
+        return wrapper
+
+    for name in ("exists", "read_bytes", "mkdir", "unlink", "stat"):
+        monkeypatch.setattr(Path, name, guard(getattr(Path, name)))
+    real_open = os.open
+
+    def os_open(path, *a, **k):
+        if denied(path):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr(cache_mod.os, "open", os_open)
+
+
+def test_unreadable_cache_warns_once_and_computes(tmp_path: Path, monkeypatch, caplog) -> None:
+    cache = ArrayCache(tmp_path / "emb")
+    cache.put("k", np.ones((2, 2), np.float32))
+    _deny(monkeypatch, tmp_path / "emb")
+    cache_mod._warned.clear()
+    with caplog.at_level("WARNING", logger="core.cache"):
+        for _ in range(3):
+            assert cache.get("k") is None
+            cache.put("k2", np.ones((2, 2), np.float32))  # no exception
+    warnings = [r.getMessage() for r in caplog.records if r.name == "core.cache"]
+    assert len(warnings) == 1 and "Permission denied" in warnings[0], warnings
+    monkeypatch.undo()
+    assert cache.get("k") is not None  # the entry was not deleted because it could not be read
+
+
+def _as_user(uid: int | None, fn) -> tuple[int, str]:
+    """Run ``fn() -> str`` in a forked child as ``uid`` (None: this user); returns (status, what it returned,
+    or the error). Forked, not executed anew: the interpreter may live where that user cannot read."""
+    import traceback
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        status, out = 0, ""
+        try:
+            os.close(r)
+            if uid is not None:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+            out = fn()
+        except BaseException:
+            status, out = 1, traceback.format_exc()
+        finally:
+            os.write(w, out.encode())
+            os._exit(status)
+    os.close(w)
+    chunks = []
+    while chunk := os.read(r, 65536):
+        chunks.append(chunk)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), b"".join(chunks).decode()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_mode_000_entry_and_500_folder_as_a_user() -> None:
+    """Real permissions: an entry of mode 000 in a folder of mode 500, used by a non-root user (as root, the
+    check runs in a child switched to the 'nobody' user: root ignores file modes)."""
+    import logging
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="isoscope-perm-", dir="/tmp"))  # reachable by 'nobody'
+    cache_dir = base / "emb"
+    ArrayCache(cache_dir).put("k", np.ones((2, 2), np.float32))
+    uid = 65534 if os.geteuid() == 0 else None
+    if uid is not None:
+        os.chmod(base, 0o755)
+        os.chown(cache_dir, uid, uid)
+        os.chown(cache_dir / "k.npy", uid, uid)
+    os.chmod(cache_dir / "k.npy", 0o000)
+    os.chmod(cache_dir, 0o500)
+
+    def use_the_cache() -> str:
+        records: list[str] = []
+        handler = logging.Handler()
+        handler.emit = lambda rec: records.append(rec.getMessage())  # type: ignore[method-assign]
+        logging.getLogger("core.cache").addHandler(handler)
+        cache_mod._warned.clear()
+        cache = ArrayCache(cache_dir)
+        assert cache.get("k") is None  # unreadable: skipped
+        cache.put("k", np.zeros((2, 2), np.float32))  # unwritable folder: skipped
+        cache.put("j", np.zeros((2, 2), np.float32))
+        return "\n".join(records)
+
+    try:
+        status, out = _as_user(uid, use_the_cache)
+    finally:
+        os.chmod(cache_dir, 0o755)
+        os.chmod(cache_dir / "k.npy", 0o644)
+        shutil.rmtree(base)
+    assert status == 0, out
+    lines = [x for x in out.splitlines() if x.strip()]
+    assert len(lines) == 1 and "Permission denied" in lines[0], lines
+
+
+# ---------------------------------------------------------------- permissions of what we write (issue 17)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_atomic_writes_follow_the_umask(tmp_path: Path, umask: int) -> None:
+    """mkstemp made every output 0600 whatever the umask; a new file gets 0666 & ~umask, like open()."""
+    old = os.umask(umask)
+    try:
+        atomic_write_bytes(tmp_path / "a.bin", b"x")
+        atomic_save_npy(tmp_path / "b.npy", np.ones(2))
+        ArrayCache(tmp_path / "c").put("k", np.ones(2))
+        with open(tmp_path / "plain", "wb"):
+            pass
+    finally:
+        os.umask(old)
+    expected = 0o666 & ~umask
+    for p in (tmp_path / "a.bin", tmp_path / "b.npy", tmp_path / "c" / "k.npy", tmp_path / "plain"):
+        assert p.stat().st_mode & 0o777 == expected, (p.name, oct(p.stat().st_mode & 0o777))

@@ -50,6 +50,47 @@ def junk(n: int = 4096, seed: int = 0) -> bytes:
     return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8).tobytes()
 
 
+def deep_json(depth: int = 1000, key: str = "sentence1") -> bytes:
+    """One JSONL record nested ``depth`` arrays deep (2 KB): json.loads would exhaust its recursion."""
+    return (
+        json.dumps({"sentence2": "b", "text": "t", "score": 1})[:-1]
+        + f', "{key}": '
+        + "[" * depth
+        + "]" * depth
+        + "}\n"
+    ).encode()
+
+
+def parquet_bomb(
+    path: Path | None = None, groups: int = 2000, cell: int = 1_000_000, dictionary: bool = False
+) -> bytes:
+    """A small Parquet file that decodes to about ``2 * groups * cell`` bytes: ``groups`` zstd row groups of
+    one row each, sentence1 and sentence2 = 'c' * cell (issue 17: 1.2 MB on disk, 4 GB decoded).
+
+    ``dictionary``: instead one row group of ``groups`` rows all holding the same ``cell``-long text, stored
+    once in a dictionary page (the metadata's uncompressed size stays ~``cell``; decoded it is ``groups * cell``).
+    Written to ``path`` when given; returns the bytes.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    text = "c" * cell
+    buf = io.BytesIO()
+    if dictionary:  # built as a dictionary array: the test never holds the decoded texts either
+        col = pa.DictionaryArray.from_arrays(pa.array(np.zeros(groups, np.int32)), pa.array([text]))
+        table = pa.table({"sentence1": col, "sentence2": col, "score": np.full(groups, 3.0)})
+        pq.write_table(table, buf, compression="zstd", use_dictionary=True)
+    else:
+        table = pa.table({"sentence1": [text], "sentence2": [text], "score": [3.0]})
+        with pq.ParquetWriter(buf, table.schema, compression="zstd") as w:
+            for _ in range(groups):
+                w.write_table(table)
+    data = buf.getvalue()
+    if path is not None:
+        path.write_bytes(data)
+    return data
+
+
 class MarkerPayload:
     """Unpickling this creates ``path``: proof that a loader unpickled user data."""
 
@@ -72,6 +113,8 @@ def pickled_npy(marker: Path) -> bytes:
 def raw_pickle(marker: Path) -> bytes:
     return pickle.dumps(MarkerPayload(marker))
 
+
+PARQUET_BOMB = parquet_bomb(groups=60, cell=5_000_000)  # 600 MB decoded, over the 512 MiB default limit
 
 GOOD_PAIRS = [
     ["A man is strumming a guitar.", "A man plays the guitar.", 4.8],
@@ -109,6 +152,29 @@ REFUSED_PAIRS: list[tuple[str, str, bytes, tuple[str, ...]]] = [
     ("unsupported_extension", "p.xlsx", b"PK\x03\x04" + junk(64), ("unsupported file type",)),
     ("rows_200k", "p.csv", b"sentence1,sentence2,score\n" + b"a,b,1\n" * ROWS_200K, ("over the limit",)),
     ("quote_never_closed", "p.csv", b'sentence1,sentence2,score\na,"' + b"x\n" * 100_000 + b"c,d,3\n", ("quote",)),
+    # issue 17: bounded decoding
+    ("jsonl_nested_1000_deep", "p.jsonl", deep_json(), ("line 1", "deeper than")),
+    (
+        "jsonl_number_5000_digits",
+        "p.jsonl",
+        b'{"sentence1": "a", "sentence2": "b", "score": 1' + b"0" * 5000 + b"}\n",
+        ("line 1", "not valid json"),
+    ),
+    (
+        "jsonl_10k_keys",
+        "p.jsonl",
+        json.dumps({f"k{i}": i for i in range(10_000)}).encode() + b"\n",
+        ("different keys",),
+    ),
+    ("csv_10k_columns", "p.csv", b"sentence1,sentence2,score\n" + b",".join([b"a"] * 10_000) + b"\n", ("columns",)),
+    ("quote_left_open_short", "p.csv", b'sentence1,sentence2,score\na,b,3\n"c,d,4\n', ("quote",)),
+    (
+        "line_neither_utf8_nor_latin1",
+        "p.csv",
+        b"sentence1,sentence2,score\nok,fine,3\nbad \x81\x8d\x8f,x,2\n",
+        ("line 3", "encoding"),
+    ),
+    ("parquet_600mb_decoded", "p.parquet", PARQUET_BOMB, ("parquet", "limit")),
 ]
 
 
@@ -147,6 +213,16 @@ def _check_tabs(p) -> None:
     assert p.sentence1 == ["A cat, sitting"] and any("tabs" in w for w in p.warnings)
 
 
+MIXED = (
+    "sentence1,sentence2,score\nCafé,Thé,2\n".encode() + "Crème,Brûlée,3\n".encode("latin-1") + "Été,Hiver,1\n".encode()
+)
+
+
+def _check_mixed(p) -> None:  # UTF-8 with one Windows-1252 line: decoded line by line, the line named
+    assert p.sentence1 == ["Café", "Crème", "Été"] and p.sentence2 == ["Thé", "Brûlée", "Hiver"]
+    assert any("line 3" in w and "Latin-1" in w for w in p.warnings), p.warnings
+
+
 ACCEPTED_PAIRS: list[tuple[str, str, bytes, Callable[[Any], None]]] = [
     ("utf16_with_bom", "p.csv", PAIRS_TEXT.encode("utf-16"), _check_utf16),
     ("latin1", "p.csv", PAIRS_TEXT.encode("latin-1"), _check_latin1),
@@ -168,6 +244,7 @@ ACCEPTED_PAIRS: list[tuple[str, str, bytes, Callable[[Any], None]]] = [
     ),
     ("some_scores_bad", "p.csv", b"sentence1,sentence2,score\nA,B,abc\nC,D,3\nE,F,9\n", _check_some_bad_scores),
     ("tabs_in_csv", "p.csv", b"sentence1\tsentence2\tscore\nA cat, sitting\tA cat\t4\n", _check_tabs),
+    ("utf8_with_one_latin1_line", "p.csv", MIXED, _check_mixed),
 ]
 
 GOOD_CORPUS_TXT = "\n".join(
@@ -188,6 +265,11 @@ REFUSED_CORPUS: list[tuple[str, str, bytes, tuple[str, ...]]] = [
     ("unsupported_extension", "c.docx", b"PK\x03\x04", ("unsupported file type",)),
     ("lines_200k", "c.txt", b"some text\n" * ROWS_200K, ("over the limit",)),
     ("quote_never_closed", "c.csv", b'text,topic\n"' + b"x\n" * 100_000 + b"c,d\n", ("quote",)),
+    # issue 17: bounded decoding, and one set of rules for every text
+    ("jsonl_nested_1000_deep", "c.jsonl", deep_json(key="topic"), ("line 1", "deeper than")),
+    ("txt_nul_after_text", "c.txt", b"a line of text\n" * 100 + b"then a NUL \x00 byte\n", ("binary",)),
+    ("txt_line_neither_utf8_nor_latin1", "c.txt", b"fine\nalso fine\n\x81\x8d\x8f\x90\n", ("line 3", "encoding")),
+    ("parquet_600mb_decoded", "c.parquet", PARQUET_BOMB, ("parquet", "limit")),
 ]
 
 
@@ -211,6 +293,14 @@ def _c_html(c) -> None:
     assert c.texts == list(HTML)
 
 
+def _c_mixed(c) -> None:
+    assert c.texts == ["Café au lait", "Crème brûlée", "Été"]
+    assert any("line 2" in w and "Latin-1" in w for w in c.warnings), c.warnings
+
+
+MIXED_TXT = "Café au lait\n".encode() + "Crème brûlée\n".encode("latin-1") + "Été\n".encode()
+
+
 ACCEPTED_CORPUS: list[tuple[str, str, bytes, Callable[[Any], None]]] = [
     ("utf16_with_bom", "c.txt", "héllo\nwörld\n".encode("utf-16"), _c_utf16),
     ("latin1", "c.txt", "héllo\nwörld\n".encode("latin-1"), _c_latin1),
@@ -220,6 +310,7 @@ ACCEPTED_CORPUS: list[tuple[str, str, bytes, Callable[[Any], None]]] = [
     ("formula_cells", "c.csv", csv_bytes([[f, "t"] for f in FORMULAS], ["text", "topic"]), _c_formulas),
     ("html_and_script", "c.txt", "\n".join(HTML).encode(), _c_html),
     ("html_jsonl", "c.jsonl", "\n".join(json.dumps({"text": h}) for h in HTML).encode(), _c_html),
+    ("utf8_with_one_latin1_line", "c.txt", MIXED_TXT, _c_mixed),
 ]
 
 
