@@ -290,8 +290,12 @@ else:
     Y = np.fromfile(d + "/y.bin", np.float32).reshape(-1, 2)
 secs = time.perf_counter() - t
 np.save(d + "/y-" + method + ".npy", Y)
-kib = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-print(json.dumps({{"seconds": secs, "peak_rss_mib": kib / 1024}}))
+def hwm(text):  # VmHWM of a fresh address space: ru_maxrss would include the parent's RSS at fork
+    return float(next(x for x in text.splitlines() if x.startswith("VmHWM")).split()[1]) / 1024
+peak = hwm(open("/proc/self/status").read())
+if method == "rust-umap":
+    peak = float(out.strip().splitlines()[-1])  # node's own VmHWM (MiB)
+print(json.dumps({{"seconds": secs, "peak_rss_mib": peak}}))
 """
 
 NODE_RUNNER = r"""
@@ -303,6 +307,8 @@ const dist = new Float32Array(readFileSync(d + "/dist.bin").buffer.slice(0));
 const umap = await createUMAPFromKNN(+n, 2, ids, dist, { seed: 0 });
 await umap.run();
 writeFileSync(d + "/y.bin", Buffer.from(new Float32Array(umap.embedding).buffer));
+const status = readFileSync("/proc/self/status", "utf8");
+console.log(+status.match(/VmHWM:\s+(\d+)/)[1] / 1024);
 """
 
 
