@@ -3,10 +3,12 @@
 Usage (from the repo root)::
 
     .venv/bin/python bench/landscape.py            # 21 x 21 grid, 64 examples per point; target: grid <= 180 s
-    .venv/bin/python bench/landscape.py --quick    # 5 x 5 grid, 16 examples per point, under a minute
+    .venv/bin/python bench/landscape.py --quick    # 5 x 5 grids, 16 examples per point, under a minute
 
 Fine-tunes all-MiniLM-L6-v2 (+ head) on a few hundred STS-B binary examples (theta1) and on the demo
-topic task (theta2), builds the plane, then times the grid. Each grid point evaluates a fixed batch of
+topic task (theta2), builds the plane, then times the grid; then, side by side in the same run, the
+filter-normalised surface around theta1 (two Li et al. 2018 directions, the same grid size, alpha in
+[-1, 1]) and the time to draw one filter-normalised direction. Each grid point evaluates a fixed batch of
 training and held-out examples (half each) from a flat parameter vector, with the padding-free BERT
 forward (core.landscape.packed); one point is also timed side by side with the padded
 ``functional_call`` forward (``packed_vs_padded_speedup``, and the largest logit difference).
@@ -35,6 +37,7 @@ if str(REPO_ROOT) not in sys.path:
 from core.landscape.axes import make_plane, project  # noqa: E402
 from core.landscape.classifier import Evaluator, build_classifier, make_eval_set  # noqa: E402
 from core.landscape.curvature import hvp  # noqa: E402
+from core.landscape.directions import DirectionPlane, direction_seed, filter_normalized_direction  # noqa: E402
 from core.landscape.flat import FlatLayout  # noqa: E402
 from core.landscape.surface import surface_2d  # noqa: E402
 from core.landscape.tasks import load_task, sample  # noqa: E402
@@ -90,6 +93,14 @@ def run(grid: int, eval_size: int, n_train: int, epochs: int, hvps: int, seed: i
     t, cpu = time.perf_counter(), time.process_time()
     surface = surface_2d(evaluate, plane, alphas, betas)
     grid_seconds, grid_cpu = time.perf_counter() - t, time.process_time() - cpu
+    t = time.perf_counter()
+    d1 = filter_normalized_direction(layout, theta1, direction_seed(seed, 0))
+    direction_seconds = time.perf_counter() - t
+    d2 = filter_normalized_direction(layout, theta1, direction_seed(seed, 1))
+    filter_alphas = np.linspace(-1.0, 1.0, grid)
+    t = time.perf_counter()
+    filter_surface = surface_2d(evaluate, DirectionPlane(theta1, d1, d2), filter_alphas, filter_alphas)
+    filter_seconds = time.perf_counter() - t
     hvp_seconds = None
     if hvps:
         v = torch.randn(theta1.shape, generator=torch.Generator().manual_seed(seed))
@@ -120,6 +131,14 @@ def run(grid: int, eval_size: int, n_train: int, epochs: int, hvps: int, seed: i
         "target_grid_seconds": TARGET_GRID_SECONDS,
         "meets_target": bool(grid_seconds <= TARGET_GRID_SECONDS),
         "hvp_seconds": None if hvp_seconds is None else round(hvp_seconds, 2),
+        "filter_direction_seconds": round(direction_seconds, 3),
+        "filter_grid_seconds": round(filter_seconds, 2),
+        "filter_seconds_per_point": round(filter_seconds / grid**2, 4),
+        "filter_vs_task_grid_time": round(filter_seconds / grid_seconds, 3),
+        "filter_train_loss_range": [
+            float(np.min(filter_surface["train_loss"])),
+            float(np.max(filter_surface["train_loss"])),
+        ],
         "cos_delta1_delta2": round(plane.cos_delta1_delta2, 6),
         "kept_fraction": round(plane.kept_fraction, 6),
         "cos_e1_e2": plane.cos_e1_e2,
@@ -161,6 +180,11 @@ def main(argv: list[str] | None = None) -> int:
         ("seconds per point", result["seconds_per_point"]),
         ("grid CPU time (s)", result["grid_cpu_seconds"]),
         ("Hessian-vector product (s)", result["hvp_seconds"]),
+        ("filter direction (s)", result["filter_direction_seconds"]),
+        (
+            "filter-normalised grid (s)",
+            f"{result['filter_grid_seconds']} ({result['filter_vs_task_grid_time']}x the task grid)",
+        ),
         ("cos(delta1, delta2)", result["cos_delta1_delta2"]),
         ("theta1 coords", result["theta1_coords"]),
         ("theta2 coords / residual", f"{result['theta2_coords']} / {result['theta2_residual']:.2e}"),

@@ -108,9 +108,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--sharpness-alphas",
         nargs="+",
         type=float,
-        default=(0.25, 0.5),
+        default=(0.1, 0.25),
         metavar="A",
-        help="sharpness = mean loss increase at +-A along the filter-normalised directions (default: 0.25 0.5)",
+        help="sharpness = mean loss increase at +-A along the filter-normalised directions (default: 0.1 0.25)",
     )
     p.add_argument(
         "--learning-heldout",

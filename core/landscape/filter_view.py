@@ -48,7 +48,7 @@ class FilterConfig:
     range: tuple[float, float] = (-1.0, 1.0)  # alpha range of the curves and of both surface axes
     points_1d: int = 9  # evenly spaced points of each 1D curve (plus 0 and the sharpness alphas)
     grid: int | None = None  # points per axis of the 2D surface; None: the task-plane grid size
-    alphas: tuple[float, ...] = (0.25, 0.5)  # sharpness at +-alpha
+    alphas: tuple[float, ...] = (0.1, 0.25)  # sharpness at +-alpha (below where a fine-tuned MiniLM reaches chance)
 
     def validate(self) -> FilterConfig:
         from core.errors import InputError
