@@ -51,7 +51,8 @@ def test_a_finished_run_reads_back_typed(tiny_run):
         assert r.curve["train_loss"].shape == (len(config.alphas_1d),) and r.surface["train_loss"].shape == (5, 5)
         fn = r.filter_normalized
         assert fn is not None and fn.n_directions == 3 and fn.range == (-1.0, 1.0)
-        assert fn.curves["train_loss"].shape == (3, 9)  # 5 points in [-1, 1] plus +-0.1 and +-0.25 and fn.surface["heldout_error"].shape == (5, 5)
+        assert fn.curves["train_loss"].shape == (3, 9)  # 5 points in [-1, 1] plus +-0.1 and +-0.25
+        assert fn.surface["heldout_error"].shape == (5, 5)
         assert fn.sharpness.scale_invariant and fn.sharpness.mean == raw["filter_normalized"]["sharpness"]["mean"]
         assert r.learning_curve is not None and r.learning_curve.epochs == (0, 1, 2)
         assert r.learning_curve.n_heldout == 16
