@@ -150,12 +150,12 @@ def test_help_imports_no_heavy_library(command: str | None, tmp_path: Path) -> N
 
 
 def test_a_bug_is_reported_as_a_bug_with_the_traceback_under_v(cli, monkeypatch, pairs_file: Path, capsys) -> None:
-    import core.evaluate
+    import core.sts
 
     def broken(*args, **kwargs):
         raise ValueError("operands could not be broadcast together with shapes (3,) (4,)")
 
-    monkeypatch.setattr(core.evaluate, "correlations", broken)  # a deliberate bug deep inside core
+    monkeypatch.setattr(core.sts, "calibrated_sts", broken)  # a deliberate bug inside core (looked up at run time)
     assert cli(["sts", "--pairs", str(pairs_file), "--quiet"]) == 1  # not 2: this is not the user's input
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bug in Isoscope" in err and "ValueError" in err and "run with -v" in err
