@@ -19,9 +19,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import streamlit as st  # noqa: E402
 
-from dashboard import ui  # noqa: E402
+from dashboard import classroom, ui  # noqa: E402
 
 st.set_page_config(page_title="Isoscope", page_icon=":material/blur_on:", layout="wide")
+classroom.gate()  # classroom mode: nothing below runs until this session has given the access code
 
 PAGES = {
     "Start": [
@@ -54,4 +55,4 @@ ui.sidebar()
 try:
     nav.run()
 except Exception as exc:  # st.stop/st.rerun are BaseExceptions and pass through
-    ui.bug_report(exc)
+    (classroom.bug_report if classroom.enabled() else ui.bug_report)(exc)

@@ -23,6 +23,7 @@ from core.calibrate.methods import CALIBRATION_METHODS, METHOD_DESCRIPTIONS
 from core.data import CORPUS_FORMATS, TABLE_FORMATS, Corpus, Pairs, safe_csv
 from core.errors import InputError, first_line
 from core.pooling import valid_pooling_modes
+from dashboard import classroom
 from dashboard.services import calibration as calibration_service
 from dashboard.services import data as data_service
 from dashboard.services import embeddings
@@ -105,29 +106,48 @@ def show_warnings(warnings: Iterable[str]) -> None:
 # ------------------------------------------------------------------ sidebar
 
 
+def _model_box() -> tuple[str, str | None]:
+    """(model to load: "" = embedded, else a path or hub id; its label, None = the encoder's name).
+
+    In classroom mode there is no free text box: a select box offers the embedded model and the teacher's
+    allowlist by label, so nobody can probe the server's file system through it.
+    """
+    if classroom.enabled():
+        options = {"all-MiniLM-L6-v2 (embedded)": "", **dict(classroom.allowed_models())}
+        label = st.selectbox(
+            "Model", list(options), key="model_choice", help="The embedded model, or one your teacher made available."
+        )
+        return options[label], label
+    typed = st.text_input(
+        "Model path or Hugging Face id",
+        key="model_input",
+        placeholder="empty = embedded all-MiniLM-L6-v2",
+        help="A folder saved with save_pretrained, or a hub id (needs a network). "
+        "Leave empty for the embedded, offline all-MiniLM-L6-v2.",
+    ).strip()
+    return typed, None
+
+
 def sidebar() -> Settings:
     """Draw the shared sidebar and store the chosen Settings in the session."""
     with st.sidebar:
         st.markdown("#### Model")
-        typed = st.text_input(
-            "Model path or Hugging Face id",
-            key="model_input",
-            placeholder="empty = embedded all-MiniLM-L6-v2",
-            help="A folder saved with save_pretrained, or a hub id (needs a network). "
-            "Leave empty for the embedded, offline all-MiniLM-L6-v2.",
-        ).strip()
-        model = typed
+        model, label = _model_box()
         try:
             enc = load_model(model)
         except Exception as exc:  # a model that fails to load falls back to the default, so every page works
-            if isinstance(exc, InputError):
+            if classroom.enabled():  # the loader's message may name server files: the label only, details logged
+                log.error("could not load the allowed model %s: %s", model, "".join(traceback.format_exception(exc)))
+                st.error(f"Could not load {literal(label)}.", icon=":material/error:")
+            elif isinstance(exc, InputError):
                 user_error(exc)
             else:
                 bug_report(exc)
             st.caption("Using the embedded default instead.")
-            model = ""
+            model, label = "", None
             enc = load_model("")
-        st.caption(f"{literal(enc.name)} · {enc.num_layers} layers · d = {enc.hidden_size}")
+        label = label or enc.name
+        st.caption(f"{literal(label)} · {enc.num_layers} layers · d = {enc.hidden_size}")
         modes = list(valid_pooling_modes(enc.is_encoder_decoder)) + [f"layer:{k}" for k in range(enc.num_layers + 1)]
         if st.session_state.get("pooling") not in modes:
             st.session_state["pooling"] = "mean" if "mean" in modes else modes[0]
@@ -135,7 +155,7 @@ def sidebar() -> Settings:
         max_length = st.select_slider("Max tokens per text", MAX_LENGTHS, value=128, key="max_length")
     settings = Settings(
         model=model,
-        model_label=enc.name,
+        model_label=label,
         pooling=pooling,
         max_length=int(max_length),
         num_layers=enc.num_layers,

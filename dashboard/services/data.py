@@ -1,8 +1,14 @@
-"""Data the pages load: the demo files, parsed uploads, and the file ``isoscope app DATA_FILE`` preloads."""
+"""Data the pages load: the demo files, parsed uploads, and the file ``isoscope app DATA_FILE`` preloads.
+
+Uploads are decoded within ``core.data``'s limits (the ``ISOSCOPE_MAX_*`` variables the server runs with),
+and at most ``PARALLEL_PARSES`` at a time across all sessions, so a class uploading at once cannot multiply
+the peak memory of one decode by the number of students.
+"""
 
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 import streamlit as st
@@ -12,6 +18,8 @@ from core.paths import DEMO_CORPUS, DEMO_PAIRS
 
 PRELOAD_ENV = "ISOSCOPE_DATA_FILE"  # set by `isoscope app DATA_FILE`
 TEXT_COLUMN_ENV = "ISOSCOPE_TEXT_COLUMN"  # set by `isoscope app DATA_FILE --text-column C`
+PARALLEL_PARSES = 2
+_parsing = threading.BoundedSemaphore(PARALLEL_PARSES)
 
 
 @st.cache_data(show_spinner=False)
@@ -27,19 +35,22 @@ def demo_corpus() -> Corpus:
 @st.cache_data(show_spinner=False, max_entries=16)
 def parse_pairs(data: bytes, name: str) -> Pairs:
     """Parse an uploaded pairs file (raises InputError; errors are not cached)."""
-    return load_pairs(data, name)
+    with _parsing:
+        return load_pairs(data, name)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def parse_corpus(data: bytes, name: str) -> Corpus:
     """Parse an uploaded corpus file (raises InputError; errors are not cached)."""
-    return load_corpus(data, name)
+    with _parsing:
+        return load_corpus(data, name)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def parse_vectors(data: bytes, name: str) -> np.ndarray:
     """Validate an uploaded .npy of vectors (core.data.load_vectors; never unpickled)."""
-    return load_vectors(data, name)
+    with _parsing:
+        return load_vectors(data, name)
 
 
 def preloaded_file() -> tuple[str, str | None] | None:

@@ -1,0 +1,117 @@
+"""Classroom mode (``isoscope app --classroom``): one server, a class of students on the network.
+
+What it changes, read from the environment the ``app`` command sets (so it holds for every session):
+
+- an access code before any page (``gate``); the server only knows the code's SHA-256;
+- the model box offers the embedded model and the teacher's allowlist, nothing else on disk (``allowed_models``);
+  a model that fails to load is named by its label, never by its path;
+- a bug is shown without its traceback (which names server files) and logged on the server (``bug_report``);
+- lower upload and decode limits (``ISOSCOPE_MAX_*``, set by the command);
+- response headers that forbid framing and sniffing (``SecurityHeaders``, an ASGI middleware that
+  ``dashboard/serve.py`` installs through Streamlit's ``st.App``).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+import time
+import traceback
+
+import streamlit as st
+
+from core.commands.app import ENV_CLASSROOM, ENV_CODE_HASH, ENV_MODELS, code_hash
+
+log = logging.getLogger("isoscope.dashboard")
+
+MAX_ATTEMPTS = 20  # wrong codes per session before the form stops answering
+WRONG_CODE_DELAY = 1.0  # seconds each wrong code costs (brute force: one guess per second per session)
+_OK = "_classroom_admitted"
+_TRIES = "_classroom_attempts"
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV_CLASSROOM, "") == "1"
+
+
+def check_code(code: str) -> bool:
+    expected = os.environ.get(ENV_CODE_HASH, "")
+    return bool(expected) and hmac.compare_digest(code_hash(code), expected)
+
+
+def allowed_models() -> list[tuple[str, str]]:
+    """(label, path) of every model the teacher allowed, in the order given."""
+    try:
+        items = json.loads(os.environ.get(ENV_MODELS, "") or "[]")
+        return [(str(label), str(path)) for label, path in items]
+    except (ValueError, TypeError):
+        log.error("%s is not a JSON list of [label, path]; offering the embedded model only", ENV_MODELS)
+        return []
+
+
+def gate() -> None:
+    """In classroom mode, stop the script here until this session has given the access code."""
+    if not enabled() or st.session_state.get(_OK):
+        return
+    st.title("Isoscope")
+    st.caption("This dashboard is shared with a class. Type the access code your teacher gave you.")
+    tries = st.session_state.get(_TRIES, 0)
+    with st.form("classroom_gate"):
+        code = st.text_input("Access code", type="password", key="classroom_code", max_chars=64)
+        submitted = st.form_submit_button("Enter")
+    if submitted and tries < MAX_ATTEMPTS:
+        if check_code(code):
+            st.session_state[_OK] = True
+            st.session_state.pop(_TRIES, None)
+            st.rerun()
+        st.session_state[_TRIES] = tries + 1
+        time.sleep(WRONG_CODE_DELAY)
+        st.error("That is not the access code.", icon=":material/lock:")
+    if tries >= MAX_ATTEMPTS:
+        st.error("Too many wrong codes in this session; ask your teacher for the code.", icon=":material/lock:")
+    st.stop()
+
+
+def bug_report(exc: BaseException) -> None:
+    """A bug box without the traceback (it names server paths); the traceback goes to the server log."""
+    from dashboard.ui import BUG_MARKER
+
+    log.error("%s: %s", BUG_MARKER, "".join(traceback.format_exception(exc)))
+    st.error(
+        f"Something went wrong on the server ({type(exc).__name__}); this is a bug in Isoscope, not a problem "
+        "with your input. What you loaded is kept. Please tell your teacher.",
+        icon=":material/bug_report:",
+    )
+
+
+# ---------------------------------------------------------------- HTTP headers
+
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", b"frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+)
+
+
+class SecurityHeaders:
+    """Pure ASGI middleware: adds ``SECURITY_HEADERS`` to every HTTP response (WebSockets pass untouched)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message) -> None:
+            if message.get("type") == "http.response.start":
+                names = {k.lower() for k, _ in message.get("headers", [])}
+                extra = [(k, v) for k, v in SECURITY_HEADERS if k not in names]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
