@@ -22,7 +22,9 @@ pairs = ui.pairs_input("ovl")
 if pairs is None or len(pairs) < 3:
     st.info("Load at least three pairs (the demo pairs, or an upload).")
     st.stop()
-cal = ui.calibration_controls("ovl", default="whitening", include_none=False)
+# whitening:K (K = 64 by default), not full whitening: the default fit (demo corpus + the 330 pair sentences,
+# 666 vectors) is too small to whiten all 384 dimensions, and a default must not need a warning
+cal = ui.calibration_controls("ovl", default="whitening:K", include_none=False)
 fit = ui.fit_texts("ovl", pairs.texts)
 if fit is None:
     st.stop()

@@ -58,8 +58,11 @@ table = pairs.to_frame()
 for label, c in variants:
     table[f"cosine {label}"] = np.round(c, 4)
 
+correlated = pairs.scores is not None and n >= 3 and np.ptp(pairs.scores) > 0  # else Spearman is undefined (nan)
+if pairs.scores is not None and not correlated:
+    st.info("A correlation needs at least 3 pairs whose scores differ; showing the cosines instead.")
 cols = st.columns(len(variants))
-if pairs.scores is None:
+if not correlated:
     for col, (label, c) in zip(cols, variants, strict=True):
         col.metric(f"cosine ({label})", f"{c[0]:.3f}" if n == 1 else f"mean {c.mean():.3f}")
 else:

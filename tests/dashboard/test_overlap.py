@@ -13,7 +13,7 @@ def test_three_correlations_with_edit_distance(app: AppTest) -> None:
     assert set(values) == {
         "Spearman with edit distance: gold",
         "Spearman with edit distance: raw cosine",
-        "Spearman with edit distance: whitening cosine",
+        "Spearman with edit distance: whitening:64 cosine",  # the default: K = 64 of 384 dimensions
     }
     assert all(-100 <= v <= 100 for v in values.values())
     table = at.dataframe[0].value

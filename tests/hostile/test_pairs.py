@@ -140,10 +140,13 @@ def test_app_upload_refused_keeps_good_file(loaded, case, name, data, fragments)
     assert "good.csv" in " ".join(c.value for c in loaded.caption).replace("\\", "")
 
 
+APP_ACCEPTED = ("utf16_with_bom", "latin1", "sentence_100k_chars", "tabs_in_csv", "utf8_with_one_latin1_line")
+
+
 @pytest.mark.parametrize(
     ("case", "name", "data", "check"),
-    [c for c in ACCEPTED_PAIRS if c[0] in ("utf16_with_bom", "latin1", "sentence_100k_chars", "tabs_in_csv")],
-    ids=["utf16_with_bom", "latin1", "sentence_100k_chars", "tabs_in_csv"],
+    [c for c in ACCEPTED_PAIRS if c[0] in APP_ACCEPTED],
+    ids=list(APP_ACCEPTED),
 )
 def test_app_upload_with_warning(case, name, data, check) -> None:
     loaded = _fresh_upload_page()
@@ -170,3 +173,21 @@ def test_app_formulas_and_html_shown_literally() -> None:
     rendered = [m.value for m in loaded.markdown] + [c.value for c in loaded.caption] + [t.value for t in loaded.title]
     for text in (*FORMULAS, *HTML):
         assert not any(text in r for r in rendered), text
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [GOOD_PAIRS[:1], GOOD_PAIRS[:2], [[a, b, 3.0] for a, b, _ in GOOD_PAIRS]],
+    ids=["one_pair", "two_pairs", "one_score_value"],
+)
+def test_app_undefined_correlation_is_not_shown_as_nan(rows) -> None:
+    """Issue 17: one or two pairs gave Spearman null silently (the CLI now refuses); the page says why there is
+    no correlation and shows the cosines instead of a 'nan' metric."""
+    from tests.hostile.cases import csv_bytes
+
+    at = _fresh_upload_page()
+    _upload(at, "few.csv", csv_bytes(rows, ["sentence1", "sentence2", "score"]))
+    assert not at.exception and not at.error
+    assert any("at least 3 pairs whose scores differ" in i.value for i in at.info)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics and all(label.startswith("cosine") and "nan" not in value for label, value in metrics.items())

@@ -54,6 +54,16 @@ def _truncated() -> bytes:
     return data[: len(data) - 100]
 
 
+def _header_lies(rows: int) -> bytes:
+    """GOOD's bytes under a header claiming ``rows`` rows (np.load reads what the header claims, ignores the rest)."""
+    data = npy(GOOD)
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": "<f4", "fortran_order": False, "shape": (rows, D_GOOD)})
+    header = buf.getvalue()
+    assert data[len(header) - 1 : len(header)] == b"\n"  # the same header length: only the shape changed
+    return header + data[len(header) :]
+
+
 def _npz() -> bytes:
     buf = io.BytesIO()
     np.savez(buf, vectors=GOOD)
@@ -86,6 +96,9 @@ REFUSED = [
     ("claims_400mb", header_claiming((100_000, 1000)), ("over the limit",)),
     ("claims_exabytes", header_claiming((10**7, 10**7)), ("over the limit",)),
     ("claims_exabytes_few_rows", header_claiming((100, 10**15)), ("unreadable",)),
+    # issue 17: a header claiming fewer rows than the data was accepted (the rest silently dropped)
+    ("header_claims_fewer_rows", _header_lies(N_GOOD // 2), ("unreadable", "16 x 384", "holds 49,152 bytes")),
+    ("header_claims_more_rows", _header_lies(N_GOOD + 1), ("unreadable", "33 x 384")),
 ]
 
 
@@ -110,6 +123,19 @@ def test_load_vectors_refuses(case: str, data, fragments: tuple[str, ...], tmp_p
     else:
         raise AssertionError(f"{case} was accepted")
     assert not marker.exists(), "the pickle inside the .npy was executed"
+
+
+@pytest.mark.parametrize(
+    "data", [_header_lies(N_GOOD // 2), header_claiming((100, 10**15)), header_claiming((100_000, 1000))]
+)
+def test_header_messages_are_whole(data: bytes) -> None:
+    """Issue 17: the "header lies" messages were wrapped twice ("unreadable .npy (v.npy: unreadable .npy (...")
+    and cut off at 80 characters, losing the advice."""
+    with pytest.raises(InputError) as err:
+        load_vectors(data, "v.npy")
+    msg = str(err.value)
+    assert msg.count("v.npy") == 1 and msg.count("unreadable") <= 1 and "..." not in msg, msg
+    assert msg.endswith("sample the vectors first") or msg.endswith("allow_pickle=False)"), msg
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float64, np.int8, np.uint16])
