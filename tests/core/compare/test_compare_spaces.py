@@ -18,7 +18,6 @@ from core.compare.spaces import (
 )
 from core.embed import encode, encode_many
 from core.errors import InputError
-from core.paths import DEMO_CORPUS
 from tests.tiny_models import tiny_bert
 
 TEXTS = [
@@ -194,7 +193,3 @@ def test_landscape_refusals(landscape_run: Path, tiny, tmp_path: Path, monkeypat
     monkeypatch.setenv("ISOSCOPE_CACHE", str(tmp_path))
     with pytest.raises(InputError, match="no finished landscape experiment under"):
         load_space_encoder(parse_space("model=landscape:latest"), lambda name: tiny)
-
-
-def test_demo_corpus_exists() -> None:
-    assert DEMO_CORPUS.exists()
