@@ -16,6 +16,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, 
 from transformers.utils import logging as hf_logging
 
 from core.errors import InputError, first_line
+from core.precision import parse_precision
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +38,9 @@ class Encoder:
     name: str  # what the user asked for (path or hub id)
     tokenizer: PreTrainedTokenizerBase
     model: PreTrainedModel
-    fingerprint: str  # stable id of the weights, for caches
+    fingerprint: str  # stable id of the weights and the precision, for caches
     is_encoder_decoder: bool = False
+    precision: str = "fp32"  # core.precision.PRECISIONS; int8 encoders come from core.quantize.quantize_encoder
     num_layers: int = field(init=False)
     hidden_size: int = field(init=False)
 
@@ -120,12 +122,29 @@ def _check_tokenizer(name: str, folder: Path, tokenizer: PreTrainedTokenizerBase
         )
 
 
-def load_encoder(name_or_path: str | None = None, device: str = "cpu") -> Encoder:
-    """Load a tokenizer and model (eval mode, no grad) from a directory or a hub id.
+def with_precision(encoder: Encoder, precision: str) -> Encoder:
+    """``encoder`` itself at its own precision; its int8 copy (``core.quantize.quantize_encoder``, memoised by
+    fingerprint) when an fp32 encoder is asked for int8. An int8 encoder cannot give fp32 back (ValueError)."""
+    precision = parse_precision(precision)
+    if precision == encoder.precision:
+        return encoder
+    if encoder.precision != "fp32":
+        raise ValueError(f"cannot turn a {encoder.precision} encoder into {precision}; load the fp32 model")
+    from core.quantize import quantize_encoder
+
+    return quantize_encoder(encoder)
+
+
+def load_encoder(name_or_path: str | None = None, device: str = "cpu", precision: str = "fp32") -> Encoder:
+    """Load a tokenizer and model (eval mode, no grad) from a directory or a hub id, at ``precision``
+    (``fp32``, or ``int8``: see ``core.quantize``; int8 runs on the CPU only).
 
     The embedded default loads fully offline. A hub id that cannot be fetched raises one InputError
     that names the offline default.
     """
+    precision = parse_precision(precision)  # a bad precision fails before any loading
+    if precision != "fp32" and device != "cpu":
+        raise InputError(f"precision {precision} runs on the CPU only; use --precision fp32 on {device}")
     name = resolve_model_name(name_or_path)
     source, is_local = _check_source(name)
     hf_logging.disable_progress_bar()  # our own bars show progress, not transformers' weight-loading bars
@@ -163,13 +182,14 @@ def load_encoder(name_or_path: str | None = None, device: str = "cpu") -> Encode
     fingerprint = _fingerprint_dir(Path(source)) if is_local else f"hub:{name}:{getattr(config, '_commit_hash', '')}"
     label = DEFAULT_MODEL_NAME if source == default_model_path() else name
     log.info("loaded %s (%s)", label, type(model).__name__)
-    return Encoder(
+    encoder = Encoder(
         name=label,
         tokenizer=tokenizer,
         model=model,
         fingerprint=fingerprint,
         is_encoder_decoder=bool(getattr(config, "is_encoder_decoder", False)),
     )
+    return with_precision(encoder, precision)
 
 
 def encoder_from_model(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, name: str) -> Encoder:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.commands.common import add_json_argument, emit, encoder_from_args
+from core.commands.common import PRECISION_HELP, add_json_argument, emit, encoder_from_args
+from core.precision import PRECISIONS
 
 NAME = "atlas"
 HELP = "map a whole corpus (up to 1,000,000 texts) in 2-D: layout, density, clusters, raw and calibrated"
@@ -20,6 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model", default="", help="model directory or Hugging Face id (default: embedded all-MiniLM-L6-v2)"
     )
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32", help=PRECISION_HELP)
     p.add_argument("--pooling", default="mean", help="pooling mode (default: mean)")
     p.add_argument("--max-length", type=int, default=128, help="max tokens per text (default: 128)")
     p.add_argument("--batch-size", type=int, default=64, help="texts per forward pass at least (default: 64)")

@@ -77,7 +77,9 @@ def _loader(args: argparse.Namespace):
     def load(name: str):
         name = name or args.model
         if name not in loaded:
-            one = argparse.Namespace(model=name, preloaded_encoder=getattr(args, "preloaded_encoder", None))
+            one = argparse.Namespace(
+                model=name, preloaded_encoder=getattr(args, "preloaded_encoder", None), precision=args.precision
+            )
             loaded[name] = encoder_from_args(one)
         return loaded[name]
 
@@ -142,6 +144,11 @@ def run(args: argparse.Namespace) -> dict:
 
     _check_options(args)
     specs = [parse_space(args.a), parse_space(args.b)]  # before loading anything
+    if args.precision != "fp32" and any(s.init == "random" or (s.model or "").startswith("landscape:") for s in specs):
+        raise InputError(
+            f"--precision {args.precision} quantises pretrained models only; compare random-init or "
+            "landscape spaces with --precision fp32"
+        )
     texts, n_read, warnings = load_texts(args)
     if len(texts) < args.k + 1:
         raise InputError(f"--k {args.k} needs at least {args.k + 1} distinct texts; {args.input} has {len(texts)}")

@@ -153,6 +153,8 @@ def run(args: argparse.Namespace) -> dict:
     if args.engine == "ray":
         if args.actors < 1 or args.num_cpus < 1:
             raise InputError("--actors and --num-cpus must be at least 1")
+        if args.precision != "fp32":
+            raise InputError(f"--precision {args.precision} runs with --engine local only (Ray actors load fp32)")
         return _run_ray(args, out)
     if out is None:
         raise InputError("--out is required (a .npy file) unless --engine ray")

@@ -131,6 +131,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         batch_size=8,  # length-sorted chunks of 8 pad little
         batch_help="examples per evaluation forward pass",
         cache_help="recompute everything (do not reuse checkpoints or results in --out)",
+        precision=False,
+        fp32_note="always fp32 (no --precision): this command trains the model, and int8 is for encoding only",
     )
     add_json_argument(p)
 
