@@ -48,6 +48,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "compare two spaces of the same texts: CKA, neighbour overlap, hubness and aligned maps (and CKA per layer)",
     ),
     "atlas": ("core.commands.atlas", "map a whole corpus (up to 1,000,000 texts) in 2-D: layout, density, clusters"),
+    "sweep": ("core.commands.sweep", "geometry and STS score as vectors shrink: fp32, int8, binary, first-k and PCA-k"),
     "app": ("core.commands.app", "start the dashboard (optionally on a data file, like `isoscope app corpus.parquet`)"),
 }
 
