@@ -159,7 +159,7 @@ def run_landscape(
     seeds = [config.train.seed + k for k in range(config.seeds)]
     summaries: list[dict] = []
     for k, seed in enumerate(seeds):
-        cfg = replace(config, train=replace(config.train, seed=seed))
+        cfg = replace(config, train=replace(config.train, seed=seed), seeds=1)  # one seed's own experiment
         if k > 0:  # every seed on the grid the first one chose
             cfg = replace(cfg, grid=int(summaries[0]["grid"]["grid"]))
         tag = f" seed {seed}" if len(seeds) > 1 else ""

@@ -348,6 +348,11 @@ class InitResults:
     filter_normalized: FilterNormalized | None  # None: older results, or --directions task
     learning_curve: LearningCurve | None  # None: older results
 
+    @property
+    def filter_surface(self) -> Grid | None:
+        """The filter-normalised surface, or None when this result has no filter-normalised view."""
+        return self.filter_normalized.surface if self.filter_normalized is not None else None
+
     def trajectory_frame(self) -> pd.DataFrame:
         t = self.trajectory
         return pd.DataFrame(

@@ -205,7 +205,7 @@ def bars(df: pd.DataFrame, y: str, title: str, log: bool = False) -> go.Figure:
 
 def zrange(view: services.LandscapeView, metric: str, with_traj: bool = False, filtered: bool = False):
     """One colour/height range for both initialisations (task-plane or filter-normalised surfaces)."""
-    grids = [filter_grid(ir) if filtered else ir.surface for ir in view.inits.values()]
+    grids = [ir.filter_surface if filtered else ir.surface for ir in view.inits.values()]
     values = [np.asarray(g[metric], float).ravel() for g in grids if g is not None and metric in g]
     if with_traj and not view.trajectory.empty:
         values.append(view.trajectory[metric].to_numpy(float))
@@ -213,10 +213,6 @@ def zrange(view: services.LandscapeView, metric: str, with_traj: bool = False, f
     v = v[np.isfinite(v)]
     lo, hi = (float(v.min()), float(v.max())) if len(v) else (0.0, 1.0)
     return (lo, hi if hi > lo else lo + 1e-6)
-
-
-def filter_grid(ir):
-    return ir.filter_normalized.surface if ir.filter_normalized is not None else None
 
 
 def band_curves(df: pd.DataFrame, x: str, metric: str, title: str, x_title: str, marks: tuple = ()) -> go.Figure:
@@ -371,15 +367,18 @@ st.subheader("Headline numbers")
 if view.seeds.empty:
     st.caption("One run, no seeds recorded (results written before --seeds): no spread to show.")
 else:
-    table = view.seeds.assign(value=[pm(m, sd, 4) for m, sd in zip(view.seeds["mean"], view.seeds["sd"], strict=True)])
+    table = view.seeds.assign(
+        value=[pm(m, sd, 4) for m, sd in zip(view.seeds["mean"], view.seeds["sd"], strict=True)],
+        scale_invariant=view.seeds["scale_invariant"].map({True: "yes", False: "no"}).fillna(""),
+    )
     wide = table.pivot(index=["label", "scale_invariant"], columns="init", values="value").reset_index()
     order = {lab: k for k, lab in enumerate(dict.fromkeys(table["label"]))}
     wide = wide.sort_values("label", key=lambda c: c.map(order)).rename(columns=INIT_LABEL)
     st.dataframe(wide.astype(str), width="stretch", hide_index=True)
     st.caption(
         f"Mean ± sample sd over {n_seeds} seed{'s' if n_seeds != 1 else ''} (each seed repeats sampling, head "
-        "init, scratch init and data order). scale_invariant: True for the filter-normalised sharpness, False "
-        "for the Hessian eigenvalue and the grid curvature, None where the question does not apply."
+        "init, scratch init and data order). scale_invariant: yes for the filter-normalised sharpness, no for "
+        "the Hessian eigenvalue and the grid curvature, blank where the question does not apply."
     )
     ui.download_table(view.seeds, "landscape_seeds", "Download headline numbers CSV")
 
@@ -470,7 +469,7 @@ else:
     st.caption("Mean over the random directions, band ± one sample sd across directions (first seed).")
     f_range = zrange(view, "train_loss", filtered=True)
     for col, init in zip(st.columns(len(inits)), inits, strict=True):
-        g = filter_grid(view.inits[init])
+        g = view.inits[init].filter_surface
         with col:
             st.markdown(f"**{INIT_LABEL[init]}**")
             if g is not None:
@@ -586,14 +585,13 @@ if not rb.empty:
 
 st.subheader("All numbers")
 st.dataframe(view.axes.round(4), width="stretch", hide_index=True)
-d = st.columns(5)
-with d[0]:
-    ui.download_table(view.axes, "landscape_axes_flatness", "Download axes + flatness CSV")
-with d[1]:
-    ui.download_table(view.curves, "landscape_curves", "Download 1D curves CSV")
-with d[2]:
-    ui.download_table(view.surfaces, "landscape_surfaces", "Download surfaces CSV")
-with d[3]:
-    ui.download_table(view.filter_curves, "landscape_filter_curves", "Download filter-normalised curves CSV")
-with d[4]:
-    ui.download_table(view.filter_surfaces, "landscape_filter_surfaces", "Download filter-normalised surfaces CSV")
+downloads = (
+    (view.axes, "landscape_axes_flatness", "Download axes + flatness CSV"),
+    (view.curves, "landscape_curves", "Download 1D curves CSV"),
+    (view.surfaces, "landscape_surfaces", "Download surfaces CSV"),
+    (view.filter_curves, "landscape_filter_curves", "Download filter-normalised curves CSV"),
+    (view.filter_surfaces, "landscape_filter_surfaces", "Download filter-normalised surfaces CSV"),
+)
+for col, (table, name, label) in zip(st.columns(len(downloads)), downloads, strict=True):
+    with col:
+        ui.download_table(table, name, label)

@@ -85,6 +85,7 @@ def test_every_seed_in_its_folder_and_the_summary_over_them(tiny_run, tmp_path):
     assert summary["seed_runs"] == [str(out), str(seed_dir(out, 1))]
     seed1 = json.loads((seed_dir(out, 1) / "summary.json").read_text())
     assert seed1["seed"] == 1 and seed1["config"]["train"]["seed"] == 1 and seed1["grid"]["grid"] == 5
+    assert seed1["config"]["seeds"] == 1 and summary["config"]["seeds"] == 2 and summary["config"]["train"]["seed"] == 0
     for init in ("pretrained", "scratch"):
         values = summary["summary"][init]["train_loss_theta1"]["values"]
         assert values == pytest.approx([summary[init]["theta1"]["train_loss"], seed1[init]["theta1"]["train_loss"]])

@@ -53,6 +53,7 @@ def test_a_finished_run_reads_back_typed(tiny_run):
         assert fn is not None and fn.n_directions == 3 and fn.range == (-1.0, 1.0)
         assert fn.curves["train_loss"].shape == (3, 9)  # 5 points in [-1, 1] plus +-0.1 and +-0.25
         assert fn.surface["heldout_error"].shape == (5, 5)
+        assert r.filter_surface is fn.surface
         assert fn.sharpness.scale_invariant and fn.sharpness.mean == raw["filter_normalized"]["sharpness"]["mean"]
         assert r.learning_curve is not None and r.learning_curve.epochs == (0, 1, 2)
         assert r.learning_curve.n_heldout == 16
@@ -94,7 +95,7 @@ def test_results_written_before_the_new_sections_still_load(tiny_run, tmp_path):
     res = load_results(out)
     assert res.summary.seeds is None and res.summary.directions == "task"
     for r in res.inits.values():
-        assert r.filter_normalized is None and r.learning_curve is None
+        assert r.filter_normalized is None and r.learning_curve is None and r.filter_surface is None
         assert r.surface is not None and r.flatness.hessian.scale_invariant is False
 
 
