@@ -11,7 +11,7 @@ import streamlit as st
 
 from core.errors import InputError
 from core.paths import stsb_dir
-from dashboard.services.models import encoder
+from dashboard.services.models import fp32_encoder
 
 if TYPE_CHECKING:  # core.landscape imports torch: only inside the functions that run or read an experiment
     from core.landscape.results import InitResults, LandscapeResults, Summary
@@ -109,7 +109,7 @@ def _landscape_run(
         filter_config=FilterConfig(directions=LIVE_FILTER_DIRECTIONS, points_1d=5, grid=grid),
         learning_heldout=LIVE_LEARNING_HELDOUT,
     ).validate()
-    enc = encoder(model)
+    enc = fp32_encoder(model)  # training needs fp32 weights, whatever the sidebar's precision
     out = Path(root) / experiment_key(enc, task1, task2, config)
     # per init: train x2, 1D curve, surface, rollback, Hessian, filter curves, filter surface, learning curve
     n_stages = len(INITS) * (8 + (hessian_iters > 0))
@@ -194,5 +194,5 @@ def landscape_view(out_dir: str) -> LandscapeView:
 @st.cache_data(show_spinner=False, max_entries=8)
 def landscape_disk_estimate(model: str, epochs: int) -> float:
     """Approximate MB of checkpoints a live run keeps: 4 runs x (epochs + 1) float32 parameter vectors."""
-    n = sum(p.numel() for p in encoder(model).model.parameters())
+    n = sum(p.numel() for p in fp32_encoder(model).model.parameters())
     return 4 * (epochs + 1) * n * 4 / 2**20

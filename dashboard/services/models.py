@@ -1,4 +1,11 @@
-"""Loaded models: shared, cached once per server process."""
+"""Loaded models: shared, cached once per server process.
+
+The sidebar names the encoder with one string, ``model_key(model, precision)``: the model path or hub id ("" for
+the embedded default), prefixed with ``int8:`` for the int8 copy (core.quantize). Every service takes that key,
+so every cached result keyed by it (and every on-disk cache, keyed by the encoder's fingerprint) keeps the two
+precisions apart. ``encoder(key)`` gives the encoder at the key's precision (what encodes); ``fp32_encoder(key)``
+the fp32 model (what is trained, counted or edited: loss surfaces, parameter budgets, rank-k shrinking).
+"""
 
 from __future__ import annotations
 
@@ -6,26 +13,63 @@ import numpy as np
 import streamlit as st
 
 from core.models import Encoder, load_encoder
+from core.precision import parse_precision
 from dashboard.services.keyed import HASH_FUNCS, Texts
+
+INT8_PREFIX = "int8:"
+
+
+def model_key(model: str, precision: str = "fp32") -> str:
+    """The string that names ``model`` at ``precision`` in every service."""
+    return (INT8_PREFIX if parse_precision(precision) == "int8" else "") + model
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """(model, precision) of a ``model_key``."""
+    if key.startswith(INT8_PREFIX):
+        return key[len(INT8_PREFIX) :], "int8"
+    return key, "fp32"
 
 
 @st.cache_resource(show_spinner="Loading model…", max_entries=3)
-def encoder(model: str) -> Encoder:
-    """A loaded encoder; ``model`` is a path or hub id, ``""`` for the embedded default."""
+def _fp32(model: str) -> Encoder:
     return load_encoder(model or None)
+
+
+@st.cache_resource(show_spinner="Building the int8 model (once per model)…", max_entries=2)
+def _int8(model: str) -> Encoder:
+    from core.quantize import quantize_encoder
+
+    return quantize_encoder(_fp32(model))  # a copy: the shared fp32 encoder stays as it is
+
+
+def encoder(key: str) -> Encoder:
+    """A loaded encoder at the key's precision; ``key`` is a ``model_key`` ("" for the embedded default)."""
+    model, precision = split_key(key)
+    return _int8(model) if precision == "int8" else _fp32(model)
+
+
+def fp32_encoder(key: str) -> Encoder:
+    """The fp32 encoder of ``key``'s model, whatever its precision (for training, counting or editing weights)."""
+    return _fp32(split_key(key)[0])
 
 
 @st.cache_resource(show_spinner="Loading a private copy of the model…", max_entries=1)
-def private_encoder(model: str) -> Encoder:
-    """A second copy of the model whose weights may be swapped temporarily (rank-k shrink), so the shared
-    cached encoder that other pages use is never touched."""
+def _private(model: str) -> Encoder:
     return load_encoder(model or None)
+
+
+def private_encoder(key: str) -> Encoder:
+    """A second fp32 copy of the model whose weights may be swapped temporarily (rank-k shrink), so the shared
+    cached encoder that other pages use is never touched. Always fp32: the int8 model's graph holds its own
+    copy of the weights, which a swap would not reach."""
+    return _private(split_key(key)[0])
 
 
 @st.cache_data(show_spinner="Counting tokens…", max_entries=16, hash_funcs=HASH_FUNCS)
 def token_lengths(model: str, texts: Texts) -> np.ndarray:
     """Number of tokens of each text (n,) with the model's tokenizer, special tokens included, untruncated."""
-    tok = encoder(model).tokenizer
+    tok = fp32_encoder(model).tokenizer
     items = texts.items
     out = np.empty(len(items), np.int64)
     for s in range(0, len(items), 1024):

@@ -12,7 +12,7 @@ from core.params import PRESET_NAMES, Architecture, architecture_from_model, get
 from dashboard import ui
 from dashboard.services import anatomy
 from dashboard.services.keyed import pairs_key
-from dashboard.services.models import encoder
+from dashboard.services.models import fp32_encoder
 
 s = ui.settings()
 st.title("Embedding anatomy")
@@ -27,7 +27,7 @@ LOADED = "loaded model"
 choice = st.selectbox("Architecture", [LOADED, *PRESET_NAMES, "custom"], key="anat_preset")
 try:
     if choice == LOADED:
-        arch = architecture_from_model(encoder(s.model).model, name=s.model_label)
+        arch = architecture_from_model(fp32_encoder(s.model).model, name=s.model_label)
     elif choice == "custom":
         c = st.columns(4)
         arch = Architecture(
@@ -135,7 +135,7 @@ if pairs is not None and ranks:
         ui.chart(fig, "shrink_curve")
         st.dataframe(curve, width="stretch", hide_index=True)
         ui.download_table(curve, "shrink_curve")
-if encoder(s.model).model.get_output_embeddings() is None:
+if fp32_encoder(s.model).model.get_output_embeddings() is None:
     st.caption(
         "The loaded model has no masked-LM head, so there is no output embedding to compare with. Load a "
         "model saved with its MLM head (e.g. BertForMaskedLM) to compare input and output embeddings."

@@ -1,0 +1,41 @@
+"""Precision and dimension sweep (core.sweep): the corpus and the pairs through the fp32 and the int8 model, then
+every variant measured; cached by the model, the texts, the pairs and the settings."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from core.data import Pairs
+from core.sweep import SweepConfig, SweepPairs, SweepResult, run_sweep
+from dashboard.services import embeddings
+from dashboard.services.keyed import HASH_FUNCS, Texts
+from dashboard.services.models import model_key, split_key
+
+
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
+def sweep(
+    model: str, texts: Texts, pairs: Pairs | None, pooling: str, max_length: int, dims: tuple[int, ...], k: int
+) -> SweepResult:
+    """``core.sweep.run_sweep`` of ``texts`` (and ``pairs`` with scores) for ``model``'s fp32 and int8 encoders."""
+    base = split_key(model)[0]
+    items = list(texts.items) + (list(pairs.texts) if pairs is not None else [])
+    full = embeddings.embed(model_key(base, "fp32"), items, pooling, max_length).array  # (n + 2m, d)
+    full8 = embeddings.embed(model_key(base, "int8"), items, pooling, max_length).array  # (n + 2m, d)
+    n = len(texts)
+    swept = None
+    if pairs is not None:
+        m = len(pairs)
+        gold = np.asarray(pairs.scores, np.float64)
+        swept = SweepPairs(full[n : n + m], full[n + m :], gold, full8[n : n + m], full8[n + m :])
+    bar = st.progress(0.0, text="Measuring each variant…")
+    try:
+        return run_sweep(
+            full[:n],
+            full8[:n],
+            swept,
+            SweepConfig(dims=dims, k=k),
+            lambda d, t: bar.progress(d / max(t, 1), text=f"Measuring variant {d} / {t}"),
+        )
+    finally:
+        bar.empty()
