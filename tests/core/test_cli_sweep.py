@@ -127,3 +127,19 @@ def test_landscape_has_no_precision_option() -> None:
     assert "--precision" not in sub._option_string_actions
     assert sub.get_default("precision") == "fp32"
     assert "always fp32" in sub.format_help()
+
+
+def test_sweep_help_imports_no_heavy_library(tmp_path: Path) -> None:
+    """``isoscope sweep --help`` lists --dims and answers without torch, transformers, faiss or sklearn."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom core.cli import main\ntry:\n    main(['sweep', '--help'])\nexcept SystemExit as e:\n"
+        "    assert e.code == 0\nheavy = ('torch', 'transformers', 'faiss', 'sklearn', 'onnxruntime')\n"
+        "print('LOADED:' + ','.join(m for m in heavy if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    help_text, loaded = proc.stdout.rsplit("LOADED:", 1)
+    assert "--dims" in help_text and loaded.strip() == ""
