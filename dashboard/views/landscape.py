@@ -475,19 +475,18 @@ else:
             if g is not None:
                 fig = contour(g, "train_loss", None, f_range, "train loss", ("α (direction d1)", "β (direction d2)"))
                 ui.chart(fig, f"landscape_filter_surface_{init}")
-    sharp = view.sharpness
     for col, init in zip(st.columns(len(inits)), inits, strict=True):
-        fn = view.inits[init].filter_normalized
+        fn, over = view.inits[init].filter_normalized, sm.seeds.stats[init] if n_seeds > 1 else None
         if fn is not None:
-            sh = fn.sharpness
+            sh = over["filter_sharpness"] if over else fn.sharpness
             col.metric(
                 f"Sharpness · {INIT_LABEL[init]}",
                 pm(sh.mean, sh.sd, 3),
-                help=f"Mean loss increase L(θ1 + αd) − L(θ1) over α in {', '.join(f'{a:g}' for a in sh.alphas)} "
-                f"and {sh.n_directions} directions (± sample sd over directions). Scale-invariant.",
+                help=f"Mean loss increase L(θ1 + αd) − L(θ1) over α in {', '.join(f'{a:g}' for a in fn.sharpness.alphas)}"
+                f" and {fn.n_directions} directions; ± sample sd over {'seeds' if over else 'directions'}. Scale-invariant.",
             )
     st.caption(SCALE_NOTE)
-    st.dataframe(sharp.round(5), width="stretch", hide_index=True)
+    st.dataframe(view.sharpness.round(5), width="stretch", hide_index=True)
 
 st.subheader("Flatness at θ1 (raw parameter units)")
 for col, init in zip(st.columns(len(inits)), inits, strict=True):

@@ -97,13 +97,13 @@ def test_unfinished_result_is_one_error_line(app: AppTest, results_root: Path) -
 
 @pytest.fixture(scope="module")
 def stored_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A small stored experiment (tiny random BERT on the demo tasks, a few seconds), written once."""
+    """A small stored experiment (tiny random BERT on the demo tasks, two seeds, a few seconds), written once."""
     from core.landscape import LandscapeConfig, TrainConfig, load_task, run_landscape
     from tests.tiny_models import tiny_bert
 
     out = tmp_path_factory.mktemp("stored") / "run"
     train = TrainConfig(lr=1e-3, epochs=2, batch_size=8, n_train=24, max_length=48, seed=0)
-    config = LandscapeConfig(train=train, eval_size=8, eval_chunk=8, grid=3, points_1d=3, hessian_iters=2)
+    config = LandscapeConfig(train=train, eval_size=8, eval_chunk=8, grid=3, points_1d=3, hessian_iters=2, seeds=2)
     run_landscape(tiny_bert(0), load_task("demo-topic", 0), load_task("demo-pairs", 0), config, out)
     return out
 
@@ -152,3 +152,20 @@ def test_a_changed_schema_is_a_bug_box_naming_the_field(app: AppTest, results_ro
     errors = " ".join(e.value for e in at.error).replace("\\", "")  # Markdown escapes
     assert "This is a bug" in errors and "axes.cos_delta1_delta2" in errors and "results.json" in errors
     assert not at.metric  # nothing is shown as NaN
+
+
+def test_seeds_show_mean_and_sd(app: AppTest, results_root: Path, stored_run: Path) -> None:
+    folder = _stored(stored_run, results_root, "seeds")
+    summary = json.loads((folder / "summary.json").read_text())
+    at = open_page(app, "landscape")
+    assert not at.error, [e.value for e in at.error]
+    headline = next(d.value for d in at.dataframe if "label" in d.value.columns)
+    row = headline[headline["label"] == "filter-normalised sharpness (train loss)"].iloc[0]
+    assert row["scale_invariant"] == "yes" and " ± " in row["Pre-trained"]
+    assert headline[headline["label"] == "top Hessian eigenvalue at theta1"].iloc[0]["scale_invariant"] == "no"
+    stat = summary["summary"]["scratch"]["filter_sharpness"]
+    shown = next(m.value for m in at.metric if m.label == "Sharpness · From scratch")
+    mean, sd = (float(x) for x in shown.split(" ± "))
+    # shown with 3 and 2 significant digits: rounding moves them by at most 0.5% and 5%
+    assert mean == pytest.approx(stat["mean"], rel=6e-3) and sd == pytest.approx(stat["sd"], rel=6e-2)
+    assert any("over 2 seeds" in c.value for c in at.caption)
