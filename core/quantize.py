@@ -8,10 +8,11 @@ scale is computed per batch at run time. The int8 model is cached on disk under
 ``~/.cache/isoscope/int8/`` (keyed by the model's fingerprint and the recipe), so the export runs once per
 model. Attention score products, layer norms, softmax and the embeddings stay in fp32.
 
-Measured on all-MiniLM-L6-v2 (bench/encode.py, bench/quantize_survey.py): about 2.5x sentence-transformers'
-fp32 speed on 2 AVX2 cores and within a few tenths of a Spearman point on STS-B. Per-tensor activation scales
-mean a sentence's vector depends slightly on the batch it is padded with (1 - cosine ~1e-2 at worst, on
-tokens of a short sentence next to a long one); results are deterministic for a given list of texts, and
+Measured on all-MiniLM-L6-v2 (bench/encode.py, full run, 2 shared AVX2 cores): 2.35x sentence-transformers'
+fp32 speed (1.9x our fp32) and 0.29 Spearman points lost on STS-B test (81.74 vs 82.03, mean pooling), with
+nothing kept in fp32 (bench/quantize_sensitivity.py measures each group's drop on STS-B dev). Per-tensor
+activation scales mean a sentence's vector depends slightly on the batch it is padded with (1 - cosine ~1e-2
+at worst, a short sentence next to a long one); results are deterministic for a given list of texts, and
 differ across CPUs by more than fp32 does (int8 kernels differ between AVX2, AVX-512 VNNI and ARM): compare
 int8 vectors by cosine, never bit for bit.
 
