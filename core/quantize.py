@@ -38,6 +38,7 @@ from pathlib import Path
 import torch
 
 from core.cache import default_cache_dir, make_key
+from core.errors import InputError
 from core.models import Encoder
 from core.precision import INT8_RECIPE, precision_suffix
 
@@ -255,10 +256,20 @@ class OrtSeq2Seq(torch.nn.Module):
         raise TypeError("call get_encoder() and get_decoder() of an int8 encoder-decoder model")
 
 
+def _require_onnxruntime() -> None:
+    """int8 needs onnxruntime and onnx; without them, one line that says what to install."""
+    import importlib.util
+
+    missing = [m for m in ("onnxruntime", "onnx") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise InputError(f"--precision int8 needs {' and '.join(missing)}: pip install onnxruntime onnx")
+
+
 def quantize_encoder(encoder: Encoder, config: Int8Config = DEFAULT_CONFIG, cache_dir: Path | None = None) -> Encoder:
     """The int8 copy of an fp32 ``encoder`` (the fp32 one is left untouched and still usable)."""
     if encoder.precision != "fp32":
         raise ValueError(f"quantize_encoder needs an fp32 encoder, got {encoder.precision}")
+    _require_onnxruntime()
     suffix = precision_suffix("int8") + ("" if config == DEFAULT_CONFIG else f"-{config.key()[:12]}")
     fingerprint = encoder.fingerprint + suffix
     if fingerprint in _MEMO:

@@ -172,3 +172,12 @@ def test_real_model_int8_keeps_the_sts_ranking(encoder) -> None:
     s8 = correlations(cosine_pairs(b[:n], b[n:]), gold)["spearman"]
     # 165 pairs: a cosine change of ~1e-2 moves a few ranks; 1.5 points is ~3 of 165 pairs swapping far
     assert abs(s32 - s8) < 1.5
+
+
+def test_without_onnxruntime_int8_is_one_line_that_says_what_to_install(tiny, monkeypatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a))
+    with pytest.raises(InputError, match="needs onnxruntime: pip install onnxruntime onnx"):
+        quantize.quantize_encoder(tiny)
