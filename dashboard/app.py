@@ -19,7 +19,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import streamlit as st  # noqa: E402
 
-from dashboard import classroom, ui  # noqa: E402
+from dashboard import classroom, heap, ui  # noqa: E402
 
 st.set_page_config(page_title="Isoscope", page_icon=":material/blur_on:", layout="wide")
 classroom.gate()  # classroom mode: nothing below runs until this session has given the access code
@@ -53,6 +53,7 @@ PAGES = {
 
 nav = st.navigation(PAGES)
 ui.sidebar()
+heap.freeze_once()  # the libraries and the model are loaded: later full collections skip them
 try:
     nav.run()
 except Exception as exc:  # st.stop/st.rerun are BaseExceptions and pass through

@@ -21,6 +21,15 @@ def metrics_of(vectors: Vectors) -> dict[str, float]:
 
 
 @st.cache_data(show_spinner=False, max_entries=128, hash_funcs=HASH_FUNCS)
+def cosine_histogram_of(vectors: Vectors, n_pairs: int, seed: int = 0) -> np.ndarray:
+    """core.metrics.cosine_histogram_sample of ``vectors`` (shared by every session: a class of 30 computed
+    the same 20,000 cosines per space once each)."""
+    from core.metrics import cosine_histogram_sample
+
+    return cosine_histogram_sample(vectors.array, n_pairs, seed=seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=128, hash_funcs=HASH_FUNCS)
 def singular_values_of(vectors: Vectors) -> np.ndarray:
     """core.metrics.singular_values of the centred ``vectors``."""
     from core.metrics import singular_values

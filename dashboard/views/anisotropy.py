@@ -8,7 +8,6 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.errors import InputError
-from core.metrics import cosine_histogram_sample
 from dashboard import ui
 from dashboard.services import calibration, embeddings, geometry
 from dashboard.services.keyed import Vectors
@@ -68,7 +67,7 @@ ui.download_table(table.reset_index(), "anisotropy_metrics")
 st.subheader("Pairwise cosines")
 hist = go.Figure()
 for name, x in spaces.items():
-    hist.add_trace(go.Histogram(x=cosine_histogram_sample(x.array, 20_000, seed=0), name=name, opacity=0.55, nbinsx=80))
+    hist.add_trace(go.Histogram(x=geometry.cosine_histogram_of(x, 20_000, seed=0), name=name, opacity=0.55, nbinsx=80))
 hist.update_layout(barmode="overlay", height=360, xaxis_title="cosine of a random pair", yaxis_title="pairs")
 ui.chart(hist, "cosine_histogram")
 

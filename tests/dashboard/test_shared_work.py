@@ -1,0 +1,72 @@
+"""A class on one server (issue 17): what the first session computed is shared, not redone per session.
+
+Measured with bench/classroom.py: a second session's page views cost the server a fraction of the first's,
+once (1) the Anisotropy page's cosine histogram came from a cache shared across sessions instead of being
+recomputed on every visit, and (2) the long-lived heap was frozen out of Streamlit's full garbage collection
+after every script run. These tests pin both down without timing anything: the expensive core functions
+are counted while a second session visits the tour pages.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections import Counter
+
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from tests.dashboard.conftest import APP, open_page
+
+TOUR = ("home", "similarity", "anisotropy", "neighbours", "projection")
+
+
+def _count(monkeypatch, calls: Counter, module, name: str) -> None:
+    real = getattr(module, name)
+
+    def counted(*args, **kwargs):
+        calls[name] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+
+
+def _tour() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=900).run()
+    for page in TOUR:
+        open_page(at, page)
+        assert not at.error, (page, [e.value for e in at.error])
+    return at
+
+
+def test_a_second_session_recomputes_nothing(monkeypatch, tmp_path) -> None:
+    import core.embed
+    import core.metrics
+    import core.projection
+    import dashboard.services.calibration
+    import dashboard.services.neighbours
+
+    monkeypatch.setenv("ISOSCOPE_CACHE", str(tmp_path / "cache"))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    calls: Counter = Counter()
+    for module, name in (
+        (core.embed, "_encode_uncached"),  # a forward pass of the model
+        (core.metrics, "cosine_histogram_sample"),  # Anisotropy: was computed on every visit
+        (core.metrics, "all_metrics"),
+        (core.projection, "project"),  # PCA/UMAP
+        (dashboard.services.neighbours, "build_index"),  # FAISS
+        (dashboard.services.calibration, "make_calibrator"),  # every calibrator fit
+    ):
+        _count(monkeypatch, calls, module, name)
+    _tour()
+    first = Counter(calls)
+    assert first["_encode_uncached"] and first["cosine_histogram_sample"] and first["make_calibrator"], first
+    _tour()  # another student, same pages, same settings
+    assert calls == first, f"a second session redid {dict(calls - first)}"
+
+
+def test_the_heap_is_frozen_after_the_first_run() -> None:
+    """Streamlit's gc.collect(2) after every run walked the whole heap (torch, transformers, the model):
+    more than half of a warm page view's CPU. Frozen objects are skipped."""
+    AppTest.from_file(APP, default_timeout=900).run()
+    assert gc.get_freeze_count() > 100_000  # the libraries and the model
