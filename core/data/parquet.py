@@ -147,10 +147,16 @@ def read_parquet(src: Source, name: str, limits: DecodeLimits) -> tuple[pd.DataF
     texts = [c for c in keep if kinds[c] in ("text", "binary")]
     columns: dict[str, list[Any]] = {c: [] for c in keep}
     cell = CellBuilder(limits.max_chars)
-    n = 0
+    n = decoded = 0
     try:
         pf = pq.ParquetFile(handle, metadata=md, read_dictionary=texts, **options)
         for batch in pf.iter_batches(batch_size=batch_rows, columns=keep, use_threads=False):
+            decoded += batch.get_total_buffer_size()
+            if decoded > limits.max_parquet_bytes:  # the metadata understated the data: stop at the limit anyway
+                raise InputError(
+                    f"{name}: decodes to more than its metadata says (over {_mib(limits.max_parquet_bytes)}); "
+                    "the file is damaged or crafted"
+                )
             for c in keep:
                 arr = batch.column(c)
                 columns[c].extend(_texts(arr, kinds[c], cell) if c in texts else arr.to_pylist())

@@ -11,7 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.data import Corpus, Pairs, load_corpus, load_pairs, safe_csv
+from core.data import Corpus, DecodeLimits, Pairs, current_limits, load_corpus, load_pairs, safe_csv
+from core.data.delimited import DelimitedParser
+from core.data.text import BLOCK
 from core.errors import InputError
 from core.paths import DEMO_CORPUS, DEMO_PAIRS
 
@@ -437,3 +439,141 @@ def test_demo_pairs_load(repo_root: Path) -> None:
     assert len(pairs) >= 120 and pairs.warnings == []
     assert pairs.scores is not None and pairs.scores.min() >= 0 and pairs.scores.max() <= 5
     assert np.ptp(pairs.scores) > 3  # graded, not all alike
+
+
+# ---------------------------------------------------------------- bounded decoding (issue 17)
+
+
+def test_limits_defaults_environment_and_validation(monkeypatch) -> None:
+    assert current_limits() == DecodeLimits()
+    monkeypatch.setenv("ISOSCOPE_MAX_ROWS", "1_000")
+    monkeypatch.setenv("ISOSCOPE_MAX_CHARS", "77")
+    assert current_limits() == DecodeLimits(max_rows=1000, max_chars=77)
+    assert current_limits().replace(max_rows=5, max_chars=None).max_chars == 77
+    monkeypatch.setenv("ISOSCOPE_MAX_CHARS", "0")
+    _raises_one_line(current_limits, match="ISOSCOPE_MAX_CHARS must be at least 1")
+    with pytest.raises(ValueError, match="positive integer"):
+        DecodeLimits(max_bytes=-1)
+
+
+TRICKY_CSV = [
+    "a,b,c\n1,2,3\n",
+    'a,"b,c",d\n',
+    '"a ""quoted"" word",x\n',
+    '"multi\nline",y\r\n"two\r\nlines",z\r\n',
+    'x"y",z\n',  # a quote inside an unquoted cell is text
+    '"abc"def,x\n',  # text after a closing quote is kept
+    ' "x",y\n',  # a space before the quote: unquoted
+    "a,b,\n",
+    "a,b,",
+    "\n\na,b\n\n",
+    "a\rb\rc\r",
+    '"",""\n',
+    ",,,\n",
+    "é,ü\n",
+]
+
+
+@pytest.mark.parametrize("text", TRICKY_CSV)
+@pytest.mark.parametrize("piece", [1, 2, 3, 1000])
+def test_delimited_parser_reads_what_the_csv_module_reads(text: str, piece: int) -> None:
+    """The streaming parser against the csv module (excel dialect), fed in pieces of every size."""
+    expected = [[c.strip() for c in row] for row in csv.reader(io.StringIO(text, newline=""))]
+    parser = DelimitedParser(",", "t.csv", 10_000, 100)
+    rows = []
+    for i in range(0, len(text), piece):
+        rows += parser.feed(text[i : i + piece])
+    last = parser.close()
+    rows += [last] if last is not None else []
+    got = [[c.strip() for c in r] for r in rows]
+    assert [r for r in got if any(r)] == [r for r in expected if any(r)]
+
+
+def test_cells_are_cut_while_read_and_counted() -> None:
+    raw = b"sentence1,sentence2,score\n" + b" " * 50 + b"x" * 5000 + b",short,3\n" + b"y" * 10 + b" " * 9000 + b",s,2\n"
+    pairs = load_pairs(raw, "p.csv", max_chars=100)
+    assert pairs.sentence1 == ["x" * 100, "y" * 10]  # leading spaces do not count, trailing ones are not text
+    assert pairs.warnings == ["p.csv: 1 text(s) longer than 100 characters were truncated"]
+
+
+def test_a_line_longer_than_a_block_keeps_its_encoding_rules() -> None:
+    """A line of several MiB is decoded in pieces: a multibyte character across a block boundary survives,
+    and a Windows-1252 byte in its tail is named by its line number."""
+    long_line = "é" * (BLOCK // 2 + 7)  # 2 bytes each: the line crosses the first block boundary mid-character
+    raw = ("first\n" + long_line + "\nthird\n").encode() + "caf\xe9\n".encode("latin-1")
+    corpus = load_corpus(raw, "c.txt", max_chars=10_000_000)
+    assert corpus.texts == ["first", long_line, "third", "café"]
+    assert corpus.warnings == [
+        "c.txt: 1 line(s) not valid UTF-8 (line 4), decoded as Latin-1 (Windows-1252); check accented characters"
+    ]
+    tail = ("x" * (BLOCK + 10)).encode() + b" caf\xe9\nok\n"
+    corpus = load_corpus(tail, "c.txt", max_chars=10_000_000)
+    assert corpus.texts[1] == "ok" and corpus.texts[0].endswith(" café") and "line 1" in corpus.warnings[0]
+
+
+def test_utf16_lines_across_blocks() -> None:
+    texts = [f"ligne numéro {i}" for i in range(60_000)]  # ~2 MiB in UTF-16: several blocks
+    corpus = load_corpus(("\n".join(texts) + "\n").encode("utf-16"), "c.txt", max_rows=100_000)
+    assert corpus.texts == texts and corpus.warnings == ["c.txt: decoded as UTF-16"]
+
+
+def test_jsonl_line_endings_and_values_cut() -> None:
+    raw = b'{"text": "a", "n": 1}\r\n{"text": "' + b"b" * 300 + b'", "n": 2}\r{"text": "c", "n": 3}'
+    corpus = load_corpus(raw, "c.jsonl", max_chars=100)
+    assert corpus.texts == ["a", "b" * 100, "c"] and corpus.meta["n"].tolist() == [1, 2, 3]
+    assert any("1 text(s) longer than 100" in w for w in corpus.warnings)
+
+
+def _parquet_of(table) -> bytes:
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()
+
+
+def test_parquet_nested_columns_dropped_binary_read_as_text() -> None:
+    import pyarrow as pa
+
+    table = pa.table(
+        {
+            "text": pa.array([b"caf\xc3\xa9", b"x" * 50], pa.binary()),
+            "tags": pa.array([[1, 2], [3]], pa.list_(pa.int64())),
+            "n": [1, 2],
+        }
+    )
+    corpus = load_corpus(_parquet_of(table), "c.parquet", max_chars=20)
+    assert corpus.texts == ["café", "x" * 20] and corpus.meta["n"].tolist() == [1, 2]
+    assert "c.parquet: column 'tags' holds nested values (lists, structs, maps); ignored" in corpus.warnings
+    assert any("1 text(s) longer than 20" in w for w in corpus.warnings)
+
+
+def test_parquet_limits_are_checked_before_reading(monkeypatch) -> None:
+    """Rows and row groups come from the metadata: over a limit, nothing is decoded."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def no_reading(*a, **k):
+        raise AssertionError("decoded rows although the metadata was over a limit")
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", no_reading)
+    many_rows = _parquet_of(pa.table({"text": [f"t{i}" for i in range(500)]}))
+    _raises_one_line(load_corpus, many_rows, "c.parquet", max_rows=100, match="500 rows is over the limit of 100")
+    buf = io.BytesIO()
+    with pq.ParquetWriter(buf, pa.schema([("text", pa.string())])) as w:
+        for i in range(30):
+            w.write_table(pa.table({"text": [f"t{i}"]}))
+    monkeypatch.setenv("ISOSCOPE_MAX_ROW_GROUPS", "20")
+    _raises_one_line(load_corpus, buf.getvalue(), "c.parquet", match="30 row groups, over the limit of 20")
+
+
+def test_parquet_whose_metadata_understates_its_data_is_stopped(monkeypatch) -> None:
+    """A crafted footer can claim small sizes; the decoded bytes are counted too, batch by batch."""
+    import pyarrow as pa
+
+    import core.data.parquet
+
+    data = _parquet_of(pa.table({"text": ["x" * 600_000] * 4}))
+    monkeypatch.setattr(core.data.parquet, "_check_metadata", lambda *a: 1)  # as if the footer said "tiny"
+    monkeypatch.setenv("ISOSCOPE_MAX_PARQUET_BYTES", str(2**20))
+    _raises_one_line(load_corpus, data, "c.parquet", match="decodes to more than its metadata says")
