@@ -7,8 +7,8 @@ What it changes, read from the environment the ``app`` command sets (so it holds
   a model that fails to load is named by its label, never by its path;
 - a bug is shown without its traceback (which names server files) and logged on the server (``bug_report``);
 - lower upload and decode limits (``ISOSCOPE_MAX_*``, set by the command);
-- response headers that forbid framing and sniffing (``SecurityHeaders``, an ASGI middleware that
-  ``dashboard/serve.py`` installs through Streamlit's ``st.App``).
+- response headers that forbid framing and sniffing, and no server path in the WebSocket's session message
+  (``SecurityHeaders``, an ASGI middleware that ``dashboard/serve.py`` installs through Streamlit's ``st.App``).
 """
 
 from __future__ import annotations
@@ -96,13 +96,39 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
 )
 
 
+def without_script_path(frame: bytes) -> bytes:
+    """A ForwardMsg frame with ``new_session.main_script_path`` blanked (Streamlit sends every browser the
+    absolute path of the app on the server; the frontend does not need it)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    msg = ForwardMsg()
+    try:
+        msg.ParseFromString(frame)
+    except Exception:  # not a ForwardMsg: pass it on untouched
+        return frame
+    if msg.WhichOneof("type") != "new_session" or not msg.new_session.main_script_path:
+        return frame
+    msg.new_session.main_script_path = ""
+    return msg.SerializeToString()
+
+
 class SecurityHeaders:
-    """Pure ASGI middleware: adds ``SECURITY_HEADERS`` to every HTTP response (WebSockets pass untouched)."""
+    """Pure ASGI middleware: adds ``SECURITY_HEADERS`` to every HTTP response, and removes the server's script
+    path from the messages sent over the WebSocket."""
 
     def __init__(self, app) -> None:
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:
+        if scope.get("type") == "websocket":
+
+            async def send_without_paths(message) -> None:
+                if message.get("type") == "websocket.send" and message.get("bytes"):
+                    message = {**message, "bytes": without_script_path(message["bytes"])}
+                await send(message)
+
+            await self.app(scope, receive, send_without_paths)
+            return
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return

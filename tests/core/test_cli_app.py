@@ -1,9 +1,10 @@
 """``isoscope app``: safe defaults (this machine only) and ``--classroom`` (issue 17): all interfaces, an access
-code printed at start and known to the server only as a hash, a model allowlist, lower limits, and response
-headers that forbid framing, checked on a real server."""
+code printed at start and known to the server only as a hash, a model allowlist, lower limits, response
+headers that forbid framing and no server path in the WebSocket's session message, checked on a real server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -122,6 +123,23 @@ def _headers(url: str, deadline: float) -> dict[str, str]:
             time.sleep(0.5)
 
 
+async def _session_script_path(port: int) -> str:
+    """``new_session.main_script_path`` as a browser receives it over the WebSocket (before any access code)."""
+    import websockets
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    async with websockets.connect(f"ws://127.0.0.1:{port}/_stcore/stream", subprotocols=["streamlit"]) as ws:
+        msg = BackMsg()
+        msg.rerun_script.query_string = ""
+        await ws.send(msg.SerializeToString())
+        while True:
+            fwd = ForwardMsg()
+            fwd.ParseFromString(await asyncio.wait_for(ws.recv(), 300))
+            if fwd.WhichOneof("type") == "new_session":
+                return fwd.new_session.main_script_path
+
+
 @pytest.mark.parametrize("classroom", [True, False], ids=["classroom", "default"])
 def test_served_headers_forbid_framing(tmp_path: Path, classroom: bool) -> None:
     port = _free_port()
@@ -140,6 +158,9 @@ def test_served_headers_forbid_framing(tmp_path: Path, classroom: bool) -> None:
     )
     try:
         deadline = time.monotonic() + 120
+        _headers(f"http://127.0.0.1:{port}/_stcore/health", deadline)
+        script_path = asyncio.run(_session_script_path(port))
+        assert (script_path == "") if classroom else script_path.endswith("app.py"), script_path
         for path in ("/", "/_stcore/health"):
             headers = _headers(f"http://127.0.0.1:{port}{path}", deadline)
             if classroom:
