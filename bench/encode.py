@@ -166,13 +166,16 @@ def run(quick: bool, repeat: int, batch_size: int, max_length: int) -> dict[str,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"the sentences of {QUICK_PAIRS} STS-B test pairs")
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs per engine; the best counts (default 3)")
+    parser.add_argument(
+        "--repeat", type=int, default=None, help="timed runs per engine; the best counts (default 3, 2 with --quick)"
+    )
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
-    result = run(args.quick, args.repeat, args.batch_size, args.max_length)
+    repeat = args.repeat if args.repeat is not None else (2 if args.quick else 3)
+    result = run(args.quick, repeat, args.batch_size, args.max_length)
     print(f"{result['n_sentences']} sentences, batch {args.batch_size}, max length {args.max_length}")
     print(f"  ours (core.embed.encode):          {result['ours_sentences_per_s']:8.1f} sentences/s")
     print(f"  sentence-transformers .encode:     {result['sentence_transformers_sentences_per_s']:8.1f} sentences/s")
