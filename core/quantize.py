@@ -38,8 +38,8 @@ from pathlib import Path
 import torch
 
 from core.cache import default_cache_dir, make_key
+from core.encoder import Encoder
 from core.errors import InputError
-from core.models import Encoder
 from core.precision import INT8_RECIPE, precision_suffix
 
 log = logging.getLogger(__name__)
