@@ -18,11 +18,11 @@ import json
 import logging
 import os
 import time
-import traceback
 
 import streamlit as st
 
 from core.commands.app import ENV_CLASSROOM, ENV_CODE_HASH, ENV_MODELS, code_hash
+from dashboard.bugs import log_bug
 
 log = logging.getLogger("isoscope.dashboard")
 
@@ -76,9 +76,7 @@ def gate() -> None:
 
 def bug_report(exc: BaseException) -> None:
     """A bug box without the traceback (it names server paths); the traceback goes to the server log."""
-    from dashboard.ui import BUG_MARKER
-
-    log.error("%s: %s", BUG_MARKER, "".join(traceback.format_exception(exc)))
+    log_bug(exc)
     st.error(
         f"Something went wrong on the server ({type(exc).__name__}); this is a bug in Isoscope, not a problem "
         "with your input. What you loaded is kept. Please tell your teacher.",

@@ -25,6 +25,7 @@ from core.errors import InputError, first_line
 from core.pooling import valid_pooling_modes
 from core.precision import PRECISIONS
 from dashboard import classroom
+from dashboard.bugs import log_bug
 from dashboard.services import calibration as calibration_service
 from dashboard.services import data as data_service
 from dashboard.services import embeddings
@@ -88,15 +89,12 @@ def user_error(exc: BaseException | str) -> None:
     st.error(literal(first_line(exc, 10_000)), icon=":material/error:")
 
 
-BUG_MARKER = "Uncaught app execution (a bug in Isoscope)"  # in the server log, like Streamlit's own
-
-
 def bug_report(exc: BaseException) -> None:
     """A short "this is a bug" box with the traceback in an expander, also logged on the server.
 
     For anything that is not an ``InputError``: a bug must look like a bug, never like bad input.
     """
-    log.error("%s: %s", BUG_MARKER, "".join(traceback.format_exception(exc)))
+    log_bug(exc)
     st.error(
         f"This is a bug in Isoscope, not a problem with your input ({type(exc).__name__}: "
         f"{literal(first_line(exc, 300))}). What you loaded is kept; please report it with the traceback below.",
