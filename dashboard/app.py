@@ -51,7 +51,7 @@ PAGES = {
     ],
 }
 
-nav = st.navigation(PAGES)
+nav = st.navigation(PAGES, expanded=True)  # every page listed (the default folds all past the 10th)
 ui.sidebar()
 heap.freeze_once()  # the libraries and the model are loaded: later full collections skip them
 try:
