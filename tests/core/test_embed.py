@@ -292,8 +292,9 @@ def test_cache_second_call_is_a_hit(encoder, tmp_cache: ArrayCache) -> None:
     np.testing.assert_array_equal(first, second)
     assert files[0].stat().st_mtime_ns == mtime
 
-    # proof that the file is what is read: replace its content with a marker array
-    np.save(files[0], np.full_like(first, 0.25))
+    # proof that the file is what is read: replace its content with a marker array (written through the
+    # cache, so its checksum is valid)
+    tmp_cache.put(files[0].stem, np.full_like(first, 0.25))
     np.testing.assert_array_equal(encode(encoder, TEXTS, "mean", cache=tmp_cache), np.full_like(first, 0.25))
 
 

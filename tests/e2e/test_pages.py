@@ -220,6 +220,19 @@ def landscape_interaction(page: Page, tmp: Path) -> None:
     assert "train loss" in after and "train loss" not in before, (before, after)
 
 
+def sweep_interaction(page: Page, tmp: Path) -> None:
+    """Run the sweep on the demo corpus: fp32 keeps its own neighbours, binary is 32x smaller, the curve draws."""
+    b.click_button(page, "Run the sweep")
+    b.assert_clean(page)
+    rows = {r["variant"]: r for r in csv.DictReader(io.StringIO(b.download(page, "Download CSV").decode("utf-8")))}
+    assert {"fp32", "int8-model", "int8-vectors", "binary"} <= set(rows), list(rows)
+    assert float(rows["fp32"]["overlap_at_k"]) == 1.0
+    assert float(rows["fp32"]["bytes_per_vector"]) == 32 * float(rows["binary"]["bytes_per_vector"])
+    assert 0.5 < float(rows["int8-model"]["overlap_at_k"]) < 1.0  # close to fp32, not equal
+    assert b.chart_count(page, at_least=1) >= 1
+    assert "Smallest variant keeping at least 90% neighbour overlap" in b.captions(page)
+
+
 def compare_interaction(page: Page, tmp: Path) -> None:
     """CLS vs mean on the demo corpus; the layer CKA of one model has a unit diagonal; then B = A (both cls):
     the self-comparison known answers, in the browser."""
@@ -245,6 +258,7 @@ PAGES: tuple[PageCase, ...] = (
     PageCase("anisotropy", "Anisotropy", "Anisotropy", 3, anisotropy_interaction),
     PageCase("frequency", "Frequency bias", "Word-frequency bias", 1, frequency_interaction),
     PageCase("overlap", "Lexical overlap", "Lexical overlap", 1, overlap_interaction),
+    PageCase("sweep", "Precision & size", "Precision & size", 0, sweep_interaction, shot_after=True),
     PageCase("neighbours", "Neighbours", "Neighbours", 1, neighbours_interaction),
     PageCase("projection", "Projection map", "Projection map", 2, projection_interaction),
     PageCase("compare", "Compare spaces", "Compare spaces", 4, compare_interaction),

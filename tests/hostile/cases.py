@@ -123,7 +123,13 @@ GOOD_PAIRS = [
     ["A child reads a book.", "A kid is reading.", 4.0],
 ]
 GOOD_PAIRS_CSV = csv_bytes(GOOD_PAIRS, ["sentence1", "sentence2", "score"])
-PAIRS_TEXT = "sentence1,sentence2,score\nCafé crème brûlée,Thé glacé à la pêche,2.5\nÉté,Hiver,1\n"
+PAIRS_TEXT = (
+    "sentence1,sentence2,score\nCafé crème brûlée,Thé glacé à la pêche,2.5\nÉté,Hiver,1\n"
+    "Le garçon mange,Un garçon mange,4.5\n"
+)
+# Two short pairs with other scores: every accepted file can be evaluated (a correlation needs 3 pairs whose
+# scores differ).
+EXTRA_ROWS = [["A dog runs.", "A dog is running.", 4.8], ["Stocks fell.", "It rained.", 0.2]]
 
 REFUSED_PAIRS: list[tuple[str, str, bytes, tuple[str, ...]]] = [
     ("empty", "p.csv", b"", ("empty",)),
@@ -179,11 +185,11 @@ REFUSED_PAIRS: list[tuple[str, str, bytes, tuple[str, ...]]] = [
 
 
 def _check_utf16(p) -> None:
-    assert p.sentence1 == ["Café crème brûlée", "Été"] and any("UTF-16" in w for w in p.warnings)
+    assert p.sentence1 == ["Café crème brûlée", "Été", "Le garçon mange"] and any("UTF-16" in w for w in p.warnings)
 
 
 def _check_latin1(p) -> None:
-    assert p.sentence1 == ["Café crème brûlée", "Été"] and any("Latin-1" in w for w in p.warnings)
+    assert p.sentence1 == ["Café crème brûlée", "Été", "Le garçon mange"] and any("Latin-1" in w for w in p.warnings)
 
 
 def _check_long(p) -> None:
@@ -198,6 +204,7 @@ def _check_huge(p) -> None:
 
 def _check_formulas(p) -> None:
     assert p.sentence1 == list(FORMULAS) and p.sentence2 == list(FORMULAS)[::-1]
+    assert p.scores.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
 
 
 def _check_html(p) -> None:
@@ -205,12 +212,12 @@ def _check_html(p) -> None:
 
 
 def _check_some_bad_scores(p) -> None:
-    assert p.sentence1 == ["C"] and list(p.scores) == [3.0]
+    assert p.sentence1 == ["C", "G", "H"] and list(p.scores) == [3.0, 1.0, 5.0]
     assert any("not a number" in w for w in p.warnings) and any("outside" in w for w in p.warnings)
 
 
 def _check_tabs(p) -> None:
-    assert p.sentence1 == ["A cat, sitting"] and any("tabs" in w for w in p.warnings)
+    assert p.sentence1 == ["A cat, sitting", "A dog, running", "Rain, again"] and any("tabs" in w for w in p.warnings)
 
 
 MIXED = (
@@ -226,13 +233,24 @@ def _check_mixed(p) -> None:  # UTF-8 with one Windows-1252 line: decoded line b
 ACCEPTED_PAIRS: list[tuple[str, str, bytes, Callable[[Any], None]]] = [
     ("utf16_with_bom", "p.csv", PAIRS_TEXT.encode("utf-16"), _check_utf16),
     ("latin1", "p.csv", PAIRS_TEXT.encode("latin-1"), _check_latin1),
-    ("sentence_100k_chars", "p.csv", csv_bytes([[LONG, "short", 3]], ["sentence1", "sentence2", "score"]), _check_long),
-    ("sentence_300k_chars", "p.csv", csv_bytes([["short", HUGE, 3]], ["sentence1", "sentence2", "score"]), _check_huge),
+    (
+        "sentence_100k_chars",
+        "p.csv",
+        csv_bytes([[LONG, "short", 3], *EXTRA_ROWS], ["sentence1", "sentence2", "score"]),
+        _check_long,
+    ),
+    (
+        "sentence_300k_chars",
+        "p.csv",
+        csv_bytes([["short", HUGE, 3], *EXTRA_ROWS], ["sentence1", "sentence2", "score"]),
+        _check_huge,
+    ),
     (
         "formula_cells",
         "p.csv",
         csv_bytes(
-            [[a, b, 2] for a, b in zip(FORMULAS, FORMULAS[::-1], strict=True)], ["sentence1", "sentence2", "score"]
+            [[a, b, i] for i, (a, b) in enumerate(zip(FORMULAS, FORMULAS[::-1], strict=True))],
+            ["sentence1", "sentence2", "score"],
         ),
         _check_formulas,
     ),
@@ -242,8 +260,18 @@ ACCEPTED_PAIRS: list[tuple[str, str, bytes, Callable[[Any], None]]] = [
         csv_bytes([[h, "plain", 1] for h in HTML], ["sentence1", "sentence2", "score"]),
         _check_html,
     ),
-    ("some_scores_bad", "p.csv", b"sentence1,sentence2,score\nA,B,abc\nC,D,3\nE,F,9\n", _check_some_bad_scores),
-    ("tabs_in_csv", "p.csv", b"sentence1\tsentence2\tscore\nA cat, sitting\tA cat\t4\n", _check_tabs),
+    (
+        "some_scores_bad",
+        "p.csv",
+        b"sentence1,sentence2,score\nA,B,abc\nC,D,3\nE,F,9\nG,H,1\nH,I,5\n",
+        _check_some_bad_scores,
+    ),
+    (
+        "tabs_in_csv",
+        "p.csv",
+        b"sentence1\tsentence2\tscore\nA cat, sitting\tA cat\t4\nA dog, running\tA dog\t2\nRain, again\tSun\t0.5\n",
+        _check_tabs,
+    ),
     ("utf8_with_one_latin1_line", "p.csv", MIXED, _check_mixed),
 ]
 
