@@ -30,13 +30,13 @@ run: $(VENV)/.installed
 browser:
 	@bash scripts/ensure_browser.sh
 
-test: $(VENV)/.dev-installed browser
+test: $(VENV)/.dev-installed browser  # two workers (pytest-xdist); the browser tests share one of them
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadgroup
 
 test-fast: $(VENV)/.dev-installed  # the edit-test loop: no slow model runs, no browser
-	$(BIN)/pytest -m "not slow and not e2e" -q
+	$(BIN)/pytest -m "not slow and not e2e" -q -n 2
 
 test-compat: requirements-dev.lock  # tests/core against the newest transformers 4.x, in a second venv
 	test -x $(COMPAT)/bin/python || $(PYTHON) -m venv $(COMPAT)

@@ -9,6 +9,8 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs 2 workers on 2 cores: one BLAS/torch thread each
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,3 +54,11 @@ def cli_main(encoder, tmp_cache):
     from core.cli import main
 
     return functools.partial(main, encoder=encoder)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The browser tests first: under `make test` (pytest-xdist, loadgroup) their one worker starts them at
+    once and the other worker runs everything else meanwhile, instead of the browser tests running alone at
+    the end. The order within each part is kept."""
+    e2e = Path(__file__).parent / "e2e"
+    items.sort(key=lambda item: 0 if e2e in Path(str(item.fspath)).parents else 1)
