@@ -54,11 +54,3 @@ def cli_main(encoder, tmp_cache):
     from core.cli import main
 
     return functools.partial(main, encoder=encoder)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The browser tests first: under `make test` (pytest-xdist, loadgroup) their one worker starts them at
-    once and the other worker runs everything else meanwhile, instead of the browser tests running alone at
-    the end. The order within each part is kept."""
-    e2e = Path(__file__).parent / "e2e"
-    items.sort(key=lambda item: 0 if e2e in Path(str(item.fspath)).parents else 1)
