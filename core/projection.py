@@ -27,6 +27,7 @@ import numpy as np
 
 from core.errors import InputError
 from core.linalg import covariance_eigh
+from core.threads import torch_threads_kept
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def _umap(X: np.ndarray, n_components: int, seed: int, params: dict) -> np.ndarr
     if params["metric"] == "cosine" and n <= KNN_EXACT_MAX_ROWS and "precomputed_knn" not in params:
         params["precomputed_knn"] = _exact_knn(X, params["n_neighbors"])
     reducer = umap.UMAP(n_components=n_components, random_state=seed, **params)
-    with warnings.catch_warnings():  # precomputed kNN without a search index: we never call transform
+    with warnings.catch_warnings(), torch_threads_kept():  # precomputed kNN, no search index: no transform
         warnings.filterwarnings("ignore", message=r"precomputed_knn\[2\]", category=UserWarning)
         return np.asarray(reducer.fit_transform(X.astype(np.float32)), dtype=np.float32)
 

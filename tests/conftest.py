@@ -11,6 +11,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs 2 workers on 2 cores: one BLAS/torch thread each
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("NUMBA_NUM_THREADS", "1")  # UMAP's numba; core.threads keeps torch's count anyway
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -22,6 +22,7 @@ from typing import Literal, get_args
 import numpy as np
 
 from core.errors import InputError
+from core.threads import torch_threads_kept
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,7 @@ def umap_layout(
         n_epochs=n_epochs,
         precomputed_knn=(np.asarray(ids, np.int64), np.asarray(dist, np.float32), None),
     )
-    with warnings.catch_warnings():  # precomputed kNN without a search index: we never call transform
+    with warnings.catch_warnings(), torch_threads_kept():  # precomputed kNN, no search index: no transform
         warnings.filterwarnings("ignore", message=r"precomputed_knn\[2\]", category=UserWarning)
         warnings.filterwarnings("ignore", message=r".*n_jobs value 1 overridden.*", category=UserWarning)
         xy = reducer.fit_transform(np.asarray(vectors, np.float32))
