@@ -312,7 +312,9 @@ def test_encode_many_mixes_hits_and_misses(encoder, tmp_cache: ArrayCache) -> No
     calls, progress = _counting()
     got = encode_many(encoder, TEXTS, ["mean", "cls"], SMALL, progress, tmp_cache)
     assert len(calls) > 1  # cls had to be computed
-    np.testing.assert_allclose(got["cls"], encode(encoder, TEXTS, "cls"), atol=1e-6)
+    # other batches (SMALL vs the default) pad and split the sums differently: float32 round-off through
+    # 6 layers of 384-wide sums is a few hundred ulps of these O(1) values, hence 1e-5 as elsewhere here
+    np.testing.assert_allclose(got["cls"], encode(encoder, TEXTS, "cls"), atol=1e-5)
     calls.clear()
     encode_many(encoder, TEXTS, ["cls", "mean"], SMALL, progress, tmp_cache)
     assert calls == [(len(TEXTS), len(TEXTS))]
