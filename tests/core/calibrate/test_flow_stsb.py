@@ -1,7 +1,8 @@
 """Acceptance: on STS-B with ``cls`` pooling (a narrow cone), the default flow fixes cosine as well as whitening.
 
-Fit without labels on every sentence of train + dev + test (the "target" setting of BERT-flow), evaluate on
-test. Raw cls Spearman is about 73.5 and whitening about 79.4 for the embedded all-MiniLM-L6-v2.
+Fit without labels on the 5,758 sentences of dev + test (BERT-flow's unlabelled target-domain setting; adding
+train's 11.5k triples the encoding and training and changes no verdict: whitening 79.4, flow 79.1), evaluate
+on test. For the embedded all-MiniLM-L6-v2: raw cls Spearman 73.5, whitening 79.0, flow 79.0.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from core.sts import calibrated_sts
 
 @pytest.mark.slow
 def test_flow_on_stsb_cls(encoder, stsb_dir: Path) -> None:
-    cache = ArrayCache()  # the shared embedding cache: re-runs skip the 17k-sentence forward passes
-    splits = {s: load_pairs(stsb_dir / f"stsb-en-{s}.csv") for s in ("train", "dev", "test")}
+    cache = ArrayCache()  # the shared embedding cache: re-runs skip the forward passes
+    splits = {s: load_pairs(stsb_dir / f"stsb-en-{s}.csv") for s in ("dev", "test")}
     vectors = {s: encode(encoder, p.texts, "cls", cache=cache) for s, p in splits.items()}
-    fit_on = np.concatenate([vectors[s] for s in ("train", "dev", "test")])  # (17256, 384)
+    fit_on = np.concatenate([vectors[s] for s in ("dev", "test")])  # (5758, 384)
     test, gold = vectors["test"], splits["test"].scores
     n = len(gold)
 
