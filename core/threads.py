@@ -5,8 +5,8 @@ with torch_threads_kept():
 
 numba's OpenMP threading layer calls ``omp_set_num_threads(NUMBA_NUM_THREADS)`` (the number of cores) the
 first time a parallel function runs in a process; torch reads its intra-op thread count from the same
-OpenMP runtime, so a caller who chose ``torch.set_num_threads(1)`` silently got every core back after
-the first UMAP layout (two such processes on two cores then slowed each other's torch work about 10x).
+OpenMP runtime, so a process limited to one thread with ``OMP_NUM_THREADS=1`` silently got every core back
+after its first UMAP layout (two such processes on two cores then slowed each other's torch work about 10x).
 """
 
 from __future__ import annotations
