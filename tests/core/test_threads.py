@@ -39,7 +39,8 @@ def test_umap_keeps_torch_threads(which):
 
 
 def test_threads_kept_is_a_no_op_without_a_change():
-    torch = pytest.importorskip("torch")
+    import torch
+
     from core.threads import torch_threads_kept
 
     before = torch.get_num_threads()
