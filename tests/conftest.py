@@ -55,3 +55,14 @@ def cli_main(encoder, tmp_cache):
     from core.cli import main
 
     return functools.partial(main, encoder=encoder)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Why each rerun happened (pytest-rerunfailures lists the name only): the error of each failed try."""
+    reruns = terminalreporter.stats.get("rerun", [])
+    if reruns:
+        terminalreporter.section("why the reruns happened")
+        for report in reruns:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            why = crash.message if crash is not None else str(report.longrepr).strip()
+            terminalreporter.write_line(f"{report.nodeid}: {' '.join(why.split())[:400]}")
