@@ -117,10 +117,13 @@ def open_page(page: Page, nav_title: str, heading: str) -> None:
     """Open a page through its sidebar link (same session) and wait for its title.
 
     The link changes the URL at once; a click that lands while the sidebar is being redrawn is repeated.
+    A click that lands before the app handles links loads the page as a new document, whose run counter
+    starts again at 0: ``window.__navMark`` (set here, gone in a new document) tells the two cases apart.
     """
     link = page.locator('[data-testid="stSidebarNavLink"]', has_text=nav_title).first
     path = urlparse(link.get_attribute("href") or "").path
     before = runs(page)
+    page.evaluate("() => { window.__navMark = true; }")
     for _attempt in range(3):
         link.click()
         try:
@@ -129,7 +132,9 @@ def open_page(page: Page, nav_title: str, heading: str) -> None:
         except PlaywrightTimeoutError:
             continue
     try:
-        page.wait_for_function("n => (window.__stRuns || 0) > n", arg=before, timeout=RUN_TIMEOUT_MS)
+        page.wait_for_function(
+            "n => (window.__stRuns || 0) > (window.__navMark ? n : 0)", arg=before, timeout=RUN_TIMEOUT_MS
+        )
         page.get_by_role("heading", name=heading, exact=False).first.wait_for(timeout=RUN_TIMEOUT_MS)
         wait_idle(page)
     except PlaywrightTimeoutError:
