@@ -14,7 +14,7 @@ recorded. ``render_seconds`` is the time from navigation to the first draw after
 point was uploaded as a texture (``renderer`` ``image``), or, with ``--live``, to the first instanced draw
 of all n points (``renderer`` ``webgl-points``). The image is computed from every point
 (``points_drawn`` = points rasterised into it = n: nothing sampled). Pan: 12 mouse drags, median time
-between successive frames. Full run: synthetic sentences (core.atlas.synthetic, seeded), the real
+between successive frames. Full run: synthetic sentences (isoscope.atlas.synthetic, seeded), the real
 embedded model, resumable in ``--out``. Layouts: the FAISS graph of 10,000 STS-B sentences fed to
 umap-learn and (through node, when ``--rust-umap`` names an unpacked ``embedding-atlas`` npm package) to
 Embedding Atlas's Rust/WASM UMAP, plus PCA; each in its own process for its peak RSS; trustworthiness
@@ -86,8 +86,8 @@ def synthetic_atlas(out: Path, n: int, dim: int = 32, layout: str = "pca", calib
     Returns (folder, AtlasRun or None when it was already complete)."""
     import pandas as pd
 
-    from core.atlas.pipeline import AtlasConfig, build_atlas, is_complete
-    from core.atlas.synthetic import TOPICS, synthetic_corpus
+    from isoscope.atlas.pipeline import AtlasConfig, build_atlas, is_complete
+    from isoscope.atlas.synthetic import TOPICS, synthetic_corpus
 
     if is_complete(out):
         return out, None
@@ -105,9 +105,9 @@ def full_atlas(out: Path, n: int) -> dict:
     """Embed and map ``n`` synthetic sentences with the real model; stage seconds (only stages run now)."""
     import pandas as pd
 
-    from core.atlas.pipeline import AtlasConfig, build_atlas
-    from core.atlas.synthetic import synthetic_corpus
-    from core.models import load_encoder
+    from isoscope.atlas.pipeline import AtlasConfig, build_atlas
+    from isoscope.atlas.synthetic import synthetic_corpus
+    from isoscope.encode.models import load_encoder
 
     texts, topics = synthetic_corpus(n, 0)
     last = {"stage": None}
@@ -277,10 +277,10 @@ method, d = sys.argv[1], sys.argv[2]
 X = np.load(d + "/x.npy"); ids = np.load(d + "/ids.npy"); dist = np.load(d + "/dist.npy")
 t = time.perf_counter()
 if method == "pca":
-    from core.atlas.layout import pca_layout
+    from isoscope.atlas.layout import pca_layout
     Y = pca_layout(X)
 elif method == "umap-learn":
-    from core.atlas.layout import umap_layout
+    from isoscope.atlas.layout import umap_layout
     Y = umap_layout(X, (ids, dist), seed=0)
 else:
     import subprocess
@@ -315,14 +315,14 @@ console.log(+status.match(/VmHWM:\s+(\d+)/)[1] / 1024);
 def layouts(rust_umap: str | None, n: int = 10_000) -> dict:
     from sklearn.manifold import trustworthiness
 
-    from core.atlas.graph import knn_graph_chunked
-    from core.data import load_pairs
-    from core.embed import encode
-    from core.models import load_encoder
-    from core.paths import stsb_dir
+    from isoscope.atlas.graph import knn_graph_chunked
+    from isoscope.data import load_pairs
+    from isoscope.encode.embed import encode
+    from isoscope.encode.models import load_encoder
+    from isoscope.paths import stsb_dir
 
     texts = list(dict.fromkeys(load_pairs(stsb_dir() / "stsb-en-train.csv").texts))[:n]
-    from core.cache import ArrayCache
+    from isoscope.cache import ArrayCache
 
     X = encode(load_encoder(), texts, "mean", cache=ArrayCache())  # (n, 384)
     ids, dist = knn_graph_chunked(X, 15)
@@ -358,7 +358,7 @@ def main() -> None:
     ap.add_argument("--layouts", action="store_true", help="compare layouts on 10,000 STS-B sentences")
     ap.add_argument("--rust-umap", default=None, help="unpacked embedding-atlas npm package (for --layouts)")
     args = ap.parse_args()
-    from core.cache import default_cache_dir
+    from isoscope.cache import default_cache_dir
 
     result: dict = {}
     if args.layouts:

@@ -5,7 +5,7 @@ Usage (from the repo root)::
     .venv/bin/python bench/calibrate.py            # STS-B train+dev+test cls embeddings (17256 x 384), cached
     .venv/bin/python bench/calibrate.py --quick    # seeded synthetic anisotropic vectors (4000 x 384)
 
-The default run embeds STS-B with the embedded all-MiniLM-L6-v2 through ``core.embed`` and the embedding
+The default run embeds STS-B with the embedded all-MiniLM-L6-v2 through ``isoscope.encode.embed`` and the embedding
 cache (``~/.cache/isoscope``), so only the first run pays for the forward passes; if STS-B is missing it falls
 back to synthetic vectors of the same size. Target: the default flow fit takes at most 60 s. Prints a table,
 then as its LAST line one JSON object.
@@ -30,8 +30,8 @@ if str(REPO_ROOT) not in sys.path:
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from core.calibrate import FIT_THREADS, Flow, FlowConfig, Whitening  # noqa: E402
-from core.paths import stsb_dir  # noqa: E402
+from isoscope.calibrate import FIT_THREADS, Flow, FlowConfig, Whitening  # noqa: E402
+from isoscope.paths import stsb_dir  # noqa: E402
 
 TARGET_SECONDS = 60.0
 STSB_DIR = stsb_dir()
@@ -47,13 +47,13 @@ def synthetic(n: int, d: int, seed: int) -> np.ndarray:
 
 
 def stsb_cls() -> np.ndarray | None:
-    """cls embeddings of every STS-B sentence (train + dev + test), via core.embed and the cache."""
+    """cls embeddings of every STS-B sentence (train + dev + test), via isoscope.encode.embed and the cache."""
     if not (STSB_DIR / "stsb-en-test.csv").exists():
         return None
-    from core.cache import ArrayCache
-    from core.data import load_pairs
-    from core.embed import encode
-    from core.models import load_encoder
+    from isoscope.cache import ArrayCache
+    from isoscope.data import load_pairs
+    from isoscope.encode.embed import encode
+    from isoscope.encode.models import load_encoder
 
     encoder, cache = load_encoder(), ArrayCache()
     parts = [encode(encoder, load_pairs(STSB_DIR / f"stsb-en-{s}.csv").texts, "cls", cache=cache) for s in SPLITS]

@@ -93,7 +93,7 @@ def _server_pid(launcher: subprocess.Popen) -> int:
 
 def start_server(port: int, cache: Path, classroom: bool = True) -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "ISOSCOPE_CACHE": str(cache)}
-    argv = [sys.executable, "-m", "core", "app", "--host", "127.0.0.1", "--port", str(port)]
+    argv = [sys.executable, "-m", "isoscope", "app", "--host", "127.0.0.1", "--port", str(port)]
     server = subprocess.Popen(
         [*argv, "--classroom", "--access-code", CODE] if classroom else argv,
         cwd=ROOT,

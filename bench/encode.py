@@ -1,4 +1,4 @@
-"""Benchmark core.embed.encode in fp32 and int8 against sentence-transformers (fp32) on the same model and sentences.
+"""Benchmark isoscope.encode.embed.encode in fp32 and int8 against sentence-transformers (fp32) on the same model and sentences.
 
 Usage (from the repo root)::
 
@@ -7,7 +7,7 @@ Usage (from the repo root)::
 
 The three engines run in this process on the embedded all-MiniLM-L6-v2 with the same batch size and max length,
 rotating which goes first; each rate is the best of ``--repeat`` runs. Our cache is disabled; the int8 model
-(core.quantize, ONNX Runtime) is built before timing (``int8_build_s``: export + quantisation, or a read of
+(isoscope.encode.quantize, ONNX Runtime) is built before timing (``int8_build_s``: export + quantisation, or a read of
 the on-disk int8 cache). The fp32 outputs are compared after L2 normalisation (sentence-transformers normalises
 this model's vectors). ``cpu_ratio`` compares the CPU time of the process instead of wall time: steadier when
 other jobs share the cores. ``int8_spearman_loss``: STS-B test Spearman (x100, mean pooling) of our fp32
@@ -38,12 +38,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from core.data import load_pairs  # noqa: E402
-from core.embed import EmbedConfig, encode  # noqa: E402
-from core.evaluate import correlations, cosine_pairs, l2_normalize  # noqa: E402
-from core.models import default_model_path, load_encoder  # noqa: E402
-from core.paths import stsb_dir  # noqa: E402
-from core.quantize import quantize_encoder  # noqa: E402
+from isoscope.data import load_pairs  # noqa: E402
+from isoscope.encode.embed import EmbedConfig, encode  # noqa: E402
+from isoscope.encode.models import default_model_path, load_encoder  # noqa: E402
+from isoscope.encode.quantize import quantize_encoder  # noqa: E402
+from isoscope.evaluate.similarity import correlations, cosine_pairs, l2_normalize  # noqa: E402
+from isoscope.paths import stsb_dir  # noqa: E402
 
 STSB_DIR = stsb_dir()
 TARGET_RATIO = 1.0
@@ -177,7 +177,7 @@ def main() -> None:
     repeat = args.repeat if args.repeat is not None else (2 if args.quick else 3)
     result = run(args.quick, repeat, args.batch_size, args.max_length)
     print(f"{result['n_sentences']} sentences, batch {args.batch_size}, max length {args.max_length}")
-    print(f"  ours (core.embed.encode):          {result['ours_sentences_per_s']:8.1f} sentences/s")
+    print(f"  ours (isoscope.encode.embed.encode):          {result['ours_sentences_per_s']:8.1f} sentences/s")
     print(f"  sentence-transformers .encode:     {result['sentence_transformers_sentences_per_s']:8.1f} sentences/s")
     print(
         f"  ratio ours/theirs: {result['ratio']:.3f} (target >= {TARGET_RATIO}); by CPU time {result['cpu_ratio']:.3f}"

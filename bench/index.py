@@ -1,4 +1,4 @@
-"""Benchmark core.index: exact FAISS vs numpy brute force, HNSW recall and speed-up, IVF-PQ, build times.
+"""Benchmark isoscope.neighbours.index: exact FAISS vs numpy brute force, HNSW recall and speed-up, IVF-PQ, build times.
 
 Usage (from the repo root)::
 
@@ -7,8 +7,8 @@ Usage (from the repo root)::
 
 Data: seeded Gaussian clusters (200 centres) with a shared 32-d low-rank spread plus small isotropic
 noise, float32, queries drawn fresh from the same clusters. Exact search is timed once for FAISS
-(core.index's flat kind, ``IndexFlatIP``) and once for numpy (normalised matrix product + argpartition
-in blocks of queries, i.e. ``core.neighbours.exact_topk``) on the same batch of queries, and again one
+(isoscope.neighbours.index's flat kind, ``IndexFlatIP``) and once for numpy (normalised matrix product + argpartition
+in blocks of queries, i.e. ``isoscope.neighbours.exact.exact_topk``) on the same batch of queries, and again one
 query at a time (what an interactive page does; ``SINGLE_QUERIES`` queries). HNSW (M=32,
 efConstruction=100) is searched at increasing ``efSearch``; the reported recall@10 (against the exact
 ids) and speed-up over the flat search are those of the smallest ``efSearch`` reaching recall 0.95.
@@ -40,8 +40,8 @@ if str(REPO_ROOT) not in sys.path:
 
 import faiss  # noqa: E402
 
-from core.index import IndexParams, build_index, recall_from_ids  # noqa: E402
-from core.neighbours import exact_topk  # noqa: E402
+from isoscope.neighbours.exact import exact_topk  # noqa: E402
+from isoscope.neighbours.index import IndexParams, build_index, recall_from_ids  # noqa: E402
 
 TARGET_RECALL = 0.95
 EF_SEARCH_SWEEP = (16, 32, 64, 128, 256, 512)
@@ -198,7 +198,9 @@ def run(n: int, d: int, n_queries: int, seed: int, with_ivfpq: bool) -> dict[str
 
 
 def print_table(r: dict[str, object]) -> None:
-    print(f"core.index benchmark: n={r['n']} d={r['d']} queries={r['queries']} k={r['k']} threads={r['faiss_threads']}")
+    print(
+        f"isoscope.neighbours.index benchmark: n={r['n']} d={r['d']} queries={r['queries']} k={r['k']} threads={r['faiss_threads']}"
+    )
     print(f"exact  FAISS flat search {r['flat_search_s']:.4f} s   numpy {r['numpy_search_s']:.4f} s   ", end="")
     print(f"speed-up {r['flat_vs_numpy_speedup']}x  (agreement {r['flat_numpy_agreement_at_10']})")
     print(

@@ -1,4 +1,4 @@
-"""Benchmark core.landscape: short fine-tuning, then a loss-surface grid with the default model.
+"""Benchmark isoscope.landscape: short fine-tuning, then a loss-surface grid with the default model.
 
 Usage (from the repo root)::
 
@@ -10,7 +10,7 @@ topic task (theta2), builds the plane, then times the grid; then, side by side i
 filter-normalised surface around theta1 (two Li et al. 2018 directions, the same grid size, alpha in
 [-1, 1]) and the time to draw one filter-normalised direction. Each grid point evaluates a fixed batch of
 training and held-out examples (half each) from a flat parameter vector, with the padding-free BERT
-forward (core.landscape.packed); one point is also timed side by side with the padded
+forward (isoscope.landscape.packed); one point is also timed side by side with the padded
 ``functional_call`` forward (``packed_vs_padded_speedup``, and the largest logit difference).
 Checkpoints go to a temporary folder, so every run trains and measures for real (no cache).
 Prints a table, then as its LAST line one JSON object.
@@ -34,15 +34,15 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from core.landscape.axes import make_plane, project  # noqa: E402
-from core.landscape.classifier import Evaluator, build_classifier, make_eval_set  # noqa: E402
-from core.landscape.curvature import hvp  # noqa: E402
-from core.landscape.directions import DirectionPlane, direction_seed, filter_normalized_direction  # noqa: E402
-from core.landscape.flat import FlatLayout  # noqa: E402
-from core.landscape.surface import surface_2d  # noqa: E402
-from core.landscape.tasks import load_task, sample  # noqa: E402
-from core.landscape.train import TrainConfig, run_key, train_run  # noqa: E402
-from core.models import load_encoder  # noqa: E402
+from isoscope.encode.models import load_encoder  # noqa: E402
+from isoscope.landscape.axes import make_plane, project  # noqa: E402
+from isoscope.landscape.classifier import Evaluator, build_classifier, make_eval_set  # noqa: E402
+from isoscope.landscape.curvature import hvp  # noqa: E402
+from isoscope.landscape.directions import DirectionPlane, direction_seed, filter_normalized_direction  # noqa: E402
+from isoscope.landscape.flat import FlatLayout  # noqa: E402
+from isoscope.landscape.surface import surface_2d  # noqa: E402
+from isoscope.landscape.tasks import load_task, sample  # noqa: E402
+from isoscope.landscape.train import TrainConfig, run_key, train_run  # noqa: E402
 
 TARGET_GRID_SECONDS = 180.0
 

@@ -1,4 +1,4 @@
-"""Benchmark core.metrics on synthetic anisotropic embeddings.
+"""Benchmark isoscope.geometry.metrics on synthetic anisotropic embeddings.
 
 Usage (from the repo root)::
 
@@ -23,7 +23,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from core import metrics  # noqa: E402
+from isoscope.geometry import metrics  # noqa: E402
 
 TARGET_SECONDS = 10.0
 
@@ -83,7 +83,7 @@ def run(n: int, d: int, seed: int, repeat: int) -> dict[str, object]:
 
 def print_table(report: dict[str, object]) -> None:
     """Print timings and metric values as aligned text."""
-    print(f"core.metrics benchmark: n={report['n']} d={report['d']} seed={report['seed']}")
+    print(f"isoscope.geometry.metrics benchmark: n={report['n']} d={report['d']} seed={report['seed']}")
     print(f"{'function':<26}{'seconds':>10}")
     print("-" * 36)
     seconds = report["metric_seconds"]

@@ -1,11 +1,11 @@
-"""Benchmark core.projection: PCA and UMAP on clustered 384-d vectors (10k and 50k points).
+"""Benchmark isoscope.neighbours.projection: PCA and UMAP on clustered 384-d vectors (10k and 50k points).
 
 Usage (from the repo root)::
 
     .venv/bin/python bench/projection.py            # 10k and 50k points; UMAP 10k target < 60 s
     .venv/bin/python bench/projection.py --quick    # 10k points only (PCA, one cold UMAP), under a minute
 
-UMAP's first call in a process JIT-compiles numba code. Up to 50k points core.projection hands UMAP an
+UMAP's first call in a process JIT-compiles numba code. Up to 50k points isoscope.neighbours.projection hands UMAP an
 exact cosine kNN graph from FAISS (``precomputed_knn``), which skips NN-descent and most of that
 compilation (a cold 10k call took 58 s before, about 18 s now). The full run reports the cold first call
 and a warm second call on the same 10k points; the target is checked on the slower of the two (what a
@@ -29,7 +29,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from bench.index import make_clustered  # noqa: E402
-from core.projection import project  # noqa: E402
+from isoscope.neighbours.projection import project  # noqa: E402
 
 UMAP_10K_TARGET_S = 60.0
 
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [10_000] if args.quick else [10_000, 50_000]
     report = run(sizes, args.d, args.seed, args.quick)
     report["quick"] = bool(args.quick)
-    print(f"core.projection benchmark: d={args.d} sizes={sizes}")
+    print(f"isoscope.neighbours.projection benchmark: d={args.d} sizes={sizes}")
     for key, value in report.items():
         if key.endswith("_s") and not isinstance(value, dict):
             print(f"{key:<28}{value:>10}")

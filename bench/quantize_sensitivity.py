@@ -30,12 +30,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
-from core.data import load_pairs  # noqa: E402
-from core.embed import encode  # noqa: E402
-from core.evaluate import correlations, cosine_pairs  # noqa: E402
-from core.models import load_encoder  # noqa: E402
-from core.paths import stsb_dir  # noqa: E402
-from core.quantize import Int8Config, encoder_from_onnx, export_onnx, quantize_onnx  # noqa: E402
+from isoscope.data import load_pairs  # noqa: E402
+from isoscope.encode.embed import encode  # noqa: E402
+from isoscope.encode.models import load_encoder  # noqa: E402
+from isoscope.encode.quantize import Int8Config, encoder_from_onnx, export_onnx, quantize_onnx  # noqa: E402
+from isoscope.evaluate.similarity import correlations, cosine_pairs  # noqa: E402
+from isoscope.paths import stsb_dir  # noqa: E402
 
 KINDS = {
     "query": "*.attention.self.query",

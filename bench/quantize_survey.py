@@ -39,11 +39,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from core.data import load_pairs  # noqa: E402
-from core.embed import EmbedConfig, encode  # noqa: E402
-from core.evaluate import correlations, cosine_pairs, l2_normalize  # noqa: E402
-from core.models import Encoder, default_model_path, load_encoder  # noqa: E402
-from core.paths import stsb_dir  # noqa: E402
+from isoscope.data import load_pairs  # noqa: E402
+from isoscope.encode.embed import EmbedConfig, encode  # noqa: E402
+from isoscope.encode.models import Encoder, default_model_path, load_encoder  # noqa: E402
+from isoscope.evaluate.similarity import correlations, cosine_pairs, l2_normalize  # noqa: E402
+from isoscope.paths import stsb_dir  # noqa: E402
 
 log = logging.getLogger("quantize_survey")
 # run only when named with --only: eager torchao int8 x int8 on the CPU took 47 s to encode 64 sentences here
@@ -77,7 +77,7 @@ def _quanto(encoder: Encoder) -> Encoder:
 
 
 class _OrtModel(torch.nn.Module):
-    """An ONNX Runtime session behind the call signature core.embed uses (last_hidden_state only)."""
+    """An ONNX Runtime session behind the call signature isoscope.encode.embed uses (last_hidden_state only)."""
 
     def __init__(self, path: str, config: object) -> None:
         super().__init__()

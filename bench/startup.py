@@ -40,7 +40,7 @@ def main() -> None:
     args = parser.parse_args()
     runs = 3 if args.quick else 9
     baseline = [sys.executable, "-c", "pass"]
-    helps = {c or "isoscope": [sys.executable, "-m", "core", *([c] if c else []), "--help"] for c in COMMANDS}
+    helps = {c or "isoscope": [sys.executable, "-m", "isoscope", *([c] if c else []), "--help"] for c in COMMANDS}
     times: dict[str, list[float]] = {"python -c pass": [], **{name: [] for name in helps}}
     for _ in range(runs):  # interleaved, so load changes hit every command alike
         times["python -c pass"].append(timed(baseline))

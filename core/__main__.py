@@ -1,9 +1,9 @@
-"""``python -m core ...``: the Isoscope command line."""
+"""``python -m isoscope ...``: the Isoscope command line."""
 
 from __future__ import annotations
 
 import sys
 
-from core.cli import main
+from isoscope.cli import main
 
 sys.exit(main())

@@ -1,4 +1,4 @@
-"""The ``isoscope`` command (also ``python -m core``): one sub-command per module in ``core.commands``.
+"""The ``isoscope`` command (also ``python -m isoscope``): one sub-command per module in ``isoscope.commands``.
 
 Only the chosen command's module is imported, and command modules import torch, transformers, faiss and
 pandas inside ``run``, so ``isoscope --help`` and ``isoscope COMMAND --help`` answer at once.
@@ -18,38 +18,50 @@ import sys
 import traceback
 from typing import NoReturn
 
-from core.errors import InputError, first_line
+from isoscope.errors import InputError, first_line
 
 PROG = "isoscope"
 
 # name -> (module defining add_arguments(parser) and run(args) -> dict, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "embed": (
-        "core.commands.embed",
+        "isoscope.commands.embed",
         "embed a corpus (one text per line, or a table with a text column) to a .npy file",
     ),
-    "sts": ("core.commands.sts", "Spearman/Pearson (x100) of cosine similarity against gold scores on a pairs file"),
+    "sts": (
+        "isoscope.commands.sts",
+        "Spearman/Pearson (x100) of cosine similarity against gold scores on a pairs file",
+    ),
     "calibrate": (
-        "core.commands.calibrate",
+        "isoscope.commands.calibrate",
         "fit a calibrator (flow, whitening, ...) on the embeddings of a corpus and save it",
     ),
     "landscape": (
-        "core.commands.landscape",
+        "isoscope.commands.landscape",
         "loss surfaces of fine-tuning from pre-trained weights vs training from scratch (Hao et al. 2019)",
     ),
-    "pooling": ("core.commands.pooling", "STS Spearman for every pooling mode and every layer, raw and calibrated"),
-    "params": ("core.commands.params", "parameter budget: embedding vs transformer, pre-training vs fine-tuning"),
+    "pooling": ("isoscope.commands.pooling", "STS Spearman for every pooling mode and every layer, raw and calibrated"),
+    "params": ("isoscope.commands.params", "parameter budget: embedding vs transformer, pre-training vs fine-tuning"),
     "geometry": (
-        "core.commands.geometry",
+        "isoscope.commands.geometry",
         "isotropy metrics, word-frequency bias and lexical-overlap bias of a corpus or pairs file (raw and calibrated)",
     ),
     "compare": (
-        "core.commands.compare",
+        "isoscope.commands.compare",
         "compare two spaces of the same texts: CKA, neighbour overlap, hubness and aligned maps (and CKA per layer)",
     ),
-    "atlas": ("core.commands.atlas", "map a whole corpus (up to 1,000,000 texts) in 2-D: layout, density, clusters"),
-    "sweep": ("core.commands.sweep", "geometry and STS score as vectors shrink: fp32, int8, binary, first-k and PCA-k"),
-    "app": ("core.commands.app", "start the dashboard (optionally on a data file, like `isoscope app corpus.parquet`)"),
+    "atlas": (
+        "isoscope.commands.atlas",
+        "map a whole corpus (up to 1,000,000 texts) in 2-D: layout, density, clusters",
+    ),
+    "sweep": (
+        "isoscope.commands.sweep",
+        "geometry and STS score as vectors shrink: fp32, int8, binary, first-k and PCA-k",
+    ),
+    "app": (
+        "isoscope.commands.app",
+        "start the dashboard (optionally on a data file, like `isoscope app corpus.parquet`)",
+    ),
 }
 
 
@@ -84,7 +96,7 @@ def _chosen(argv: list[str] | None) -> str | None:
 def main(argv: list[str] | None = None, encoder: object | None = None) -> int:
     """Run one command; returns the exit status.
 
-    ``encoder``: an already loaded ``core.models.Encoder`` that commands use instead of loading the default
+    ``encoder``: an already loaded ``isoscope.encode.models.Encoder`` that commands use instead of loading the default
     model (tests and notebooks load it once); ``--model`` naming another model still loads that one.
     """
     argv = sys.argv[1:] if argv is None else list(argv)

@@ -7,7 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout (or site-packages when installed)
-ASSETS = Path(str(resources.files("core").joinpath("assets")))  # package data: works from any folder
+ASSETS = Path(str(resources.files("isoscope.assets")))  # assets/ at the top of the checkout, package data in a wheel
 DEMO_CORPUS = ASSETS / "demo_corpus.csv"
 DEMO_PAIRS = ASSETS / "demo_pairs.csv"
 

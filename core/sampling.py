@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.errors import InputError
+from isoscope.errors import InputError
 
 
 def sample_indices(n: int, max_points: int | None, seed: int = 0) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Isoscope dashboard entry point: ``isoscope app`` (or ``streamlit run dashboard/app.py``).
 
 An ``st.navigation`` router. The sidebar (model, pooling, max length) is drawn here once and shared by
-every page through ``dashboard.ui.settings()``. Anything a page raises that is not the user's mistake
+every page through ``isoscope.dashboard.ui.settings()``. Anything a page raises that is not the user's mistake
 (``InputError``, which pages show as one line) is a bug: shown as a short box with the traceback in an
 expander, and logged on the server.
 """
@@ -9,17 +9,12 @@ expander, and logged on the server.
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # `streamlit run dashboard/app.py` from a checkout that is not installed
-    sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import streamlit as st  # noqa: E402
+import streamlit as st
 
-from dashboard import classroom, heap, ui  # noqa: E402
+from isoscope.dashboard import classroom, heap, ui
 
 st.set_page_config(page_title="Isoscope", page_icon=":material/blur_on:", layout="wide")
 classroom.gate()  # classroom mode: nothing below runs until this session has given the access code

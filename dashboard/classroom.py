@@ -21,8 +21,8 @@ import time
 
 import streamlit as st
 
-from core.commands.app import ENV_CLASSROOM, ENV_CODE_HASH, ENV_MODELS, code_hash
-from dashboard.bugs import log_bug
+from isoscope.commands.app import ENV_CLASSROOM, ENV_CODE_HASH, ENV_MODELS, code_hash
+from isoscope.dashboard.bugs import log_bug
 
 log = logging.getLogger("isoscope.dashboard")
 

@@ -17,6 +17,6 @@ if str(ROOT) not in sys.path:  # a checkout that is not installed
 import streamlit as st  # noqa: E402
 from starlette.middleware import Middleware  # noqa: E402
 
-from dashboard.classroom import SecurityHeaders  # noqa: E402
+from isoscope.dashboard.classroom import SecurityHeaders  # noqa: E402
 
 app = st.App(str(Path(__file__).resolve().parent / "app.py"), middleware=[Middleware(SecurityHeaders)])

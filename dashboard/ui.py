@@ -19,19 +19,19 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.calibrate.methods import CALIBRATION_METHODS, METHOD_DESCRIPTIONS
-from core.data import CORPUS_FORMATS, TABLE_FORMATS, Corpus, Pairs, safe_csv
-from core.errors import InputError, first_line
-from core.pooling import valid_pooling_modes
-from core.precision import PRECISIONS
-from dashboard import classroom
-from dashboard.bugs import log_bug
-from dashboard.services import calibration as calibration_service
-from dashboard.services import data as data_service
-from dashboard.services import embeddings
-from dashboard.services.keyed import Vectors
-from dashboard.services.models import encoder as load_model
-from dashboard.services.models import model_key
+from isoscope.calibrate.methods import CALIBRATION_METHODS, METHOD_DESCRIPTIONS
+from isoscope.dashboard import classroom
+from isoscope.dashboard.bugs import log_bug
+from isoscope.dashboard.services import calibration as calibration_service
+from isoscope.dashboard.services import data as data_service
+from isoscope.dashboard.services import embeddings
+from isoscope.dashboard.services.keyed import Vectors
+from isoscope.dashboard.services.models import encoder as load_model
+from isoscope.dashboard.services.models import model_key
+from isoscope.data import CORPUS_FORMATS, TABLE_FORMATS, Corpus, Pairs, safe_csv
+from isoscope.encode.pooling import valid_pooling_modes
+from isoscope.encode.precision import PRECISIONS
+from isoscope.errors import InputError, first_line
 
 log = logging.getLogger("isoscope.dashboard")
 
@@ -192,7 +192,7 @@ def pairs_input(key: str = "pairs") -> Pairs | None:
     source = st.radio("Sentence pairs", options, horizontal=True, key=f"{key}_source")
     if source == options[0]:
         pairs = data_service.demo_pairs()
-        st.caption(f"{len(pairs)} hand-written pairs with gold scores 0-5 (core/assets/demo_pairs.csv).")
+        st.caption(f"{len(pairs)} hand-written pairs with gold scores 0-5 (assets/demo_pairs.csv).")
         return pairs
     if source == options[1]:
         return _uploaded(
@@ -225,7 +225,7 @@ def scored_pairs_input(key: str, needs: str) -> Pairs:
 
 def meta_columns(corpus: Corpus, exclude: Iterable[str] = ()) -> list[str]:
     """The corpus's metadata columns to show, without precomputed coordinates (x, y, z) and ``exclude``."""
-    from core.projection import COORDINATE_COLUMNS
+    from isoscope.neighbours.projection import COORDINATE_COLUMNS
 
     skip = {*COORDINATE_COLUMNS, *(e.lower() for e in exclude)}
     return [c for c in corpus.meta.columns if str(c).strip().lower() not in skip]
@@ -261,7 +261,7 @@ def corpus_from(source: str, key: str = "corpus") -> Corpus | None:
     """The demo corpus or an uploaded corpus (``source`` in ``CORPUS_SOURCES``); a failed upload keeps the previous one."""
     if source == CORPUS_SOURCES[0]:
         corpus = data_service.demo_corpus()
-        st.caption(f"{len(corpus)} hand-written texts over 8 topics (core/assets/demo_corpus.csv).")
+        st.caption(f"{len(corpus)} hand-written texts over 8 topics (assets/demo_corpus.csv).")
         return corpus
     return _uploaded(
         key,
@@ -346,7 +346,7 @@ FIT_CHOICES = ("Demo corpus + these sentences", "These sentences only", "Upload 
 
 @dataclass(frozen=True)
 class Calibration:
-    """A calibration choice: method string for core.calibrate.make_calibrator, flow settings as JSON."""
+    """A calibration choice: method string for isoscope.calibrate.make_calibrator, flow settings as JSON."""
 
     method: str
     flow_json: str = ""
@@ -363,7 +363,7 @@ def calibration_controls(
 
     ``dim``: dimension of the vectors to calibrate (default: the sidebar model's); bounds K and D.
     """
-    from core.calibrate import FlowConfig
+    from isoscope.calibrate import FlowConfig
 
     dim = int(dim or settings().hidden_size)
     for name, top in ((f"{key}_k", dim), (f"{key}_d", max(1, min(64, dim - 1)))):
@@ -429,7 +429,7 @@ def calibrate(
 
 def warn_fit_size(calibrator, fit_vectors: np.ndarray) -> None:
     """A warning line when there are too few fit vectors for the dimensions the calibrator whitens."""
-    from core.sts import fit_size_warning
+    from isoscope.evaluate.sts import fit_size_warning
 
     warning = fit_size_warning(calibrator, len(fit_vectors), fit_vectors.shape[1])
     if warning:

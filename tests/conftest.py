@@ -11,7 +11,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs 2 workers on 2 cores: one BLAS/torch thread each
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ.setdefault("NUMBA_NUM_THREADS", "1")  # UMAP's numba; core.threads keeps torch's count anyway
+    os.environ.setdefault("NUMBA_NUM_THREADS", "1")  # UMAP's numba; isoscope.threads keeps torch's count anyway
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,7 +23,7 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def stsb_dir() -> Path:
-    from core.paths import stsb_dir as folder
+    from isoscope.paths import stsb_dir as folder
 
     if not (folder() / "stsb-en-test.csv").exists():
         pytest.skip(f"STS-B not found at {folder()}")
@@ -33,7 +33,7 @@ def stsb_dir() -> Path:
 @pytest.fixture(scope="session")
 def encoder():
     """The embedded all-MiniLM-L6-v2, loaded once for the whole session."""
-    from core.models import load_encoder
+    from isoscope.encode.models import load_encoder
 
     return load_encoder()
 
@@ -41,7 +41,7 @@ def encoder():
 @pytest.fixture()
 def tmp_cache(tmp_path, monkeypatch):
     """An ArrayCache in a temporary folder (and ISOSCOPE_CACHE pointed there)."""
-    from core.cache import ArrayCache
+    from isoscope.cache import ArrayCache
 
     monkeypatch.setenv("ISOSCOPE_CACHE", str(tmp_path / "cache"))
     return ArrayCache(tmp_path / "cache" / "embeddings")
@@ -49,10 +49,10 @@ def tmp_cache(tmp_path, monkeypatch):
 
 @pytest.fixture()
 def cli_main(encoder, tmp_cache):
-    """``core.cli.main`` on the session's real encoder (handed to it, not reloaded per call), private cache."""
+    """``isoscope.cli.main`` on the session's real encoder (handed to it, not reloaded per call), private cache."""
     import functools
 
-    from core.cli import main
+    from isoscope.cli import main
 
     return functools.partial(main, encoder=encoder)
 

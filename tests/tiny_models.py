@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from transformers import AutoTokenizer, BertConfig, BertModel, T5Config, T5Model
 
-from core.models import Encoder, default_model_path, encoder_from_model
+from isoscope.encode.models import Encoder, default_model_path, encoder_from_model
 
 
 def tiny_bert(seed: int = 0, **config: object) -> Encoder:

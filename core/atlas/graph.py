@@ -4,7 +4,7 @@ ids, dist = knn_graph_chunked(vectors, k=15, progress=fn)   # (n, k) int32 ids, 
 overlap = neighbour_overlap(ids_raw, ids_cal)              # (n,) Jaccard of the two neighbour sets
 
 Column 0 is always the row itself at distance 0 (UMAP's ``precomputed_knn`` layout). Up to
-``EXACT_MAX_ROWS`` rows every neighbour is exact (FAISS flat); above, an HNSW graph (``core.index``,
+``EXACT_MAX_ROWS`` rows every neighbour is exact (FAISS flat); above, an HNSW graph (``isoscope.neighbours.index``,
 ``M=16``, ``efConstruction=80``, ``efSearch=96``) gives about 0.95 recall@15 on sentence embeddings
 (measured in bench/atlas.py) at a fraction of the n^2 cost. Vectors are read ``chunk`` rows at a time,
 so the input may be a memory map; the index itself holds one unit float32 copy (n x d x 4 bytes).
@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from core.errors import InputError
+from isoscope.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -30,15 +30,15 @@ CHUNK_ROWS = 32_768
 
 
 def _unit_chunk(vectors: np.ndarray, start: int, stop: int) -> np.ndarray:
-    from core.index import as_unit_float32
+    from isoscope.neighbours.index import as_unit_float32
 
     return as_unit_float32(np.asarray(vectors[start:stop]), "vectors")  # (m, d)
 
 
 def build_graph_index(vectors: np.ndarray, progress: ProgressFn | None = None):
     """A FAISS index over every row of ``vectors`` (n, d), added chunk by chunk: flat (exact) up to
-    ``EXACT_MAX_ROWS`` rows, HNSW above. Returns a ``core.index.VectorIndex``."""
-    from core.index import IndexParams, VectorIndex
+    ``EXACT_MAX_ROWS`` rows, HNSW above. Returns a ``isoscope.neighbours.index.VectorIndex``."""
+    from isoscope.neighbours.index import IndexParams, VectorIndex
 
     n, dim = vectors.shape
     kind = "flat" if n <= EXACT_MAX_ROWS else "hnsw"

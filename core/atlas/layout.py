@@ -7,7 +7,7 @@ xy = layout(vectors, "pca")                             # (n, 2) float32, chunke
   float64 (so a memory-mapped 1M x 384 corpus never needs a float64 copy), each axis's sign fixed so
   its largest loading is positive (scikit-learn's ``svd_flip`` convention). Milliseconds per 10k rows; keeps global distances, not local neighbourhoods.
 - ``umap``: ``umap.UMAP`` (umap-learn, cosine, ``min_dist=0.1``) fed the corpus kNN graph from
-  ``core.atlas.graph`` as ``precomputed_knn``, so UMAP's own NN-descent never runs. Up to
+  ``isoscope.atlas.graph`` as ``precomputed_knn``, so UMAP's own NN-descent never runs. Up to
   ``SPECTRAL_MAX_ROWS`` rows UMAP's spectral initialisation is used; above, the PCA layout (spectral
   embedding of a million-node graph costs minutes and gigabytes). A seed makes UMAP single-threaded
   (its reproducibility rule); same input, graph and seed give the same layout.
@@ -21,8 +21,8 @@ from typing import Literal, get_args
 
 import numpy as np
 
-from core.errors import InputError
-from core.threads import torch_threads_kept
+from isoscope.errors import InputError
+from isoscope.threads import torch_threads_kept
 
 log = logging.getLogger(__name__)
 

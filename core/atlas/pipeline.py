@@ -7,14 +7,14 @@ atlas = load_atlas("atlas-dir")     # texts, metadata, per-point extras, per-spa
 Stages (``STAGES``), each writing its files atomically (temporary file + rename), so a file that exists
 is complete and a rerun skips it; ``progress(stage, done, total)`` reports each stage:
 - ``texts``: ``points.parquet`` (text + metadata columns).
-- ``embed``: ``vectors.npy`` float32 (n, d) through ``core.corpus_embed.embed_to_npy`` (chunked into a
+- ``embed``: ``vectors.npy`` float32 (n, d) through ``isoscope.encode.chunked.embed_to_npy`` (chunked into a
   memory map, itself resumable chunk by chunk).
 - ``calibrate``: a calibrator fitted on a seeded sample of ``fit_rows`` rows (``cal/calibrator/``), then
   applied to every row in chunks (``cal/vectors.npy``).
-- per space (``raw``, ``cal``): ``knn_ids.npy`` int32 (n, k) / ``knn_dist.npy`` (``core.atlas.graph``; not
+- per space (``raw``, ``cal``): ``knn_ids.npy`` int32 (n, k) / ``knn_dist.npy`` (``isoscope.atlas.graph``; not
   built for a raw-only PCA map, which needs no graph),
-  ``xy.npy`` float32 (n, 2) (``core.atlas.layout``), then ``density.npy``, ``cluster.npy``, ``grid.npy`` and
-  ``clusters.json`` (``core.atlas.density``).
+  ``xy.npy`` float32 (n, 2) (``isoscope.atlas.layout``), then ``density.npy``, ``cluster.npy``, ``grid.npy`` and
+  ``clusters.json`` (``isoscope.atlas.density``).
 - ``extras``: ``norm.npy`` (raw L2 norm), ``length.npy`` (characters), ``overlap.npy`` (Jaccard of the raw
   and calibrated neighbour lists).
 ``manifest.json`` records what the folder was built from (texts digest, model, settings); a folder built
@@ -36,11 +36,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.atlas import density as dens
-from core.atlas.graph import knn_graph_chunked, neighbour_overlap
-from core.atlas.layout import check_method, layout
-from core.cache import atomic_save_npy, atomic_write_bytes, text_digest
-from core.errors import InputError
+from isoscope.atlas import density as dens
+from isoscope.atlas.graph import knn_graph_chunked, neighbour_overlap
+from isoscope.atlas.layout import check_method, layout
+from isoscope.cache import atomic_save_npy, atomic_write_bytes, text_digest
+from isoscope.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -229,8 +229,8 @@ def build_atlas(
     ``vectors`` (n, d): embeddings computed elsewhere; then nothing is embedded and ``encoder`` may be None
     (the folder is keyed by a digest of the vectors instead of the model).
     """
-    from core.corpus_embed import embed_to_npy
-    from core.embed import EmbedConfig
+    from isoscope.encode.chunked import embed_to_npy
+    from isoscope.encode.embed import EmbedConfig
 
     config = config or AtlasConfig()
     config.validate()
@@ -304,8 +304,8 @@ def needs_graph(config: AtlasConfig | dict) -> bool:
 
 
 def _calibrate(out: Path, d: Path, config: AtlasConfig, progress: StageProgress | None) -> None:
-    from core.calibrate import load_calibrator, make_calibrator
-    from core.sampling import sample_indices
+    from isoscope.calibrate import load_calibrator, make_calibrator
+    from isoscope.sampling import sample_indices
 
     vectors = _load(out / "vectors.npy", mmap=True)
     cal_dir = d / "calibrator"
@@ -398,7 +398,7 @@ def load_atlas(path: str | Path) -> Atlas:
 
     path = Path(path)
     if not is_complete(path):
-        raise InputError(f"{path} holds no finished atlas; build it first (python -m core atlas ...)")
+        raise InputError(f"{path} holds no finished atlas; build it first (python -m isoscope atlas ...)")
     manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
     spaces = {}
     for s in SPACES:

@@ -17,7 +17,7 @@ import io
 
 import numpy as np
 
-from core.atlas.density import cells
+from isoscope.atlas.density import cells
 
 MIN_ALPHA = 110
 FULL_COUNT = 40

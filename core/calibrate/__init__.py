@@ -13,7 +13,7 @@ or of a separate corpus) and map any embedding into a better-conditioned space. 
 
 z = make_calibrator("whitening").fit(vectors).transform(vectors)  # (n, d) float32
 
-Names are imported from their module on first use (PEP 562), so ``core.calibrate.methods`` stays cheap to
+Names are imported from their module on first use (PEP 562), so ``isoscope.calibrate.methods`` stays cheap to
 import for the command line's help.
 """
 
@@ -63,8 +63,8 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'core.calibrate' has no attribute '{name}'")
-    value = getattr(importlib.import_module(f"core.calibrate.{module}"), name)
+        raise AttributeError(f"module 'isoscope.calibrate' has no attribute '{name}'")
+    value = getattr(importlib.import_module(f"isoscope.calibrate.{module}"), name)
     globals()[name] = value
     return value
 
@@ -74,7 +74,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
-    from core.calibrate.base import (
+    from isoscope.calibrate.base import (
         CALIBRATORS,
         JSON_NAME,
         TENSORS_NAME,
@@ -84,7 +84,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         check_array,
         load_calibrator,
     )
-    from core.calibrate.factory import make_calibrator, whitened_dims
-    from core.calibrate.flow import EVAL_ROWS, FLOW_COUPLINGS, FLOW_LINEARS, Flow, FlowConfig
-    from core.calibrate.linear import AllButTheTop, Chain, Identity, StandardNormalization, Whitening
-    from core.calibrate.methods import CALIBRATION_METHODS, METHOD_DESCRIPTIONS, CalibrationMethod, methods_help
+    from isoscope.calibrate.factory import make_calibrator, whitened_dims
+    from isoscope.calibrate.flow import EVAL_ROWS, FLOW_COUPLINGS, FLOW_LINEARS, Flow, FlowConfig
+    from isoscope.calibrate.linear import AllButTheTop, Chain, Identity, StandardNormalization, Whitening
+    from isoscope.calibrate.methods import CALIBRATION_METHODS, METHOD_DESCRIPTIONS, CalibrationMethod, methods_help

@@ -21,8 +21,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import NotFittedError
 
-from core.cache import atomic_write_bytes
-from core.errors import InputError
+from isoscope.cache import atomic_write_bytes
+from isoscope.errors import InputError
 
 FORMAT = "isoscope-calibrator"
 FORMAT_VERSION = 1
@@ -70,7 +70,7 @@ class Calibrator(TransformerMixin, BaseEstimator):
 
     @property
     def method(self) -> str:
-        """The method string that ``core.calibrate.make_calibrator`` parses back into this calibrator."""
+        """The method string that ``isoscope.calibrate.make_calibrator`` parses back into this calibrator."""
         raise NotImplementedError
 
     def fit(self, X: np.ndarray, y: None = None, progress: EpochProgressFn | None = None) -> Calibrator:

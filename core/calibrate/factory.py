@@ -1,12 +1,12 @@
-"""Method strings (``core.calibrate.methods``) parsed into unfitted calibrators."""
+"""Method strings (``isoscope.calibrate.methods``) parsed into unfitted calibrators."""
 
 from __future__ import annotations
 
-from core.calibrate.base import Calibrator
-from core.calibrate.flow import Flow, FlowConfig
-from core.calibrate.linear import AllButTheTop, Chain, Identity, StandardNormalization, Whitening
-from core.calibrate.methods import methods_help
-from core.errors import InputError
+from isoscope.calibrate.base import Calibrator
+from isoscope.calibrate.flow import Flow, FlowConfig
+from isoscope.calibrate.linear import AllButTheTop, Chain, Identity, StandardNormalization, Whitening
+from isoscope.calibrate.methods import methods_help
+from isoscope.errors import InputError
 
 
 def _parse_int(method: str, text: str, what: str) -> int:

@@ -23,9 +23,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from core.calibrate.base import Calibrator, EpochProgressFn, check_array, register
-from core.calibrate.linear import Whitening
-from core.errors import InputError
+from isoscope.calibrate.base import Calibrator, EpochProgressFn, check_array, register
+from isoscope.calibrate.linear import Whitening
+from isoscope.errors import InputError
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from core.calibrate.base import Calibrator, EpochProgressFn, check_array, register
-from core.errors import InputError
-from core.linalg import covariance_eigh
+from isoscope.calibrate.base import Calibrator, EpochProgressFn, check_array, register
+from isoscope.errors import InputError
+from isoscope.linalg import covariance_eigh
 
 
 @register

@@ -1,1 +1,1 @@
-"""Sub-commands of ``python -m core``; see ``core.cli.COMMAND_MODULES``."""
+"""Sub-commands of ``python -m isoscope``; see ``isoscope.cli.COMMAND_MODULES``."""

@@ -23,7 +23,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from core.errors import InputError
+from isoscope.errors import InputError
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud or from a board
 # what the server process reads (dashboard/classroom.py)
@@ -80,7 +80,7 @@ def config_options() -> list[str]:
     """``--section.key value`` options from the packaged dashboard/config.toml."""
     import tomllib
 
-    text = resources.files("dashboard").joinpath("config.toml").read_text(encoding="utf-8")
+    text = resources.files("isoscope.dashboard").joinpath("config.toml").read_text(encoding="utf-8")
     options: list[str] = []
     for section, values in tomllib.loads(text).items():
         for key, value in values.items():
@@ -95,7 +95,7 @@ def _host(args: argparse.Namespace) -> str:
 
 def streamlit_command(args: argparse.Namespace) -> list[str]:
     script = "serve.py" if args.classroom else "app.py"
-    app = Path(str(resources.files("dashboard").joinpath(script)))
+    app = Path(str(resources.files("isoscope.dashboard").joinpath(script)))
     options = dict(zip(config_options()[::2], config_options()[1::2], strict=True))
     options.update({"--server.port": str(args.port), "--server.address": _host(args)})
     upload_mb = args.max_upload_mb or (CLASSROOM_UPLOAD_MB if args.classroom else None)
@@ -113,7 +113,7 @@ def _check_data_file(args: argparse.Namespace, limits_env: dict[str, str] | None
         if args.text_column:
             raise InputError("--text-column needs a DATA_FILE")
         return {}
-    from core.data import DecodeLimits, load_corpus
+    from isoscope.data import DecodeLimits, load_corpus
 
     path = Path(args.data_file).expanduser().resolve()
     limits = DecodeLimits.from_env({**os.environ, **(limits_env or {})})

@@ -1,4 +1,4 @@
-"""``python -m core atlas``: the whole-corpus atlas (embeddings, kNN graph, 2-D layout, density, clusters),
+"""``python -m isoscope atlas``: the whole-corpus atlas (embeddings, kNN graph, 2-D layout, density, clusters),
 raw and calibrated, into a folder; rerun to resume (finished stages are skipped)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.commands.common import PRECISION_HELP, add_json_argument, emit, encoder_from_args
-from core.precision import PRECISIONS
+from isoscope.commands.common import PRECISION_HELP, add_json_argument, emit, encoder_from_args
+from isoscope.encode.precision import PRECISIONS
 
 NAME = "atlas"
 HELP = "map a whole corpus (up to 1,000,000 texts) in 2-D: layout, density, clusters, raw and calibrated"
@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _progress(args: argparse.Namespace):
-    from core.commands.common import progress_bar
+    from isoscope.commands.common import progress_bar
 
     bars: dict[str, object] = {}
 
@@ -50,9 +50,9 @@ def _progress(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> dict:
-    from core.atlas.pipeline import MAX_ATLAS_ROWS, AtlasConfig, build_atlas
-    from core.data import load_corpus
-    from core.errors import InputError
+    from isoscope.atlas.pipeline import MAX_ATLAS_ROWS, AtlasConfig, build_atlas
+    from isoscope.data import load_corpus
+    from isoscope.errors import InputError
 
     if args.max_length < 2 or args.batch_size < 1:
         raise InputError("--max-length must be >= 2 and --batch-size >= 1")
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> dict:
     )
     config.validate()
     if config.calibrate != "none":
-        from core.calibrate import make_calibrator
+        from isoscope.calibrate import make_calibrator
 
         make_calibrator(config.calibrate)  # a bad name fails before any embedding
     corpus = load_corpus(args.input, text_column=args.text_column, max_rows=MAX_ATLAS_ROWS)

@@ -1,6 +1,6 @@
-"""``python -m core calibrate``: embed a corpus, fit a calibrator on it, save it (safetensors + JSON).
+"""``python -m isoscope calibrate``: embed a corpus, fit a calibrator on it, save it (safetensors + JSON).
 
-python -m core calibrate --input corpus.txt --method flow --out calibrators/flow-mean
+python -m isoscope calibrate --input corpus.txt --method flow --out calibrators/flow-mean
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.calibrate.methods import methods_help
-from core.commands.common import (
+from isoscope.calibrate.methods import methods_help
+from isoscope.commands.common import (
     add_json_argument,
     add_model_arguments,
     cache_from_args,
@@ -20,10 +20,10 @@ from core.commands.common import (
     epoch_bar,
     progress_bar,
 )
-from core.errors import InputError
+from isoscope.errors import InputError
 
 if TYPE_CHECKING:
-    from core.calibrate import Calibrator
+    from isoscope.calibrate import Calibrator
 
 METHOD_HELP = methods_help()
 DEFAULT_FLOW_EPOCHS = 3  # FlowConfig().epochs (a test keeps the two equal; the help must not import torch)
@@ -37,7 +37,7 @@ def add_flow_arguments(p: argparse.ArgumentParser) -> None:
 
 def calibrator_from_args(args: argparse.Namespace, method: str) -> Calibrator:
     """Parse the method (InputError listing the choices) with the flow options applied."""
-    from core.calibrate import FlowConfig, make_calibrator
+    from isoscope.calibrate import FlowConfig, make_calibrator
 
     if args.flow_epochs is not None and args.flow_epochs < 0:
         raise InputError("--flow-epochs must be >= 0")
@@ -58,9 +58,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from core.data import load_corpus
-    from core.embed import encode
-    from core.sts import avg_cosine_or_nan, fit_size_warning, fit_timed
+    from isoscope.data import load_corpus
+    from isoscope.encode.embed import encode
+    from isoscope.evaluate.sts import avg_cosine_or_nan, fit_size_warning, fit_timed
 
     calibrator = calibrator_from_args(args, args.method)
     out = Path(args.out)

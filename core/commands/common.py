@@ -12,9 +12,9 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from core.errors import InputError
-from core.pooling import pooling_help
-from core.precision import PRECISIONS
+from isoscope.encode.pooling import pooling_help
+from isoscope.encode.precision import PRECISIONS
+from isoscope.errors import InputError
 
 PRECISION_HELP = (
     "weights and arithmetic of the encoder's Linear layers: fp32, or int8 (dynamic int8 quantisation on the CPU: "
@@ -22,9 +22,9 @@ PRECISION_HELP = (
 )
 
 if TYPE_CHECKING:
-    from core.cache import ArrayCache
-    from core.embed import EmbedConfig
-    from core.models import Encoder
+    from isoscope.cache import ArrayCache
+    from isoscope.encode.embed import EmbedConfig
+    from isoscope.encode.models import Encoder
 
 
 def add_model_arguments(
@@ -63,9 +63,9 @@ def add_json_argument(p: argparse.ArgumentParser) -> None:
 
 
 def encoder_from_args(args: argparse.Namespace) -> Encoder:
-    """The model ``--model`` names at ``--precision``; the encoder handed to ``core.cli.main(encoder=...)`` when
+    """The model ``--model`` names at ``--precision``; the encoder handed to ``isoscope.cli.main(encoder=...)`` when
     it names the default (so tests and notebooks load the model once), quantised when int8 is asked for."""
-    from core.models import DEFAULT_MODEL_ALIASES, load_encoder, with_precision
+    from isoscope.encode.models import DEFAULT_MODEL_ALIASES, load_encoder, with_precision
 
     precision = getattr(args, "precision", "fp32")
     given = getattr(args, "preloaded_encoder", None)
@@ -75,7 +75,7 @@ def encoder_from_args(args: argparse.Namespace) -> Encoder:
 
 
 def embed_config(args: argparse.Namespace) -> EmbedConfig:
-    from core.embed import EmbedConfig
+    from isoscope.encode.embed import EmbedConfig
 
     if args.max_length < 2 or args.batch_size < 1:
         raise InputError("--max-length must be >= 2 and --batch-size >= 1")
@@ -83,7 +83,7 @@ def embed_config(args: argparse.Namespace) -> EmbedConfig:
 
 
 def cache_from_args(args: argparse.Namespace) -> ArrayCache | None:
-    from core.cache import ArrayCache
+    from isoscope.cache import ArrayCache
 
     return None if getattr(args, "no_cache", False) else ArrayCache()
 
@@ -122,7 +122,7 @@ def epoch_bar(args: argparse.Namespace, desc: str = "flow") -> Callable[[int, in
 def emit(args: argparse.Namespace, result: dict, text_lines: list[str]) -> None:
     """Print JSON (``--json``) or human-readable lines."""
     if getattr(args, "json", False):
-        from core.jsonutil import to_jsonable
+        from isoscope.data.export import to_jsonable
 
         print(json.dumps(to_jsonable(result)))
     else:

@@ -1,6 +1,6 @@
-"""``python -m core compare``: how two spaces of the same texts differ (CKA, neighbour overlap, hubness, maps).
+"""``python -m isoscope compare``: how two spaces of the same texts differ (CKA, neighbour overlap, hubness, maps).
 
-A space is ``model=...,init=pretrained|random,pooling=mean,calibrate=none`` (``core.compare.spaces``), e.g.
+A space is ``model=...,init=pretrained|random,pooling=mean,calibrate=none`` (``isoscope.compare.spaces``), e.g.
 ``--a pooling=mean --b pooling=cls,calibrate=whitening``. With ``--layers`` also the linear CKA of every
 mean-pooled layer of A's model against every layer of B's (embeddings first), one forward pass per model.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from core.commands.common import (
+from isoscope.commands.common import (
     add_json_argument,
     add_model_arguments,
     cache_from_args,
@@ -19,7 +19,7 @@ from core.commands.common import (
     encoder_from_args,
     progress_bar,
 )
-from core.errors import InputError
+from isoscope.errors import InputError
 
 INPUT_KINDS: tuple[str, ...] = ("auto", "pairs", "corpus")
 MAP_CHOICES: tuple[str, ...] = ("pca", "umap", "tsne", "none")
@@ -51,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def load_texts(args: argparse.Namespace) -> tuple[list[str], int, list[str]]:
     """(texts to compare, texts read, warnings): a pairs file gives its sentences, first column then second;
     repeated texts are kept once unless ``--keep-duplicates``."""
-    from core.commands.geometry import load_input
+    from isoscope.commands.geometry import load_input
 
     texts, _, warnings = load_input(args.input, args.kind, args.text_column)
     read = len(texts)
@@ -71,7 +71,7 @@ def _check_options(args: argparse.Namespace) -> None:
 
 def _loader(args: argparse.Namespace):
     """model name -> Encoder, each name loaded once; an empty name is ``--model`` (the encoder handed to
-    ``core.cli.main(encoder=...)`` serves every name of the default model, a landscape run's base included)."""
+    ``isoscope.cli.main(encoder=...)`` serves every name of the default model, a landscape run's base included)."""
     loaded: dict[str, object] = {}
 
     def load(name: str):
@@ -87,7 +87,7 @@ def _loader(args: argparse.Namespace):
 
 
 def _layers(spaces) -> dict:
-    from core.compare import layer_cka
+    from isoscope.compare import layer_cka
 
     a, b = spaces
     same = a.spec.encoder_key == b.spec.encoder_key
@@ -140,7 +140,7 @@ def _lines(result: dict) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from core.compare import build_spaces, compare_spaces, parse_space
+    from isoscope.compare import build_spaces, compare_spaces, parse_space
 
     _check_options(args)
     specs = [parse_space(args.a), parse_space(args.b)]  # before loading anything

@@ -1,11 +1,11 @@
-"""``python -m core embed``: embed a corpus to a .npy file, in resumable chunks, or in shards through Ray."""
+"""``python -m isoscope embed``: embed a corpus to a .npy file, in resumable chunks, or in shards through Ray."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from core.commands.common import (
+from isoscope.commands.common import (
     add_json_argument,
     add_model_arguments,
     cache_from_args,
@@ -14,7 +14,7 @@ from core.commands.common import (
     encoder_from_args,
     progress_bar,
 )
-from core.errors import InputError
+from isoscope.errors import InputError
 
 ENGINES: tuple[str, ...] = ("local", "ray")
 
@@ -63,7 +63,7 @@ def _check_out(out: str | None) -> Path | None:
 
 def _texts(args: argparse.Namespace) -> tuple[object, list[str]]:
     """A .txt path (streamed) or the texts of a table, and load warnings."""
-    from core.data import load_corpus
+    from isoscope.data import load_corpus
 
     if Path(args.input).suffix.lower() in (".txt", ".text") and args.text_column is None:
         if not Path(args.input).is_file():
@@ -74,7 +74,7 @@ def _texts(args: argparse.Namespace) -> tuple[object, list[str]]:
 
 
 def _run_ray(args: argparse.Namespace, out: Path | None) -> dict:
-    from core.corpus_embed import DEFAULT_SHARD_ROWS, embed_with_ray, load_shards, require_ray
+    from isoscope.encode.shards import DEFAULT_SHARD_ROWS, embed_with_ray, load_shards, require_ray
 
     require_ray()  # before reading anything: one line naming the extra to install
     if not args.shard_dir:
@@ -106,7 +106,7 @@ def _run_ray(args: argparse.Namespace, out: Path | None) -> dict:
     warnings = result["warnings"]
     lines = [f"wrote {run.n} x {run.dim} vectors in {run.num_shards} shards to {run.shard_dir}"]
     if out is not None:
-        from core.cache import atomic_save_npy
+        from isoscope.cache import atomic_save_npy
 
         _, vectors = load_shards(run.shard_dir)
         atomic_save_npy(out, vectors)
@@ -117,7 +117,7 @@ def _run_ray(args: argparse.Namespace, out: Path | None) -> dict:
 
 
 def _run_chunked(args: argparse.Namespace, out: Path) -> dict:
-    from core.corpus_embed import embed_to_npy
+    from isoscope.encode.chunked import embed_to_npy
 
     source, warnings = _texts(args)
     args.interrupt_note = (
@@ -160,15 +160,15 @@ def run(args: argparse.Namespace) -> dict:
         raise InputError("--out is required (a .npy file) unless --engine ray")
     if args.chunk_size is not None:
         return _run_chunked(args, out)
-    from core.data import load_corpus
-    from core.embed import encode
+    from isoscope.data import load_corpus
+    from isoscope.encode.embed import encode
 
     corpus = load_corpus(args.input, text_column=args.text_column)
     encoder = encoder_from_args(args)
     vectors = encode(
         encoder, corpus.texts, args.pooling, embed_config(args), progress_bar(args, "embed"), cache_from_args(args)
     )
-    from core.cache import atomic_save_npy
+    from isoscope.cache import atomic_save_npy
 
     atomic_save_npy(out, vectors)
     result = {"out": str(out), "n": int(vectors.shape[0]), "dim": int(vectors.shape[1]), "warnings": corpus.warnings}

@@ -1,12 +1,12 @@
-"""``python -m core geometry``: isotropy metrics, word-frequency bias and lexical-overlap bias of a space.
+"""``python -m isoscope geometry``: isotropy metrics, word-frequency bias and lexical-overlap bias of a space.
 
 For a corpus or a pairs file (then all its sentences are embedded and the overlap correlations are added):
 - ``raw`` / ``calibrated``: avg cosine, IsoScore, partition isotropy, effective rank, ... of the sentence
-  vectors (``core.metrics.all_metrics``); the calibrator is fitted on those sentence vectors;
+  vectors (``isoscope.geometry.metrics.all_metrics``); the calibrator is fitted on those sentence vectors;
 - ``frequency``: BERT-flow Table 1 (norm and kNN distance of token vectors by frequency-rank bucket,
-  ``core.frequency``), raw and with a calibrator of the same method fitted on the token vectors;
+  ``isoscope.geometry.frequency``), raw and with a calibrator of the same method fitted on the token vectors;
 - ``overlap`` (pairs only): Spearman of gold, raw cosine and calibrated cosine with edit distance
-  (``core.overlap``);
+  (``isoscope.geometry.lexical``);
 - ``layers`` (``--layers``): raw metrics of mean-pooled ``layer:0..L``.
 """
 
@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.calibrate.methods import methods_help
-from core.commands.common import (
+from isoscope.calibrate.methods import methods_help
+from isoscope.commands.common import (
     add_json_argument,
     add_model_arguments,
     cache_from_args,
@@ -30,8 +30,8 @@ from core.commands.common import (
     epoch_bar,
     progress_bar,
 )
-from core.errors import InputError
-from core.frequency import (
+from isoscope.errors import InputError
+from isoscope.geometry.frequency import (
     CONTEXTUAL_MODES,
     SPACES,
     FrequencyConfig,
@@ -40,10 +40,10 @@ from core.frequency import (
     is_calibrated,
     parse_edges,
 )
-from core.overlap import EDIT_LEVELS
+from isoscope.geometry.lexical import EDIT_LEVELS
 
 if TYPE_CHECKING:
-    from core.data import Pairs
+    from isoscope.data import Pairs
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _looks_like_pairs_header(source: str) -> bool:
     """True when the first line names both sentence1 and sentence2 (CSV/TSV header or JSONL keys)."""
-    from core.data import read_source
+    from isoscope.data import read_source
 
     raw, _ = read_source(source)
     head = raw[:4096].decode("utf-8", errors="ignore").lower().splitlines()
@@ -132,7 +132,7 @@ def load_input(
 
     For a pairs file the texts are its sentences, first column then second.
     """
-    from core.data import load_pairs
+    from isoscope.data import load_pairs
 
     if kind not in INPUT_KINDS:
         raise InputError(f"unknown input kind '{kind}'; choose one of {', '.join(INPUT_KINDS)}")
@@ -151,7 +151,7 @@ def load_input(
 
 
 def _corpus_texts(source: str, text_column: str | None) -> tuple[list[str], None, list[str]]:
-    from core.data import load_corpus
+    from isoscope.data import load_corpus
 
     corpus = load_corpus(source, text_column=text_column)
     return corpus.texts, None, list(corpus.warnings)
@@ -165,8 +165,8 @@ def fit_transform(method: str, X: np.ndarray, progress: Any = None) -> tuple[np.
 
     A flow reports ``progress(epoch, n_epochs, bits_per_dim)``.
     """
-    from core.calibrate import make_calibrator
-    from core.sts import fit_timed
+    from isoscope.calibrate import make_calibrator
+    from isoscope.evaluate.sts import fit_timed
 
     cal = make_calibrator(method)
     seconds = fit_timed(cal, X, progress)
@@ -178,7 +178,7 @@ def fit_transform(method: str, X: np.ndarray, progress: Any = None) -> tuple[np.
 
 def _check_options(args: argparse.Namespace) -> tuple[bool, tuple[int, ...]]:
     """Validate cheap options before loading a model. Returns (calibrated?, rank edges)."""
-    from core.calibrate import make_calibrator
+    from isoscope.calibrate import make_calibrator
 
     calibrated = is_calibrated(args.calibrate)
     if calibrated:
@@ -204,14 +204,14 @@ def _frequency_texts(args: argparse.Namespace, texts: list[str], warnings: list[
 
 
 def run(args: argparse.Namespace) -> dict:
-    from core.metrics import all_metrics, per_layer_metrics
+    from isoscope.geometry.metrics import all_metrics, per_layer_metrics
 
     calibrated, edges = _check_options(args)
     texts, pairs, warnings = load_input(args.input, args.kind, args.text_column)
     if len(texts) < 3:
         raise InputError(f"{Path(args.input).name}: {len(texts)} text(s); geometry needs at least 3")
     freq_texts = _frequency_texts(args, texts, warnings) if args.frequency != "none" else []
-    from core.embed import encode_many
+    from isoscope.encode.embed import encode_many
 
     encoder = encoder_from_args(args)
     config = embed_config(args)
@@ -284,8 +284,8 @@ def _frequency(
 
 
 def _overlap(args: argparse.Namespace, pairs: Pairs, X: np.ndarray, Z: np.ndarray | None) -> tuple[dict, dict]:
-    from core.evaluate import correlations, cosine_pairs
-    from core.overlap import overlap_analysis
+    from isoscope.evaluate.similarity import correlations, cosine_pairs
+    from isoscope.geometry.lexical import overlap_analysis
 
     n = len(pairs)
     sims: dict[str, np.ndarray | None] = {"gold": pairs.scores, "raw": cosine_pairs(X[:n], X[n:])}

@@ -1,4 +1,4 @@
-"""``python -m core landscape``: loss surfaces of fine-tuning from pre-trained weights vs from scratch.
+"""``python -m isoscope landscape``: loss surfaces of fine-tuning from pre-trained weights vs from scratch.
 
 Trains the classifier on ``--task`` (theta0 -> theta1) and on ``--task2`` (theta0 -> theta2) from the
 pre-trained weights and from a random init of the same architecture, then writes, under ``--out`` (default
@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 import math
 
-from core.commands.common import add_json_argument, add_model_arguments, emit, encoder_from_args, progress_bar
-from core.errors import InputError
-from core.landscape.options import BUILTIN_TASKS, DIRECTIONS, HEAD_POOLINGS, INITS, default_task2
+from isoscope.commands.common import add_json_argument, add_model_arguments, emit, encoder_from_args, progress_bar
+from isoscope.errors import InputError
+from isoscope.landscape.options import BUILTIN_TASKS, DIRECTIONS, HEAD_POOLINGS, INITS, default_task2
 
 NAME = "landscape"
 HELP = "loss surfaces, trajectories, layer rollback and flatness: fine-tuning from pre-trained weights vs scratch"
@@ -139,9 +139,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace):
     """The LandscapeConfig the options describe; InputError when they are out of range."""
-    from core.landscape.filter_view import FilterConfig
-    from core.landscape.pipeline import LandscapeConfig
-    from core.landscape.train import TrainConfig
+    from isoscope.landscape.filter_view import FilterConfig
+    from isoscope.landscape.pipeline import LandscapeConfig
+    from isoscope.landscape.train import TrainConfig
 
     train = TrainConfig(
         lr=args.lr,
@@ -182,8 +182,8 @@ def config_from_args(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> dict:
     import torch
 
-    from core.landscape.pipeline import run_landscape
-    from core.landscape.tasks import load_task
+    from isoscope.landscape.pipeline import run_landscape
+    from isoscope.landscape.tasks import load_task
 
     config = config_from_args(args)
     if args.threads < 0:
@@ -198,7 +198,7 @@ def run(args: argparse.Namespace) -> dict:
     return summary
 
 
-# what each stage's bar counts, by the first word of its description in core.landscape.pipeline
+# what each stage's bar counts, by the first word of its description in isoscope.landscape.pipeline
 _UNITS = {
     "train": "step",
     "1D": "point",

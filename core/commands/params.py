@@ -1,12 +1,12 @@
-"""``python -m core params``: parameter budget of an encoder and its embedding share (Chung et al. 2020)."""
+"""``python -m isoscope params``: parameter budget of an encoder and its embedding share (Chung et al. 2020)."""
 
 from __future__ import annotations
 
 import argparse
 
-from core.commands.common import add_json_argument, emit
-from core.errors import InputError
-from core.params import PRESET_NAMES, Architecture, ParameterBudget, get_preset, parameter_budget
+from isoscope.anatomy.budget import PRESET_NAMES, Architecture, ParameterBudget, get_preset, parameter_budget
+from isoscope.commands.common import add_json_argument, emit
+from isoscope.errors import InputError
 
 SIZE_OPTIONS = ("vocab_size", "hidden_size", "layers", "intermediate_size")
 
@@ -46,8 +46,8 @@ def _architectures(args: argparse.Namespace) -> list[Architecture]:
             return [get_preset(name) for name in PRESET_NAMES]
         return [get_preset(args.preset)]
     if args.model:
-        from core.models import load_encoder
-        from core.params import architecture_from_model
+        from isoscope.anatomy.budget import architecture_from_model
+        from isoscope.encode.models import load_encoder
 
         encoder = load_encoder(args.model)
         return [architecture_from_model(encoder.model, name=encoder.name)]

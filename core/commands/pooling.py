@@ -1,11 +1,11 @@
-"""``python -m core pooling``: STS Spearman of every pooling and layer, raw and calibrated, and the best one."""
+"""``python -m isoscope pooling``: STS Spearman of every pooling and layer, raw and calibrated, and the best one."""
 
 from __future__ import annotations
 
 import argparse
 
-from core.calibrate.methods import methods_help
-from core.commands.common import (
+from isoscope.calibrate.methods import methods_help
+from isoscope.commands.common import (
     add_json_argument,
     add_model_arguments,
     cache_from_args,
@@ -34,8 +34,8 @@ def _fmt(value: object) -> str:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from core.data import load_pairs
-    from core.pooling_explorer import check_calibrations, check_pairs, explore_poolings
+    from isoscope.anatomy.poolings import check_calibrations, check_pairs, explore_poolings
+    from isoscope.data import load_pairs
 
     pairs = load_pairs(args.pairs)
     check_pairs(pairs)

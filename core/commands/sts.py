@@ -1,14 +1,14 @@
-"""``python -m core sts``: STS evaluation of a pairs file (Spearman and Pearson x100), optionally calibrated.
+"""``python -m isoscope sts``: STS evaluation of a pairs file (Spearman and Pearson x100), optionally calibrated.
 
-python -m core sts --pairs stsb-en-test.csv --pooling cls --calibrate flow --fit-on target --json
+python -m isoscope sts --pairs stsb-en-test.csv --pooling cls --calibrate flow --fit-on target --json
 """
 
 from __future__ import annotations
 
 import argparse
 
-from core.commands.calibrate import METHOD_HELP, add_flow_arguments, calibrator_from_args
-from core.commands.common import (
+from isoscope.commands.calibrate import METHOD_HELP, add_flow_arguments, calibrator_from_args
+from isoscope.commands.common import (
     add_json_argument,
     add_model_arguments,
     cache_from_args,
@@ -18,7 +18,7 @@ from core.commands.common import (
     epoch_bar,
     progress_bar,
 )
-from core.errors import InputError
+from isoscope.errors import InputError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,9 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict:
     import numpy as np
 
-    from core.data import load_corpus, load_pairs
-    from core.embed import encode
-    from core.sts import calibrated_sts
+    from isoscope.data import load_corpus, load_pairs
+    from isoscope.encode.embed import encode
+    from isoscope.evaluate.sts import calibrated_sts
 
     calibrator = calibrator_from_args(args, args.calibrate)  # bad method: fail before loading anything
     pairs = load_pairs(args.pairs)

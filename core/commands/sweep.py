@@ -1,6 +1,6 @@
-"""``python -m core sweep``: geometry and STS score of a corpus as its vectors shrink (precision and dimensions).
+"""``python -m isoscope sweep``: geometry and STS score of a corpus as its vectors shrink (precision and dimensions).
 
-python -m core sweep --input corpus.csv --pairs ../shared/data/stsb/stsb-en-test.csv --dims 32,64,128,256 --json
+python -m isoscope sweep --input corpus.csv --pairs ../shared/data/stsb/stsb-en-test.csv --dims 32,64,128,256 --json
 
 Rows: fp32, int8-model, int8-vectors, binary, truncate:K and pca:K; columns: IsoScore, average cosine, effective
 rank, neighbour overlap@k with the fp32 space, STS Spearman (x100, with --pairs) and bytes per vector.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from core.commands.common import (
+from isoscope.commands.common import (
     add_json_argument,
     add_model_arguments,
     cache_from_args,
@@ -19,7 +19,7 @@ from core.commands.common import (
     encoder_from_args,
     progress_bar,
 )
-from core.errors import InputError
+from isoscope.errors import InputError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -51,8 +51,8 @@ def _lines(result: dict) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from core.data import load_corpus, load_pairs
-    from core.sweep import SweepConfig, encode_for_sweep, parse_dims, run_sweep
+    from isoscope.data import load_corpus, load_pairs
+    from isoscope.geometry.sweep import SweepConfig, encode_for_sweep, parse_dims, run_sweep
 
     corpus = load_corpus(args.input, text_column=args.text_column)
     if len(corpus) < 3:

@@ -4,7 +4,7 @@ A *space* is (model, init, pooling, calibration) applied to one list of texts (`
 per module:
 
 - ``cka``: linear and debiased CKA, and the layer x layer matrix (feature-space Grams, no (n, n) matrix).
-- ``overlap``: exact k nearest neighbours in each space, per-text Jaccard, ``overlap_at_k``.
+- neighbour overlap: ``isoscope.neighbours.overlap`` (the one overlap@k; re-exported here).
 - ``hubness``: k-occurrence counts, skewness, anti-hubs, top hubs (Radovanovic et al. 2010).
 - ``align``: one 2-D map per space, B aligned onto A by orthogonal Procrustes, trustworthiness/continuity.
 - ``spaces``: SPEC strings, encoders (local, hub, landscape checkpoint, random init), vectors, calibration.
@@ -15,12 +15,11 @@ report = compare_spaces(vectors_a, vectors_b, k=10)   # report.cka_linear, repor
 
 from __future__ import annotations
 
-from core.compare.align import AlignedMaps, Procrustes, aligned_maps, map_quality, procrustes_align
-from core.compare.cka import CKAMatrix, cka_matrix, debiased_cka, linear_cka
-from core.compare.hubness import Hubness, hubness
-from core.compare.overlap import NeighbourOverlap, jaccard_tables, knn_table, neighbour_overlap
-from core.compare.report import Comparison, compare_spaces, layer_cka
-from core.compare.spaces import (
+from isoscope.compare.align import AlignedMaps, Procrustes, aligned_maps, map_quality, procrustes_align
+from isoscope.compare.cka import CKAMatrix, cka_matrix, debiased_cka, linear_cka
+from isoscope.compare.hubness import Hubness, hubness
+from isoscope.compare.report import Comparison, compare_spaces, layer_cka
+from isoscope.compare.spaces import (
     INITS,
     SPEC_KEYS,
     Space,
@@ -30,6 +29,8 @@ from core.compare.spaces import (
     parse_space,
     random_encoder,
 )
+from isoscope.neighbours.exact import knn_table
+from isoscope.neighbours.overlap import NeighbourOverlap, jaccard_tables, neighbour_overlap
 
 __all__ = [
     "INITS",

@@ -1,6 +1,6 @@
 """Two comparable maps: one 2-D projection per space, B rotated/reflected/scaled onto A (orthogonal Procrustes).
 
-Each space is projected on its own (``core.projection.project``: PCA by default, UMAP or t-SNE on request)
+Each space is projected on its own (``isoscope.neighbours.projection.project``: PCA by default, UMAP or t-SNE on request)
 from its unit-normalised rows, so the map, the neighbour lists and the quality scores all see cosine
 geometry. Projections are defined only up to rotation, reflection and scale, so two independent maps of
 the same texts cannot be compared point by point until B's map is aligned onto A's: with both maps
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.errors import InputError
-from core.index import as_unit_float32
-from core.projection import PROJECTION_METHODS, project
-from core.sampling import sample_indices
+from isoscope.errors import InputError
+from isoscope.neighbours.index import as_unit_float32
+from isoscope.neighbours.projection import PROJECTION_METHODS, project
+from isoscope.sampling import sample_indices
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.errors import InputError
+from isoscope.errors import InputError
 
 log = logging.getLogger(__name__)
 

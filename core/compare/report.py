@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from core.compare.align import MAP_POINTS, AlignedMaps, aligned_maps
-from core.compare.cka import CKAMatrix, cka_matrix
-from core.compare.hubness import Hubness, hubness
-from core.compare.overlap import NeighbourOverlap, check_k, neighbour_overlap
+from isoscope.compare.align import MAP_POINTS, AlignedMaps, aligned_maps
+from isoscope.compare.cka import CKAMatrix, cka_matrix
+from isoscope.compare.hubness import Hubness, hubness
+from isoscope.neighbours.overlap import NeighbourOverlap, check_k, neighbour_overlap
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ class Comparison:
         return out
 
     def to_dict(self, texts: Sequence[str] | None = None, top: int = TOP) -> dict:
-        """The JSON keys of ``python -m core compare --json`` (without the layer matrix and the inputs)."""
+        """The JSON keys of ``python -m isoscope compare --json`` (without the layer matrix and the inputs)."""
         texts = list(texts) if texts is not None else None
         maps = self.maps
         return {

@@ -10,7 +10,7 @@ SPEC strings (CLI ``--a`` / ``--b``) are comma-separated ``key=value`` lists; ev
                       on the space's own vectors of the texts (no labels)
 
 e.g. ``pooling=cls,calibrate=whitening`` or ``model=landscape:latest:pretrained:3``. Values cannot contain
-commas. Landscape checkpoints (written by ``python -m core landscape``, see ``core.landscape.train``):
+commas. Landscape checkpoints (written by ``python -m isoscope landscape``, see ``isoscope.landscape.train``):
 FOLDER is an experiment folder, its name under ``$ISOSCOPE_CACHE/landscape``, or ``latest`` (the newest
 finished one); INIT is ``pretrained`` (default) or ``scratch``; EPOCH a number or ``last`` (default; 0 is
 the run's starting point); TASK ``task1`` (default, the main task) or ``task2``. The run's
@@ -34,9 +34,9 @@ from typing import Literal, get_args
 
 import numpy as np
 
-from core.cache import ArrayCache, make_key
-from core.errors import InputError, first_line
-from core.models import Encoder
+from isoscope.cache import ArrayCache, make_key
+from isoscope.encode.models import Encoder
+from isoscope.errors import InputError, first_line
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ INITS: tuple[str, ...] = get_args(Init)
 LANDSCAPE_PREFIX = "landscape:"
 LANDSCAPE_INITS: tuple[str, ...] = ("pretrained", "scratch")
 LANDSCAPE_TASKS: tuple[str, ...] = ("task1", "task2")
-Loader = Callable[[str], Encoder]  # model name -> Encoder (core.models.load_encoder)
+Loader = Callable[[str], Encoder]  # model name -> Encoder (isoscope.encode.models.load_encoder)
 ProgressFn = Callable[[int, int], None]
 
 
@@ -88,8 +88,8 @@ def _parse_init(text: str, value: str) -> tuple[str, int]:
 
 def parse_space(text: str | None) -> SpaceSpec:
     """Parse a SPEC string (see the module docstring) and check its values without loading anything."""
-    from core.calibrate import make_calibrator
-    from core.pooling import parse_pooling
+    from isoscope.calibrate import make_calibrator
+    from isoscope.encode.pooling import parse_pooling
 
     text = (text or "").strip()
     values: dict[str, str] = {}
@@ -148,12 +148,14 @@ def parse_landscape_ref(model: str) -> LandscapeRef:
 
 def landscape_folder(ref: LandscapeRef) -> Path:
     """The experiment folder a reference names (InputError when there is none)."""
-    from core.landscape.results import default_root, list_results
+    from isoscope.landscape.results import default_root, list_results
 
     if ref.folder == "latest":
         found = list_results()
         if not found:
-            raise InputError(f"no finished landscape experiment under {default_root()}; run python -m core landscape")
+            raise InputError(
+                f"no finished landscape experiment under {default_root()}; run python -m isoscope landscape"
+            )
         return Path(found[0]["out_dir"])
     path = Path(ref.folder).expanduser()
     if not path.is_absolute() and not path.exists():
@@ -203,7 +205,7 @@ def encoder_from_theta(base: Encoder, theta, name: str, fingerprint: str) -> Enc
 
 def landscape_encoder(model: str, loader: Loader) -> Encoder:
     """The encoder weights of a landscape checkpoint (see the module docstring)."""
-    from core.landscape.store import read_json, read_tensors
+    from isoscope.landscape.store import read_json, read_tensors
 
     ref = parse_landscape_ref(model)
     folder = landscape_folder(ref)
@@ -211,7 +213,7 @@ def landscape_encoder(model: str, loader: Loader) -> Encoder:
     summary = read_json(folder / "summary.json") or {}
     loaded = read_tensors(path)
     if loaded is None or "theta" not in loaded[0]:
-        raise InputError(f"{path}: the checkpoint is incomplete or unreadable; rerun python -m core landscape")
+        raise InputError(f"{path}: the checkpoint is incomplete or unreadable; rerun python -m isoscope landscape")
     theta, meta = loaded[0]["theta"], loaded[1]
     base_name = str(summary.get("model", ""))
     try:
@@ -247,7 +249,7 @@ def random_encoder(base: Encoder, seed: int) -> Encoder:
 def load_space_encoder(spec: SpaceSpec, loader: Loader | None = None) -> Encoder:
     """The encoder of a space: ``loader(model)`` (default ``load_encoder``), a landscape checkpoint, or random."""
     if loader is None:
-        from core.models import load_encoder as loader
+        from isoscope.encode.models import load_encoder as loader
     if spec.model.startswith(LANDSCAPE_PREFIX):
         return landscape_encoder(spec.model, loader)
     base = loader(spec.model)
@@ -275,7 +277,7 @@ class Space:
 
 def check_pooling(spec: SpaceSpec, encoder: Encoder, which: str = "") -> str:
     """The pooling's canonical name for this encoder; InputError for one it does not have."""
-    from core.pooling import parse_pooling
+    from isoscope.encode.pooling import parse_pooling
 
     try:
         return parse_pooling(spec.pooling, encoder.num_layers, encoder.is_encoder_decoder).name
@@ -285,8 +287,8 @@ def check_pooling(spec: SpaceSpec, encoder: Encoder, which: str = "") -> str:
 
 def calibrate_space(spec: SpaceSpec, raw: np.ndarray, progress=None) -> tuple[np.ndarray, list[str]]:
     """Fit ``spec.calibrate`` on the space's own vectors and apply it. Returns (n, d') float32 and warnings."""
-    from core.calibrate import make_calibrator
-    from core.sts import fit_size_warning, fit_timed
+    from isoscope.calibrate import make_calibrator
+    from isoscope.evaluate.sts import fit_size_warning, fit_timed
 
     if spec.calibrate == "none":
         return raw, []
@@ -310,7 +312,7 @@ def build_spaces(
 
     ``progress(stage)`` returns a ``(done, total)`` callback for that stage (or None).
     """
-    from core.embed import encode_many
+    from isoscope.encode.embed import encode_many
 
     if len(texts) < 2:
         raise InputError(f"need at least 2 texts to compare spaces, got {len(texts)}")

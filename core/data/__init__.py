@@ -3,7 +3,7 @@
 Supported: CSV, TSV, JSONL, Parquet and (corpora only) plain text, one text per line; .npy for vectors.
 Every problem is an ``InputError`` with one line; recoverable ones (dropped rows, truncated texts, a guessed
 encoding) are returned as warnings next to the data. Nothing is ever evaluated or unpickled: cells are
-plain text. What a file may decode to is bounded by ``DecodeLimits`` (core.data.limits), read from the
+plain text. What a file may decode to is bounded by ``DecodeLimits`` (isoscope.data.limits), read from the
 ``ISOSCOPE_MAX_*`` environment variables.
 
 Modules: limits (the bounds), source (paths and uploads), text (encodings, line rules), delimited (CSV/TSV),
@@ -12,16 +12,16 @@ jsonl, parquet, tables (any table to a frame), pairs, corpus, vectors (.npy), ex
 
 from __future__ import annotations
 
-from core.data.corpus import Corpus, load_corpus, stream_texts, streaming_limits
-from core.data.export import FORMULA_PREFIXES, safe_csv
-from core.data.jsonl import json_depth_exceeds
-from core.data.limits import ENV_VARS, DecodeLimits, current_limits, limits_help
-from core.data.pairs import SCORE_RANGE, Pairs, load_pairs
-from core.data.source import CORPUS_FORMATS, TABLE_FORMATS, Source, as_source, file_format, read_source
-from core.data.tables import TEXT_COLUMN_NAMES, check_rows, clean_texts, read_table, truncate_texts
-from core.data.text import ClippedText, TextStats, decode_text
-from core.data.vectors import NPY_MAGIC, check_npy_header, load_vectors
-from core.errors import InputError
+from isoscope.data.corpus import Corpus, load_corpus, stream_texts, streaming_limits
+from isoscope.data.export import FORMULA_PREFIXES, safe_csv
+from isoscope.data.jsonl import json_depth_exceeds
+from isoscope.data.limits import ENV_VARS, DecodeLimits, current_limits, limits_help
+from isoscope.data.pairs import SCORE_RANGE, Pairs, load_pairs
+from isoscope.data.source import CORPUS_FORMATS, TABLE_FORMATS, Source, as_source, file_format, read_source
+from isoscope.data.tables import TEXT_COLUMN_NAMES, check_rows, clean_texts, read_table, truncate_texts
+from isoscope.data.text import ClippedText, TextStats, decode_text
+from isoscope.data.vectors import NPY_MAGIC, check_npy_header, load_vectors
+from isoscope.errors import InputError
 
 
 def _import_time_limits() -> DecodeLimits:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from core.data.limits import DecodeLimits, current_limits, resolve
-from core.data.source import CORPUS_FORMATS, Source, as_source, file_format
-from core.data.tables import TEXT_COLUMN_NAMES, check_rows, clean_texts, read_table, truncate_texts
-from core.data.text import TextStats, decoded_pieces, iter_text_lines
-from core.errors import InputError
+from isoscope.data.limits import DecodeLimits, current_limits, resolve
+from isoscope.data.source import CORPUS_FORMATS, Source, as_source, file_format
+from isoscope.data.tables import TEXT_COLUMN_NAMES, check_rows, clean_texts, read_table, truncate_texts
+from isoscope.data.text import TextStats, decoded_pieces, iter_text_lines
+from isoscope.errors import InputError
 
 
 @dataclass

@@ -11,9 +11,9 @@ import itertools
 import re
 from collections.abc import Iterable, Iterator
 
-from core.data.limits import DecodeLimits
-from core.data.text import CellBuilder
-from core.errors import InputError
+from isoscope.data.limits import DecodeLimits
+from isoscope.data.text import CellBuilder
+from isoscope.errors import InputError
 
 _START, _UNQUOTED, _QUOTED, _QUOTE_SEEN = range(4)
 SAMPLE_ROWS = 50  # rows that decide the delimiter

@@ -1,7 +1,9 @@
-"""Downloads: CSV bytes that a spreadsheet opens as text, never as formulas."""
+"""What leaves Isoscope for other programs: CSV bytes that a spreadsheet opens as text, never as formulas, and
+plain JSON values (the CLI's ``--json`` output and the JSON files Isoscope writes)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -21,3 +23,18 @@ def safe_csv(df: pd.DataFrame) -> bytes:
     # CRLF rows (RFC 4180): the csv writer then quotes any cell holding a \r or \n. With "\n" rows a bare \r
     # stays unquoted and a spreadsheet starts a new row there, so "a\r=cmd|..." would begin a cell with "=".
     return safe.to_csv(index=False, lineterminator="\r\n").encode("utf-8")
+
+
+def to_jsonable(obj: object) -> object:
+    """Dicts, lists, numpy arrays and scalars as plain JSON values; NaN and inf become None."""
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj

@@ -9,9 +9,9 @@ from collections.abc import Iterable, Iterator
 
 import pandas as pd
 
-from core.data.limits import DecodeLimits, MiB
-from core.data.text import CellBuilder, frame_of
-from core.errors import InputError
+from isoscope.data.limits import DecodeLimits, MiB
+from isoscope.data.text import CellBuilder, frame_of
+from isoscope.errors import InputError
 
 _STRUCTURE = re.compile(r'[\[\]{}"]')
 _STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # the rest of a JSON string after its quote

@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from core.errors import InputError
+from isoscope.errors import InputError
 
 MiB = 2**20
 

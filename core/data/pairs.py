@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.data.limits import DecodeLimits, resolve
-from core.data.source import TABLE_FORMATS, as_source, file_format
-from core.data.tables import check_rows, clean_texts, read_table, truncate_texts
-from core.errors import InputError
+from isoscope.data.limits import DecodeLimits, resolve
+from isoscope.data.source import TABLE_FORMATS, as_source, file_format
+from isoscope.data.tables import check_rows, clean_texts, read_table, truncate_texts
+from isoscope.errors import InputError
 
 SCORE_RANGE = (0.0, 5.0)
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pandas as pd
 
-from core.data.limits import DecodeLimits, MiB
-from core.data.source import Source
-from core.data.text import CellBuilder, ClippedText, frame_of
-from core.errors import InputError
+from isoscope.data.limits import DecodeLimits, MiB
+from isoscope.data.source import Source
+from isoscope.data.text import CellBuilder, ClippedText, frame_of
+from isoscope.errors import InputError
 
 MAX_FOOTER = 16 * MiB  # the file's metadata (its schema and one entry per row group and column)
 BATCH_BYTES = 32 * MiB  # decoded bytes per batch, from the metadata's average row size

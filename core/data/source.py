@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from core.data.limits import DecodeLimits, MiB, current_limits
-from core.errors import InputError
+from isoscope.data.limits import DecodeLimits, MiB, current_limits
+from isoscope.errors import InputError
 
 TABLE_FORMATS = ("csv", "tsv", "jsonl", "parquet")
 CORPUS_FORMATS = (*TABLE_FORMATS, "txt")

@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.data.delimited import read_delimited
-from core.data.jsonl import read_jsonl
-from core.data.limits import DecodeLimits, current_limits
-from core.data.parquet import read_parquet
-from core.data.source import Source, as_source
-from core.data.text import ClippedText, TextStats, decoded_pieces
-from core.errors import InputError
+from isoscope.data.delimited import read_delimited
+from isoscope.data.jsonl import read_jsonl
+from isoscope.data.limits import DecodeLimits, current_limits
+from isoscope.data.parquet import read_parquet
+from isoscope.data.source import Source, as_source
+from isoscope.data.text import ClippedText, TextStats, decoded_pieces
+from isoscope.errors import InputError
 
 TEXT_COLUMN_NAMES = ("text", "sentence", "sentences", "document", "content")
 

@@ -17,8 +17,8 @@ from typing import BinaryIO
 
 import pandas as pd
 
-from core.data.limits import MiB
-from core.errors import InputError
+from isoscope.data.limits import MiB
+from isoscope.errors import InputError
 
 BLOCK = MiB  # bytes decoded at a time
 SNIFF_CHARS = 65_536  # after this many characters a binary-looking prefix is refused without reading on

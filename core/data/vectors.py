@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from core.data.limits import current_limits
-from core.errors import InputError, first_line
+from isoscope.data.limits import current_limits
+from isoscope.errors import InputError, first_line
 
 NPY_MAGIC = b"\x93NUMPY"
 NPY_HINT = "save a 2-D float array with numpy.save(path, vectors, allow_pickle=False)"

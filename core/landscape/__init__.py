@@ -22,7 +22,7 @@ One concept per module:
   safetensors; never pickle), failing loudly on a schema change.
 - ``pipeline``: the experiment for both initialisations and every seed, cached and resumable.
 
-The names below are imported lazily, so ``import core.landscape.options`` does not import torch.
+The names below are imported lazily, so ``import isoscope.landscape.options`` does not import torch.
 """
 
 from __future__ import annotations
@@ -30,18 +30,18 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "BUILTIN_TASKS": "core.landscape.options",
-    "LandscapeConfig": "core.landscape.pipeline",
-    "FilterConfig": "core.landscape.filter_view",
-    "run_landscape": "core.landscape.pipeline",
-    "LandscapeResults": "core.landscape.results",
-    "ResultsSchemaError": "core.landscape.schema",
-    "list_results": "core.landscape.results",
-    "load_results": "core.landscape.results",
-    "Task": "core.landscape.tasks",
-    "TaskSplit": "core.landscape.tasks",
-    "load_task": "core.landscape.tasks",
-    "TrainConfig": "core.landscape.train",
+    "BUILTIN_TASKS": "isoscope.landscape.options",
+    "LandscapeConfig": "isoscope.landscape.pipeline",
+    "FilterConfig": "isoscope.landscape.filter_view",
+    "run_landscape": "isoscope.landscape.pipeline",
+    "LandscapeResults": "isoscope.landscape.results",
+    "ResultsSchemaError": "isoscope.landscape.schema",
+    "list_results": "isoscope.landscape.results",
+    "load_results": "isoscope.landscape.results",
+    "Task": "isoscope.landscape.tasks",
+    "TaskSplit": "isoscope.landscape.tasks",
+    "load_task": "isoscope.landscape.tasks",
+    "TrainConfig": "isoscope.landscape.train",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -50,4 +50,4 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str) -> object:
     if name in _EXPORTS:
         return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'core.landscape' has no attribute {name!r}")
+    raise AttributeError(f"module 'isoscope.landscape' has no attribute {name!r}")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from core.landscape.flat import dot, norm, residual_norm
+from isoscope.landscape.flat import dot, norm, residual_norm
 
 log = logging.getLogger(__name__)
 

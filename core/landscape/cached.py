@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from core.landscape.store import read_arrays, read_json, write_arrays, write_json
+from isoscope.landscape.store import read_arrays, read_json, write_arrays, write_json
 
 
 class Counted:

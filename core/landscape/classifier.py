@@ -10,7 +10,7 @@ the pre-trained and the from-scratch run on the same task start from the same he
 ``Evaluator`` computes loss and accuracy of any flat theta on one fixed, seeded evaluation set (training
 examples and held-out examples, length-sorted into padded chunks once), dropout off (``eval()``), under
 ``torch.inference_mode``, with ``functional_call`` on views of the flat theta: for BERT encoders on the
-padding-free ``PackedClassifier`` (``core.landscape.packed``), for others on the padded chunks.
+padding-free ``PackedClassifier`` (``isoscope.landscape.packed``), for others on the padded chunks.
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from torch.func import functional_call
 from torch.nn import functional as F
 from transformers import AutoModel
 
-from core.cache import make_key
-from core.landscape.flat import FlatLayout
-from core.landscape.options import HEAD_POOLINGS, INITS, HeadPooling, Init
-from core.landscape.packed import PackedBatch, PackedClassifier, supports_packed
-from core.landscape.tasks import Task
-from core.models import Encoder
-from core.pooling import masked_mean
+from isoscope.cache import make_key
+from isoscope.encode.models import Encoder
+from isoscope.encode.pooling import masked_mean
+from isoscope.landscape.flat import FlatLayout
+from isoscope.landscape.options import HEAD_POOLINGS, INITS, HeadPooling, Init
+from isoscope.landscape.packed import PackedBatch, PackedClassifier, supports_packed
+from isoscope.landscape.tasks import Task
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ class Evaluator:
     """Loss and accuracy of a flat theta on a fixed EvalSet, through ``functional_call`` (no weight copies)."""
 
     def __init__(self, model: Classifier, layout: FlatLayout, eval_set: EvalSet, packed: bool | None = None) -> None:
-        """``packed``: use the padding-free BERT forward (``core.landscape.packed``); None = wherever supported."""
+        """``packed``: use the padding-free BERT forward (``isoscope.landscape.packed``); None = wherever supported."""
         self.model = model
         self.layout = layout
         self.eval_set = eval_set

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from core.landscape.flat import dot, norm
+from isoscope.landscape.flat import dot, norm
 
 log = logging.getLogger(__name__)
 

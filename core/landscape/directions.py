@@ -1,6 +1,6 @@
 """Filter-normalised random directions (Li et al. 2018) and the sharpness measured along them.
 
-Why. The task plane (``core.landscape.axes``) scales both axes to |delta1|, and fine-tuning from
+Why. The task plane (``isoscope.landscape.axes``) scales both axes to |delta1|, and fine-tuning from
 pre-trained weights moves far less than training from scratch, so one unit of ``a`` is a different
 distance for the two initialisations: flatness does not compare across them on that plane. Worse, a
 network with normalisation layers is scale-invariant in many of its weights (a Linear layer feeding a
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from core.landscape.flat import FlatLayout, norm
-from core.landscape.options import DIRECTIONS
+from isoscope.landscape.flat import FlatLayout, norm
+from isoscope.landscape.options import DIRECTIONS
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class DirectionPlane:
         return out.add_(self.e2, alpha=b)
 
     def summary(self) -> dict[str, float]:
-        from core.landscape.flat import dot
+        from isoscope.landscape.flat import dot
 
         n1, n2 = norm(self.e1), norm(self.e2)
         return {

@@ -1,5 +1,5 @@
 """The filter-normalised view around theta1: 1D curves along several random directions, a 2D surface on the
-first two, and the sharpness (Li et al. 2018; the math is in ``core.landscape.directions``).
+first two, and the sharpness (Li et al. 2018; the math is in ``isoscope.landscape.directions``).
 
 Both initialisations use the same alpha range, the same number of directions and the same sharpness
 alphas, so their curves and surfaces compare by eye and their sharpness numbers compare directly. Each
@@ -17,19 +17,19 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from core.cache import make_key
-from core.landscape.cached import Counted, cached_arrays, cached_json
-from core.landscape.directions import (
+from isoscope.cache import make_key
+from isoscope.landscape.cached import Counted, cached_arrays, cached_json
+from isoscope.landscape.directions import (
     DirectionPlane,
     curve_alphas,
     direction_seed,
     filter_normalized_direction,
     sharpness,
 )
-from core.landscape.flat import FlatLayout
-from core.landscape.results import FILTER_CURVES, FILTER_JSON, FILTER_SURFACE
-from core.landscape.store import RowStore
-from core.landscape.surface import check_grid, curve_1d, interpolate, surface_2d
+from isoscope.landscape.flat import FlatLayout
+from isoscope.landscape.results import FILTER_CURVES, FILTER_JSON, FILTER_SURFACE
+from isoscope.landscape.store import RowStore
+from isoscope.landscape.surface import check_grid, curve_1d, interpolate, surface_2d
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class FilterConfig:
     alphas: tuple[float, ...] = (0.1, 0.25)  # sharpness at +-alpha (below where a fine-tuned MiniLM reaches chance)
 
     def validate(self) -> FilterConfig:
-        from core.errors import InputError
+        from isoscope.errors import InputError
 
         if self.directions < 2:
             raise InputError("need at least 2 filter-normalised directions (the 2D surface uses two)")

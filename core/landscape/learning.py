@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from core.landscape.train import Checkpoint
+from isoscope.landscape.train import Checkpoint
 
 log = logging.getLogger(__name__)
 

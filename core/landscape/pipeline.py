@@ -11,7 +11,7 @@ measures, around theta1:
 - the signed trajectories of both runs' checkpoints, the layer rollback table, the top Hessian
   eigenvalue, and the learning curve (held-out loss and accuracy after every epoch).
 
-With ``seeds`` > 1 the whole experiment is repeated with seeds s, s+1, ... (``core.landscape.seeds``);
+With ``seeds`` > 1 the whole experiment is repeated with seeds s, s+1, ... (``isoscope.landscape.seeds``);
 the first seed's results sit in ``out_dir`` itself, the others in ``out_dir/seeds/seed-<s>``, and the
 summary carries the mean and sd of every headline number.
 
@@ -37,25 +37,33 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from core.cache import make_key
-from core.errors import InputError
-from core.landscape import filter_view, task_view
-from core.landscape.axes import make_plane, project
-from core.landscape.cached import Counted, cached_json
-from core.landscape.classifier import INITS, METRICS, Classifier, Evaluator, build_classifier, check_init, make_eval_set
-from core.landscape.curvature import grid_curvature, hessian_top_eigenvalue
-from core.landscape.directions import DIRECTIONS, check_directions
-from core.landscape.filter_view import FilterConfig
-from core.landscape.flat import FlatLayout, vector_digest
-from core.landscape.learning import learning_curve, overfitting
-from core.landscape.results import RESULTS, SUMMARY, default_root, load_results, seed_dir
-from core.landscape.rollback import ENCODER_PREFIX, rollback_table
-from core.landscape.seeds import headline_summary, learning_bands
-from core.landscape.store import read_json, write_json
-from core.landscape.surface import check_grid, grid_size_for_budget
-from core.landscape.tasks import TaskSplit, sample
-from core.landscape.train import Checkpoint, TrainConfig, run_key, train_run
-from core.models import Encoder
+from isoscope.cache import make_key
+from isoscope.encode.models import Encoder
+from isoscope.errors import InputError
+from isoscope.landscape import filter_view, task_view
+from isoscope.landscape.axes import make_plane, project
+from isoscope.landscape.cached import Counted, cached_json
+from isoscope.landscape.classifier import (
+    INITS,
+    METRICS,
+    Classifier,
+    Evaluator,
+    build_classifier,
+    check_init,
+    make_eval_set,
+)
+from isoscope.landscape.curvature import grid_curvature, hessian_top_eigenvalue
+from isoscope.landscape.directions import DIRECTIONS, check_directions
+from isoscope.landscape.filter_view import FilterConfig
+from isoscope.landscape.flat import FlatLayout, vector_digest
+from isoscope.landscape.learning import learning_curve, overfitting
+from isoscope.landscape.results import RESULTS, SUMMARY, default_root, load_results, seed_dir
+from isoscope.landscape.rollback import ENCODER_PREFIX, rollback_table
+from isoscope.landscape.seeds import headline_summary, learning_bands
+from isoscope.landscape.store import read_json, write_json
+from isoscope.landscape.surface import check_grid, grid_size_for_budget
+from isoscope.landscape.tasks import TaskSplit, sample
+from isoscope.landscape.train import Checkpoint, TrainConfig, run_key, train_run
 
 log = logging.getLogger(__name__)
 

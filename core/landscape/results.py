@@ -2,7 +2,7 @@
 
 Layout of a result folder (default ``~/.cache/isoscope/landscape/<key>``)::
 
-    summary.json                    what ``python -m core landscape`` printed, plus paths
+    summary.json                    what ``python -m isoscope landscape`` printed, plus paths
     <init>/results.json             axes, coordinates, trajectories, rollback, flatness, metrics, and the
                                     optional filter_normalized and learning_curve sections
     <init>/curve_1d.npz             alpha, train_loss, train_acc, heldout_loss, heldout_acc, heldout_error
@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.cache import default_cache_dir
-from core.errors import InputError
-from core.landscape.schema import Fields, ResultsSchemaError, arrays
-from core.landscape.store import read_json
+from isoscope.cache import default_cache_dir
+from isoscope.errors import InputError
+from isoscope.landscape.schema import Fields, ResultsSchemaError, arrays
+from isoscope.landscape.store import read_json
 
 __all__ = ["ResultsSchemaError"]
 
@@ -515,7 +515,7 @@ def load_results(out_dir: str | Path) -> LandscapeResults:
     out_dir = Path(out_dir).expanduser()
     raw = read_json(out_dir / SUMMARY)
     if raw is None:
-        raise InputError(f"{out_dir}: no landscape results here; run `python -m core landscape` first")
+        raise InputError(f"{out_dir}: no landscape results here; run `python -m isoscope landscape` first")
     listed = [str(i) for i in raw.get("inits") or []]
     found = {init: read_json(out_dir / init / RESULTS) for init in listed}
     found = {init: data for init, data in found.items() if data is not None}

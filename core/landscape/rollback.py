@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from core.landscape.flat import FlatLayout, layer_index, norm
+from isoscope.landscape.flat import FlatLayout, layer_index, norm
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from core.landscape.store import read_arrays
+from isoscope.landscape.store import read_arrays
 
-RERUN = "written by another version? run `python -m core landscape` again on it to rewrite it"
+RERUN = "written by another version? run `python -m isoscope landscape` again on it to rewrite it"
 
 
 class ResultsSchemaError(Exception):

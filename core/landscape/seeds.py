@@ -3,7 +3,7 @@
 ``--seeds N`` runs the whole experiment N times with seeds s, s+1, ..., s+N-1: the training sample, the
 evaluation sample, the head init, the scratch init, the data order and dropout, and the filter-normalised
 directions all follow the seed (the train / held-out split of a task stays the one of ``--seed``). Each
-seed's results are read back from disk through the typed reader (``core.landscape.results``), so the
+seed's results are read back from disk through the typed reader (``isoscope.landscape.results``), so the
 summary is made from exactly what the page shows. The spread is the sample standard deviation (ddof 1)
 over seeds; with one seed it is undefined (NaN, null in JSON).
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.landscape.results import METRICS, InitResults
+from isoscope.landscape.results import METRICS, InitResults
 
 Getter = Callable[[InitResults], float]
 NAN = float("nan")

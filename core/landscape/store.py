@@ -17,8 +17,8 @@ from safetensors import safe_open
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from core.cache import atomic_write_bytes
-from core.jsonutil import to_jsonable
+from isoscope.cache import atomic_write_bytes
+from isoscope.data.export import to_jsonable
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from core.landscape.store import RowStore
+from isoscope.landscape.store import RowStore
 
 log = logging.getLogger(__name__)
 

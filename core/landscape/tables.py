@@ -1,6 +1,6 @@
 """Flat tables (pandas) of typed landscape results, for the page, its downloads and the README.
 
-Everything here reads ``core.landscape.results`` objects, whose fields are checked when the files are
+Everything here reads ``isoscope.landscape.results`` objects, whose fields are checked when the files are
 read, so no table has a silently missing column: a schema change fails in ``load_results``.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from core.landscape.results import METRICS, Grid, InitResults, LandscapeResults
-from core.landscape.seeds import HEADLINE_BY_NAME
+from isoscope.landscape.results import METRICS, Grid, InitResults, LandscapeResults
+from isoscope.landscape.seeds import HEADLINE_BY_NAME
 
 
 def axes_row(r: InitResults) -> dict[str, object]:

@@ -2,7 +2,7 @@
 
 This view is for trajectories (where the checkpoints of both runs sit, and how far off the plane), not for
 comparing flatness across initialisations: its axes are scaled to each initialisation's own |delta1|,
-so one unit of ``a`` is a different distance for the two (see ``core.landscape.directions`` for the
+so one unit of ``a`` is a different distance for the two (see ``isoscope.landscape.directions`` for the
 scale-invariant view). Every stage is cached under a content key.
 """
 
@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from core.cache import make_key
-from core.landscape.axes import Plane, Projection, project
-from core.landscape.cached import cached_arrays
-from core.landscape.results import CURVE, SURFACE
-from core.landscape.store import RowStore
-from core.landscape.surface import curve_1d, interpolate, surface_2d
+from isoscope.cache import make_key
+from isoscope.landscape.axes import Plane, Projection, project
+from isoscope.landscape.cached import cached_arrays
+from isoscope.landscape.results import CURVE, SURFACE
+from isoscope.landscape.store import RowStore
+from isoscope.landscape.surface import curve_1d, interpolate, surface_2d
 
 Known = dict[tuple[str, int], tuple[torch.Tensor, Projection | None]]  # (run, epoch) -> (theta, projection)
 

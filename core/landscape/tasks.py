@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.cache import make_key, text_digest
-from core.data import (
+from isoscope.cache import make_key, text_digest
+from isoscope.data import (
     MAX_ROWS,
     TABLE_FORMATS,
     TEXT_COLUMN_NAMES,
@@ -28,9 +28,9 @@ from core.data import (
     read_table,
     truncate_texts,
 )
-from core.errors import InputError
-from core.landscape.options import BUILTIN_TASKS, default_task2  # noqa: F401  (default_task2 re-exported)
-from core.paths import DEMO_CORPUS, DEMO_PAIRS, stsb_dir
+from isoscope.errors import InputError
+from isoscope.landscape.options import BUILTIN_TASKS, default_task2  # noqa: F401  (default_task2 re-exported)
+from isoscope.paths import DEMO_CORPUS, DEMO_PAIRS, stsb_dir
 
 log = logging.getLogger(__name__)
 

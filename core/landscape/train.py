@@ -19,11 +19,11 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from core.cache import make_key
-from core.landscape.classifier import Classifier, check_head_pooling, tokenize
-from core.landscape.flat import FlatLayout, vector_digest
-from core.landscape.store import read_tensor_names, read_tensors, write_tensors
-from core.landscape.tasks import Task
+from isoscope.cache import make_key
+from isoscope.landscape.classifier import Classifier, check_head_pooling, tokenize
+from isoscope.landscape.flat import FlatLayout, vector_digest
+from isoscope.landscape.store import read_tensor_names, read_tensors, write_tensors
+from isoscope.landscape.tasks import Task
 
 log = logging.getLogger(__name__)
 

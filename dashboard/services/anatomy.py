@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.cache import ArrayCache
-from core.calibrate import Calibrator, make_calibrator
-from core.data import Pairs
-from core.embed import EmbedConfig
-from dashboard.services.keyed import HASH_FUNCS
-from dashboard.services.models import encoder, private_encoder
+from isoscope.cache import ArrayCache
+from isoscope.calibrate import Calibrator, make_calibrator
+from isoscope.dashboard.services.keyed import HASH_FUNCS
+from isoscope.dashboard.services.models import encoder, private_encoder
+from isoscope.data import Pairs
+from isoscope.encode.embed import EmbedConfig
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
 def pooling_report(model: str, pairs: Pairs, calibrations: tuple[str, ...], max_length: int):
-    """core.pooling_explorer.explore_poolings: every pooling and layer, raw and calibrated, one forward pass."""
-    from core.pooling_explorer import RAW, explore_poolings, pooling_modes_for
+    """isoscope.anatomy.poolings.explore_poolings: every pooling and layer, raw and calibrated, one forward pass."""
+    from isoscope.anatomy.poolings import RAW, explore_poolings, pooling_modes_for
 
     enc = encoder(model)
     n_fits = len(pooling_modes_for(enc)) * len([c for c in calibrations if c.strip().lower() != RAW])
@@ -44,7 +44,7 @@ def pooling_report(model: str, pairs: Pairs, calibrations: tuple[str, ...], max_
 @st.cache_data(show_spinner="Singular values of the input embedding table…", max_entries=8)
 def input_spectrum(model: str):
     """Singular values and effective rank of the model's input embedding table."""
-    from core.embedding_anatomy import embedding_spectrum, input_embedding_weight
+    from isoscope.anatomy.spectrum import embedding_spectrum, input_embedding_weight
 
     return embedding_spectrum(input_embedding_weight(encoder(model).model))
 
@@ -52,7 +52,7 @@ def input_spectrum(model: str):
 @st.cache_data(show_spinner=False, max_entries=8, hash_funcs=HASH_FUNCS)
 def shrink_curve(model: str, pairs: Pairs, ranks: tuple[int, ...], pooling: str, max_length: int):
     """STS and neighbour overlap with the input embedding shrunk to each rank (SVD)."""
-    from core.embedding_anatomy import shrink_curve as curve
+    from isoscope.anatomy.spectrum import shrink_curve as curve
 
     bar = st.progress(0.0, text="Re-encoding at each rank…")
     try:

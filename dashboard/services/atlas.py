@@ -1,7 +1,7 @@
 """The Atlas page's services: build (once, on disk) and load whole-corpus atlases, draw every point into
 an image, colour, search, and the deck.gl spec the page hands to ``st.pydeck_chart``.
 
-Rendering: above ``INTERACTIVE_MAX`` points the map is one image of every point (``core.atlas.raster``)
+Rendering: above ``INTERACTIVE_MAX`` points the map is one image of every point (``isoscope.atlas.raster``)
 drawn by a deck.gl BitmapLayer, with the search hits, the selection and the cluster labels as live
 deck.gl layers on top (hover, click). Software WebGL, what a headless or GPU-less browser has, draws
 instanced point sprites at ~35 us each here: 100k points take 3.4 s a frame, 1M take 35 s; the image
@@ -19,11 +19,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.atlas.pipeline import MAX_ATLAS_ROWS, Atlas, AtlasConfig, build_atlas, is_complete, load_atlas
-from core.cache import default_cache_dir, make_key, text_digest
-from core.data import Corpus, load_corpus
+from isoscope.atlas.pipeline import MAX_ATLAS_ROWS, Atlas, AtlasConfig, build_atlas, is_complete, load_atlas
+from isoscope.cache import default_cache_dir, make_key, text_digest
+from isoscope.data import Corpus, load_corpus
 
-ATLAS_DIR_ENV = "ISOSCOPE_ATLAS_DIR"  # a finished atlas folder (python -m core atlas --out DIR) to open
+ATLAS_DIR_ENV = "ISOSCOPE_ATLAS_DIR"  # a finished atlas folder (python -m isoscope atlas --out DIR) to open
 INTERACTIVE_MAX = 20_000
 HOVER_CHARS = 160
 SPACE_NAMES = {"raw": "raw", "cal": "calibrated"}
@@ -79,7 +79,7 @@ def atlas_folder(model_fingerprint: str, corpus: Corpus, config: AtlasConfig) ->
 
 def ensure_atlas(model: str, corpus: Corpus, config: AtlasConfig) -> str:
     """The folder of a finished atlas of ``corpus``: found in the cache, or built now with a progress bar."""
-    from dashboard.services import models
+    from isoscope.dashboard.services import models
 
     encoder = models.encoder(model)
     path = atlas_folder(encoder.fingerprint, corpus, config)
@@ -172,7 +172,7 @@ def raster_png(path: str, space: str, colour_by: str, contours: bool) -> tuple[s
     """The image of every point (with the density contours drawn over it) as a data URL, and the legend.
 
     One image instead of two layers: software WebGL pays per textured pixel on every frame."""
-    from core.atlas.raster import composite, contour_levels, contour_overlay, rasterize, to_png
+    from isoscope.atlas.raster import composite, contour_levels, contour_overlay, rasterize, to_png
 
     atlas = open_atlas(path)
     sp = atlas.spaces[space]
@@ -188,7 +188,7 @@ def raster_png(path: str, space: str, colour_by: str, contours: bool) -> tuple[s
 @st.cache_data(show_spinner=False, max_entries=8)
 def contour_png(path: str, space: str) -> str:
     """Density contours alone (for maps whose points are all live) as a data URL."""
-    from core.atlas.raster import contour_levels, contour_overlay, to_png
+    from isoscope.atlas.raster import contour_levels, contour_overlay, to_png
 
     sp = open_atlas(path).spaces[space]
     grid = sp.grid / max(float(sp.grid.max()), 1e-12)
@@ -205,10 +205,10 @@ def search(path: str, query: str) -> np.ndarray:
 
 @st.cache_data(show_spinner="Anisotropy metrics…", max_entries=16)
 def metrics(path: str, space: str, rows: tuple[int, ...], sample: int = 20_000, seed: int = 0) -> pd.DataFrame:
-    """core.metrics.all_metrics of the selected rows and of the whole corpus (each a seeded sample of at most
+    """isoscope.geometry.metrics.all_metrics of the selected rows and of the whole corpus (each a seeded sample of at most
     ``sample`` rows), side by side."""
-    from core.metrics import all_metrics
-    from core.sampling import sample_indices
+    from isoscope.geometry.metrics import all_metrics
+    from isoscope.sampling import sample_indices
 
     atlas = open_atlas(path)
     vectors = atlas.vectors(space)

@@ -11,13 +11,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.cache import default_cache_dir, make_key
-from core.calibrate import Calibrator, Flow, FlowConfig, load_calibrator, make_calibrator
-from core.data import Pairs
-from core.errors import InputError
-from core.evaluate import correlations, cosine_pairs
-from dashboard.services.embeddings import embed_many
-from dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
+from isoscope.cache import default_cache_dir, make_key
+from isoscope.calibrate import Calibrator, Flow, FlowConfig, load_calibrator, make_calibrator
+from isoscope.dashboard.services.embeddings import embed_many
+from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
+from isoscope.data import Pairs
+from isoscope.errors import InputError
+from isoscope.evaluate.similarity import correlations, cosine_pairs
 
 log = logging.getLogger(__name__)
 

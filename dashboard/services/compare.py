@@ -1,7 +1,7 @@
 """Two spaces of the same texts: their encoders, vectors (layers included), CKA, neighbour overlap, hubness and maps.
 
 A space's encoder is the sidebar-style model name, a loss-surface checkpoint (``landscape:FOLDER:INIT:EPOCH``)
-or a seeded random init of the model (``core.compare.spaces``). Every vector travels with its key
+or a seeded random init of the model (``isoscope.compare.spaces``). Every vector travels with its key
 (``keyed.Vectors``); each long step shows an ``st.progress`` bar and is cached.
 """
 
@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from core.cache import ArrayCache, make_key
-from core.compare import CKAMatrix, Comparison, SpaceSpec, cka_matrix, compare_spaces, load_space_encoder
-from core.embed import EmbedConfig, encode_many
-from core.models import Encoder
-from dashboard.services.calibration import calibrated
-from dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
-from dashboard.services.models import encoder as base_encoder
+from isoscope.cache import ArrayCache, make_key
+from isoscope.compare import CKAMatrix, Comparison, SpaceSpec, cka_matrix, compare_spaces, load_space_encoder
+from isoscope.dashboard.services.calibration import calibrated
+from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
+from isoscope.dashboard.services.models import encoder as base_encoder
+from isoscope.encode.embed import EmbedConfig, encode_many
+from isoscope.encode.models import Encoder
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def _embed(model: str, init: str, seed: int, items: Texts, poolings: tuple[str, 
 def space_vectors(choice: SpaceChoice, items: Texts, max_length: int) -> SpaceVectors:
     """``choice`` applied to ``items``: one forward pass gives its pooling and every layer; the calibrator is
     fitted on the space's own vectors (no labels). InputError for a pooling the model lacks, or a bad fit."""
-    from core.compare.spaces import check_pooling
+    from isoscope.compare.spaces import check_pooling
 
     enc = space_encoder(choice.model, choice.init, choice.seed)
     pooling = check_pooling(choice.spec, enc)
@@ -86,7 +86,7 @@ def space_vectors(choice: SpaceChoice, items: Texts, max_length: int) -> SpaceVe
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
 def comparison(a: Vectors, b: Vectors, k: int, map_method: str, map_points: int) -> Comparison:
-    """core.compare.compare_spaces: CKA, exact neighbour overlap, hubness and the Procrustes-aligned maps."""
+    """isoscope.compare.compare_spaces: CKA, exact neighbour overlap, hubness and the Procrustes-aligned maps."""
     bar = st.progress(0.0, text="Comparing the spaces…")
 
     def stage(name: str):
@@ -114,7 +114,7 @@ def layer_cka(layers_a: tuple[Vectors, ...], layers_b: tuple[Vectors, ...]) -> C
 def landscape_checkpoints() -> list[dict]:
     """Finished loss-surface experiments with their checkpoint epochs: ``{"out_dir", "label", "epochs": {init:
     [0..E]}}``, newest first (not cached: a run finished in another tab must appear)."""
-    from core.landscape.results import list_results
+    from isoscope.landscape.results import list_results
 
     out = []
     for run in list_results():

@@ -1,6 +1,6 @@
 """Data the pages load: the demo files, parsed uploads, and the file ``isoscope app DATA_FILE`` preloads.
 
-Uploads are decoded within ``core.data``'s limits (the ``ISOSCOPE_MAX_*`` variables the server runs with),
+Uploads are decoded within ``isoscope.data``'s limits (the ``ISOSCOPE_MAX_*`` variables the server runs with),
 and at most ``PARALLEL_PARSES`` at a time across all sessions, so a class uploading at once cannot multiply
 the peak memory of one decode by the number of students.
 """
@@ -13,8 +13,8 @@ import threading
 import numpy as np
 import streamlit as st
 
-from core.data import Corpus, Pairs, load_corpus, load_pairs, load_vectors
-from core.paths import DEMO_CORPUS, DEMO_PAIRS
+from isoscope.data import Corpus, Pairs, load_corpus, load_pairs, load_vectors
+from isoscope.paths import DEMO_CORPUS, DEMO_PAIRS
 
 PRELOAD_ENV = "ISOSCOPE_DATA_FILE"  # set by `isoscope app DATA_FILE`
 TEXT_COLUMN_ENV = "ISOSCOPE_TEXT_COLUMN"  # set by `isoscope app DATA_FILE --text-column C`
@@ -48,7 +48,7 @@ def parse_corpus(data: bytes, name: str) -> Corpus:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def parse_vectors(data: bytes, name: str) -> np.ndarray:
-    """Validate an uploaded .npy of vectors (core.data.load_vectors; never unpickled)."""
+    """Validate an uploaded .npy of vectors (isoscope.data.load_vectors; never unpickled)."""
     with _parsing:
         return load_vectors(data, name)
 

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 import streamlit as st
 
-from core.cache import ArrayCache, make_key
-from core.embed import EmbedConfig, encode_many
-from dashboard.services.keyed import HASH_FUNCS, Texts, Vectors, texts
-from dashboard.services.models import encoder
+from isoscope.cache import ArrayCache, make_key
+from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors, texts
+from isoscope.dashboard.services.models import encoder
+from isoscope.encode.embed import EmbedConfig, encode_many
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH_FUNCS)

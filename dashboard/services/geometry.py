@@ -6,33 +6,33 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.embed import EmbedConfig
-from dashboard.services.embeddings import embed_many
-from dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
-from dashboard.services.models import encoder
+from isoscope.dashboard.services.embeddings import embed_many
+from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
+from isoscope.dashboard.services.models import encoder
+from isoscope.encode.embed import EmbedConfig
 
 
 @st.cache_data(show_spinner="Computing isotropy metrics…", max_entries=128, hash_funcs=HASH_FUNCS)
 def metrics_of(vectors: Vectors) -> dict[str, float]:
-    """core.metrics.all_metrics of ``vectors``."""
-    from core.metrics import all_metrics
+    """isoscope.geometry.metrics.all_metrics of ``vectors``."""
+    from isoscope.geometry.metrics import all_metrics
 
     return all_metrics(vectors.array)
 
 
 @st.cache_data(show_spinner=False, max_entries=128, hash_funcs=HASH_FUNCS)
 def cosine_histogram_of(vectors: Vectors, n_pairs: int, seed: int = 0) -> np.ndarray:
-    """core.metrics.cosine_histogram_sample of ``vectors`` (shared by every session: a class of 30 computed
+    """isoscope.geometry.metrics.cosine_histogram_sample of ``vectors`` (shared by every session: a class of 30 computed
     the same 20,000 cosines per space once each)."""
-    from core.metrics import cosine_histogram_sample
+    from isoscope.geometry.metrics import cosine_histogram_sample
 
     return cosine_histogram_sample(vectors.array, n_pairs, seed=seed)
 
 
 @st.cache_data(show_spinner=False, max_entries=128, hash_funcs=HASH_FUNCS)
 def singular_values_of(vectors: Vectors) -> np.ndarray:
-    """core.metrics.singular_values of the centred ``vectors``."""
-    from core.metrics import singular_values
+    """isoscope.geometry.metrics.singular_values of the centred ``vectors``."""
+    from isoscope.geometry.metrics import singular_values
 
     return singular_values(vectors.array)
 
@@ -40,7 +40,7 @@ def singular_values_of(vectors: Vectors) -> np.ndarray:
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
 def layer_metrics(model: str, texts: Texts, max_length: int) -> pd.DataFrame:
     """all_metrics of mean pooling at every layer: one row per layer."""
-    from core.metrics import all_metrics
+    from isoscope.geometry.metrics import all_metrics
 
     layers = [f"layer:{k}" for k in range(encoder(model).num_layers + 1)]
     vecs = embed_many(model, texts, layers, max_length)
@@ -57,8 +57,8 @@ def layer_metrics(model: str, texts: Texts, max_length: int) -> pd.DataFrame:
 
 @st.cache_data(show_spinner=False, max_entries=8, hash_funcs=HASH_FUNCS)
 def frequency_result(model: str, texts: Texts, max_length: int, calibration: str, spaces: tuple[str, ...]):
-    """core.frequency.frequency_analysis (token norms and kNN distances by frequency bucket), raw and calibrated."""
-    from core.frequency import frequency_analysis
+    """isoscope.geometry.frequency.frequency_analysis (token norms and kNN distances by frequency bucket), raw and calibrated."""
+    from isoscope.geometry.frequency import frequency_analysis
 
     bar = st.progress(0.0, text="Token vectors…")
     try:
@@ -76,7 +76,7 @@ def frequency_result(model: str, texts: Texts, max_length: int, calibration: str
 
 @st.cache_data(show_spinner="Edit distances…", max_entries=16)
 def overlap(sentence1: tuple[str, ...], sentence2: tuple[str, ...], similarities: dict[str, np.ndarray | None]):
-    """core.overlap.overlap_analysis: Spearman of each similarity with the word edit distance."""
-    from core.overlap import overlap_analysis
+    """isoscope.geometry.lexical.overlap_analysis: Spearman of each similarity with the word edit distance."""
+    from isoscope.geometry.lexical import overlap_analysis
 
     return overlap_analysis(sentence1, sentence2, similarities)

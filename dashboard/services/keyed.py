@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.cache import make_key, text_digest
-from core.data import Pairs
+from isoscope.cache import make_key, text_digest
+from isoscope.data import Pairs
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import streamlit as st
 
-from core.errors import InputError
-from core.paths import stsb_dir
-from dashboard.services.models import fp32_encoder
+from isoscope.dashboard.services.models import fp32_encoder
+from isoscope.errors import InputError
+from isoscope.paths import stsb_dir
 
-if TYPE_CHECKING:  # core.landscape imports torch: only inside the functions that run or read an experiment
-    from core.landscape.results import InitResults, LandscapeResults, Summary
+if TYPE_CHECKING:  # isoscope.landscape imports torch: only inside the functions that run or read an experiment
+    from isoscope.landscape.results import InitResults, LandscapeResults, Summary
 
 
 LIVE_FILTER_DIRECTIONS = 2  # a live run is a sketch on 2 cores: two directions span the surface, sd needs two
@@ -51,7 +51,7 @@ class LandscapeView:
 
 def landscape_root() -> Path:
     """Folder of the landscape experiments (``$ISOSCOPE_CACHE/landscape``), read at every call."""
-    from core.landscape.results import default_root
+    from isoscope.landscape.results import default_root
 
     return default_root()
 
@@ -59,7 +59,7 @@ def landscape_root() -> Path:
 def landscape_runs() -> list[dict]:
     """Summaries of the finished experiments under ``landscape_root()``, newest first (not cached: a finished
     run must appear at once)."""
-    from core.landscape.results import list_results
+    from isoscope.landscape.results import list_results
 
     return list_results(landscape_root())
 
@@ -72,7 +72,7 @@ def landscape_tasks() -> tuple[str, ...]:
 
 
 def landscape_task2(task: str) -> str:
-    from core.landscape.options import default_task2
+    from isoscope.landscape.options import default_task2
 
     return default_task2(task)
 
@@ -92,9 +92,9 @@ def _landscape_run(
     seed: int,
     root: str,
 ) -> str:
-    from core.landscape import FilterConfig, LandscapeConfig, TrainConfig, load_task, run_landscape
-    from core.landscape.options import INITS
-    from core.landscape.pipeline import experiment_key
+    from isoscope.landscape import FilterConfig, LandscapeConfig, TrainConfig, load_task, run_landscape
+    from isoscope.landscape.options import INITS
+    from isoscope.landscape.pipeline import experiment_key
 
     task1, task2 = load_task(task, seed), load_task(landscape_task2(task), seed)
     config = LandscapeConfig(
@@ -162,8 +162,8 @@ def landscape_run(
 
 @st.cache_data(show_spinner="Reading the landscape results…", max_entries=8)
 def _landscape_view(out_dir: str, mtime: float) -> LandscapeView:
-    from core.landscape import tables
-    from core.landscape.results import load_results
+    from isoscope.landscape import tables
+    from isoscope.landscape.results import load_results
 
     res = load_results(out_dir)  # InputError: nothing finished here; ResultsSchemaError: a bug, shown as one
     size = sum(f.stat().st_size for f in Path(out_dir).rglob("*") if f.is_file())
@@ -187,7 +187,7 @@ def landscape_view(out_dir: str) -> LandscapeView:
     """A result folder read back (cached until its summary.json changes); InputError when it holds none."""
     summary = Path(out_dir) / "summary.json"
     if not summary.exists():
-        raise InputError(f"{out_dir}: no landscape results here; run `python -m core landscape` first")
+        raise InputError(f"{out_dir}: no landscape results here; run `python -m isoscope landscape` first")
     return _landscape_view(out_dir, summary.stat().st_mtime)
 
 

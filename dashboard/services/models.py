@@ -1,7 +1,7 @@
 """Loaded models: shared, cached once per server process.
 
 The sidebar names the encoder with one string, ``model_key(model, precision)``: the model path or hub id ("" for
-the embedded default), prefixed with ``int8:`` for the int8 copy (core.quantize). Every service takes that key,
+the embedded default), prefixed with ``int8:`` for the int8 copy (isoscope.encode.quantize). Every service takes that key,
 so every cached result keyed by it (and every on-disk cache, keyed by the encoder's fingerprint) keeps the two
 precisions apart. ``encoder(key)`` gives the encoder at the key's precision (what encodes); ``fp32_encoder(key)``
 the fp32 model (what is trained, counted or edited: loss surfaces, parameter budgets, rank-k shrinking).
@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from core.models import Encoder, load_encoder
-from core.precision import parse_precision
-from dashboard.services.keyed import HASH_FUNCS, Texts
+from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts
+from isoscope.encode.models import Encoder, load_encoder
+from isoscope.encode.precision import parse_precision
 
 INT8_PREFIX = "int8:"
 
@@ -38,7 +38,7 @@ def _fp32(model: str) -> Encoder:
 
 @st.cache_resource(show_spinner="Building the int8 model (once per model)…", max_entries=2)
 def _int8(model: str) -> Encoder:
-    from core.quantize import quantize_encoder
+    from isoscope.encode.quantize import quantize_encoder
 
     return quantize_encoder(_fp32(model))  # a copy: the shared fp32 encoder stays as it is
 

@@ -8,12 +8,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.errors import InputError
-from core.index import VectorIndex, as_unit_float32, build_index
-from core.neighbours import NeighbourhoodChange, QueryNeighbours, compare_hits
-from core.neighbours import neighbourhood_change as change_of_neighbourhoods
-from dashboard.services.calibration import calibrated
-from dashboard.services.keyed import HASH_FUNCS, Vectors
+from isoscope.dashboard.services.calibration import calibrated
+from isoscope.dashboard.services.keyed import HASH_FUNCS, Vectors
+from isoscope.errors import InputError
+from isoscope.neighbours.change import NeighbourhoodChange, QueryNeighbours, compare_hits
+from isoscope.neighbours.exact import check_k
+from isoscope.neighbours.change import neighbourhood_change as change_of_neighbourhoods
+from isoscope.neighbours.index import VectorIndex, as_unit_float32, build_index
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class SpaceIndex:
 
 @st.cache_resource(show_spinner="Building the neighbour index…", max_entries=8, hash_funcs=HASH_FUNCS)
 def space_index(vectors: Vectors) -> SpaceIndex:
-    """core.index.build_index over ``vectors`` (kind by size)."""
+    """isoscope.neighbours.index.build_index over ``vectors`` (kind by size)."""
     index = build_index(vectors.array)
     unit = index.stored_vectors() if index.kind == "flat" else as_unit_float32(vectors.array)
     unit.flags.writeable = False
@@ -34,27 +35,34 @@ def space_index(vectors: Vectors) -> SpaceIndex:
 
 
 def query_neighbours(
-    raw: Vectors, calibrated_space: Vectors, raw_query: np.ndarray, cal_query: np.ndarray, k: int
+    raw: Vectors,
+    calibrated_space: Vectors,
+    raw_query: np.ndarray,
+    cal_query: np.ndarray,
+    k: int,
+    row: int | None = None,
 ) -> QueryNeighbours:
     """Top-``k`` of one query vector in the raw and the calibrated space, searched with the cached FAISS
     indexes, with each hit's exact rank in the other space, places gained and overlap@k (Jaccard).
 
-    ``raw_query`` (1, d) / ``cal_query`` (1, d'); a corpus row used as the query is its own first hit.
+    ``raw_query`` (1, d) / ``cal_query`` (1, d'). ``row``: the corpus row the query is, left out of its own
+    neighbours as everywhere else (``isoscope.neighbours.exact.check_k`` bounds ``k``).
     """
     raw_ix, cal_ix = space_index(raw), space_index(calibrated_space)
+    k = check_k(k, raw_ix.unit.shape[0], outside=row is None)
     q_raw = as_unit_float32(raw_query, "query", raw_ix.index.dim)[0]  # (d,)
     q_cal = as_unit_float32(cal_query, "calibrated query", cal_ix.index.dim)[0]  # (d',)
     hits = []
     for ix, q in ((raw_ix, q_raw), (cal_ix, q_cal)):
-        scores, ids = ix.index.search(q[None], k)  # (1, k) each
-        found = ids[0] >= 0
-        hits.append((ids[0][found], scores[0][found]))  # (k,), (k,)
-    return compare_hits(None, hits[0], hits[1], raw_ix.unit @ q_raw, cal_ix.unit @ q_cal)
+        scores, ids = ix.index.search(q[None], k + (row is not None))  # (1, k [+ 1]) each
+        keep = (ids[0] >= 0) & (ids[0] != (-1 if row is None else row))
+        hits.append((ids[0][keep][:k], scores[0][keep][:k]))  # (k,), (k,)
+    return compare_hits(row, hits[0], hits[1], raw_ix.unit @ q_raw, cal_ix.unit @ q_cal)
 
 
 @st.cache_data(show_spinner="Comparing every neighbourhood…", max_entries=32, hash_funcs=HASH_FUNCS)
 def neighbourhood_change(raw: Vectors, calibrated_space: Vectors, k: int, sample: int) -> NeighbourhoodChange:
-    """core.neighbours.neighbourhood_change (each sentence's own top-``k`` excludes itself) on a seeded sample."""
+    """isoscope.neighbours.change.neighbourhood_change (each sentence's own top-``k`` excludes itself) on a seeded sample."""
     return change_of_neighbourhoods(raw.array, calibrated_space.array, k=k, sample=sample, seed=0)
 
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import streamlit as st
 
-from dashboard.services.keyed import HASH_FUNCS, Vectors
+from isoscope.dashboard.services.keyed import HASH_FUNCS, Vectors
 
 _MESSAGE = {
     "pca": "PCA of {n:,} points…",
@@ -20,12 +20,12 @@ _MESSAGE = {
 def projection(
     vectors: Vectors, method: str, n_components: int, sample: int, seed: int, params_json: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """core.projection.project of a seeded sample of ``vectors``: (rows (m,) int64, coordinates (m, c) float32).
+    """isoscope.neighbours.projection.project of a seeded sample of ``vectors``: (rows (m,) int64, coordinates (m, c) float32).
 
     ``params_json`` holds the method's extra parameters (n_neighbors, perplexity, ...) as JSON.
     """
-    from core.projection import project
-    from core.sampling import sample_indices
+    from isoscope.neighbours.projection import project
+    from isoscope.sampling import sample_indices
 
     rows = sample_indices(len(vectors), sample, seed)  # (m,)
     with st.spinner(_MESSAGE.get(method, "Projecting {n:,} points…").format(n=len(rows)), show_time=True):

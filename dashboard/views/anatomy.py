@@ -7,12 +7,12 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.errors import InputError
-from core.params import PRESET_NAMES, Architecture, architecture_from_model, get_preset, parameter_budget
-from dashboard import ui
-from dashboard.services import anatomy
-from dashboard.services.keyed import pairs_key
-from dashboard.services.models import fp32_encoder
+from isoscope.anatomy.budget import PRESET_NAMES, Architecture, architecture_from_model, get_preset, parameter_budget
+from isoscope.dashboard import ui
+from isoscope.dashboard.services import anatomy
+from isoscope.dashboard.services.keyed import pairs_key
+from isoscope.dashboard.services.models import fp32_encoder
+from isoscope.errors import InputError
 
 s = ui.settings()
 st.title("Embedding anatomy")

@@ -7,11 +7,11 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.errors import InputError
-from dashboard import ui
-from dashboard.services import calibration, embeddings, geometry
-from dashboard.services.keyed import Vectors
-from dashboard.services.keyed import texts as keyed_texts
+from isoscope.dashboard import ui
+from isoscope.dashboard.services import calibration, embeddings, geometry
+from isoscope.dashboard.services.keyed import Vectors
+from isoscope.dashboard.services.keyed import texts as keyed_texts
+from isoscope.errors import InputError
 
 METRIC_HELP = {
     "avg_cosine": "mean cosine of random pairs (0 = isotropic; Ethayarajh 2019)",

@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from core.atlas.pipeline import MAX_ATLAS_ROWS, AtlasConfig, duplicate_warning
-from core.data import CORPUS_FORMATS
-from core.errors import InputError
-from dashboard import ui
-from dashboard.services import atlas as svc
-from dashboard.services import data as data_service
+from isoscope.atlas.pipeline import MAX_ATLAS_ROWS, AtlasConfig, duplicate_warning
+from isoscope.dashboard import ui
+from isoscope.dashboard.services import atlas as svc
+from isoscope.dashboard.services import data as data_service
+from isoscope.data import CORPUS_FORMATS
+from isoscope.errors import InputError
 
 SOURCES_BASE = ("Demo corpus", "Upload a file")
 PRELOADED = "File given to isoscope app"

@@ -13,14 +13,14 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.cache import text_digest
-from core.errors import InputError
-from core.evaluate import correlations, cosine_pairs
-from core.metrics import avg_cosine
-from core.pooling_explorer import best_row
-from dashboard import ui
-from dashboard.services import calibration, embeddings
-from dashboard.services.keyed import pairs_key
+from isoscope.anatomy.poolings import best_row
+from isoscope.cache import text_digest
+from isoscope.dashboard import ui
+from isoscope.dashboard.services import calibration, embeddings
+from isoscope.dashboard.services.keyed import pairs_key
+from isoscope.errors import InputError
+from isoscope.evaluate.similarity import correlations, cosine_pairs
+from isoscope.geometry.metrics import avg_cosine
 
 s = ui.settings()
 st.title("Calibration")

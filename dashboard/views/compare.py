@@ -12,10 +12,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.errors import InputError
-from dashboard import ui
-from dashboard.services import compare as services
-from dashboard.services.keyed import texts as keyed_texts
+from isoscope.dashboard import ui
+from isoscope.dashboard.services import compare as services
+from isoscope.dashboard.services.keyed import texts as keyed_texts
+from isoscope.errors import InputError
 
 SIDEBAR, CHECKPOINT = "Sidebar model", "Loss-surface checkpoint"
 TRAINED, RANDOM = "trained", "random (seed 0)"
@@ -60,7 +60,7 @@ def space_picker(side: str, runs: list[dict]) -> services.SpaceChoice | None:
     if source == CHECKPOINT:
         if not runs:
             st.info(
-                "No finished loss-surface experiment yet: run one on the Loss surfaces page or with `python -m core landscape`."
+                "No finished loss-surface experiment yet: run one on the Loss surfaces page or with `python -m isoscope landscape`."
             )
             return None
         ui.clamp(f"cmp_{side}_run", 0, len(runs) - 1)

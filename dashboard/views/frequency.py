@@ -6,10 +6,10 @@ import numpy as np
 import plotly.express as px
 import streamlit as st
 
-from core.errors import InputError
-from dashboard import ui
-from dashboard.services import geometry
-from dashboard.services.keyed import texts as keyed_texts
+from isoscope.dashboard import ui
+from isoscope.dashboard.services import geometry
+from isoscope.dashboard.services.keyed import texts as keyed_texts
+from isoscope.errors import InputError
 
 s = ui.settings()
 st.title("Word-frequency bias")

@@ -15,9 +15,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.errors import InputError
-from dashboard import ui
-from dashboard.services import landscape as services
+from isoscope.dashboard import ui
+from isoscope.dashboard.services import landscape as services
+from isoscope.errors import InputError
 
 N_TRAIN = (16, 32, 64, 128)
 GRIDS = (3, 5, 7, 9)
@@ -31,7 +31,7 @@ ROLLBACK_METRICS = ("heldout_acc", "heldout_loss", "train_acc", "train_loss")
 LOW_KEPT = 0.3  # below this share of delta2 surviving Gram-Schmidt, the second axis is mostly amplified residue
 HIGH_RESIDUAL = 0.5  # off-plane share above which the surface under a checkpoint says little about it
 CLI = (
-    "HF_HUB_OFFLINE=1 python -m core landscape --task stsb --task2 demo-topic \\\n"
+    "HF_HUB_OFFLINE=1 python -m isoscope landscape --task stsb --task2 demo-topic \\\n"
     "    --n-train 300 --epochs 3 --grid 11 --eval-size 64 --directions both --seeds 3"
 )
 SCALE_NOTE = (
@@ -297,7 +297,7 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
         f"({services.LIVE_FILTER_DIRECTIONS} filter-normalised directions); every epoch's weights are kept on disk "
         f"(about {services.landscape_disk_estimate(s.model, epochs):,.0f} MB) under "
         f"{ui.literal(services.landscape_root())}. A live run is a sketch: for faithful numbers, precompute a "
-        "larger one from the command line (`python -m core landscape`)."
+        "larger one from the command line (`python -m isoscope landscape`)."
     )
     request = (s.model, task, n_train, epochs, float(lr), grid, max_length, eval_size, hessian_iters)
     if st.button("Run live", type="primary", key="land_run", disabled=s.is_encoder_decoder):

@@ -11,12 +11,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.cache import text_digest
-from core.data import CORPUS_FORMATS, Corpus
-from core.errors import InputError
-from dashboard import ui
-from dashboard.services import calibration, data, embeddings, neighbours
-from dashboard.services.keyed import Vectors, vectors_of
+from isoscope.cache import text_digest
+from isoscope.dashboard import ui
+from isoscope.dashboard.services import calibration, data, embeddings, neighbours
+from isoscope.dashboard.services.keyed import Vectors, vectors_of
+from isoscope.data import CORPUS_FORMATS, Corpus
+from isoscope.errors import InputError
 
 VECTORS_SOURCE = "Upload vectors (.npy)"  # next to ui.CORPUS_SOURCES
 COMPARED_METHODS = ("whitening", "sn+abtt:3", "abtt:3")
@@ -146,7 +146,7 @@ cal, calibrated = space.calibration, space.vectors
 # ------------------------------------------------------------------ one query
 st.subheader("Neighbours of one sentence")
 ui.clamp("nb_pick", 0, n - 1)
-ui.clamp("nb_k", 1, min(50, n))
+ui.clamp("nb_k", 1, min(50, n - 1))
 ui.clamp("nb_sample", 2, n)
 c1, c2, c3 = st.columns([3, 3, 1])
 pick = c1.selectbox(
@@ -158,9 +158,9 @@ pick = c1.selectbox(
 typed = c2.text_input(
     "…or type a sentence", key="nb_query", max_chars=2000, placeholder="empty = use the picked sentence"
 ).strip()
-k = int(c3.slider("k", 1, min(50, n), min(10, n), key="nb_k"))
+k = int(c3.slider("k", 1, min(50, n - 1), min(10, n - 1), key="nb_k"))
 
-query_text = texts[pick]
+query_text, query_row = texts[pick], pick
 q_raw, q_cal = raw.array[pick : pick + 1], calibrated.array[pick : pick + 1]  # (1, d), (1, d')
 if typed:
     if not embedded and raw.shape[1] != s.hidden_size:
@@ -174,12 +174,12 @@ if typed:
                 "Typed queries are embedded with the sidebar model and pooling: they only make sense if "
                 "the uploaded vectors came from the same model."
             )
-        query_text = typed
+        query_text, query_row = typed, None
         q_raw = embeddings.embed(s.model, [typed], s.pooling, s.max_length).array  # (1, d)
         q_cal = calibration.fit_calibrator(cal.method, cal.flow_json, space.fit).transform(q_raw)
 st.markdown(f"**Query:** {ui.literal(query_text)}")
 
-result = neighbours.query_neighbours(raw, calibrated, q_raw, q_cal, k)
+result = neighbours.query_neighbours(raw, calibrated, q_raw, q_cal, k, query_row)
 k_shown = len(result.before_ids)
 new = int((result.after_rank_before > k_shown).sum())
 m1, m2, m3 = st.columns(3)
@@ -207,7 +207,7 @@ with right:
     st.dataframe(styled(cal_table), width="stretch", hide_index=True)
     ui.download_table(cal_table, "neighbours_calibrated")
 st.caption(
-    "Ranks count every corpus row (a corpus sentence is its own first neighbour). shift: places gained under "
+    "Ranks count every other corpus row (a picked sentence is never its own neighbour). shift: places gained under "
     "calibration (+ moved up); 'new' entered the calibrated top-k, 'dropped' left it."
 )
 

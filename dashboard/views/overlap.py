@@ -6,9 +6,9 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from core.evaluate import cosine_pairs
-from dashboard import ui
-from dashboard.services import embeddings, geometry
+from isoscope.dashboard import ui
+from isoscope.dashboard.services import embeddings, geometry
+from isoscope.evaluate.similarity import cosine_pairs
 
 s = ui.settings()
 st.title("Lexical overlap")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import plotly.express as px
 import streamlit as st
 
-from core.errors import InputError
-from dashboard import ui
-from dashboard.services import anatomy
-from dashboard.services.keyed import pairs_key
+from isoscope.dashboard import ui
+from isoscope.dashboard.services import anatomy
+from isoscope.dashboard.services.keyed import pairs_key
+from isoscope.errors import InputError
 
 s = ui.settings()
 st.title("Pooling explorer")

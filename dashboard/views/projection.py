@@ -14,12 +14,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.errors import InputError
-from core.projection import precomputed_coordinates
-from core.sampling import sample_indices
-from dashboard import ui
-from dashboard.services import embeddings, models, projection
-from dashboard.services.keyed import texts as keyed_texts
+from isoscope.dashboard import ui
+from isoscope.dashboard.services import embeddings, models, projection
+from isoscope.dashboard.services.keyed import texts as keyed_texts
+from isoscope.errors import InputError
+from isoscope.neighbours.projection import precomputed_coordinates
+from isoscope.sampling import sample_indices
 
 METHODS = {"PCA": "pca", "UMAP": "umap", "t-SNE": "tsne"}
 PRECOMPUTED = "precomputed (x, y columns)"

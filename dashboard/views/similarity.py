@@ -8,9 +8,9 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-from core.evaluate import correlations, cosine_pairs, rank_shift
-from dashboard import ui
-from dashboard.services import embeddings
+from isoscope.dashboard import ui
+from isoscope.dashboard.services import embeddings
+from isoscope.evaluate.similarity import correlations, cosine_pairs, rank_shift
 
 s = ui.settings()
 st.title("Sentence-pair similarity")

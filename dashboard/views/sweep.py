@@ -1,4 +1,4 @@
-"""Precision & size: what the geometry and the STS score become as the vectors shrink (core.sweep)."""
+"""Precision & size: what the geometry and the STS score become as the vectors shrink (isoscope.geometry.sweep)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.errors import InputError
-from core.sweep import default_dims
-from dashboard import ui
-from dashboard.services import sweep as sweep_service
-from dashboard.services.keyed import texts as keyed_texts
+from isoscope.dashboard import ui
+from isoscope.dashboard.services import sweep as sweep_service
+from isoscope.dashboard.services.keyed import texts as keyed_texts
+from isoscope.errors import InputError
+from isoscope.geometry.sweep import default_dims
 
 MEASURES = {
     "overlap_at_k": "neighbour overlap@k with fp32 (1 = the same neighbours)",

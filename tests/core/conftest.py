@@ -7,5 +7,5 @@ import pytest
 
 @pytest.fixture()
 def cli(cli_main):
-    """``cli([...])`` is ``python -m core ...`` in-process: exit status, output on capsys."""
+    """``cli([...])`` is ``python -m isoscope ...`` in-process: exit status, output on capsys."""
     return cli_main

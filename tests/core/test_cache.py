@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import core.cache as cache_mod
-from core.cache import ArrayCache, atomic_save_npy, atomic_write_bytes, default_cache_dir, make_key, text_digest
+import isoscope.cache as cache_mod
+from isoscope.cache import ArrayCache, atomic_save_npy, atomic_write_bytes, default_cache_dir, make_key, text_digest
 
 
 def _files(folder: Path) -> list[str]:
@@ -240,11 +240,11 @@ def test_unreadable_cache_warns_once_and_computes(tmp_path: Path, monkeypatch, c
     cache.put("k", np.ones((2, 2), np.float32))
     _deny(monkeypatch, tmp_path / "emb")
     cache_mod._warned.clear()
-    with caplog.at_level("WARNING", logger="core.cache"):
+    with caplog.at_level("WARNING", logger="isoscope.cache"):
         for _ in range(3):
             assert cache.get("k") is None
             cache.put("k2", np.ones((2, 2), np.float32))  # no exception
-    warnings = [r.getMessage() for r in caplog.records if r.name == "core.cache"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "isoscope.cache"]
     assert len(warnings) == 1 and "Permission denied" in warnings[0], warnings
     monkeypatch.undo()
     assert cache.get("k") is not None  # the entry was not deleted because it could not be read
@@ -303,7 +303,7 @@ def test_mode_000_entry_and_500_folder_as_a_user() -> None:
         records: list[str] = []
         handler = logging.Handler()
         handler.emit = lambda rec: records.append(rec.getMessage())  # type: ignore[method-assign]
-        logging.getLogger("core.cache").addHandler(handler)
+        logging.getLogger("isoscope.cache").addHandler(handler)
         cache_mod._warned.clear()
         cache = ArrayCache(cache_dir)
         assert cache.get("k") is None  # unreadable: skipped

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.data import load_pairs
-from core.embed import encode
-from core.evaluate import correlations, cosine_pairs
-from tests.core.cli_checks import one_error_line
+from isoscope.data import load_pairs
+from isoscope.encode.embed import encode
+from isoscope.evaluate.similarity import correlations, cosine_pairs
+from tests.core.commands.cli_checks import one_error_line
 
 PAIRS = [
     ("A man is strumming a guitar.", "A man plays the guitar.", 4.8),
@@ -115,7 +115,7 @@ def test_embed_csv_with_text_column(cli, tmp_path: Path, capsys) -> None:
 def test_python_m_core_end_to_end(pairs_file: Path, tmp_path: Path, repo_root: Path) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "ISOSCOPE_CACHE": str(tmp_path / "cache")}
     proc = subprocess.run(
-        [sys.executable, "-m", "core", "sts", "--pairs", str(pairs_file), "--json", "--quiet"],
+        [sys.executable, "-m", "isoscope", "sts", "--pairs", str(pairs_file), "--json", "--quiet"],
         cwd=repo_root,
         env=env,
         capture_output=True,
@@ -139,7 +139,7 @@ def test_help_imports_no_heavy_library(command: str | None, tmp_path: Path) -> N
     """``isoscope --help`` and ``isoscope COMMAND --help`` answer at once: no torch, transformers or faiss."""
     argv = ["--help"] if command is None else [command, "--help"]
     code = (
-        f"import sys\nfrom core.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit as e:\n    assert e.code == 0\n"
+        f"import sys\nfrom isoscope.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit as e:\n    assert e.code == 0\n"
         f"print('LOADED:' + ','.join(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
@@ -150,12 +150,14 @@ def test_help_imports_no_heavy_library(command: str | None, tmp_path: Path) -> N
 
 
 def test_a_bug_is_reported_as_a_bug_with_the_traceback_under_v(cli, monkeypatch, pairs_file: Path, capsys) -> None:
-    import core.sts
+    import isoscope.evaluate.sts
 
     def broken(*args, **kwargs):
         raise ValueError("operands could not be broadcast together with shapes (3,) (4,)")
 
-    monkeypatch.setattr(core.sts, "calibrated_sts", broken)  # a deliberate bug inside core (looked up at run time)
+    monkeypatch.setattr(
+        isoscope.evaluate.sts, "calibrated_sts", broken
+    )  # a deliberate bug inside core (looked up at run time)
     assert cli(["sts", "--pairs", str(pairs_file), "--quiet"]) == 1  # not 2: this is not the user's input
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bug in Isoscope" in err and "ValueError" in err and "run with -v" in err
@@ -199,7 +201,7 @@ def test_app_refuses_a_bad_data_file_before_starting(cli, tmp_path: Path, capsys
 
 
 def test_app_hands_the_data_file_to_the_dashboard(cli, tmp_path: Path, capsys) -> None:
-    from core.commands import app
+    from isoscope.commands import app
 
     corpus = tmp_path / "corpus.csv"
     corpus.write_text("body,topic\nhello world,a\ngoodbye moon,b\nthird text,a\n")
@@ -210,6 +212,6 @@ def test_app_hands_the_data_file_to_the_dashboard(cli, tmp_path: Path, capsys) -
 
 
 def app_args(argv: list[str]):
-    from core.cli import build_parser
+    from isoscope.cli import build_parser
 
     return build_parser(argv).parse_args(argv)

@@ -1,8 +1,8 @@
-"""core.errors: one-line messages."""
+"""isoscope.errors: one-line messages."""
 
 from __future__ import annotations
 
-from core.errors import InputError, first_line
+from isoscope.errors import InputError, first_line
 
 
 def test_input_error_is_one_line():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.paths import DEMO_CORPUS, DEMO_PAIRS
+from isoscope.paths import DEMO_CORPUS, DEMO_PAIRS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +22,7 @@ def pyproject() -> dict:
 def test_project_metadata_and_console_script() -> None:
     project = pyproject()["project"]
     assert project["name"] == "isoscope"
-    assert project["scripts"] == {"isoscope": "core.cli:main"}
+    assert project["scripts"] == {"isoscope": "isoscope.cli:main"}
     deps = " ".join(project["dependencies"])
     assert "ray" not in deps  # `pip install isoscope` never installs Ray
     assert any(d.startswith("ray[data]") for d in project["optional-dependencies"]["ray"])
@@ -40,7 +40,7 @@ def test_installed_distribution_matches_pyproject() -> None:
     except metadata.PackageNotFoundError:
         pytest.skip("isoscope is not installed in this environment (run `make test`)")
     scripts = {e.name: e.value for e in dist.entry_points if e.group == "console_scripts"}
-    assert scripts == {"isoscope": "core.cli:main"}
+    assert scripts == {"isoscope": "isoscope.cli:main"}
     ray = [r for r in dist.requires or [] if r.startswith("ray")]
     assert ray and all('extra == "ray"' in r for r in ray)
 
@@ -57,15 +57,15 @@ def test_locks_pin_transformers_5_and_the_cpu_torch_on_disk() -> None:
 
 def test_demo_data_is_package_data_found_from_any_folder(tmp_path: Path) -> None:
     assert DEMO_CORPUS.is_file() and DEMO_PAIRS.is_file()
-    assert DEMO_CORPUS.parent.parent == ROOT / "core"  # inside the package, shipped with the wheel
-    code = "from core.paths import DEMO_CORPUS; from core.data import load_corpus; print(len(load_corpus(DEMO_CORPUS)))"
+    assert DEMO_CORPUS.parent == ROOT / "assets"  # the top-level assets/ folder, isoscope.assets in the wheel
+    code = "from isoscope.paths import DEMO_CORPUS; from isoscope.data import load_corpus; print(len(load_corpus(DEMO_CORPUS)))"
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert int(proc.stdout) == 336
 
 
 def test_dashboard_config_is_package_data() -> None:
-    from core.commands.app import config_options
+    from isoscope.commands.app import config_options
 
     options = config_options()
     assert options[options.index("--server.headless") + 1] == "true"

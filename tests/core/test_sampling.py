@@ -1,12 +1,12 @@
-"""core.sampling: the seeded sample every big-corpus view draws."""
+"""isoscope.sampling: the seeded sample every big-corpus view draws."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from core.errors import InputError
-from core.sampling import sample_indices
+from isoscope.errors import InputError
+from isoscope.sampling import sample_indices
 
 
 def test_sample_indices():

@@ -1,4 +1,4 @@
-"""core.threads: a UMAP layout leaves torch's thread count where the caller put it."""
+"""isoscope.threads: a UMAP layout leaves torch's thread count where the caller put it."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ import numpy as np, torch
 before = torch.get_num_threads()  # 1, from OMP_NUM_THREADS
 X = np.random.default_rng(0).standard_normal((200, 8)).astype(np.float32)
 if {which!r} == "atlas":
-    from core.atlas.graph import knn_graph_chunked
-    from core.atlas.layout import layout
+    from isoscope.atlas.graph import knn_graph_chunked
+    from isoscope.atlas.layout import layout
     xy = layout(X, "umap", knn_graph_chunked(X, 10), seed=0)
 else:
-    from core.projection import project
+    from isoscope.neighbours.projection import project
     xy = project(X, "umap", seed=0)
 assert xy.shape == (200, 2), xy.shape
 print(before, torch.get_num_threads())
@@ -41,7 +41,7 @@ def test_umap_keeps_torch_threads(which):
 def test_threads_kept_is_a_no_op_without_a_change():
     import torch
 
-    from core.threads import torch_threads_kept
+    from isoscope.threads import torch_threads_kept
 
     before = torch.get_num_threads()
     with torch_threads_kept():

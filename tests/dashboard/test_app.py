@@ -16,9 +16,9 @@ def _bug(*args, **kwargs):
 def test_a_bug_in_core_is_shown_as_a_bug_with_its_traceback(app: AppTest, monkeypatch: pytest.MonkeyPatch) -> None:
     """A ValueError from deep inside core is not the user's input: no one-line 'what to fix' box, but a
     'this is a bug' box with the traceback in an expander (and the sidebar keeps working)."""
-    import core.metrics
+    import isoscope.geometry.metrics
 
-    monkeypatch.setattr(core.metrics, "all_metrics", _bug)  # a deliberate bug, injected
+    monkeypatch.setattr(isoscope.geometry.metrics, "all_metrics", _bug)  # a deliberate bug, injected
     st.cache_data.clear()  # no cached metrics from other tests may hide it
     at = app.switch_page("views/anisotropy.py").run()
     errors = [e.value for e in at.error]

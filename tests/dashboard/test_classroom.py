@@ -10,8 +10,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from core.commands.app import code_hash
-from core.models import default_model_path
+from isoscope.commands.app import code_hash
+from isoscope.encode.models import default_model_path
 from tests.dashboard.conftest import APP
 
 CODE = "K7QM-3XHD"
@@ -20,7 +20,7 @@ CODE = "K7QM-3XHD"
 @pytest.fixture()
 def classroom(monkeypatch, tmp_path: Path) -> Path:
     """Classroom mode as ``isoscope app --classroom --access-code K7QM-3XHD --allow-model ...`` sets it up."""
-    import dashboard.classroom
+    import isoscope.dashboard.classroom
 
     broken = tmp_path / "secret-folder" / "broken-model"
     broken.mkdir(parents=True)
@@ -29,7 +29,7 @@ def classroom(monkeypatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("ISOSCOPE_CLASSROOM", "1")
     monkeypatch.setenv("ISOSCOPE_ACCESS_CODE_SHA256", code_hash(CODE))
     monkeypatch.setenv("ISOSCOPE_ALLOWED_MODELS", json.dumps(models))
-    monkeypatch.setattr(dashboard.classroom, "WRONG_CODE_DELAY", 0.0)
+    monkeypatch.setattr(isoscope.dashboard.classroom, "WRONG_CODE_DELAY", 0.0)
     return tmp_path
 
 
@@ -72,9 +72,9 @@ def test_the_access_code_opens_every_page(classroom: Path) -> None:
 
 
 def test_attempts_are_limited_per_session(classroom: Path, monkeypatch) -> None:
-    import dashboard.classroom
+    import isoscope.dashboard.classroom
 
-    monkeypatch.setattr(dashboard.classroom, "MAX_ATTEMPTS", 3)
+    monkeypatch.setattr(isoscope.dashboard.classroom, "MAX_ATTEMPTS", 3)
     at = AppTest.from_file(APP, default_timeout=600).run()
     for _ in range(3):
         _enter(at, "WRONG-CODE")
@@ -115,10 +115,10 @@ def _bug(*args, **kwargs):
 
 
 def test_a_bug_shows_no_traceback_and_no_path(classroom: Path, monkeypatch) -> None:
-    import core.metrics
+    import isoscope.geometry.metrics
 
     at = _enter(AppTest.from_file(APP, default_timeout=600).run(), CODE)
-    monkeypatch.setattr(core.metrics, "all_metrics", _bug)
+    monkeypatch.setattr(isoscope.geometry.metrics, "all_metrics", _bug)
     st.cache_data.clear()
     at.switch_page("views/anisotropy.py").run()
     errors = [e.value for e in at.error]

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.compare import compare_spaces
-from core.data import load_corpus
-from core.embed import EmbedConfig, encode_many
-from core.paths import DEMO_CORPUS
+from isoscope.compare import compare_spaces
+from isoscope.data import load_corpus
+from isoscope.encode.embed import EmbedConfig, encode_many
+from isoscope.paths import DEMO_CORPUS
 from tests.dashboard.conftest import open_page
 
 
@@ -118,8 +118,8 @@ def test_fine_tuning_preset_without_a_run_says_what_to_do(app: AppTest, no_runs:
 def test_fine_tuned_checkpoint_per_layer(app: AppTest, no_runs: Path) -> None:
     """A tiny saved BERT fine-tuned by a real landscape run: epoch 0 is the model itself (CKA 1 on every
     layer's diagonal), the last epoch differs."""
-    from core.landscape import LandscapeConfig, TrainConfig, load_task, run_landscape
-    from core.models import load_encoder
+    from isoscope.encode.models import load_encoder
+    from isoscope.landscape import LandscapeConfig, TrainConfig, load_task, run_landscape
     from tests.tiny_models import tiny_bert
 
     folder = no_runs / "tiny-model"

@@ -13,7 +13,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-import core.cache as cache_mod
+import isoscope.cache as cache_mod
 from tests.dashboard.conftest import APP, open_page
 
 TOUR = ("home", "similarity", "anisotropy", "neighbours", "projection", "overlap", "calibration")

@@ -15,7 +15,7 @@ from tests.dashboard.conftest import open_page
 
 @pytest.fixture()
 def results_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty ISOSCOPE_CACHE, so the page sees no earlier results (core.landscape.results.default_root)."""
+    """An empty ISOSCOPE_CACHE, so the page sees no earlier results (isoscope.landscape.results.default_root)."""
     monkeypatch.setenv("ISOSCOPE_CACHE", str(tmp_path))
     return tmp_path / "landscape"
 
@@ -23,7 +23,7 @@ def results_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_no_results_shows_guidance(app: AppTest, results_root: Path) -> None:
     at = open_page(app, "landscape")
     assert any("No results yet" in i.value for i in at.info)
-    assert any("python -m core landscape" in c.value for c in at.code)
+    assert any("python -m isoscope landscape" in c.value for c in at.code)
     assert not at.get("plotly_chart") and not at.metric
     assert at.button(key="land_run") is not None
     assert not results_root.exists() or not any(results_root.iterdir())
@@ -98,7 +98,7 @@ def test_unfinished_result_is_one_error_line(app: AppTest, results_root: Path) -
 @pytest.fixture(scope="module")
 def stored_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small stored experiment (tiny random BERT on the demo tasks, two seeds, a few seconds), written once."""
-    from core.landscape import LandscapeConfig, TrainConfig, load_task, run_landscape
+    from isoscope.landscape import LandscapeConfig, TrainConfig, load_task, run_landscape
     from tests.tiny_models import tiny_bert
 
     out = tmp_path_factory.mktemp("stored") / "run"

@@ -39,23 +39,23 @@ def _tour() -> AppTest:
 
 
 def test_a_second_session_recomputes_nothing(monkeypatch, tmp_path) -> None:
-    import core.embed
-    import core.metrics
-    import core.projection
-    import dashboard.services.calibration
-    import dashboard.services.neighbours
+    import isoscope.dashboard.services.calibration
+    import isoscope.dashboard.services.neighbours
+    import isoscope.encode.embed
+    import isoscope.geometry.metrics
+    import isoscope.neighbours.projection
 
     monkeypatch.setenv("ISOSCOPE_CACHE", str(tmp_path / "cache"))
     st.cache_data.clear()
     st.cache_resource.clear()
     calls: Counter = Counter()
     for module, name in (
-        (core.embed, "_encode_uncached"),  # a forward pass of the model
-        (core.metrics, "cosine_histogram_sample"),  # Anisotropy: was computed on every visit
-        (core.metrics, "all_metrics"),
-        (core.projection, "project"),  # PCA/UMAP
-        (dashboard.services.neighbours, "build_index"),  # FAISS
-        (dashboard.services.calibration, "make_calibrator"),  # every calibrator fit
+        (isoscope.encode.embed, "_encode_uncached"),  # a forward pass of the model
+        (isoscope.geometry.metrics, "cosine_histogram_sample"),  # Anisotropy: was computed on every visit
+        (isoscope.geometry.metrics, "all_metrics"),
+        (isoscope.neighbours.projection, "project"),  # PCA/UMAP
+        (isoscope.dashboard.services.neighbours, "build_index"),  # FAISS
+        (isoscope.dashboard.services.calibration, "make_calibrator"),  # every calibrator fit
     ):
         _count(monkeypatch, calls, module, name)
     _tour()

@@ -1,11 +1,11 @@
-"""AppTest: the Precision & size page (core.sweep through the services) and the sidebar's precision control."""
+"""AppTest: the Precision & size page (isoscope.geometry.sweep through the services) and the sidebar's precision control."""
 
 from __future__ import annotations
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from dashboard.services.models import model_key, split_key
+from isoscope.dashboard.services.models import model_key, split_key
 from tests.dashboard.conftest import open_page
 
 VARIANTS = ["fp32", "int8-model", "int8-vectors", "binary"]

@@ -105,7 +105,7 @@ class Server:
 
     def tracebacks(self) -> list[str]:
         """Exceptions the server logged: Streamlit's own 'Uncaught app execution', and the app's bug box
-        (dashboard.ui.bug_report logs 'Uncaught app execution (a bug in Isoscope)')."""
+        (isoscope.dashboard.ui.bug_report logs 'Uncaught app execution (a bug in Isoscope)')."""
         text = self.log()
         return [chunk[:800] for chunk in text.split("Uncaught app execution")[1:]]
 
@@ -116,7 +116,7 @@ def start_server(log_path: Path, extra_env: dict[str, str] | None = None, args: 
     port = free_port()
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     env.update(extra_env or {})
-    cmd = [sys.executable, "-m", "core", "app", "--port", str(port), "--host", "127.0.0.1", *args]
+    cmd = [sys.executable, "-m", "isoscope", "app", "--port", str(port), "--host", "127.0.0.1", *args]
     with open(log_path, "wb") as log:  # the child keeps its own copy of the handle
         proc = subprocess.Popen(
             cmd, cwd=log_path.parent, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -169,8 +169,8 @@ def chromium_executable() -> str:
 def seed_landscape_result(root: Path) -> None:
     """One small stored loss-landscape experiment (a tiny random BERT on the demo tasks, a few seconds) in
     ``root``, so the Loss surfaces page has a result to show without minutes of live training."""
-    from core.landscape import LandscapeConfig, TrainConfig, load_task, run_landscape
-    from core.landscape.pipeline import experiment_key
+    from isoscope.landscape import LandscapeConfig, TrainConfig, load_task, run_landscape
+    from isoscope.landscape.pipeline import experiment_key
     from tests.tiny_models import tiny_bert
 
     encoder = tiny_bert(0)
@@ -185,7 +185,7 @@ def streamlit_server(chromium_executable: str, tmp_path_factory: pytest.TempPath
     """The app on a private cache folder that holds one small stored landscape experiment.
 
     Under ``make screenshots`` (ISOSCOPE_SCREENSHOTS=1) it uses the user's own cache instead, so the README
-    shows the experiment made with the real model (``python -m core landscape ...``, see the README).
+    shows the experiment made with the real model (``python -m isoscope landscape ...``, see the README).
     """
     env = {}
     if os.environ.get("ISOSCOPE_SCREENSHOTS") != "1":

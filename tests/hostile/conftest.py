@@ -70,7 +70,7 @@ class CliResult:
 
 @pytest.fixture()
 def cli(cli_main, capsys) -> Callable[..., CliResult]:
-    """``cli("sts", "--pairs", path)`` runs ``core.cli.main`` in-process on the session encoder."""
+    """``cli("sts", "--pairs", path)`` runs ``isoscope.cli.main`` in-process on the session encoder."""
 
     def run(*argv: str) -> CliResult:
         capsys.readouterr()

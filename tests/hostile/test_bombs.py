@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from core.data import load_corpus, load_pairs
-from core.errors import InputError
+from isoscope.data import load_corpus, load_pairs
+from isoscope.errors import InputError
 from tests.dashboard.conftest import open_page
 from tests.hostile.cases import GOOD_PAIRS_CSV, PARQUET_BOMB, deep_json, parquet_bomb, write
 from tests.hostile.conftest import assert_app_refused, assert_cli_refused, assert_one_line, new_app
 
 ROOT = Path(__file__).resolve().parents[2]
 GiB = 2**30
-DEMO_PAIRS = str(ROOT / "core" / "assets" / "demo_pairs.csv")
+DEMO_PAIRS = str(ROOT / "assets" / "demo_pairs.csv")
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def _child_peak(argv: list[str], tmp_path: Path, env: dict[str, str] | None = No
 
 def test_cli_sts_refuses_the_parquet_bomb_in_bounded_memory(bomb: Path, tmp_path: Path) -> None:
     """Issue 17: 1.2 MB took the CLI to 12 GB. Now one line, exit 2, peak resident memory under 1 GiB."""
-    stmt = f"from core.cli import main; sys.exit(main(['sts', '--pairs', {str(bomb)!r}, '--quiet']))"
+    stmt = f"from isoscope.cli import main; sys.exit(main(['sts', '--pairs', {str(bomb)!r}, '--quiet']))"
     code, err, peak = _child_peak([stmt], tmp_path)
     lines = [x for x in err.splitlines() if x.strip()]
     assert code == 2, err[-2000:]
@@ -85,7 +85,7 @@ def test_loader_reads_a_dictionary_bomb_in_bounded_memory(tmp_path: Path) -> Non
     path = tmp_path / "dict.parquet"
     parquet_bomb(path, groups=4000, cell=500_000, dictionary=True)
     stmt = (
-        "from core.data import load_pairs\n"
+        "from isoscope.data import load_pairs\n"
         f"p = load_pairs({str(path)!r})\n"
         "assert len(p) == 4000 and set(map(len, p.sentence1)) == {2000}, (len(p), set(map(len, p.sentence1)))\n"
         "assert any('truncated' in w for w in p.warnings), p.warnings\n"
@@ -240,7 +240,7 @@ def test_app_classroom_upload_limit(monkeypatch) -> None:
 
 
 def test_json_depth_scan_is_exact() -> None:
-    from core.data import json_depth_exceeds
+    from isoscope.data import json_depth_exceeds
 
     assert not json_depth_exceeds("[" * 5 + "]" * 5, 5) and json_depth_exceeds("[" * 6 + "]" * 6, 5)
     assert not json_depth_exceeds(json.dumps({"a": "[[[[[[[[[[", "b": '{"x": "\\"[[["}'}), 1)  # brackets in strings

@@ -1,4 +1,4 @@
-"""Hostile fitted-calibrator folders: core.calibrate.load_calibrator refuses anything that is not an intact
+"""Hostile fitted-calibrator folders: isoscope.calibrate.load_calibrator refuses anything that is not an intact
 folder written by ``save`` with one InputError line, and never unpickles or imports anything."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.calibrate import JSON_NAME, TENSORS_NAME, load_calibrator, make_calibrator
-from core.errors import InputError
+from isoscope.calibrate import JSON_NAME, TENSORS_NAME, load_calibrator, make_calibrator
+from isoscope.errors import InputError
 from tests.hostile.cases import junk, pickled_npy, raw_pickle
 from tests.hostile.conftest import assert_one_line
 

@@ -1,4 +1,4 @@
-"""Hostile corpus files: core.data.load_corpus, ``python -m core embed --input``, and the corpus upload."""
+"""Hostile corpus files: isoscope.data.load_corpus, ``python -m isoscope embed --input``, and the corpus upload."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.data import load_corpus
-from core.errors import InputError
+from isoscope.data import load_corpus
+from isoscope.errors import InputError
 from tests.dashboard.conftest import open_page
 from tests.hostile.cases import ACCEPTED_CORPUS, GOOD_CORPUS_TXT, REFUSED_CORPUS, ids, write
 from tests.hostile.conftest import assert_app_refused, assert_cli_refused, assert_one_line, new_app

@@ -1,5 +1,5 @@
 """Hostile model inputs: missing paths, folders that are not models, hub ids while offline, remote code,
-pickled and corrupt weights. core.models.load_encoder answers with one InputError line and never runs or
+pickled and corrupt weights. isoscope.encode.models.load_encoder answers with one InputError line and never runs or
 unpickles anything; the app shows one error and keeps working on the embedded default."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.errors import InputError
-from core.models import default_model_path, load_encoder
+from isoscope.encode.models import default_model_path, load_encoder
+from isoscope.errors import InputError
 from tests.dashboard.conftest import APP
 from tests.hostile.cases import MarkerPayload
 from tests.hostile.conftest import assert_one_line

@@ -1,4 +1,4 @@
-"""Hostile pairs files: core.data.load_pairs, ``python -m core sts --pairs``, and the Sentence pairs upload."""
+"""Hostile pairs files: isoscope.data.load_pairs, ``python -m isoscope sts --pairs``, and the Sentence pairs upload."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core.data import load_pairs, safe_csv
-from core.errors import InputError
+from isoscope.data import load_pairs, safe_csv
+from isoscope.errors import InputError
 from tests.dashboard.conftest import open_page
 from tests.hostile.cases import ACCEPTED_PAIRS, FORMULAS, GOOD_PAIRS, GOOD_PAIRS_CSV, HTML, REFUSED_PAIRS, ids, write
 from tests.hostile.conftest import assert_app_refused, assert_cli_refused, assert_one_line, new_app

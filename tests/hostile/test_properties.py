@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from core.data import FORMULA_PREFIXES, load_corpus, load_pairs, safe_csv
-from core.errors import InputError
+from isoscope.data import FORMULA_PREFIXES, load_corpus, load_pairs, safe_csv
+from isoscope.errors import InputError
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 EXTENSIONS = ("csv", "tsv", "jsonl", "parquet", "txt", "json", "tab", "xlsx", "")

@@ -1,4 +1,4 @@
-"""Hostile labelled task files (core.landscape.tasks): the loader and ``python -m core landscape --task FILE``."""
+"""Hostile labelled task files (isoscope.landscape.tasks): the loader and ``python -m isoscope landscape --task FILE``."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InputError
-from core.landscape import tasks
+from isoscope.errors import InputError
+from isoscope.landscape import tasks
 from tests.hostile.cases import FORMULAS, HTML, LONG, ROWS_200K, csv_bytes, junk
 from tests.hostile.conftest import assert_cli_refused, assert_one_line
 

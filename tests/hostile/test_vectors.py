@@ -1,4 +1,4 @@
-"""Hostile vector uploads (.npy) for the Neighbours page: core.data.load_vectors and the upload.
+"""Hostile vector uploads (.npy) for the Neighbours page: isoscope.data.load_vectors and the upload.
 
 A .npy is loaded with allow_pickle=False: a pickle disguised as .npy (np.save of an object array whose
 element's __reduce__ would create a marker file) is refused and never unpickled.
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.data import load_vectors
-from core.errors import InputError
+from isoscope.data import load_vectors
+from isoscope.errors import InputError
 from tests.dashboard.conftest import open_page
 from tests.hostile.cases import GOOD_CORPUS_TXT, junk, npy, pickled_npy, raw_pickle
 from tests.hostile.conftest import assert_app_refused, assert_one_line, new_app

@@ -1,17 +1,17 @@
-"""core.atlas.graph, density, raster and layout on small known inputs (no model)."""
+"""isoscope.atlas.graph, density, raster and layout on small known inputs (no model)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from core.atlas import density as dens
-from core.atlas.graph import _self_first, knn_graph_chunked, neighbour_overlap
-from core.atlas.layout import layout, pca_layout
-from core.atlas.raster import contour_levels, contour_overlay, rasterize, to_png
-from core.atlas.synthetic import TOPICS, synthetic_corpus
-from core.errors import InputError
-from core.projection import pca
+from isoscope.atlas import density as dens
+from isoscope.atlas.graph import _self_first, knn_graph_chunked, neighbour_overlap
+from isoscope.atlas.layout import layout, pca_layout
+from isoscope.atlas.raster import contour_levels, contour_overlay, rasterize, to_png
+from isoscope.atlas.synthetic import TOPICS, synthetic_corpus
+from isoscope.errors import InputError
+from isoscope.neighbours.projection import pca
 
 
 def blobs(n: int = 600, k: int = 3, d: int = 8, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -66,7 +66,7 @@ def test_neighbour_overlap_is_jaccard_without_the_row_itself():
 
 
 def test_pca_layout_matches_projection_pca_chunk_by_chunk(monkeypatch):
-    import core.atlas.layout as lay
+    import isoscope.atlas.layout as lay
 
     X, _ = blobs(500, d=12)
     monkeypatch.setattr(lay, "CHUNK_ROWS", 64)  # many chunks
@@ -152,7 +152,7 @@ def test_contours_mark_level_crossings():
 
 
 def test_composite_is_the_over_operator():
-    from core.atlas.raster import composite
+    from isoscope.atlas.raster import composite
 
     under = np.array([[[0, 0, 255, 255], [0, 0, 0, 0]]], np.uint8)
     over = np.array([[[255, 0, 0, 0], [10, 20, 30, 255]]], np.uint8)

@@ -1,4 +1,4 @@
-"""core.atlas.pipeline and ``python -m core atlas`` end to end on a tiny random BERT (seconds, no real model)."""
+"""isoscope.atlas.pipeline and ``python -m isoscope atlas`` end to end on a tiny random BERT (seconds, no real model)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.atlas.pipeline import STAGES, AtlasConfig, build_atlas, is_complete, load_atlas
-from core.atlas.synthetic import synthetic_corpus
-from core.errors import InputError
+from isoscope.atlas.pipeline import STAGES, AtlasConfig, build_atlas, is_complete, load_atlas
+from isoscope.atlas.synthetic import synthetic_corpus
+from isoscope.errors import InputError
 from tests.tiny_models import tiny_bert
 
 
@@ -50,7 +50,7 @@ def test_build_writes_every_stage_and_a_rerun_reuses_them(tiny, tmp_path):
 
 
 def test_calibrated_space_is_the_calibrator_applied_to_every_row(tiny, tmp_path):
-    from core.calibrate import load_calibrator
+    from isoscope.calibrate import load_calibrator
 
     texts, meta = corpus(200)
     build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca", fit_rows=120), meta)
@@ -106,8 +106,8 @@ def test_duplicates_are_kept_with_a_warning_and_bad_input_is_refused(tiny, tmp_p
 
 
 def test_cli_builds_resumes_and_explains_bad_input(tiny, tmp_path, monkeypatch, capsys):
-    import core.commands.atlas as cmd
-    from core.cli import main
+    import isoscope.commands.atlas as cmd
+    from isoscope.cli import main
 
     monkeypatch.setattr(cmd, "encoder_from_args", lambda args: tiny)
     texts, meta = corpus(150)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.calibrate import Flow, FlowConfig
+from isoscope.calibrate import Flow, FlowConfig
 from tests.core.calibrate.synthetic import distorted_gaussian
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.calibrate import Whitening
+from isoscope.calibrate import Whitening
 
 D = 8
 # Flow schedule for the 8-d synthetic data (the default schedule is tuned for 384-d sentence vectors).

@@ -1,4 +1,4 @@
-"""core.calibrate.base: the scikit-learn contract, and save/load as safetensors + JSON (tamper-proof)."""
+"""isoscope.calibrate.base: the scikit-learn contract, and save/load as safetensors + JSON (tamper-proof)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from core.calibrate import (
+from isoscope.calibrate import (
     JSON_NAME,
     TENSORS_NAME,
     AllButTheTop,
@@ -21,7 +21,7 @@ from core.calibrate import (
     load_calibrator,
     make_calibrator,
 )
-from core.errors import InputError
+from isoscope.errors import InputError
 from tests.core.calibrate.synthetic import (
     D,
 )

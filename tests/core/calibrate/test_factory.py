@@ -1,10 +1,10 @@
-"""core.calibrate.factory and .methods: method strings parsed into calibrators, bad ones refused."""
+"""isoscope.calibrate.factory and .methods: method strings parsed into calibrators, bad ones refused."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.calibrate import (
+from isoscope.calibrate import (
     CALIBRATION_METHODS,
     AllButTheTop,
     Chain,

@@ -1,4 +1,4 @@
-"""core.calibrate.flow: the flow gaussianizes, starts as whitening, never diverges silently, is seeded."""
+"""isoscope.calibrate.flow: the flow gaussianizes, starts as whitening, never diverges silently, is seeded."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import logging
 import numpy as np
 import pytest
 
-from core.calibrate import (
+from isoscope.calibrate import (
     Flow,
     FlowConfig,
     Whitening,
 )
-from core.evaluate import cosine_pairs
+from isoscope.evaluate.similarity import cosine_pairs
 from tests.core.calibrate.synthetic import (
     SYNTH_FLOW,
     D,
@@ -67,7 +67,7 @@ def test_flow_trains_without_diverging_on_realistic_anisotropic_vectors():
 
 
 def test_flow_divergence_keeps_last_good_state(synth, caplog):
-    with caplog.at_level(logging.WARNING, logger="core.calibrate"):
+    with caplog.at_level(logging.WARNING, logger="isoscope.calibrate"):
         flow = Flow(FlowConfig(epochs=4, lr=1e4, hidden=32, n_steps=2)).fit(synth)
     assert flow.diverged_
     assert "diverged" in caplog.text

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.cache import ArrayCache
-from core.calibrate import Flow, make_calibrator
-from core.data import load_pairs
-from core.embed import encode
-from core.sts import calibrated_sts
+from isoscope.cache import ArrayCache
+from isoscope.calibrate import Flow, make_calibrator
+from isoscope.data import load_pairs
+from isoscope.encode.embed import encode
+from isoscope.evaluate.sts import calibrated_sts
 
 
 @pytest.mark.slow

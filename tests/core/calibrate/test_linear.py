@@ -1,11 +1,11 @@
-"""core.calibrate.linear: known-answer geometry of whitening, sn, all-but-the-top and chains; inverses."""
+"""isoscope.calibrate.linear: known-answer geometry of whitening, sn, all-but-the-top and chains; inverses."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from core.calibrate import (
+from isoscope.calibrate import (
     AllButTheTop,
     Chain,
     Flow,

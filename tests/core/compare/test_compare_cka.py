@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.compare import cka
-from core.compare.cka import cka_matrix, debiased_cka, linear_cka
-from core.errors import InputError
+from isoscope.compare import cka
+from isoscope.compare.cka import cka_matrix, debiased_cka, linear_cka
+from isoscope.errors import InputError
 
 EPS = float(np.finfo(np.float64).eps)
 

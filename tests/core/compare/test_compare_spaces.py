@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.compare.spaces import (
+from isoscope.compare.spaces import (
     SpaceSpec,
     build_spaces,
     load_space_encoder,
@@ -16,8 +16,8 @@ from core.compare.spaces import (
     parse_space,
     random_encoder,
 )
-from core.embed import encode, encode_many
-from core.errors import InputError
+from isoscope.encode.embed import encode, encode_many
+from isoscope.errors import InputError
 from tests.tiny_models import tiny_bert
 
 TEXTS = [
@@ -131,8 +131,8 @@ def test_build_spaces_refuses_what_the_model_lacks(tiny) -> None:
 
 @pytest.fixture(scope="module")
 def landscape_run(tiny, tmp_path_factory) -> Path:
-    """A real, small loss-landscape experiment on the tiny BERT (same entry point as python -m core landscape)."""
-    from core.landscape import LandscapeConfig, TrainConfig, load_task, run_landscape
+    """A real, small loss-landscape experiment on the tiny BERT (same entry point as python -m isoscope landscape)."""
+    from isoscope.landscape import LandscapeConfig, TrainConfig, load_task, run_landscape
 
     out = tmp_path_factory.mktemp("landscape") / "landscape" / "tiny-run"
     train = TrainConfig(lr=1e-3, epochs=2, batch_size=8, n_train=24, max_length=48, seed=0)
@@ -153,9 +153,9 @@ def test_epoch_zero_is_the_pretrained_model(landscape_run: Path, tiny) -> None:
 
 def test_fine_tuned_weights_are_the_landscape_classifiers_encoder(landscape_run: Path, tiny) -> None:
     """Checked against the landscape's own model: its classifier with the checkpoint loaded by FlatLayout."""
-    from core.landscape.classifier import build_classifier
-    from core.landscape.flat import FlatLayout
-    from core.landscape.store import read_tensors
+    from isoscope.landscape.classifier import build_classifier
+    from isoscope.landscape.flat import FlatLayout
+    from isoscope.landscape.store import read_tensors
 
     tuned = _landscape_encoder(landscape_run, "pretrained", "last", tiny)
     path = next(landscape_run.glob("checkpoints/pretrained-task1-*/epoch_002.safetensors"))
@@ -170,7 +170,7 @@ def test_fine_tuned_weights_are_the_landscape_classifiers_encoder(landscape_run:
 
 
 def test_scratch_start_and_latest(landscape_run: Path, tiny, monkeypatch: pytest.MonkeyPatch) -> None:
-    from core.landscape.classifier import build_classifier
+    from isoscope.landscape.classifier import build_classifier
 
     scratch0 = _landscape_encoder(landscape_run, "scratch", 0, tiny)
     reference = build_classifier(tiny, 8, "scratch", 0)

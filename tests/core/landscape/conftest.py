@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.landscape.classifier import Evaluator, build_classifier, make_eval_set
-from core.landscape.flat import FlatLayout
-from core.landscape.tasks import load_task, sample
+from isoscope.landscape.classifier import Evaluator, build_classifier, make_eval_set
+from isoscope.landscape.flat import FlatLayout
+from isoscope.landscape.tasks import load_task, sample
 from tests.core.landscape.helpers import tiny_config
 from tests.tiny_models import tiny_bert
 
@@ -45,7 +45,7 @@ def tiny_run(tmp_path_factory, stsb_dir):
 
     Returns (out_dir, summary, config, tasks); tests that change files copy the folder first.
     """
-    from core.landscape.pipeline import run_landscape
+    from isoscope.landscape.pipeline import run_landscape
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch.func import functional_call
 
-from core.landscape.flat import FlatLayout
+from isoscope.landscape.flat import FlatLayout
 
 
 def points(p: int = 400, seed: int = 0, dtype=torch.float32) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -79,9 +79,9 @@ def tiny_config(**over):
     """The small recipe of the tiny-BERT tests (2 epochs on 24 examples, 5 x 5 grids, 3 Hessian steps)."""
     from dataclasses import replace
 
-    from core.landscape.filter_view import FilterConfig
-    from core.landscape.pipeline import LandscapeConfig
-    from core.landscape.train import TrainConfig
+    from isoscope.landscape.filter_view import FilterConfig
+    from isoscope.landscape.pipeline import LandscapeConfig
+    from isoscope.landscape.train import TrainConfig
 
     train = TrainConfig(lr=1e-3, epochs=2, batch_size=8, n_train=24, max_length=48, seed=0)
     base = LandscapeConfig(

@@ -1,4 +1,4 @@
-"""core.landscape.axes: the task plane's exact geometry (Gram-Schmidt axes, signed projection, off-plane residual)."""
+"""isoscope.landscape.axes: the task plane's exact geometry (Gram-Schmidt axes, signed projection, off-plane residual)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from core.landscape.axes import make_plane, project
-from core.landscape.flat import norm
+from isoscope.landscape.axes import make_plane, project
+from isoscope.landscape.flat import norm
 from tests.core.landscape.helpers import points
 
 

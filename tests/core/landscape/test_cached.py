@@ -1,10 +1,10 @@
-"""core.landscape.cached: a stage is computed once per key and read back after."""
+"""isoscope.landscape.cached: a stage is computed once per key and read back after."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from core.landscape.cached import Counted, cached_arrays, cached_json
+from isoscope.landscape.cached import Counted, cached_arrays, cached_json
 
 
 def test_json_stage_hits_its_key_and_recomputes_another(tmp_path):

@@ -1,4 +1,4 @@
-"""core.landscape.classifier: theta covers every used parameter, evaluation is deterministic and exact (tiny BERT)."""
+"""isoscope.landscape.classifier: theta covers every used parameter, evaluation is deterministic and exact (tiny BERT)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from core.landscape.classifier import build_classifier
+from isoscope.landscape.classifier import build_classifier
 
 
 def test_theta_covers_every_used_parameter(tiny, tiny_eval):
@@ -43,9 +43,9 @@ def test_evaluation_has_dropout_off_and_matches_the_module(tiny_eval):
 
 
 def test_eval_set_groups_by_length_and_keeps_every_example(tiny, tasks):
-    from core.landscape.classifier import Evaluator, check_head_pooling, check_init, make_eval_set
-    from core.landscape.flat import FlatLayout
-    from core.landscape.tasks import sample
+    from isoscope.landscape.classifier import Evaluator, check_head_pooling, check_init, make_eval_set
+    from isoscope.landscape.flat import FlatLayout
+    from isoscope.landscape.tasks import sample
 
     train, held = sample(tasks[0].train, 10, 1), sample(tasks[0].heldout, 7, 2)
     eval_set = make_eval_set(tiny.tokenizer, train, held, 48, 4)

@@ -1,4 +1,4 @@
-"""core.landscape.curvature: grid curvature and the power iteration against a quadratic with a known Hessian."""
+"""isoscope.landscape.curvature: grid curvature and the power iteration against a quadratic with a known Hessian."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from core.landscape.axes import make_plane
-from core.landscape.curvature import grid_curvature, hessian_top_eigenvalue, hvp
-from core.landscape.surface import surface_2d
+from isoscope.landscape.axes import make_plane
+from isoscope.landscape.curvature import grid_curvature, hessian_top_eigenvalue, hvp
+from isoscope.landscape.surface import surface_2d
 from tests.core.landscape.helpers import Quadratic, points
 
 

@@ -1,4 +1,4 @@
-"""core.landscape.directions: filter-normalised directions (Li et al. 2018) and sharpness, with known answers.
+"""isoscope.landscape.directions: filter-normalised directions (Li et al. 2018) and sharpness, with known answers.
 
 (a) Rescaling a layer that feeds a LayerNorm by c leaves the function, the filter-normalised surface and
 its sharpness unchanged, while the globally normalised surface changes. (b) A quadratic whose curvature is
@@ -15,8 +15,8 @@ import torch
 from torch.func import functional_call
 from torch.nn import functional as F
 
-from core.landscape.classifier import build_classifier
-from core.landscape.directions import (
+from isoscope.landscape.classifier import build_classifier
+from isoscope.landscape.directions import (
     DirectionPlane,
     check_directions,
     curve_alphas,
@@ -25,8 +25,8 @@ from core.landscape.directions import (
     global_normalized_direction,
     sharpness,
 )
-from core.landscape.flat import FlatLayout, norm
-from core.landscape.surface import curve_1d, surface_2d
+from isoscope.landscape.flat import FlatLayout, norm
+from isoscope.landscape.surface import curve_1d, surface_2d
 from tests.core.landscape.helpers import RowQuadratic
 
 ALPHAS = np.linspace(-1.0, 1.0, 9)  # holds 0 and +-0.25, +-0.5

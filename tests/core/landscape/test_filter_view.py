@@ -1,4 +1,4 @@
-"""core.landscape.filter_view: the cached filter-normalised curves, surface and sharpness, on a known quadratic."""
+"""isoscope.landscape.filter_view: the cached filter-normalised curves, surface and sharpness, on a known quadratic."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from core.errors import InputError
-from core.landscape.directions import DirectionPlane, direction_seed, filter_normalized_direction
-from core.landscape.filter_view import FilterConfig, measure
-from core.landscape.results import FILTER_CURVES, FILTER_SURFACE
-from core.landscape.store import read_arrays
+from isoscope.errors import InputError
+from isoscope.landscape.directions import DirectionPlane, direction_seed, filter_normalized_direction
+from isoscope.landscape.filter_view import FilterConfig, measure
+from isoscope.landscape.results import FILTER_CURVES, FILTER_SURFACE
+from isoscope.landscape.store import read_arrays
 from tests.core.landscape.helpers import RowQuadratic
 
 CONFIG = FilterConfig(directions=3, range=(-1.0, 1.0), points_1d=5, grid=3, alphas=(0.25, 0.5))

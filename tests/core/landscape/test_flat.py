@@ -1,4 +1,4 @@
-"""core.landscape.flat: flat parameter vectors, views for functional_call and float64 products."""
+"""isoscope.landscape.flat: flat parameter vectors, views for functional_call and float64 products."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.landscape.flat import dot
+from isoscope.landscape.flat import dot
 
 
 def test_float64_dot_is_accurate():
@@ -15,7 +15,7 @@ def test_float64_dot_is_accurate():
 
 
 def test_layout_round_trip_views_and_offsets():
-    from core.landscape.flat import FlatLayout, layer_index, norm, residual_norm, vector_digest
+    from isoscope.landscape.flat import FlatLayout, layer_index, norm, residual_norm, vector_digest
 
     module = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LayerNorm(4))
     layout = FlatLayout.from_module(module)

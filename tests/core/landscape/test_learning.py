@@ -1,4 +1,4 @@
-"""core.landscape.learning: every checkpoint evaluated in order, and the overfitting summary's known answers."""
+"""isoscope.landscape.learning: every checkpoint evaluated in order, and the overfitting summary's known answers."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from core.landscape.flat import vector_digest
-from core.landscape.learning import learning_curve, overfitting
-from core.landscape.store import write_tensors
-from core.landscape.train import Checkpoint, _ckpt_path
+from isoscope.landscape.flat import vector_digest
+from isoscope.landscape.learning import learning_curve, overfitting
+from isoscope.landscape.store import write_tensors
+from isoscope.landscape.train import Checkpoint, _ckpt_path
 
 
 def _checkpoints(folder, thetas: list[torch.Tensor]) -> list[Checkpoint]:

@@ -1,16 +1,16 @@
-"""core.landscape.options: the command line builds its parser from these without importing torch."""
+"""isoscope.landscape.options: the command line builds its parser from these without importing torch."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from core.landscape import options
+from isoscope.landscape import options
 
 
 def test_options_import_without_torch(repo_root):
     code = (
-        "import sys; import core.landscape.options, core.commands.landscape; "
+        "import sys; import isoscope.landscape.options, isoscope.commands.landscape; "
         "print('torch' in sys.modules, 'transformers' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=repo_root, capture_output=True, text=True, check=True)

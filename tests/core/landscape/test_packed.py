@@ -1,4 +1,4 @@
-"""core.landscape.packed: the padding-free forward equals the Hugging Face padded forward, and the evaluator uses it."""
+"""isoscope.landscape.packed: the padding-free forward equals the Hugging Face padded forward, and the evaluator uses it."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import torch
 from torch.func import functional_call
 from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
 
-from core.landscape.classifier import Evaluator, build_classifier, make_eval_set
-from core.landscape.flat import FlatLayout
-from core.landscape.packed import PackedBatch, packed_logits, supports_packed
-from core.landscape.tasks import Task
-from core.models import encoder_from_model
+from isoscope.encode.models import encoder_from_model
+from isoscope.landscape.classifier import Evaluator, build_classifier, make_eval_set
+from isoscope.landscape.flat import FlatLayout
+from isoscope.landscape.packed import PackedBatch, packed_logits, supports_packed
+from isoscope.landscape.tasks import Task
 from tests.tiny_models import tiny_bert
 
 # Our own sentences, of very different lengths, so chunks carry real padding.

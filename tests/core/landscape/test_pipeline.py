@@ -1,4 +1,4 @@
-"""core.landscape.pipeline: the whole experiment on the tiny BERT, cached, resumed, with seeds and both views."""
+"""isoscope.landscape.pipeline: the whole experiment on the tiny BERT, cached, resumed, with seeds and both views."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from core.landscape.pipeline import LandscapeConfig, run_landscape
-from core.landscape.results import load_results
-from core.landscape.train import TrainConfig
+from isoscope.landscape.pipeline import LandscapeConfig, run_landscape
+from isoscope.landscape.results import load_results
+from isoscope.landscape.train import TrainConfig
 
 
 def _tiny_config(**over) -> LandscapeConfig:
@@ -78,7 +78,7 @@ def test_pipeline_end_to_end_cached_and_resumed(tiny, tasks, tmp_path):
 def test_every_seed_in_its_folder_and_the_summary_over_them(tiny_run, tmp_path):
     import shutil
 
-    from core.landscape.results import seed_dir
+    from isoscope.landscape.results import seed_dir
 
     out, summary, config, (encoder, task_pair) = tiny_run
     assert summary["seeds"] == 2 and summary["seed_values"] == [0, 1]
@@ -112,7 +112,7 @@ def test_every_seed_in_its_folder_and_the_summary_over_them(tiny_run, tmp_path):
 
 
 def test_task_only_and_filter_only_views(tiny, tasks, tmp_path):
-    from core.landscape.results import FILTER_CURVES, SURFACE
+    from isoscope.landscape.results import FILTER_CURVES, SURFACE
     from tests.core.landscape.helpers import tiny_config
 
     out = tmp_path / "views"
@@ -147,7 +147,7 @@ def test_task_only_and_filter_only_views(tiny, tasks, tmp_path):
     ],
 )
 def test_bad_options_are_input_errors(over, message):
-    from core.errors import InputError
+    from isoscope.errors import InputError
     from tests.core.landscape.helpers import tiny_config
 
     with pytest.raises(InputError, match=message):

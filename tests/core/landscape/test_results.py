@@ -1,4 +1,4 @@
-"""core.landscape.results: typed results that load new and older folders and fail loudly on a schema change."""
+"""isoscope.landscape.results: typed results that load new and older folders and fail loudly on a schema change."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.errors import InputError
-from core.landscape.results import (
+from isoscope.errors import InputError
+from isoscope.landscape.results import (
     CURVE,
     FILTER_CURVES,
     FILTER_SURFACE,
@@ -22,8 +22,8 @@ from core.landscape.results import (
     load_results,
     seed_dir,
 )
-from core.landscape.schema import ResultsSchemaError
-from core.landscape.store import read_arrays, write_arrays
+from isoscope.landscape.schema import ResultsSchemaError
+from isoscope.landscape.store import read_arrays, write_arrays
 
 
 def _copy(tiny_run, tmp_path: Path) -> Path:

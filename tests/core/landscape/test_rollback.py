@@ -1,12 +1,12 @@
-"""core.landscape.rollback: one group restored exactly, and known metrics at theta1 reused (tiny BERT)."""
+"""isoscope.landscape.rollback: one group restored exactly, and known metrics at theta1 reused (tiny BERT)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from core.landscape.flat import norm
-from core.landscape.rollback import layer_groups, rollback_table
+from isoscope.landscape.flat import norm
+from isoscope.landscape.rollback import layer_groups, rollback_table
 
 
 def test_rollback_restores_exactly_one_group(tiny, tiny_eval):

@@ -1,4 +1,4 @@
-"""core.landscape.schema: strict fields that name the file and the field when they are missing or mistyped."""
+"""isoscope.landscape.schema: strict fields that name the file and the field when they are missing or mistyped."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.landscape.schema import Fields, ResultsSchemaError, arrays
-from core.landscape.store import write_arrays
+from isoscope.landscape.schema import Fields, ResultsSchemaError, arrays
+from isoscope.landscape.store import write_arrays
 
 FILE = Path("/results/pretrained/results.json")
 

@@ -1,4 +1,4 @@
-"""core.landscape.seeds: mean and sample sd over seeds (known answers), built from each seed's own results."""
+"""isoscope.landscape.seeds: mean and sample sd over seeds (known answers), built from each seed's own results."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from core.landscape.results import load_results, seed_dir
-from core.landscape.seeds import HEADLINE_BY_NAME, HEADLINES, headline_summary, learning_bands, stat
+from isoscope.landscape.results import load_results, seed_dir
+from isoscope.landscape.seeds import HEADLINE_BY_NAME, HEADLINES, headline_summary, learning_bands, stat
 
 
 def test_stat_known_answers():

@@ -1,4 +1,4 @@
-"""core.landscape.store: arrays, JSON and tensors written atomically and read back without pickle."""
+"""isoscope.landscape.store: arrays, JSON and tensors written atomically and read back without pickle."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 
 def test_array_store_keeps_cache_keys_scalar(tmp_path) -> None:
     """A 0-d key must read back as itself, or every cached curve/surface is silently recomputed."""
-    from core.landscape.store import read_arrays, write_arrays
+    from isoscope.landscape.store import read_arrays, write_arrays
 
     write_arrays(tmp_path / "a.npz", {"key": np.array("abc123"), "loss": np.ones((2, 3))})
     back = read_arrays(tmp_path / "a.npz")
@@ -18,7 +18,7 @@ def test_array_store_keeps_cache_keys_scalar(tmp_path) -> None:
 def test_json_tensors_and_rows_round_trip_and_bad_files_read_as_absent(tmp_path) -> None:
     import torch
 
-    from core.landscape.store import RowStore, read_json, read_tensor_names, read_tensors, write_json, write_tensors
+    from isoscope.landscape.store import RowStore, read_json, read_tensor_names, read_tensors, write_json, write_tensors
 
     write_json(tmp_path / "a.json", {"x": float("nan"), "y": np.float32(1.5), "z": np.arange(2)})
     assert read_json(tmp_path / "a.json") == {"x": None, "y": 1.5, "z": [0, 1]}
@@ -40,6 +40,6 @@ def test_json_tensors_and_rows_round_trip_and_bad_files_read_as_absent(tmp_path)
     rows.clear()
     assert rows.get(3) is None and not rows.dir.exists()
     (tmp_path / "junk.npz").write_bytes(b"not an npz")
-    from core.landscape.store import read_arrays
+    from isoscope.landscape.store import read_arrays
 
     assert read_arrays(tmp_path / "junk.npz") is None

@@ -1,4 +1,4 @@
-"""core.landscape.surface: curves and grids of an analytic quadratic, bilinear interpolation, resumable rows."""
+"""isoscope.landscape.surface: curves and grids of an analytic quadratic, bilinear interpolation, resumable rows."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from core.landscape.axes import make_plane
-from core.landscape.store import RowStore
-from core.landscape.surface import curve_1d, grid_size_for_budget, interpolate, surface_2d
+from isoscope.landscape.axes import make_plane
+from isoscope.landscape.store import RowStore
+from isoscope.landscape.surface import curve_1d, grid_size_for_budget, interpolate, surface_2d
 from tests.core.landscape.helpers import Quadratic, points
 
 

@@ -1,4 +1,4 @@
-"""core.landscape.tables: flat tables of typed results, each column equal to the typed value it shows."""
+"""isoscope.landscape.tables: flat tables of typed results, each column equal to the typed value it shows."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.landscape import tables
-from core.landscape.results import load_results
-from core.landscape.seeds import HEADLINES
+from isoscope.landscape import tables
+from isoscope.landscape.results import load_results
+from isoscope.landscape.seeds import HEADLINES
 
 
 def test_tables_of_a_finished_run(tiny_run):

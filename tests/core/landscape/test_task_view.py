@@ -1,4 +1,4 @@
-"""core.landscape.task_view: summaries of the task-plane curve and surface, trajectories without a surface."""
+"""isoscope.landscape.task_view: summaries of the task-plane curve and surface, trajectories without a surface."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from core.landscape.axes import make_plane
-from core.landscape.task_view import curve_summary, surface_summary, trajectories
-from core.landscape.train import Checkpoint
+from isoscope.landscape.axes import make_plane
+from isoscope.landscape.task_view import curve_summary, surface_summary, trajectories
+from isoscope.landscape.train import Checkpoint
 from tests.core.landscape.helpers import Quadratic, points
 
 

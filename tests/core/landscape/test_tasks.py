@@ -1,16 +1,16 @@
-"""core.landscape.tasks: built-in tasks, labelled files and their errors, seeded splits and samples."""
+"""isoscope.landscape.tasks: built-in tasks, labelled files and their errors, seeded splits and samples."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from core.errors import InputError
-from core.landscape.tasks import load_task, load_task_file, sample
+from isoscope.errors import InputError
+from isoscope.landscape.tasks import load_task, load_task_file, sample
 
 
 def test_stsb_task_is_binary_at_three(stsb_dir):
-    from core.data import load_pairs
+    from isoscope.data import load_pairs
 
     split = load_task("stsb", data_dir=stsb_dir)
     pairs = load_pairs(stsb_dir / "stsb-en-train.csv")
@@ -57,7 +57,7 @@ def test_task_file_pairs_and_unknown_task(tmp_path):
 
 
 def test_split_is_stratified_seeded_and_disjoint():
-    from core.landscape.tasks import Task, split_task
+    from isoscope.landscape.tasks import Task, split_task
 
     labels = np.r_[np.zeros(20, int), np.ones(8, int), np.full(2, 2)]
     task = Task([f"t{i}" for i in range(30)], None, labels, 3, "toy")

@@ -1,4 +1,4 @@
-"""core.landscape.train: checkpoints recognised from their header, runs reproducible and resumable."""
+"""isoscope.landscape.train: checkpoints recognised from their header, runs reproducible and resumable."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import torch
 
 def test_checkpoint_check_reads_the_header_and_refuses_broken_files(tmp_path) -> None:
     """A finished epoch is recognised from its sidecar and safetensors header; a truncated file is not one."""
-    from core.landscape.flat import vector_digest
-    from core.landscape.store import write_tensors
-    from core.landscape.train import _ckpt_path, _read_checkpoint
+    from isoscope.landscape.flat import vector_digest
+    from isoscope.landscape.store import write_tensors
+    from isoscope.landscape.train import _ckpt_path, _read_checkpoint
 
     theta = torch.arange(10, dtype=torch.float32)
     path = _ckpt_path(tmp_path, 1)
@@ -27,10 +27,10 @@ def test_checkpoint_check_reads_the_header_and_refuses_broken_files(tmp_path) ->
 
 
 def test_a_run_is_reproducible_and_read_back_instead_of_retrained(tiny, tasks, tmp_path) -> None:
-    from core.landscape.classifier import build_classifier
-    from core.landscape.flat import FlatLayout
-    from core.landscape.tasks import sample
-    from core.landscape.train import TrainConfig, run_key, train_run
+    from isoscope.landscape.classifier import build_classifier
+    from isoscope.landscape.flat import FlatLayout
+    from isoscope.landscape.tasks import sample
+    from isoscope.landscape.train import TrainConfig, run_key, train_run
 
     task = sample(tasks[1].train, 16, 0)
     config = TrainConfig(lr=1e-3, epochs=2, batch_size=8, n_train=16, max_length=32, seed=3)

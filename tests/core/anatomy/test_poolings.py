@@ -1,0 +1,229 @@
+"""Pooling explorer: every pooling x layer x calibration from one pass, best row, T5 modes, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from isoscope.anatomy.poolings import COLUMNS, explore_poolings, pooling_modes_for, unique_index
+from isoscope.cache import ArrayCache
+from isoscope.data import Pairs, load_pairs
+from isoscope.encode.embed import EmbedConfig, encode
+from isoscope.errors import InputError
+from isoscope.evaluate.similarity import sts_evaluate
+from isoscope.geometry.metrics import alignment, uniformity
+from isoscope.paths import DEMO_PAIRS
+from tests import tiny_models
+from tests.core.commands.cli_checks import one_error_line
+
+CONFIG = EmbedConfig(64, 128)
+
+
+class LocalWhitening:
+    """PCA whitening written here, independent of isoscope.calibrate: x -> (x - mu) U_k diag(1 / sqrt(lambda_k))."""
+
+    def __init__(self, k: int | None = None) -> None:
+        self.k = k
+
+    def fit(self, X: np.ndarray) -> LocalWhitening:
+        self.mu = X.mean(0)
+        eig, vec = np.linalg.eigh(np.cov(X - self.mu, rowvar=False))
+        eig, vec = eig[::-1][: self.k], vec[:, ::-1][:, : self.k]
+        self.W = vec / np.sqrt(np.maximum(eig, 1e-9))  # (d, k)
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        return (X - self.mu) @ self.W
+
+
+def local_factory(method: str) -> LocalWhitening:
+    name, _, k = method.partition(":")
+    if name != "whitening":
+        raise ValueError(f"unknown calibration '{method}'; choose one of none, whitening, whitening:K")
+    return LocalWhitening(int(k) if k else None)
+
+
+@pytest.fixture(scope="module")
+def demo_pairs() -> Pairs:
+    return load_pairs(DEMO_PAIRS)
+
+
+@pytest.fixture(scope="module")
+def module_cache(tmp_path_factory) -> ArrayCache:
+    return ArrayCache(tmp_path_factory.mktemp("cache"))
+
+
+@pytest.fixture(scope="module")
+def real_report(encoder, demo_pairs, module_cache):
+    calibrations = ["whitening", "whitening:64", "whitening"]  # the duplicate is dropped
+    return explore_poolings(
+        encoder, demo_pairs, calibrations, CONFIG, calibrator_factory=local_factory, cache=module_cache
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny_t5():
+    """d_model 32 with 2 encoder and 2 decoder layers (tiny_models.tiny_t5's defaults)."""
+    return tiny_models.tiny_t5(0)
+
+
+# ------------------------------------------------------------------ real model on the demo pairs
+
+
+def test_table_shape_and_columns(real_report, encoder) -> None:
+    t = real_report.table
+    assert tuple(t.columns) == COLUMNS
+    modes = ["cls", "mean", "max", "last2avg", "first_last_avg"] + [f"layer:{k}" for k in range(7)]
+    assert pooling_modes_for(encoder) == modes
+    assert len(t) == 3 * len(modes)
+    assert t["calibration"].tolist()[:3] == ["none", "whitening", "whitening:64"]
+    assert t.set_index(["pooling", "calibration"]).index.is_unique
+    assert t.loc[t.pooling == "layer:3", "layer"].tolist() == [3, 3, 3]
+    assert t.loc[t.pooling == "cls", "layer"].tolist() == [6, 6, 6]
+    assert t.loc[t.pooling == "last2avg", "layer"].isna().all()
+    assert t[["spearman", "pearson", "alignment", "uniformity"]].notna().all().all()
+
+
+def test_best_row_is_argmax(real_report) -> None:
+    t = real_report.table
+    best = real_report.best
+    assert best["spearman"] == pytest.approx(t["spearman"].max())
+    row = t[(t.pooling == best["pooling"]) & (t.calibration == best["calibration"])].iloc[0]
+    assert row["spearman"] == best["spearman"]
+    assert (t["spearman"] <= best["spearman"]).all()
+
+
+def test_raw_mean_matches_independent_sts(real_report, encoder, demo_pairs) -> None:
+    vectors = encode(encoder, demo_pairs.texts, "mean", CONFIG)
+    n = len(demo_pairs)
+    ev = sts_evaluate(vectors[:n], vectors[n:], demo_pairs.scores)
+    t = real_report.table.set_index(["pooling", "calibration"])
+    assert t.loc[("mean", "none"), "spearman"] == pytest.approx(ev["spearman"], abs=1e-3)
+    assert t.loc[("mean", "none"), "pearson"] == pytest.approx(ev["pearson"], abs=1e-3)
+    # the last layer, mean over tokens, is the mean pooling
+    assert t.loc[("layer:6", "none"), "spearman"] == pytest.approx(t.loc[("mean", "none"), "spearman"], abs=1e-9)
+    # the embedding output is far worse than the trained sentence embedding
+    assert t.loc[("layer:0", "none"), "spearman"] < t.loc[("mean", "none"), "spearman"] - 5
+
+
+def test_whitened_rows_and_alignment_uniformity(real_report, encoder, demo_pairs) -> None:
+    texts, index = unique_index(demo_pairs.texts)
+    X = encode(encoder, texts, "cls", CONFIG).astype(np.float64)
+    Z = LocalWhitening(64).fit(X).transform(X)
+    n = len(demo_pairs)
+    ev = sts_evaluate(Z[index[:n]], Z[index[n:]], demo_pairs.scores)
+    t = real_report.table.set_index(["pooling", "calibration"])
+    assert t.loc[("cls", "whitening:64"), "spearman"] == pytest.approx(ev["spearman"], abs=1e-2)
+    pos = demo_pairs.scores > 4
+    assert real_report.n_positive == int(pos.sum()) > 0
+    assert t.loc[("cls", "none"), "alignment"] == pytest.approx(
+        alignment(X[index[:n]][pos], X[index[n:]][pos]), abs=1e-4
+    )
+    assert t.loc[("cls", "none"), "uniformity"] == pytest.approx(uniformity(X), abs=1e-4)
+    assert t.loc[("cls", "whitening:64"), "uniformity"] < t.loc[("cls", "none"), "uniformity"]  # whitening spreads
+
+
+def test_warns_when_fewer_sentences_than_dimensions(real_report) -> None:
+    """330 unique demo sentences < 384 dimensions: full whitening makes them near-orthogonal."""
+    assert real_report.n_sentences == 330
+    assert any("near-orthogonal" in w for w in real_report.warnings)
+    t = real_report.table
+    full = t[t.calibration == "whitening"]
+    assert (full["alignment"] > 1.9).all()  # positives as far apart as random pairs
+
+
+def test_real_calibrator_matches_local_whitening(real_report, encoder, demo_pairs, module_cache) -> None:
+    report = explore_poolings(encoder, demo_pairs, "whitening:64", CONFIG, cache=module_cache)
+    ours = report.table[report.table.calibration == "whitening:64"].set_index("pooling")["spearman"]
+    local = real_report.table[real_report.table.calibration == "whitening:64"].set_index("pooling")["spearman"]
+    pd.testing.assert_series_equal(ours, local, atol=1e-3, check_exact=False)
+
+
+def test_one_forward_pass(encoder, demo_pairs) -> None:
+    calls = []
+    handle = encoder.model.register_forward_hook(lambda *_: calls.append(1))
+    try:
+        report = explore_poolings(encoder, demo_pairs, config=EmbedConfig(batch_size=1024, max_length=64))
+    finally:
+        handle.remove()
+    assert calls == [1]  # twelve poolings, one batch, one forward
+    assert len(report.table) == 12
+    assert set(report.table["calibration"]) == {"none"}
+
+
+def test_unique_index_roundtrip() -> None:
+    texts, index = unique_index(["a", "b", "a", "c", "b"])
+    assert texts == ["a", "b", "c"]
+    assert [texts[i] for i in index] == ["a", "b", "a", "c", "b"]
+
+
+def test_needs_scores(encoder) -> None:
+    with pytest.raises(InputError, match="gold scores"):
+        explore_poolings(encoder, Pairs(["a", "b", "c"], ["d", "e", "f"], None))
+
+
+def test_unknown_calibration_raises(encoder, demo_pairs) -> None:
+    calls = []
+    handle = encoder.model.register_forward_hook(lambda *_: calls.append(1))
+    try:
+        with pytest.raises(ValueError, match="choose one of none, whitening"):
+            explore_poolings(encoder, demo_pairs, calibrations="flux", calibrator_factory=local_factory)
+    finally:
+        handle.remove()
+    assert calls == []  # refused before embedding anything
+
+
+# ------------------------------------------------------------------ tiny T5
+
+
+def test_tiny_t5_modes(tiny_t5, demo_pairs) -> None:
+    report = explore_poolings(tiny_t5, demo_pairs, calibrations="whitening", calibrator_factory=local_factory)
+    t = report.table
+    expected = ["max", "last2avg", "first_last_avg", "enc_first", "enc_mean", "encdec_first"]
+    expected += ["layer:0", "layer:1", "layer:2"]
+    assert pooling_modes_for(tiny_t5) == expected
+    assert t["pooling"].tolist() == [m for m in expected for _ in range(2)]
+    assert report.n_sentences == 330 and not report.warnings  # 330 sentences > 32 dimensions
+    assert pd.isna(t.loc[t.pooling == "encdec_first", "layer"]).all()
+    assert t.loc[t.pooling == "enc_mean", "layer"].tolist() == [2, 2]
+    assert np.isfinite(t["spearman"]).all()
+    assert report.best["spearman"] == pytest.approx(t["spearman"].max())
+    # enc_mean is layer:2 (the encoder output) averaged over tokens
+    a = t.set_index(["pooling", "calibration"])
+    assert a.loc[("enc_mean", "none"), "spearman"] == pytest.approx(a.loc[("layer:2", "none"), "spearman"], abs=1e-9)
+
+
+# ------------------------------------------------------------------ CLI
+
+
+def test_cli_json(cli, capsys) -> None:
+    argv = ["pooling", "--pairs", str(DEMO_PAIRS), "--json", "--no-cache", "--quiet", "--max-length", "64"]
+    assert cli([*argv, "--calibrate", "whitening:32", "--calibrate", "sn"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n_pairs"] == 165
+    assert len(out["table"]) == 3 * 12
+    assert {r["calibration"] for r in out["table"]} == {"none", "whitening:32", "sn"}
+    assert set(out["table"][0]) == set(COLUMNS)
+    assert out["best"]["spearman"] == max(r["spearman"] for r in out["table"])
+    assert next(r for r in out["table"] if r["pooling"] == "last2avg")["layer"] is None
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("sentence1,sentence2\na,b\nc,d\ne,f\n", "gold scores"),
+        ("sentence1,sentence2,score\na,b,1\n", "at least 3 scored pairs"),
+        (None, "file not found"),
+        ("sentence1,sentence2,score\na,b,1\nc,d,2\ne,f,3\n", "unknown calibration method 'flux'"),
+    ],
+)
+def test_cli_bad_input_exit_2(cli, tmp_path, capsys, content: str | None, message: str) -> None:
+    path = tmp_path / "pairs.csv"
+    if content is not None:
+        path.write_text(content)
+    argv = ["pooling", "--pairs", str(path), "--json", "--no-cache", "--quiet", "--calibrate", "flux"]
+    assert cli(argv if "flux" in message else argv[:-2]) == 2
+    assert message in one_error_line(capsys)
