@@ -29,7 +29,7 @@ from isoscope.dashboard.services.keyed import Vectors
 from isoscope.dashboard.services.models import encoder as load_model
 from isoscope.dashboard.services.models import model_key
 from isoscope.data import CORPUS_FORMATS, TABLE_FORMATS, Corpus, Pairs, safe_csv
-from isoscope.encode.pooling import valid_pooling_modes
+from isoscope.encode.pooling import default_pooling, pooling_choices
 from isoscope.encode.precision import PRECISIONS
 from isoscope.errors import InputError, first_line
 
@@ -60,8 +60,7 @@ class Settings:
     @property
     def pooling_modes(self) -> list[str]:
         """Every pooling the loaded model accepts, layers included."""
-        base = list(valid_pooling_modes(self.is_encoder_decoder))
-        return base + [f"layer:{k}" for k in range(self.num_layers + 1)]
+        return pooling_choices(self.num_layers, self.is_encoder_decoder)
 
 
 # ------------------------------------------------------------------ text and errors
@@ -155,9 +154,9 @@ def sidebar() -> Settings:
         label = label or enc.name
         st.caption(f"{literal(label)} · {enc.num_layers} layers · d = {enc.hidden_size}")
         precision = st.radio("Precision", PRECISIONS, horizontal=True, key="precision", help=PRECISION_HELP)
-        modes = list(valid_pooling_modes(enc.is_encoder_decoder)) + [f"layer:{k}" for k in range(enc.num_layers + 1)]
+        modes = pooling_choices(enc.num_layers, enc.is_encoder_decoder)
         if st.session_state.get("pooling") not in modes:
-            st.session_state["pooling"] = "mean" if "mean" in modes else modes[0]
+            st.session_state["pooling"] = default_pooling(enc.is_encoder_decoder)
         pooling = st.selectbox("Pooling", modes, key="pooling", help="How token vectors become one sentence vector.")
         max_length = st.select_slider("Max tokens per text", MAX_LENGTHS, value=128, key="max_length")
     settings = Settings(

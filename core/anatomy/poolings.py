@@ -1,7 +1,7 @@
 """Pooling explorer: STS Spearman of every pooling mode and every layer, raw and calibrated, from one pass.
 
 For a model and a pairs file with gold scores, every pooling the model accepts
-(``isoscope.encode.pooling.valid_pooling_modes``) and every ``layer:K`` (``K = 0..L``, mean over tokens) are computed
+(``isoscope.encode.pooling.pooling_choices``) and every ``layer:K`` (``K = 0..L``, mean over tokens) are computed
 from ONE forward pass over the unique sentences (``isoscope.encode.embed.encode_many``). For each pooling and each
 calibration (``none`` plus the requested methods, fitted on the pairs' own sentences, the "target" setting)
 the table holds Spearman and Pearson (x100) of the pair cosines against the gold scores, and Wang & Isola's
@@ -30,9 +30,9 @@ from isoscope.calibrate import make_calibrator
 from isoscope.data import Pairs
 from isoscope.encode.embed import EmbedConfig, ProgressFn, encode_many
 from isoscope.encode.models import Encoder
-from isoscope.encode.pooling import LAYER_PREFIX, valid_pooling_modes
+from isoscope.encode.pooling import LAYER_PREFIX, pooling_choices
 from isoscope.errors import InputError
-from isoscope.evaluate.similarity import correlations, cosine_pairs
+from isoscope.evaluate.similarity import sts_scores
 from isoscope.geometry.metrics import alignment, uniformity
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,6 @@ __all__ = [
 COLUMNS: tuple[str, ...] = ("pooling", "layer", "calibration", "spearman", "pearson", "alignment", "uniformity")
 POSITIVE_THRESHOLD = 4.0  # gold score above which a pair is a positive pair (alignment)
 RAW = "none"
-ENC_DEC_ALIASES: dict[str, str] = {"cls": "enc_first", "mean": "enc_mean"}
 MULTI_LAYER_POOLINGS: tuple[str, ...] = ("last2avg", "first_last_avg")
 
 
@@ -83,13 +82,8 @@ class PoolingReport:
 
 
 def pooling_modes_for(encoder: Encoder) -> list[str]:
-    """Every pooling name of this model: the valid modes (aliases dropped), then layer:0..layer:L."""
-    modes = [
-        m
-        for m in valid_pooling_modes(encoder.is_encoder_decoder)
-        if not (encoder.is_encoder_decoder and m in ENC_DEC_ALIASES)
-    ]
-    return modes + [f"{LAYER_PREFIX}{k}" for k in range(encoder.num_layers + 1)]
+    """Every pooling name of this model (``isoscope.encode.pooling.pooling_choices``)."""
+    return pooling_choices(encoder.num_layers, encoder.is_encoder_decoder)
 
 
 def _layer_of(pooling: str, num_layers: int) -> int | None:
@@ -111,7 +105,7 @@ def unique_index(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
 def _score_rows(X: np.ndarray, index: np.ndarray, n: int, gold: np.ndarray, positive: np.ndarray) -> dict[str, float]:
     """Spearman/Pearson of pair cosines, alignment on positive pairs, uniformity on unique sentences."""
     a, b = X[index[:n]], X[index[n:]]  # (n, d) each
-    result = correlations(cosine_pairs(a, b), gold)
+    result = sts_scores(a, b, gold)
     ok = np.isfinite(X).all() and (np.linalg.norm(X, axis=1) > 0).all()
     result["alignment"] = alignment(a[positive], b[positive]) if ok and positive.any() else float("nan")
     result["uniformity"] = uniformity(X) if ok and len(X) >= 2 else float("nan")

@@ -36,7 +36,7 @@ from isoscope.data import Pairs
 from isoscope.encode.embed import EmbedConfig, ProgressFn, encode
 from isoscope.encode.models import Encoder
 from isoscope.errors import InputError
-from isoscope.evaluate.similarity import correlations, cosine_pairs, l2_normalize, spearman_x100
+from isoscope.evaluate.similarity import cosine_pairs, l2_normalize, spearman_x100, sts_scores
 from isoscope.geometry.metrics import effective_rank
 from isoscope.linalg import eigh_descending
 from isoscope.neighbours.exact import knn_table
@@ -201,7 +201,7 @@ class ShrinkResult:
 def _scores(X: np.ndarray, index: np.ndarray, n: int, gold: np.ndarray | None) -> dict[str, float]:
     if gold is None:
         return {"spearman": float("nan"), "pearson": float("nan")}
-    return correlations(cosine_pairs(X[index[:n]], X[index[n:]]), gold)
+    return sts_scores(X[index[:n]], X[index[n:]], gold)
 
 
 def default_ranks(width: int) -> list[int]:

@@ -1,7 +1,6 @@
 """The whole-corpus k-nearest-neighbour graph (cosine), exact for small corpora, FAISS HNSW beyond.
 
 ids, dist = knn_graph_chunked(vectors, k=15, progress=fn)   # (n, k) int32 ids, (n, k) float32 1 - cos
-overlap = neighbour_overlap(ids_raw, ids_cal)              # (n,) Jaccard of the two neighbour sets
 
 Column 0 is always the row itself at distance 0 (UMAP's ``precomputed_knn`` layout). Up to
 ``EXACT_MAX_ROWS`` rows every neighbour is exact (FAISS flat); above, an HNSW graph (``isoscope.neighbours.index``,
@@ -102,18 +101,3 @@ def _self_first(rows: np.ndarray, found: np.ndarray, scores: np.ndarray, k: int)
     if short.any():
         log.warning("%d rows found fewer than %d neighbours; padded with themselves", int(short.sum()), k - 1)
     return out_ids, out_dist
-
-
-def neighbour_overlap(ids_a: np.ndarray, ids_b: np.ndarray, chunk: int = 65_536) -> np.ndarray:
-    """Per row, the Jaccard index (n,) float32 of two neighbour lists (n, k), column 0 (the row itself) left out."""
-    if ids_a.shape != ids_b.shape or ids_a.ndim != 2:
-        raise ValueError(f"neighbour lists must have the same (n, k) shape, got {ids_a.shape} and {ids_b.shape}")
-    n, k = ids_a.shape
-    out = np.empty(n, np.float32)
-    for s in range(0, n, chunk):
-        a = np.sort(ids_a[s : s + chunk, 1:], axis=1)  # (m, k-1)
-        b = np.sort(ids_b[s : s + chunk, 1:], axis=1)
-        inter = (a[:, :, None] == b[:, None, :]).any(axis=2).sum(axis=1)  # (m,) shared ids (lists hold no repeats)
-        union = 2 * (k - 1) - inter
-        out[s : s + chunk] = np.where(union > 0, inter / np.maximum(union, 1), 1.0)
-    return out

@@ -37,10 +37,11 @@ import numpy as np
 import pandas as pd
 
 from isoscope.atlas import density as dens
-from isoscope.atlas.graph import knn_graph_chunked, neighbour_overlap
+from isoscope.atlas.graph import knn_graph_chunked
 from isoscope.atlas.layout import check_method, layout
 from isoscope.cache import atomic_save_npy, atomic_write_bytes, text_digest
 from isoscope.errors import InputError
+from isoscope.neighbours.overlap import jaccard_tables
 
 log = logging.getLogger(__name__)
 
@@ -328,7 +329,8 @@ def _extras(out: Path, texts: Sequence[str], spaces: Sequence[str]) -> None:
     ).astype(np.float32)  # (n,)
     length = np.fromiter((len(t) for t in texts), np.int32, len(texts))  # (n,)
     if "cal" in spaces:
-        overlap = neighbour_overlap(_load(out / "raw" / "knn_ids.npy"), _load(out / "cal" / "knn_ids.npy"))
+        ids_raw, ids_cal = _load(out / "raw" / "knn_ids.npy"), _load(out / "cal" / "knn_ids.npy")  # (n, k) self first
+        overlap = jaccard_tables(ids_raw[:, 1:], ids_cal[:, 1:])[1].astype(np.float32)  # (n,) the row itself left out
     else:
         overlap = np.ones(len(texts), np.float32)
     atomic_save_npy(out / "norm.npy", norm)

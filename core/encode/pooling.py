@@ -26,6 +26,9 @@ ENCODER_POOLING_MODES: tuple[str, ...] = ("cls", "mean", "max", "last2avg", "fir
 T5_POOLING_MODES: tuple[str, ...] = ("enc_first", "enc_mean", "encdec_first")
 POOLING_MODES: tuple[str, ...] = ENCODER_POOLING_MODES + T5_POOLING_MODES
 LAYER_PREFIX = "layer:"
+# On an encoder-decoder model ``cls`` and ``mean`` pool the encoder exactly as ``enc_first`` and ``enc_mean`` do
+# (``pool`` treats each pair alike), so ``pooling_choices`` offers each of those once, by its T5 name.
+ENC_DEC_ALIASES: dict[str, str] = {"cls": "enc_first", "mean": "enc_mean"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,23 @@ class PoolingSpec:
 def valid_pooling_modes(is_encoder_decoder: bool = False) -> tuple[str, ...]:
     """Names a model of this kind accepts (``layer:K`` comes on top)."""
     return POOLING_MODES if is_encoder_decoder else ENCODER_POOLING_MODES
+
+
+def pooling_choices(num_layers: int, is_encoder_decoder: bool = False) -> list[str]:
+    """The one list of poolings a model offers (sidebar, pages, pooling explorer): its named modes, each once
+    (an encoder-decoder's ``cls``/``mean`` aliases left out), then ``layer:0`` .. ``layer:num_layers``."""
+    named = [m for m in valid_pooling_modes(is_encoder_decoder) if not (is_encoder_decoder and m in ENC_DEC_ALIASES)]
+    return named + [f"{LAYER_PREFIX}{k}" for k in range(num_layers + 1)]
+
+
+def canonical_pooling(mode: str, is_encoder_decoder: bool = False) -> str:
+    """``mode`` as ``pooling_choices`` lists it: an encoder-decoder's ``cls``/``mean`` by their T5 names."""
+    return ENC_DEC_ALIASES.get(mode, mode) if is_encoder_decoder else mode
+
+
+def default_pooling(is_encoder_decoder: bool = False) -> str:
+    """``mean`` (``enc_mean`` on an encoder-decoder model): the pooling sentence encoders are trained for."""
+    return canonical_pooling("mean", is_encoder_decoder)
 
 
 def pooling_help() -> str:

@@ -47,8 +47,14 @@ def correlations(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     }
 
 
+def sts_scores(emb1: np.ndarray, emb2: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    """The one STS score in Isoscope: Spearman and Pearson (x100) of each pair's cosine against the gold scores.
+    (n, d), (n, d), (n,) -> {"spearman", "pearson"}. Every page, command and benchmark scores pairs with it."""
+    return correlations(cosine_pairs(emb1, emb2), gold)
+
+
 def sts_evaluate(emb1: np.ndarray, emb2: np.ndarray, gold: np.ndarray | None) -> dict[str, object]:
-    """Cosines of the pairs and, when gold scores exist, their correlations."""
+    """Cosines of the pairs and, when gold scores exist, their ``sts_scores``."""
     cos = cosine_pairs(emb1, emb2)
     result: dict[str, object] = {"cosine": cos, "n_pairs": len(cos)}
     if gold is not None:

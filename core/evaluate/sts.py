@@ -13,7 +13,7 @@ import numpy as np
 
 from isoscope.calibrate import Calibrator, EpochProgressFn, check_array, whitened_dims
 from isoscope.errors import InputError
-from isoscope.evaluate.similarity import correlations, cosine_pairs
+from isoscope.evaluate.similarity import sts_scores
 
 
 def avg_cosine_or_nan(X: np.ndarray, n_pairs: int = 10_000, seed: int = 0) -> float:
@@ -71,8 +71,8 @@ def calibrated_sts(
     fit_seconds = fit_timed(calibrator, fit_on, progress)
     n = len(emb1)
     out = calibrator.transform(both)  # (2n, k)
-    raw = correlations(cosine_pairs(emb1, emb2), gold)
-    cal = correlations(cosine_pairs(out[:n], out[n:]), gold)
+    raw = sts_scores(emb1, emb2, gold)
+    cal = sts_scores(out[:n], out[n:], gold)
     return {
         "method": calibrator.method,
         "spearman": cal["spearman"],

@@ -234,9 +234,9 @@ def _geometry(V: np.ndarray, config: SweepConfig, name: str, warnings: list[str]
 
 
 def _spearman(a: np.ndarray, b: np.ndarray, gold: np.ndarray) -> float:
-    from isoscope.evaluate.similarity import correlations, cosine_pairs
+    from isoscope.evaluate.similarity import sts_scores
 
-    return correlations(cosine_pairs(a, b), gold)["spearman"]
+    return sts_scores(a, b, gold)["spearman"]
 
 
 def _check_inputs(X: np.ndarray, X8: np.ndarray | None, pairs: SweepPairs | None) -> None:
@@ -259,16 +259,15 @@ def run_sweep(
     """Measure every variant of the corpus vectors ``X`` (n, d); ``X_int8`` (n, d) are the same texts through
     the int8 model (the ``int8-model`` row is left out without them). ``progress(done, total)`` counts variants.
     """
-    from isoscope.neighbours.overlap import check_k, jaccard_tables, knn_table
+    from isoscope.neighbours.exact import check_k, knn_table
+    from isoscope.neighbours.overlap import jaccard_tables
 
     config = config or SweepConfig()
     X = np.asarray(X, np.float32)
     _check_inputs(X, X_int8, pairs)
     n, d = X.shape
     dims = parse_dims(config.dims or None, d)
-    k = check_k(min(config.k, n - 1), n)
-    if k != config.k:
-        log.info("overlap@%d instead of @%d: the corpus has %d texts", k, config.k, n)
+    k = check_k(config.k, n)
     base_ids, _ = knn_table(X, k)  # (n, k) neighbours in the fp32 space
     todo = variants(X, dims, X_int8 is not None)
     rows, warnings = [], []

@@ -17,7 +17,7 @@ from isoscope.dashboard.services.embeddings import embed_many
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
 from isoscope.data import Pairs
 from isoscope.errors import InputError
-from isoscope.evaluate.similarity import correlations, cosine_pairs
+from isoscope.evaluate.similarity import sts_scores
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ def calibration_table(
             for j, m in enumerate(methods):
                 bar.progress((i * len(methods) + j) / total, text=f"{p} + {m}")
                 z = calibrated(m, flow_json if m == "flow" else "", fits[p], vecs[p]).array
-                r = correlations(cosine_pairs(z[:n], z[n:]), pairs.scores)
+                r = sts_scores(z[:n], z[n:], pairs.scores)
                 rows.append({"pooling": p, "calibration": m, "spearman": round(r["spearman"], 2)})
     finally:
         bar.empty()

@@ -12,8 +12,8 @@ from isoscope.dashboard.services.calibration import calibrated
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Vectors
 from isoscope.errors import InputError
 from isoscope.neighbours.change import NeighbourhoodChange, QueryNeighbours, compare_hits
-from isoscope.neighbours.exact import check_k
 from isoscope.neighbours.change import neighbourhood_change as change_of_neighbourhoods
+from isoscope.neighbours.exact import check_k
 from isoscope.neighbours.index import VectorIndex, as_unit_float32, build_index
 
 

@@ -18,8 +18,9 @@ from isoscope.cache import text_digest
 from isoscope.dashboard import ui
 from isoscope.dashboard.services import calibration, embeddings
 from isoscope.dashboard.services.keyed import pairs_key
+from isoscope.encode.pooling import canonical_pooling
 from isoscope.errors import InputError
-from isoscope.evaluate.similarity import correlations, cosine_pairs
+from isoscope.evaluate.similarity import sts_scores
 from isoscope.geometry.metrics import avg_cosine
 
 s = ui.settings()
@@ -46,8 +47,8 @@ else:
     result = ui.calibrate(cal, s.pooling, fit_on, raw)
     if result is not None:
         calibrator, (z,) = result
-        before = correlations(cosine_pairs(raw[:n], raw[n:]), pairs.scores)
-        after = correlations(cosine_pairs(z[:n], z[n:]), pairs.scores)
+        before = sts_scores(raw[:n], raw[n:], pairs.scores)
+        after = sts_scores(z[:n], z[n:], pairs.scores)
         c = st.columns(4)
         c[0].metric("Spearman raw", f"{before['spearman']:.1f}")
         c[1].metric(
@@ -109,7 +110,12 @@ st.caption(
 )
 t1, t2 = st.columns(2)
 table_poolings = t1.multiselect(
-    "Poolings", s.pooling_modes, default=list(dict.fromkeys([s.pooling, "cls", "first_last_avg"])), key="calp_tp"
+    "Poolings",
+    s.pooling_modes,
+    default=list(
+        dict.fromkeys(canonical_pooling(p, s.is_encoder_decoder) for p in (s.pooling, "cls", "first_last_avg"))
+    ),
+    key="calp_tp",
 )
 methods = t2.multiselect(
     "Calibrators",

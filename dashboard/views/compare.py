@@ -15,6 +15,7 @@ import streamlit as st
 from isoscope.dashboard import ui
 from isoscope.dashboard.services import compare as services
 from isoscope.dashboard.services.keyed import texts as keyed_texts
+from isoscope.encode.pooling import canonical_pooling
 from isoscope.errors import InputError
 
 SIDEBAR, CHECKPOINT = "Sidebar model", "Loss-surface checkpoint"
@@ -43,10 +44,11 @@ def apply_preset() -> None:
     preset = PRESETS.get(st.session_state.get("cmp_preset", CUSTOM))
     if preset is None:
         return
+    encdec = ui.settings().is_encoder_decoder
     for side, (source, weights, pooling, method, k) in preset.items():
         st.session_state[f"cmp_{side}_source"] = source
         st.session_state[f"cmp_{side}_init"] = weights
-        st.session_state[f"cmp_{side}_pooling"] = pooling
+        st.session_state[f"cmp_{side}_pooling"] = canonical_pooling(pooling, encdec)
         st.session_state[f"cmp_{side}_cal_method"] = method
         st.session_state[f"cmp_{side}_cal_k"] = k
         st.session_state.pop(f"cmp_{side}_epoch", None)  # back to the last epoch

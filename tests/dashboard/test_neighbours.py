@@ -150,3 +150,21 @@ def test_three_dimensional_vectors_leave_out_what_cannot_be_fitted(app: AppTest)
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     assert any("Left out" in c.value and "abtt:3" in c.value for c in at.caption), [c.value for c in at.caption]
+
+
+def test_corpus_wide_overlap_equals_isoscope_compare(app: AppTest, cli_main, capsys) -> None:
+    """One overlap@k: the Neighbours page's mean overlap@10 over every sentence (raw vs whitening:64 fitted on the
+    corpus) is the overlap_at_k that `isoscope compare` reports for the same two spaces."""
+    import json
+
+    at = open_page(app, "neighbours")
+    n = len(load_corpus(DEMO_CORPUS))
+    at.number_input(key="nb_sample").set_value(n).run()
+    assert not at.exception, at.exception
+    assert at.slider(key="nb_k").value == 10 and at.number_input(key="nb_cal_k").value == 64
+    (page,) = [m for m in at.metric if m.label.startswith("mean overlap@10 under whitening:64")]
+    argv = ["compare", "--input", str(DEMO_CORPUS), "--a", "pooling=mean", "--b", "pooling=mean,calibrate=whitening:64"]
+    assert cli_main([*argv, "--k", "10", "--max-length", "128", "--quiet", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["n_texts"] == n
+    assert float(page.value) == round(result["overlap_at_k"], 3)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from isoscope.atlas import density as dens
-from isoscope.atlas.graph import _self_first, knn_graph_chunked, neighbour_overlap
+from isoscope.atlas.graph import _self_first, knn_graph_chunked
 from isoscope.atlas.layout import layout, pca_layout
 from isoscope.atlas.raster import contour_levels, contour_overlay, rasterize, to_png
 from isoscope.atlas.synthetic import TOPICS, synthetic_corpus
@@ -55,14 +55,6 @@ def test_self_first_pads_with_self_when_hnsw_returns_too_few():
 def test_knn_graph_refuses_bad_k():
     with pytest.raises(InputError, match="k must be between"):
         knn_graph_chunked(np.ones((3, 2), np.float32), k=5)
-
-
-def test_neighbour_overlap_is_jaccard_without_the_row_itself():
-    a = np.array([[0, 1, 2, 3], [1, 0, 2, 3]])
-    b = np.array([[0, 3, 2, 1], [1, 4, 5, 6]])
-    np.testing.assert_allclose(neighbour_overlap(a, b), [1.0, 0.0])
-    c = np.array([[0, 1, 2, 9]])
-    np.testing.assert_allclose(neighbour_overlap(a[:1], c), [2 / 4])  # {1,2,3} vs {1,2,9}
 
 
 def test_pca_layout_matches_projection_pca_chunk_by_chunk(monkeypatch):

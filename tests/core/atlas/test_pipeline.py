@@ -11,6 +11,7 @@ import pytest
 from isoscope.atlas.pipeline import STAGES, AtlasConfig, build_atlas, is_complete, load_atlas
 from isoscope.atlas.synthetic import synthetic_corpus
 from isoscope.errors import InputError
+from isoscope.neighbours.overlap import jaccard_tables
 from tests.tiny_models import tiny_bert
 
 
@@ -40,6 +41,9 @@ def test_build_writes_every_stage_and_a_rerun_reuses_them(tiny, tmp_path):
     np.testing.assert_allclose(atlas.norm, np.linalg.norm(raw, axis=1), rtol=1e-6)
     assert atlas.length.tolist() == [len(t) for t in texts]
     assert atlas.overlap.shape == (n,) and 0 <= atlas.overlap.min() and atlas.overlap.max() <= 1
+    # the one overlap@k of Isoscope: the Jaccard of each text's 15 graph neighbours, the text itself left out
+    raw_ids, cal_ids = atlas.spaces["raw"].knn_ids[:, 1:], atlas.spaces["cal"].knn_ids[:, 1:]
+    np.testing.assert_array_equal(atlas.overlap, jaccard_tables(raw_ids, cal_ids)[1].astype(np.float32))
     for space in atlas.spaces.values():
         assert space.xy.shape == (n, 2) and np.isfinite(space.xy).all()
         assert space.knn_ids.shape == (n, 16) and np.array_equal(space.knn_ids[:, 0], np.arange(n))

@@ -10,10 +10,13 @@ from isoscope.encode.pooling import (
     POOLING_MODES,
     T5_POOLING_MODES,
     PoolingSpec,
+    canonical_pooling,
+    default_pooling,
     masked_max,
     masked_mean,
     parse_pooling,
     pool,
+    pooling_choices,
     valid_pooling_modes,
 )
 
@@ -181,3 +184,15 @@ def test_encdec_first_returns_the_decoder_output(batch) -> None:
     torch.testing.assert_close(pool(PoolingSpec("encdec_first"), hidden, mask, decoder_first=dec), dec)
     with pytest.raises(ValueError, match="decoder"):
         pool(PoolingSpec("encdec_first"), hidden, mask)
+
+
+def test_pooling_choices_is_the_one_list_each_mode_once() -> None:
+    assert pooling_choices(2) == ["cls", "mean", "max", "last2avg", "first_last_avg", "layer:0", "layer:1", "layer:2"]
+    t5 = pooling_choices(1, is_encoder_decoder=True)
+    assert t5 == ["max", "last2avg", "first_last_avg", "enc_first", "enc_mean", "encdec_first", "layer:0", "layer:1"]
+    assert len(set(t5)) == len(t5)
+    for choices, encdec in ((pooling_choices(3), False), (t5, True)):
+        assert default_pooling(encdec) in choices
+        for mode in ("cls", "mean", "max"):
+            assert canonical_pooling(mode, encdec) in choices
+            parse_pooling(canonical_pooling(mode, encdec), 3, encdec)  # every choice parses

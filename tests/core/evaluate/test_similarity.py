@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 from scipy.stats import pearsonr, spearmanr
 
-from isoscope.evaluate.similarity import correlations, cosine_pairs, l2_normalize, rank_shift, sts_evaluate
+from isoscope.evaluate.similarity import (
+    correlations,
+    cosine_pairs,
+    l2_normalize,
+    rank_shift,
+    sts_evaluate,
+    sts_scores,
+)
 
 
 def test_cosine_pairs_hand_examples() -> None:
@@ -104,3 +111,13 @@ def test_rank_shift_hand_example() -> None:
 def test_rank_shift_unchanged_order_is_zero() -> None:
     before = np.array([0.3, 0.1, 0.8])
     np.testing.assert_array_equal(rank_shift(before, before * 2 + 1), [0, 0, 0])
+
+
+def test_sts_scores_is_the_correlation_of_the_pair_cosines() -> None:
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((40, 6)), rng.standard_normal((40, 6))
+    gold = rng.uniform(0, 5, 40)
+    cos = np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    expected = {"spearman": 100 * spearmanr(cos, gold).statistic, "pearson": 100 * pearsonr(cos, gold).statistic}
+    assert sts_scores(a, b, gold) == pytest.approx(expected, rel=1e-9)
+    assert sts_scores(2.5 * a, b, gold) == pytest.approx(expected, rel=1e-9)  # cosine ignores length

@@ -94,9 +94,11 @@ def test_sweep_rows_and_measures() -> None:
     assert result.family("truncate")["dims"].tolist() == [8, 64]  # the fp32 row ends each dimension curve
 
 
-def test_small_corpus_lowers_k() -> None:
-    result = run_sweep(_cloud(n=6, d=8), config=SweepConfig(k=10, dims=(4,)))
-    assert result.k == 5
+def test_k_above_the_corpus_is_refused_never_lowered() -> None:
+    """The one rule for k (isoscope.neighbours.exact.check_k): at most n - 1, refused above."""
+    assert run_sweep(_cloud(n=6, d=8), config=SweepConfig(k=5, dims=(4,))).k == 5
+    with pytest.raises(InputError, match=r"at most the number of texts minus one \(5\), got 10"):
+        run_sweep(_cloud(n=6, d=8), config=SweepConfig(k=10, dims=(4,)))
 
 
 def test_encode_for_sweep_tiny_bert(tmp_path) -> None:
