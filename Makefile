@@ -1,5 +1,5 @@
 # Isoscope: `make run` starts the dashboard on the embedded model; `make test` sets up and runs the tests.
-# Both install the pinned versions of requirements*.lock (what CI tested) into .venv, then Isoscope itself.
+# Both install the pinned versions of requirements.txt / requirements-dev.txt (what CI tested) into .venv, then Isoscope.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -15,13 +15,13 @@ export TOKENIZERS_PARALLELISM := false
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: requirements.lock pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -r requirements.lock
+$(VENV)/.installed: requirements.txt pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt
 	$(BIN)/pip install -q --no-deps -e .
 	@touch $@
 
-$(VENV)/.dev-installed: requirements-dev.lock $(VENV)/.installed
-	$(BIN)/pip install -q -r requirements-dev.lock
+$(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.installed
+	$(BIN)/pip install -q -r requirements-dev.txt
 	@touch $@
 
 run: $(VENV)/.installed
@@ -38,9 +38,9 @@ test: $(VENV)/.dev-installed browser  # two workers (pytest-xdist); the browser 
 test-fast: $(VENV)/.dev-installed  # the edit-test loop: no slow model runs, no browser
 	$(BIN)/pytest -m "not slow and not e2e" -q -n 2
 
-test-compat: requirements-dev.lock  # tests/core against the newest transformers 4.x, in a second venv
+test-compat: requirements-dev.txt  # tests/core against the newest transformers 4.x, in a second venv
 	test -x $(COMPAT)/bin/python || $(PYTHON) -m venv $(COMPAT)
-	$(COMPAT)/bin/pip install -q -r requirements-dev.lock
+	$(COMPAT)/bin/pip install -q -r requirements-dev.txt
 	$(COMPAT)/bin/pip install -q "transformers>=4.40,<5" "sentence-transformers>=3,<6"  # ST 6 needs transformers 5
 	$(COMPAT)/bin/pip install -q --no-deps -e .
 	$(COMPAT)/bin/python -c "import transformers; print('transformers', transformers.__version__)"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make lock`: resolve pyproject.toml's ranges in clean venvs and pin the result, so every fresh machine
 # installs the versions CI tested:
-#   requirements.lock      the package and its dependencies (what `make run` installs)
-#   requirements-dev.lock  plus the dev and ray extras (what `make test` installs)
+#   requirements.txt      the package and its dependencies (what `make run` installs)
+#   requirements-dev.txt  plus the dev and ray extras (what `make test` installs)
 # torch is pinned to 2.13.0, the CPU wheel on every machine's disk (the local "+cpu" label is dropped so the
 # same line matches the CPU build on x86-64 and ARM).
 set -euo pipefail
@@ -24,5 +24,5 @@ lock() {  # lock EXTRAS OUTPUT
   echo "wrote $2 ($(grep -vc '^#' "$2") packages)"
 }
 
-lock "" requirements.lock
-lock "[dev,ray]" requirements-dev.lock
+lock "" requirements.txt
+lock "[dev,ray]" requirements-dev.txt

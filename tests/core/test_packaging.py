@@ -46,13 +46,13 @@ def test_installed_distribution_matches_pyproject() -> None:
 
 
 def test_locks_pin_transformers_5_and_the_cpu_torch_on_disk() -> None:
-    for name in ("requirements.lock", "requirements-dev.lock"):
+    for name in ("requirements.txt", "requirements-dev.txt"):
         pins = dict(
             line.split("==", 1) for line in (ROOT / name).read_text().splitlines() if "==" in line and line[0] != "#"
         )
         assert pins["torch"] == "2.13.0"
         assert pins["transformers"].split(".")[0] == "5", pins["transformers"]
-        assert ("ray" in pins) == (name == "requirements-dev.lock")
+        assert ("ray" in pins) == (name == "requirements-dev.txt")
 
 
 def test_demo_data_is_package_data_found_from_any_folder(tmp_path: Path) -> None:
@@ -70,3 +70,59 @@ def test_dashboard_config_is_package_data() -> None:
     options = config_options()
     assert options[options.index("--server.headless") + 1] == "true"
     assert "--server.maxUploadSize" in options
+
+
+def test_wheel_installs_one_root_named_isoscope(tmp_path: Path) -> None:
+    """The built wheel holds the package `isoscope` (library, dashboard, demo data) and nothing named core or
+    dashboard at its top level; setuptools builds it from the listed packages and their folder mapping."""
+    import zipfile
+
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = tmp_path.glob("isoscope-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {n.split("/")[0] for n in names} == {"isoscope", wheel.name.rsplit("-", 3)[0] + ".dist-info"}
+    for needed in (
+        "isoscope/__main__.py",
+        "isoscope/dashboard/app.py",
+        "isoscope/dashboard/views/home.py",
+        "isoscope/dashboard/config.toml",
+        "isoscope/assets/demo_corpus.csv",
+        "isoscope/encode/embed.py",
+    ):
+        assert needed in names, needed
+    # every package folder of the checkout is in the wheel (the list in pyproject.toml is complete)
+    folders = {p.parent for p in (ROOT / "core").rglob("__init__.py")} | {
+        p.parent for p in (ROOT / "dashboard").rglob("__init__.py")
+    }
+    for folder in folders:
+        rel = folder.relative_to(ROOT)
+        inner = "/".join(rel.parts[1:])
+        prefix = "isoscope/" + ("dashboard/" if rel.parts[0] == "dashboard" else "") + (inner + "/" if inner else "")
+        assert prefix + "__init__.py" in names, f"{rel} is missing from [tool.setuptools] packages"
+
+
+def test_only_isoscope_is_importable_from_another_folder(tmp_path: Path) -> None:
+    code = (
+        "import importlib.util as u, isoscope, isoscope.dashboard, isoscope.assets;"
+        "print(u.find_spec('core') is None, u.find_spec('dashboard') is None, isoscope.__version__)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    no_core, no_dashboard, version = proc.stdout.split()
+    assert no_core == "True" and no_dashboard == "True" and version == metadata.version("isoscope")
