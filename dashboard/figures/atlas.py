@@ -63,7 +63,7 @@ def categorical_colours(values: pd.Series) -> tuple[np.ndarray, Legend]:
     """The most frequent ``len(PALETTE)`` values get the palette, by frequency; the rest are grey "other"."""
     counts = values.astype(str).value_counts(sort=True)
     top = list(counts.index[: len(PALETTE)])
-    return _coded(pd.Categorical(values.astype(str), categories=top).codes, top)  # codes (n,), -1 = other
+    return _coded(pd.Index(top).get_indexer(values.astype(str)), top)  # codes (n,), -1 = other
 
 
 def numeric_colours(values: np.ndarray) -> tuple[np.ndarray, Legend]:
