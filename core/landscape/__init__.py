@@ -18,8 +18,9 @@ One concept per module:
 - ``learning``: per-epoch learning curves and the overfitting summary.
 - ``seeds``: headline numbers as mean +- sd over seeds, and learning-curve bands.
 - ``cached``: stages cached on disk under content keys.
-- ``store`` / ``schema`` / ``results``: files written and read back as typed objects (JSON, npz,
-  safetensors; never pickle), failing loudly on a schema change.
+- ``store`` / ``schema`` / ``records`` / ``results``: files written and read back as typed objects (JSON,
+  npz, safetensors; never pickle); each JSON record is one ``schema.Record`` the writer and the reader
+  share, read strictly (a schema change fails loudly). ``tables``: flat tables of the typed results.
 - ``pipeline``: the experiment for both initialisations and every seed, cached and resumable.
 - ``live``: ``LiveRun``, one frozen value for a small run (the dashboard's), and ``run_live``.
 
