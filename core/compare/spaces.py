@@ -165,15 +165,39 @@ def landscape_folder(ref: LandscapeRef) -> Path:
     return path
 
 
+def _checkpoints(folder: Path, init: str, task: str) -> tuple[Path | None, list[Path]]:
+    """The newest run folder ``checkpoints/<init>-<task>-<key>`` of an experiment and its epoch files, in order."""
+    runs = sorted(Path(folder).glob(f"checkpoints/{init}-{task}-*"), key=lambda p: p.stat().st_mtime)
+    return (runs[-1], sorted(runs[-1].glob("epoch_*.safetensors"))) if runs else (None, [])
+
+
+def checkpoint_epochs(folder: str | Path, init: str, task: str = "task1") -> list[int]:
+    """The epochs (0 = before training) of an experiment's checkpoints of one run; empty when it has none."""
+    return [int(p.stem.split("_")[1]) for p in _checkpoints(Path(folder), init, task)[1]]
+
+
+def landscape_checkpoints(root: str | Path | None = None) -> list[dict]:
+    """Finished loss-surface experiments with task-1 checkpoints: ``{"out_dir", "label", "epochs": {init:
+    [0..E]}}``, newest first, for choosing ``landscape:FOLDER:INIT:EPOCH`` (reads the folders at every call)."""
+    from isoscope.landscape.results import list_results
+
+    out = []
+    for run in list_results(root):
+        epochs = {init: found for init in LANDSCAPE_INITS if (found := checkpoint_epochs(run["out_dir"], init))}
+        if epochs:
+            label = f"{run.get('task', '?')} · {run.get('model', '?')} · {Path(run['out_dir']).name[:10]}"
+            out.append({"out_dir": str(run["out_dir"]), "label": label, "epochs": epochs})
+    return out
+
+
 def checkpoint_path(folder: Path, ref: LandscapeRef) -> Path:
     """``checkpoints/<init>-<task>-<key>/epoch_NNN.safetensors`` of the reference (newest run folder if several)."""
-    runs = sorted(folder.glob(f"checkpoints/{ref.init}-{ref.task}-*"), key=lambda p: p.stat().st_mtime)
-    epochs = sorted(runs[-1].glob("epoch_*.safetensors")) if runs else []
+    run, epochs = _checkpoints(folder, ref.init, ref.task)
     if not epochs:
         raise InputError(f"{folder}: no {ref.init} {ref.task} checkpoints in this landscape experiment")
     if ref.epoch is None:
         return epochs[-1]
-    path = runs[-1] / f"epoch_{ref.epoch:03d}.safetensors"
+    path = run / f"epoch_{ref.epoch:03d}.safetensors"
     if not path.exists():
         raise InputError(f"{folder}: no epoch {ref.epoch} checkpoint; epochs 0 to {len(epochs) - 1} exist")
     return path
