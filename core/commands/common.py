@@ -74,6 +74,23 @@ def encoder_from_args(args: argparse.Namespace) -> Encoder:
     return load_encoder(args.model, precision=precision)
 
 
+def encoder_loader(args: argparse.Namespace) -> Callable[[str], Encoder]:
+    """model name -> Encoder at ``--precision``, each name loaded once; an empty name is ``--model`` (the encoder
+    handed to ``isoscope.cli.main(encoder=...)`` serves every name of the default model)."""
+    loaded: dict[str, Encoder] = {}
+
+    def load(name: str) -> Encoder:
+        name = name or args.model
+        if name not in loaded:
+            one = argparse.Namespace(
+                model=name, preloaded_encoder=getattr(args, "preloaded_encoder", None), precision=args.precision
+            )
+            loaded[name] = encoder_from_args(one)
+        return loaded[name]
+
+    return load
+
+
 def embed_config(args: argparse.Namespace) -> EmbedConfig:
     from isoscope.encode.embed import EmbedConfig
 
