@@ -207,8 +207,9 @@ def test_app_hands_the_data_file_to_the_dashboard(cli, tmp_path: Path, capsys) -
     corpus.write_text("body,topic\nhello world,a\ngoodbye moon,b\nthird text,a\n")
     assert cli(["app", str(corpus), "--text-column", "body", "--dry-run"]) == 0
     capsys.readouterr()
-    args = app_args(["app", str(corpus), "--text-column", "body"])
-    assert app._check_data_file(args) == {"ISOSCOPE_DATA_FILE": str(corpus.resolve()), "ISOSCOPE_TEXT_COLUMN": "body"}
+    args = app_args(["app", str(corpus), "--text-column", "body", "--dry-run"])
+    assert app.run(args)["env"] == {"ISOSCOPE_DATA_FILE": str(corpus.resolve()), "ISOSCOPE_TEXT_COLUMN": "body"}
+    capsys.readouterr()
 
 
 def app_args(argv: list[str]):

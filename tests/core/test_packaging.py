@@ -65,7 +65,7 @@ def test_demo_data_is_package_data_found_from_any_folder(tmp_path: Path) -> None
 
 
 def test_dashboard_config_is_package_data() -> None:
-    from isoscope.commands.app import config_options
+    from isoscope.dashboard.launch import config_options
 
     options = config_options()
     assert options[options.index("--server.headless") + 1] == "true"
