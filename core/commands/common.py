@@ -58,6 +58,11 @@ def add_model_arguments(
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
+def option_name(field: str) -> str:
+    """The option that sets a config field: ``knn_k`` -> ``--knn-k`` (for a library check's messages)."""
+    return "--" + field.replace("_", "-")
+
+
 def add_json_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 

@@ -19,10 +19,10 @@ from isoscope.commands.common import (
     emit,
     encoder_from_args,
     epoch_bar,
+    option_name,
     progress_bar,
 )
 from isoscope.data.inputs import INPUT_KINDS
-from isoscope.errors import InputError
 from isoscope.geometry.frequency import CONTEXTUAL_MODES
 from isoscope.geometry.lexical import EDIT_LEVELS
 from isoscope.geometry.report import FREQUENCY_CHOICES, METRIC_KEYS, GeometryConfig
@@ -90,7 +90,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> GeometryConfig:
     """The GeometryConfig the options describe, checked (InputError naming the option to fix)."""
-    config = GeometryConfig(
+    return GeometryConfig(
         pooling=args.pooling,
         calibrate=args.calibrate,
         layers=args.layers,
@@ -103,17 +103,7 @@ def config_from_args(args: argparse.Namespace) -> GeometryConfig:
         token_fit_max=args.token_fit_max,
         edit_level=args.edit_level,
         seed=args.seed,
-    )
-    if config.calibrated:
-        from isoscope.calibrate import make_calibrator
-
-        make_calibrator(args.calibrate)  # InputError listing the valid methods
-    for option, value, least in (("knn-k", args.knn_k, 1), ("per-token", args.per_token, 1)):
-        if value < least:
-            raise InputError(f"--{option} must be >= {least}; got {value}")
-    if args.token_fit_max < 2:
-        raise InputError(f"--token-fit-max must be >= 2; got {args.token_fit_max}")
-    return config.validate()
+    ).validate(option_name)
 
 
 def _progress(args: argparse.Namespace, stage: str):

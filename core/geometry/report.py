@@ -83,24 +83,25 @@ class GeometryConfig:
     def calibrated(self) -> bool:
         return is_calibrated(self.calibrate)
 
-    def validate(self) -> GeometryConfig:
-        """InputError that says what to fix (before any model is loaded); the config with parsed edges."""
+    def validate(self, name: Callable[[str], str] = str) -> GeometryConfig:
+        """InputError that says what to fix (before any model is loaded); the config with parsed edges.
+
+        ``name(field)`` is how messages name a field (the command line passes its option, ``--knn-k``).
+        """
         if self.calibrated:
             from isoscope.calibrate import make_calibrator
 
             make_calibrator(self.calibrate)  # InputError listing the valid methods
-        for name, value, least in (("knn_k", self.knn_k, 1), ("per_token", self.per_token, 1)):
-            if value < least:
-                raise InputError(f"{name} must be >= {least}; got {value}")
-        if self.token_fit_max < 2:
-            raise InputError(f"token_fit_max must be >= 2; got {self.token_fit_max}")
-        for name, value, choices in (
+        for field_name, least in (("knn_k", 1), ("per_token", 1), ("token_fit_max", 2)):
+            if (value := getattr(self, field_name)) < least:
+                raise InputError(f"{name(field_name)} must be >= {least}; got {value}")
+        for field_name, value, choices in (
             ("frequency", self.frequency, FREQUENCY_CHOICES),
             ("token_mode", self.token_mode, CONTEXTUAL_MODES),
             ("edit_level", self.edit_level, EDIT_LEVELS),
         ):
             if value not in choices:
-                raise InputError(f"unknown {name} '{value}'; choose one of {', '.join(choices)}")
+                raise InputError(f"unknown {name(field_name)} '{value}'; choose one of {', '.join(choices)}")
         return dataclasses.replace(self, rank_edges=parse_edges(self.rank_edges))
 
     @property
