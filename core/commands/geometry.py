@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from isoscope.calibrate.methods import methods_help
 from isoscope.commands.common import (
@@ -23,9 +23,12 @@ from isoscope.commands.common import (
     progress_bar,
 )
 from isoscope.data.inputs import INPUT_KINDS
-from isoscope.geometry.frequency import CONTEXTUAL_MODES
-from isoscope.geometry.lexical import EDIT_LEVELS
-from isoscope.geometry.report import FREQUENCY_CHOICES, METRIC_KEYS, GeometryConfig
+from isoscope.geometry.options import CONTEXTUAL_MODES, EDIT_LEVELS, FREQUENCY_CHOICES
+
+if TYPE_CHECKING:
+    from isoscope.geometry.report import GeometryConfig
+
+METRIC_KEYS: tuple[str, ...] = ("avg_cosine", "isoscore", "partition_isotropy", "effective_rank")  # printed
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -90,6 +93,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> GeometryConfig:
     """The GeometryConfig the options describe, checked (InputError naming the option to fix)."""
+    from isoscope.geometry.report import GeometryConfig
+
     return GeometryConfig(
         pooling=args.pooling,
         calibrate=args.calibrate,

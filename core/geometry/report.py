@@ -18,22 +18,27 @@ import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from isoscope.errors import InputError
 from isoscope.geometry.frequency import (
-    CONTEXTUAL_MODES,
     DEFAULT_EDGES,
-    SPACES,
     FrequencyConfig,
     FrequencyResult,
     bucket_labels,
     is_calibrated,
     parse_edges,
 )
-from isoscope.geometry.lexical import EDIT_LEVELS, EditLevel
+from isoscope.geometry.options import (
+    CONTEXTUAL_MODES,
+    EDIT_LEVELS,
+    FREQUENCY_CHOICES,
+    SPACES,
+    EditLevel,
+    FrequencyChoice,
+)
 
 if TYPE_CHECKING:
     from isoscope.cache import ArrayCache
@@ -45,7 +50,6 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "FREQUENCY_CHOICES",
-    "METRIC_KEYS",
     "MIN_TEXTS",
     "GeometryConfig",
     "GeometryReport",
@@ -54,9 +58,6 @@ __all__ = [
     "check_input",
 ]
 
-FrequencyChoice = Literal["both", "static", "contextual", "none"]
-FREQUENCY_CHOICES: tuple[FrequencyChoice, ...] = get_args(FrequencyChoice)
-METRIC_KEYS: tuple[str, ...] = ("avg_cosine", "isoscore", "partition_isotropy", "effective_rank")  # the headline
 MIN_TEXTS = 3
 # stage -> progress callback: "embed" and "tokens" get (done, total) texts, "fit METHOD" (epoch, epochs, bits/dim)
 StageProgress = Callable[[str], Callable[..., None]]

@@ -132,13 +132,26 @@ def test_python_m_core_end_to_end(pairs_file: Path, tmp_path: Path, repo_root: P
 
 # ---------------------------------------------------------------- the command itself (issue: a real package)
 
-HEAVY = ("torch", "transformers", "faiss", "sklearn", "umap", "pandas", "streamlit", "onnxruntime", "ray")
+HEAVY = (
+    "torch",
+    "transformers",
+    "faiss",
+    "sklearn",
+    "umap",
+    "pandas",
+    "numpy",
+    "scipy",
+    "streamlit",
+    "onnxruntime",
+    "ray",
+)
 
 
 @pytest.mark.parametrize("command", [None, *COMMANDS])
 def test_help_imports_no_heavy_library(command: str | None, tmp_path: Path) -> None:
     """``isoscope --help`` and ``isoscope COMMAND --help`` answer at once: no torch, transformers, faiss,
-    pandas or streamlit (every command; a command module imports them inside ``run``)."""
+    pandas, numpy or streamlit (every command; a command module imports them inside ``run``, and its option
+    tuples come from light modules such as ``isoscope.geometry.options``)."""
     argv = ["--help"] if command is None else [command, "--help"]
     code = (
         f"import sys\nfrom isoscope.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit as e:\n    assert e.code == 0\n"

@@ -135,7 +135,7 @@ def test_validate_parses_the_edges_and_keeps_the_rest() -> None:
     assert checked.rank_edges == (0, 10, 100) and checked.spaces == ("static", "contextual")
     assert config.rank_edges == "0,10,100"  # validate returns a copy
     assert not checked.calibrated and GeometryConfig(frequency="none").spaces == ()
-    with pytest.raises(InputError, match="^<token_fit_max> must be >= 2; got 1$"):  # messages name fields as told
+    with pytest.raises(InputError, match=r"^<token_fit_max> must be >= 2; got 1$"):  # messages name fields as told
         GeometryConfig(token_fit_max=1).validate(lambda field: f"<{field}>")
 
 
