@@ -36,6 +36,7 @@ from isoscope.geometry.options import (
     EDIT_LEVELS,
     FREQUENCY_CHOICES,
     SPACES,
+    ContextualMode,
     EditLevel,
     FrequencyChoice,
 )
@@ -74,7 +75,7 @@ class GeometryConfig:
     knn_k: int = 3  # neighbours for the kNN distance of token vectors
     rank_edges: str | Sequence[int] = DEFAULT_EDGES  # frequency-rank bucket edges, e.g. "0,100,500,5000"
     token_layer: int = -1  # hidden state of the contextual token vectors
-    token_mode: str = "occurrence"  # contextual points: sampled occurrences, or one mean per token id
+    token_mode: ContextualMode = "occurrence"  # contextual points: sampled occurrences, or one mean per token id
     per_token: int = 5  # occurrence mode: occurrences sampled per token
     token_fit_max: int = 10_000  # the token-level calibrator is fitted on at most this many points
     edit_level: EditLevel = "word"  # edit distance over words or characters
@@ -115,7 +116,7 @@ class GeometryConfig:
             k=self.knn_k,
             edges=tuple(parse_edges(self.rank_edges)),
             layer=self.token_layer,
-            mode=self.token_mode,  # type: ignore[arg-type]
+            mode=self.token_mode,
             per_token=self.per_token,
             fit_max=self.token_fit_max,
             seed=self.seed,
