@@ -21,8 +21,8 @@ import time
 
 import streamlit as st
 
-from isoscope.commands.app import ENV_CLASSROOM, ENV_CODE_HASH, ENV_MODELS, code_hash
 from isoscope.dashboard.bugs import log_bug
+from isoscope.dashboard.launch import ENV_CLASSROOM, ENV_CODE_HASH, ENV_MODELS, code_hash
 
 log = logging.getLogger("isoscope.dashboard")
 

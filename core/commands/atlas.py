@@ -9,8 +9,6 @@ from pathlib import Path
 from isoscope.commands.common import PRECISION_HELP, add_json_argument, emit, encoder_from_args
 from isoscope.encode.precision import PRECISIONS
 
-NAME = "atlas"
-HELP = "map a whole corpus (up to 1,000,000 texts) in 2-D: layout, density, clusters, raw and calibrated"
 LAYOUTS: tuple[str, ...] = ("umap", "pca")
 
 

@@ -57,56 +57,39 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_json_argument(p)
 
 
+def _progress(args: argparse.Namespace, stage: str):
+    return epoch_bar(args) if stage == "fit" else progress_bar(args, stage)
+
+
 def run(args: argparse.Namespace) -> dict:
     from isoscope.data import load_corpus
-    from isoscope.encode.embed import encode
-    from isoscope.evaluate.sts import avg_cosine_or_nan, fit_size_warning, fit_timed
+    from isoscope.evaluate.sts import check_fit_corpus, fit_and_save
 
     calibrator = calibrator_from_args(args, args.method)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file; give a folder")
     corpus = load_corpus(args.input, text_column=args.text_column)
-    if len(corpus) < 2:
-        raise InputError(f"{corpus.name}: need at least 2 texts to fit a calibrator")
+    check_fit_corpus(corpus)
     encoder = encoder_from_args(args)
-    vectors = encode(
-        encoder, corpus.texts, args.pooling, embed_config(args), progress_bar(args, "embed"), cache_from_args(args)
+    result = fit_and_save(
+        encoder,
+        corpus,
+        calibrator,
+        out,
+        args.pooling,
+        embed_config(args),
+        cache_from_args(args),
+        lambda stage: _progress(args, stage),
+        args.seed,
     )
-    fit_seconds = fit_timed(calibrator, vectors, epoch_bar(args))
-    metadata = {
-        "model": encoder.name,
-        "model_fingerprint": encoder.fingerprint,
-        "pooling": args.pooling,
-        "max_length": args.max_length,
-        "fit_on": corpus.name,
-        "n_fit": len(corpus),
-        "fit_seconds": fit_seconds,
-    }
-    warnings = [*corpus.warnings, *[w for w in [fit_size_warning(calibrator, len(vectors), vectors.shape[1])] if w]]
-    calibrator.save(out, metadata)
-    after = calibrator.transform(vectors)  # (n, k)
-    result = {
-        "method": calibrator.method,
-        "out": str(out),
-        "n_texts": len(corpus),
-        "dim": int(vectors.shape[1]),
-        "fit_seconds": fit_seconds,
-        "bits_per_dim": getattr(calibrator, "bits_per_dim_", None),
-        "diverged": bool(getattr(calibrator, "diverged_", False)),
-        "avg_cosine_before": avg_cosine_or_nan(vectors, seed=args.seed),
-        "avg_cosine_after": avg_cosine_or_nan(after, seed=args.seed),
-        "model": encoder.name,
-        "pooling": args.pooling,
-        "warnings": warnings,
-    }
     lines = [
         f"{corpus.name}: {len(corpus)} texts, {encoder.name}, pooling {args.pooling}",
-        f"{calibrator.method} fitted in {fit_seconds:.1f} s, saved to {out}",
+        f"{calibrator.method} fitted in {result['fit_seconds']:.1f} s, saved to {out}",
         f"avg cosine of random pairs {result['avg_cosine_before']:.3f} -> {result['avg_cosine_after']:.3f}",
         *([f"bits/dim {result['bits_per_dim']:.4f}"] if result["bits_per_dim"] is not None else []),
         *(["warning: the flow diverged; kept the last good epoch"] if result["diverged"] else []),
-        *warnings,
+        *result["warnings"],
     ]
     emit(args, result, lines)
     return result

@@ -58,6 +58,11 @@ def add_model_arguments(
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
+def option_name(field: str) -> str:
+    """The option that sets a config field: ``knn_k`` -> ``--knn-k`` (for a library check's messages)."""
+    return "--" + field.replace("_", "-")
+
+
 def add_json_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
@@ -72,6 +77,23 @@ def encoder_from_args(args: argparse.Namespace) -> Encoder:
     if given is not None and (getattr(args, "model", "") or "").strip() in DEFAULT_MODEL_ALIASES:
         return with_precision(given, precision)
     return load_encoder(args.model, precision=precision)
+
+
+def encoder_loader(args: argparse.Namespace) -> Callable[[str], Encoder]:
+    """model name -> Encoder at ``--precision``, each name loaded once; an empty name is ``--model`` (the encoder
+    handed to ``isoscope.cli.main(encoder=...)`` serves every name of the default model)."""
+    loaded: dict[str, Encoder] = {}
+
+    def load(name: str) -> Encoder:
+        name = name or args.model
+        if name not in loaded:
+            one = argparse.Namespace(
+                model=name, preloaded_encoder=getattr(args, "preloaded_encoder", None), precision=args.precision
+            )
+            loaded[name] = encoder_from_args(one)
+        return loaded[name]
+
+    return load
 
 
 def embed_config(args: argparse.Namespace) -> EmbedConfig:

@@ -16,12 +16,12 @@ from isoscope.commands.common import (
     cache_from_args,
     embed_config,
     emit,
-    encoder_from_args,
+    encoder_loader,
     progress_bar,
 )
+from isoscope.data.inputs import INPUT_KINDS
 from isoscope.errors import InputError
 
-INPUT_KINDS: tuple[str, ...] = ("auto", "pairs", "corpus")
 MAP_CHOICES: tuple[str, ...] = ("pca", "umap", "tsne", "none")
 SPEC_HELP = (
     "comma-separated key=value: model= (folder, hub id or landscape:FOLDER[:INIT[:EPOCH[:TASK]]]; default --model), "
@@ -48,18 +48,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_json_argument(p)
 
 
-def load_texts(args: argparse.Namespace) -> tuple[list[str], int, list[str]]:
-    """(texts to compare, texts read, warnings): a pairs file gives its sentences, first column then second;
-    repeated texts are kept once unless ``--keep-duplicates``."""
-    from isoscope.commands.geometry import load_input
-
-    texts, _, warnings = load_input(args.input, args.kind, args.text_column)
-    read = len(texts)
-    if not args.keep_duplicates:
-        texts = list(dict.fromkeys(texts))
-    return texts, read, list(warnings)
-
-
 def _check_options(args: argparse.Namespace) -> None:
     if args.k < 1:
         raise InputError(f"--k must be >= 1; got {args.k}")
@@ -69,29 +57,10 @@ def _check_options(args: argparse.Namespace) -> None:
         raise InputError(f"--top must be >= 0; got {args.top}")
 
 
-def _loader(args: argparse.Namespace):
-    """model name -> Encoder, each name loaded once; an empty name is ``--model`` (the encoder handed to
-    ``isoscope.cli.main(encoder=...)`` serves every name of the default model, a landscape run's base included)."""
-    loaded: dict[str, object] = {}
+def _layers(a, b) -> dict:
+    from isoscope.compare import spaces_layer_cka
 
-    def load(name: str):
-        name = name or args.model
-        if name not in loaded:
-            one = argparse.Namespace(
-                model=name, preloaded_encoder=getattr(args, "preloaded_encoder", None), precision=args.precision
-            )
-            loaded[name] = encoder_from_args(one)
-        return loaded[name]
-
-    return load
-
-
-def _layers(spaces) -> dict:
-    from isoscope.compare import layer_cka
-
-    a, b = spaces
-    same = a.spec.encoder_key == b.spec.encoder_key
-    matrix = layer_cka(a.layers, None if same else b.layers)
+    matrix = spaces_layer_cka(a, b)
     return {
         "layers_a": a.layer_names,
         "layers_b": b.layer_names,
@@ -141,6 +110,7 @@ def _lines(result: dict) -> list[str]:
 
 def run(args: argparse.Namespace) -> dict:
     from isoscope.compare import build_spaces, compare_spaces, parse_space
+    from isoscope.data import load_input
 
     _check_options(args)
     specs = [parse_space(args.a), parse_space(args.b)]  # before loading anything
@@ -149,7 +119,8 @@ def run(args: argparse.Namespace) -> dict:
             f"--precision {args.precision} quantises pretrained models only; compare random-init or "
             "landscape spaces with --precision fp32"
         )
-    texts, n_read, warnings = load_texts(args)
+    read = load_input(args.input, args.kind, args.text_column)  # a pairs file gives its sentences
+    texts = read.texts if args.keep_duplicates else read.distinct_texts()
     if len(texts) < args.k + 1:
         raise InputError(f"--k {args.k} needs at least {args.k + 1} distinct texts; {args.input} has {len(texts)}")
     start = time.perf_counter()
@@ -157,7 +128,7 @@ def run(args: argparse.Namespace) -> dict:
         specs,
         texts,
         layers=args.layers,
-        loader=_loader(args),
+        loader=encoder_loader(args),
         config=embed_config(args),
         progress=lambda stage: progress_bar(args, stage, unit="epoch" if stage.startswith("calibrate") else "text"),
         cache=cache_from_args(args),
@@ -176,16 +147,16 @@ def run(args: argparse.Namespace) -> dict:
     )
     result = {
         "input": args.input,
-        "n_read": n_read,
+        "n_read": len(read),
         "a": {"spec": a.spec.label(), "model": a.model_name, "dims": int(a.vectors.shape[1])},
         "b": {"spec": b.spec.label(), "model": b.model_name, "dims": int(b.vectors.shape[1])},
         **report.to_dict(texts, args.top),
     }
     if args.layers:
         t = time.perf_counter()
-        result.update(_layers(spaces))
+        result.update(_layers(a, b))
         result["seconds"]["cka_layers"] = time.perf_counter() - t
     result["seconds"]["embed"] = embed_seconds
-    result["warnings"] = [*warnings, *a.warnings, *b.warnings]
+    result["warnings"] = [*read.warnings, *a.warnings, *b.warnings]
     emit(args, result, _lines(result))
     return result

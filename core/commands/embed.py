@@ -61,25 +61,14 @@ def _check_out(out: str | None) -> Path | None:
     return path
 
 
-def _texts(args: argparse.Namespace) -> tuple[object, list[str]]:
-    """A .txt path (streamed) or the texts of a table, and load warnings."""
-    from isoscope.data import load_corpus
-
-    if Path(args.input).suffix.lower() in (".txt", ".text") and args.text_column is None:
-        if not Path(args.input).is_file():
-            raise InputError(f"file not found: {args.input}")
-        return Path(args.input), []
-    corpus = load_corpus(args.input, text_column=args.text_column)
-    return corpus.texts, corpus.warnings
-
-
 def _run_ray(args: argparse.Namespace, out: Path | None) -> dict:
+    from isoscope.data import streamable_corpus
     from isoscope.encode.shards import DEFAULT_SHARD_ROWS, embed_with_ray, load_shards, require_ray
 
     require_ray()  # before reading anything: one line naming the extra to install
     if not args.shard_dir:
         raise InputError("--engine ray needs --shard-dir (a folder every Ray node can write)")
-    source, warnings = _texts(args)
+    source, warnings = streamable_corpus(args.input, args.text_column)
     args.interrupt_note = f"the shards finished so far are kept in {args.shard_dir}; run the same command to resume"
     run = embed_with_ray(
         source,
@@ -117,9 +106,10 @@ def _run_ray(args: argparse.Namespace, out: Path | None) -> dict:
 
 
 def _run_chunked(args: argparse.Namespace, out: Path) -> dict:
+    from isoscope.data import streamable_corpus
     from isoscope.encode.chunked import embed_to_npy
 
-    source, warnings = _texts(args)
+    source, warnings = streamable_corpus(args.input, args.text_column)
     args.interrupt_note = (
         f"the chunks finished so far are kept in {out.name}.partial; run the same command again to resume"
     )

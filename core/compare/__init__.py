@@ -18,7 +18,7 @@ from __future__ import annotations
 from isoscope.compare.align import AlignedMaps, Procrustes, aligned_maps, map_quality, procrustes_align
 from isoscope.compare.cka import CKAMatrix, cka_matrix, debiased_cka, linear_cka
 from isoscope.compare.hubness import Hubness, hubness
-from isoscope.compare.report import Comparison, compare_spaces, layer_cka
+from isoscope.compare.report import Comparison, compare_spaces, layer_cka, spaces_layer_cka
 from isoscope.compare.spaces import (
     INITS,
     SPEC_KEYS,
@@ -59,4 +59,5 @@ __all__ = [
     "parse_space",
     "procrustes_align",
     "random_encoder",
+    "spaces_layer_cka",
 ]

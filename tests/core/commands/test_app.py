@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from isoscope.commands.app import CODE_ALPHABET, code_hash
+from isoscope.dashboard.launch import CODE_ALPHABET, code_hash
 from isoscope.encode.models import default_model_path
 from tests.core.commands.cli_checks import one_error_line
 
