@@ -81,9 +81,11 @@ def run(args: argparse.Namespace) -> dict:
         "skipped": run_.skipped,
         "seconds": run_.seconds,
         "warnings": warnings,
+        "engine": run_.engine or None,  # what embedded (None: the vectors were already there)
     }
     done = (
         f"atlas of {run_.n:,} texts in {run_.path} ({len(run_.computed)} stages computed, {len(run_.skipped)} reused)"
     )
-    emit(args, result, [done, *warnings])
+    used = [f"embedded with {run_.engine}"] if run_.engine else []
+    emit(args, result, [done, *used, *warnings])
     return result

@@ -41,17 +41,19 @@ def paths(folder: Path, key: str) -> tuple[Path, Path]:
 
 def _read_regular(path: Path, limit: int) -> bytes:
     """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes; DamagedModel otherwise."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    # O_NONBLOCK: opening a FIFO must not wait for a writer (regular files ignore it); fstat then refuses it
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
         raise DamagedModel(f"{path.name} is missing") from None
     except OSError as exc:  # ELOOP: a symlink under O_NOFOLLOW; EACCES, ...
         raise DamagedModel(f"{path.name} cannot be opened as a regular file ({exc.strerror})") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise DamagedModel(f"{path.name} is not a regular file")
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise DamagedModel(f"{path.name} is not a regular file")
         if info.st_size > limit:
             raise DamagedModel(f"{path.name} is {info.st_size:,} bytes, more than the {limit:,} expected")
         return f.read(limit + 1)
