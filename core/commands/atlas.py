@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from isoscope.commands.common import PRECISION_HELP, add_json_argument, emit, encoder_from_args
-from isoscope.encode.precision import PRECISIONS
+from isoscope.encode.precision import FP32_ENGINE_TOLERANCE, PRECISIONS
 
 NAME = "atlas"
 HELP = "map a whole corpus (up to 1,000,000 texts) in 2-D: layout, density, clusters, raw and calibrated"
@@ -21,7 +21,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model", default="", help="model directory or Hugging Face id (default: embedded all-MiniLM-L6-v2)"
     )
-    p.add_argument("--precision", choices=PRECISIONS, default="fp32", help=PRECISION_HELP)
+    p.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="fp32",
+        help=f"{PRECISION_HELP}; fp32 embeds on the fastest engine whose vectors equal PyTorch's within "
+        f"{FP32_ENGINE_TOLERANCE:g} (ONNX Runtime on the CPU), and the result names it",
+    )
     p.add_argument("--pooling", default="mean", help="pooling mode (default: mean)")
     p.add_argument("--max-length", type=int, default=128, help="max tokens per text (default: 128)")
     p.add_argument("--batch-size", type=int, default=64, help="texts per forward pass at least (default: 64)")
