@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from isoscope.commands.common import PRECISION_HELP, add_json_argument, emit, encoder_from_args
-from isoscope.encode.precision import PRECISIONS
+from isoscope.encode.precision import FP32_ENGINE_TOLERANCE, PRECISIONS
 
 LAYOUTS: tuple[str, ...] = ("umap", "pca")
 
@@ -19,7 +19,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model", default="", help="model directory or Hugging Face id (default: embedded all-MiniLM-L6-v2)"
     )
-    p.add_argument("--precision", choices=PRECISIONS, default="fp32", help=PRECISION_HELP)
+    p.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="fp32",
+        help=f"{PRECISION_HELP}; fp32 embeds on the fastest engine whose vectors equal PyTorch's within "
+        f"{FP32_ENGINE_TOLERANCE:g} (ONNX Runtime on the CPU), and the result names it",
+    )
     p.add_argument("--pooling", default="mean", help="pooling mode (default: mean)")
     p.add_argument("--max-length", type=int, default=128, help="max tokens per text (default: 128)")
     p.add_argument("--batch-size", type=int, default=64, help="texts per forward pass at least (default: 64)")
@@ -79,9 +85,11 @@ def run(args: argparse.Namespace) -> dict:
         "skipped": run_.skipped,
         "seconds": run_.seconds,
         "warnings": warnings,
+        "engine": run_.engine or None,  # what embedded (None: the vectors were already there)
     }
     done = (
         f"atlas of {run_.n:,} texts in {run_.path} ({len(run_.computed)} stages computed, {len(run_.skipped)} reused)"
     )
-    emit(args, result, [done, *warnings])
+    used = [f"embedded with {run_.engine}"] if run_.engine else []
+    emit(args, result, [done, *used, *warnings])
     return result
