@@ -255,7 +255,9 @@ def _check_parquet(md: Any, schema: Any, name: str, column: str | None, limits: 
             "(ISOSCOPE_MAX_ROW_GROUPS); rewrite the file with fewer, larger row groups"
         )
     if md.num_rows > limits.max_rows:
-        raise InputError(f"{name}: {md.num_rows:,} rows is over the limit of {limits.max_rows:,}; sample the file first")
+        raise InputError(
+            f"{name}: {md.num_rows:,} rows is over the limit of {limits.max_rows:,}; sample the file first"
+        )
     vector = column or next((f.name for f in schema if _value_dtype(f.type) is not None), None)
     itemsize = max(np.dtype(_value_dtype(schema.field(vector).type) or "float32").itemsize, 1) if vector else 4
     vec_bytes = other = 0
@@ -296,7 +298,9 @@ def parquet_source(src: Source, name: str, column: str | None, limits: DecodeLim
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise InputError(f"{name}: not a readable Parquet file ({type(exc).__name__})") from None
     if len(schema) > limits.max_columns:
-        raise InputError(f"{name}: {len(schema)} columns, over the limit of {limits.max_columns} (ISOSCOPE_MAX_COLUMNS)")
+        raise InputError(
+            f"{name}: {len(schema)} columns, over the limit of {limits.max_columns} (ISOSCOPE_MAX_COLUMNS)"
+        )
     if column is not None and column in schema.names:
         pick_columns(schema, name, column, None)  # a column of strings is named before the sizes are
     batch_rows = _check_parquet(md, schema, name, column if column in schema.names else None, limits)
@@ -379,7 +383,9 @@ def ipc_sources(parts: list[Source | Path], name: str, limits: DecodeLimits) -> 
     if schema is None:
         raise InputError(f"{name}: no data files")
     if len(schema) > limits.max_columns:
-        raise InputError(f"{name}: {len(schema)} columns, over the limit of {limits.max_columns} (ISOSCOPE_MAX_COLUMNS)")
+        raise InputError(
+            f"{name}: {len(schema)} columns, over the limit of {limits.max_columns} (ISOSCOPE_MAX_COLUMNS)"
+        )
 
     def batches(columns: list[str], texts: list[str], _rows: int) -> Iterator[Any]:
         for part in parts:
