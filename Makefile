@@ -6,12 +6,13 @@ BIN    := $(VENV)/bin
 PORT   ?= 8501
 COMPAT := .venv-compat
 PEERS  := .venv-peers
+REMOTE := .venv-remote
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test test-fast test-compat lint format bench bench-peers screenshots browser lock lock-peers clean
+.PHONY: run test test-fast test-compat test-remote lint format bench bench-peers screenshots browser lock lock-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +48,11 @@ test-compat: requirements-dev.txt  # tests/core against the newest transformers 
 	$(COMPAT)/bin/python -c "import transformers; print('transformers', transformers.__version__)"
 	$(COMPAT)/bin/pytest tests/core -q
 
+test-remote: $(VENV)/.dev-installed requirements-remote.txt  # the endpoint client against a real local server
+	test -x $(REMOTE)/bin/python || $(PYTHON) -m venv $(REMOTE)
+	$(REMOTE)/bin/pip install -q -r requirements-remote.txt  # infinity-emb pins numpy<2: its own venv
+	ISOSCOPE_TEST_REMOTE=$(abspath $(REMOTE))/bin/infinity_emb $(BIN)/pytest tests/remote -q
+
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -78,4 +84,4 @@ lock-peers:  # re-resolve bench/peers/requirements.in (bench/peers/lock.sh)
 	PYTHON=$(PYTHON) bash bench/peers/lock.sh
 
 clean:
-	rm -rf $(VENV) $(COMPAT) $(PEERS) .pytest_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) $(COMPAT) $(PEERS) $(REMOTE) .pytest_cache .ruff_cache build *.egg-info
