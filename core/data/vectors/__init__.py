@@ -141,7 +141,11 @@ def load_vector_file(
             table = read_safetensors(src, src.name, column, limits)
         else:
             text_col = None if texts is not None else text_column
-            arrow = parquet_source(src, src.name, column, limits) if fmt == "parquet" else ipc_sources([src], src.name, limits)
+            arrow = (
+                parquet_source(src, src.name, column, limits)
+                if fmt == "parquet"
+                else ipc_sources([src], src.name, limits)
+            )
             table = read_arrow(arrow, column, text_col, limits)
     if texts is not None:
         table = _with_texts_file(table, texts, texts_name, text_column, limits)

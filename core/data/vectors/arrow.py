@@ -255,24 +255,31 @@ def _check_parquet(md: Any, schema: Any, name: str, column: str | None, limits: 
             "(ISOSCOPE_MAX_ROW_GROUPS); rewrite the file with fewer, larger row groups"
         )
     if md.num_rows > limits.max_rows:
-        raise InputError(f"{name}: {md.num_rows:,} rows is over the limit of {limits.max_rows:,}; sample the file first")
+        raise InputError(
+            f"{name}: {md.num_rows:,} rows is over the limit of {limits.max_rows:,}; sample the file first"
+        )
     vector = column or next((f.name for f in schema if _value_dtype(f.type) is not None), None)
     itemsize = max(np.dtype(_value_dtype(schema.field(vector).type) or "float32").itemsize, 1) if vector else 4
-    vec_bytes = other = 0
+    decoded = other = 0.0  # float32 bytes of the vectors, bytes of the other columns
     widest = 1.0
     for i in range(md.num_row_groups):
         rg = md.row_group(i)
         sizes = [rg.column(j) for j in range(rg.num_columns)]
-        if rg.num_rows < 0 or any(c.total_uncompressed_size < 0 for c in sizes):
+        if rg.num_rows < 0 or any(c.total_uncompressed_size < 0 or c.num_values < 0 for c in sizes):
             raise InputError(f"{name}: not a readable Parquet file (negative sizes in its metadata)")
-        in_vec = sum(c.total_uncompressed_size for c in sizes if c.path_in_schema.split(".")[0] == vector)
-        vec_bytes += in_vec
-        other += sum(c.total_uncompressed_size for c in sizes) - in_vec
-        widest = max(widest, rg.total_byte_size / max(rg.num_rows, 1))
-    if vec_bytes * 4 / itemsize > limits.max_vector_bytes:
+        vec = [c for c in sizes if c.path_in_schema.split(".")[0] == vector]
+        in_vec = sum(c.total_uncompressed_size for c in vec)
+        # a dictionary-encoded page of repeated values is small even uncompressed: the number of values it
+        # holds (every element of every list) says what it decodes to
+        vec_decoded = max(in_vec * 4 / itemsize, 4.0 * sum(c.num_values for c in vec))
+        decoded += vec_decoded
+        rest = sum(c.total_uncompressed_size for c in sizes) - in_vec
+        other += rest
+        widest = max(widest, rg.total_byte_size / max(rg.num_rows, 1), (vec_decoded + rest) / max(rg.num_rows, 1))
+    if decoded > limits.max_vector_bytes:
         raise InputError(
-            f"{name}: its vectors decode to about {_mib(vec_bytes * 4 / itemsize)} of float32 (from its metadata) "
-            f"although the file is {'small' if vec_bytes > 100 * md.serialized_size else 'smaller'}, over the limit of "
+            f"{name}: its vectors decode to about {_mib(decoded)} of float32 (from its metadata) "
+            f"although the file is {'small' if decoded > 100 * md.serialized_size else 'smaller'}, over the limit of "
             f"{_mib(limits.max_vector_bytes)} (ISOSCOPE_MAX_VECTOR_BYTES); sample the rows first"
         )
     if other > limits.max_parquet_bytes:
@@ -296,7 +303,9 @@ def parquet_source(src: Source, name: str, column: str | None, limits: DecodeLim
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise InputError(f"{name}: not a readable Parquet file ({type(exc).__name__})") from None
     if len(schema) > limits.max_columns:
-        raise InputError(f"{name}: {len(schema)} columns, over the limit of {limits.max_columns} (ISOSCOPE_MAX_COLUMNS)")
+        raise InputError(
+            f"{name}: {len(schema)} columns, over the limit of {limits.max_columns} (ISOSCOPE_MAX_COLUMNS)"
+        )
     if column is not None and column in schema.names:
         pick_columns(schema, name, column, None)  # a column of strings is named before the sizes are
     batch_rows = _check_parquet(md, schema, name, column if column in schema.names else None, limits)
@@ -379,7 +388,9 @@ def ipc_sources(parts: list[Source | Path], name: str, limits: DecodeLimits) -> 
     if schema is None:
         raise InputError(f"{name}: no data files")
     if len(schema) > limits.max_columns:
-        raise InputError(f"{name}: {len(schema)} columns, over the limit of {limits.max_columns} (ISOSCOPE_MAX_COLUMNS)")
+        raise InputError(
+            f"{name}: {len(schema)} columns, over the limit of {limits.max_columns} (ISOSCOPE_MAX_COLUMNS)"
+        )
 
     def batches(columns: list[str], texts: list[str], _rows: int) -> Iterator[Any]:
         for part in parts:

@@ -34,7 +34,9 @@ def _json(path: Path, name: str) -> Any:
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         if isinstance(exc, InputError):
             raise
-        raise InputError(f"{name}: {path.name} is not readable JSON; save the dataset again with save_to_disk") from None
+        raise InputError(
+            f"{name}: {path.name} is not readable JSON; save the dataset again with save_to_disk"
+        ) from None
 
 
 def _claimed_rows(info: Any) -> int:

@@ -45,7 +45,9 @@ def _check_header(
     if dtype.hasobject:
         raise InputError(f"{name}: holds Python objects, which are never unpickled; {hint}")
     if shape and shape[0] > limits.max_rows:
-        raise InputError(f"{name}: {shape[0]:,} rows is over the limit of {limits.max_rows:,}; sample the vectors first")
+        raise InputError(
+            f"{name}: {shape[0]:,} rows is over the limit of {limits.max_rows:,}; sample the vectors first"
+        )
     claimed = math.prod(shape) * dtype.itemsize
     if claimed != held:
         raise InputError(
@@ -82,9 +84,7 @@ def _convert(arr: np.ndarray, dtype: str) -> np.ndarray:
     return out
 
 
-def read_npy(
-    source: Path | bytes, name: str, limits: DecodeLimits | None = None, hint: str = NPY_HINT
-) -> VectorTable:
+def read_npy(source: Path | bytes, name: str, limits: DecodeLimits | None = None, hint: str = NPY_HINT) -> VectorTable:
     """A .npy of shape (n, d) on disk (memory-mapped) or in memory, as a checked ``VectorTable``."""
     limits = limits or current_limits()
     if isinstance(source, bytes | bytearray | memoryview):

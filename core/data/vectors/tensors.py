@@ -68,7 +68,9 @@ def _header(src: Source, name: str) -> tuple[dict[str, Any], int, int]:
 
 def _tensor(header: dict[str, Any], name: str, column: str | None) -> tuple[str, dict[str, Any]]:
     listing = ", ".join(
-        f"{k} ({'x'.join(map(str, v.get('shape', [])))} {v.get('dtype')})" for k, v in header.items() if isinstance(v, dict)
+        f"{k} ({'x'.join(map(str, v.get('shape', [])))} {v.get('dtype')})"
+        for k, v in header.items()
+        if isinstance(v, dict)
     )[:300]
     if column is not None:
         if column not in header:
@@ -120,4 +122,3 @@ def read_safetensors(src: Source, name: str, column: str | None, limits: DecodeL
         else:
             out[i : i + CHUNK_ROWS] = as_float32(chunk, kind)
     return finish(out, VectorOrigin(name, key, None, kind))
-

@@ -87,7 +87,9 @@ def test_safetensors_one_tensor_and_bfloat16(tmp_path: Path) -> None:
     table = load_vector_file(path)
     _same_table(table, texts=None)
     assert table.origin.column == "embeddings"
-    path.write_bytes(safetensors_bytes({"embeddings": X, "ids": np.arange(20)[:, None].astype(np.int8)}, bf16=["embeddings"]))
+    path.write_bytes(
+        safetensors_bytes({"embeddings": X, "ids": np.arange(20)[:, None].astype(np.int8)}, bf16=["embeddings"])
+    )
     with pytest.raises(InputError, match="several 2-D tensors"):
         load_vector_file(path)
     table = load_vector_file(path, column="embeddings")
@@ -158,7 +160,9 @@ def test_codes_and_half_precision_are_accepted_with_a_warning(tmp_path: Path, dt
 
 
 def test_parquet_float16_and_bool_columns(tmp_path: Path) -> None:
-    half = pa.ListArray.from_arrays(pa.array(np.arange(0, 161, 8, dtype=np.int32)), pa.array(X.reshape(-1).astype(np.float16)))
+    half = pa.ListArray.from_arrays(
+        pa.array(np.arange(0, 161, 8, dtype=np.int32)), pa.array(X.reshape(-1).astype(np.float16))
+    )
     pq.write_table(pa.table({"emb": half}), tmp_path / "h.parquet")
     table = load_vector_file(tmp_path / "h.parquet")
     np.testing.assert_array_equal(table.vectors, X.astype(np.float16).astype(np.float32))
@@ -194,11 +198,11 @@ def test_nan_rows_are_named(tmp_path: Path) -> None:
 def test_missing_vectors_and_values(tmp_path: Path) -> None:
     emb = pa.array([[1.0, 2.0]] * 3 + [None] + [[1.0, 2.0]], pa.list_(pa.float32()))
     pq.write_table(pa.table({"emb": emb}), tmp_path / "n.parquet")
-    with pytest.raises(InputError, match="row 3 .* hold no vector"):
+    with pytest.raises(InputError, match=r"row 3 .* hold no vector"):
         load_vector_file(tmp_path / "n.parquet")
     emb = pa.array([[1.0, 2.0]] * 3 + [[1.0, None]] + [[1.0, 2.0]], pa.list_(pa.float32()))
     pq.write_table(pa.table({"emb": emb}), tmp_path / "n.parquet")
-    with pytest.raises(InputError, match="row 3 .* missing values"):
+    with pytest.raises(InputError, match=r"row 3 .* missing values"):
         load_vector_file(tmp_path / "n.parquet")
 
 
@@ -213,7 +217,7 @@ def test_missing_vectors_and_values(tmp_path: Path) -> None:
 )
 def test_schema_problems(tmp_path: Path, table: pa.Table, fragment: str) -> None:
     pq.write_table(table, tmp_path / "s.parquet")
-    column = "emb" if "emb" in table.column_names and "strings" in fragment or "numbers" in fragment else None
+    column = "emb" if ("emb" in table.column_names and "strings" in fragment) or "numbers" in fragment else None
     with pytest.raises(InputError) as err:
         load_vector_file(tmp_path / "s.parquet", column=column)
     assert fragment in str(err.value) and "\n" not in str(err.value)
@@ -270,7 +274,7 @@ def test_vectors_for_by_text_and_by_position(tmp_path: Path) -> None:
     with_texts = load_vector_file(write_parquet(tmp_path / "v.parquet", X, TEXTS))
     order = [TEXTS[5], TEXTS[0], TEXTS[5]]
     np.testing.assert_array_equal(with_texts.vectors_for(order), X[[5, 0, 5]])
-    with pytest.raises(InputError, match="1 of the 2 texts are not in its text column .*'unknown'"):
+    with pytest.raises(InputError, match=r"1 of the 2 texts are not in its text column .*'unknown'"):
         with_texts.vectors_for([TEXTS[0], "unknown"])
     plain = vectors_from_array(X)
     np.testing.assert_array_equal(plain.vectors_for(TEXTS), X)
