@@ -5,12 +5,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
 COMPAT := .venv-compat
+REMOTE := .venv-remote
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test test-fast test-compat lint format bench screenshots browser lock clean
+.PHONY: run test test-fast test-compat test-remote lint format bench screenshots browser lock clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +47,11 @@ test-compat: requirements-dev.txt  # tests/core against the newest transformers 
 	$(COMPAT)/bin/python -c "import transformers; print('transformers', transformers.__version__)"
 	$(COMPAT)/bin/pytest tests/core -q
 
+test-remote: $(VENV)/.dev-installed requirements-remote.txt  # the endpoint client against a real local server
+	test -x $(REMOTE)/bin/python || $(PYTHON) -m venv $(REMOTE)
+	$(REMOTE)/bin/pip install -q -r requirements-remote.txt  # infinity-emb pins numpy<2: its own venv
+	ISOSCOPE_TEST_REMOTE=$(abspath $(REMOTE))/bin/infinity_emb $(BIN)/pytest tests/remote -q
+
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -64,4 +70,4 @@ lock:  # re-resolve pyproject.toml's ranges and pin them (scripts/lock.sh)
 	PYTHON=$(PYTHON) bash scripts/lock.sh
 
 clean:
-	rm -rf $(VENV) $(COMPAT) .pytest_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) $(COMPAT) $(REMOTE) .pytest_cache .ruff_cache build *.egg-info
