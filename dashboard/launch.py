@@ -7,8 +7,10 @@ named here. Never imports streamlit, so ``isoscope app --help`` answers at once.
 - ``streamlit run`` on the installed ``dashboard/app.py`` with the settings of ``dashboard/config.toml`` given
   as command-line options (so the installed package works from any folder), bound to 127.0.0.1 unless
   ``host`` says otherwise;
-- a data file is checked before the server starts (under the limits the server will have, so a typo or an
-  oversized file fails at once, not in the browser) and handed to the app through ``ENV_DATA_FILE``;
+- a data file (a corpus, a pairs file or a vectors file: ``isoscope.data.data_kind``) is checked before the
+  server starts (under the limits the server will have, so a typo or an oversized file fails at once, not in the
+  browser) and handed to the app through ``ENV_DATA_FILE`` and ``ENV_DATA_KIND``: the session's data on every
+  page that can use it (a vectors file is the session's space);
 - classroom mode binds every interface (unless ``host``), gives the server the SHA-256 of an access code (never
   the code), the teacher's model allowlist, lower upload and decode limits, hides Streamlit's error details,
   and serves ``dashboard/serve.py`` (the app behind headers that forbid framing).
@@ -42,6 +44,8 @@ ENV_CODE_HASH = "ISOSCOPE_ACCESS_CODE_SHA256"  # hex SHA-256 of the access code:
 ENV_MODELS = "ISOSCOPE_ALLOWED_MODELS"  # JSON list of [label, path]
 ENV_DATA_FILE = "ISOSCOPE_DATA_FILE"  # the file `isoscope app DATA_FILE` opens
 ENV_TEXT_COLUMN = "ISOSCOPE_TEXT_COLUMN"  # its text column (--text-column)
+ENV_VECTOR_COLUMN = "ISOSCOPE_VECTOR_COLUMN"  # a vectors file's vector column (--vector-column)
+ENV_DATA_KIND = "ISOSCOPE_DATA_KIND"  # what DATA_FILE holds: corpus, pairs or vectors (isoscope.data.data_kind)
 ENV_MAX_BYTES = LIMIT_ENV_VARS["max_bytes"]  # isoscope.data's decode limits (ISOSCOPE_MAX_BYTES, ...)
 ENV_MAX_ROWS = LIMIT_ENV_VARS["max_rows"]
 # what the command reads
@@ -67,6 +71,7 @@ class ServerOptions:
     max_rows: int | None = None  # default: ISOSCOPE_MAX_ROWS or 50,000, classroom 20,000
     data_file: str | None = None
     text_column: str | None = None
+    vector_column: str | None = None  # DATA_FILE is a vectors file; this is its vector column
     allow_endpoints: bool = False  # classroom: students may use embeddings endpoints (openai:NAME)
 
     @property
@@ -153,17 +158,29 @@ def limits_environment(options: ServerOptions) -> dict[str, str]:
 def data_file_environment(options: ServerOptions, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The data file for the app, loaded now under the limits of ``environ`` (the server's environment)."""
     if options.data_file is None:
-        if options.text_column:
-            raise InputError("--text-column needs a DATA_FILE")
+        given = [f"--{o}" for o in ("text-column", "vector-column") if getattr(options, o.replace("-", "_"))]
+        if given:
+            raise InputError(f"{' and '.join(given)} need{'s' if len(given) == 1 else ''} a DATA_FILE")
         return {}
-    from isoscope.data import DecodeLimits, load_corpus
+    from isoscope.data import DecodeLimits, data_kind, load_corpus, load_pairs, load_vector_file
 
     path = Path(options.data_file).expanduser().resolve()
+    if not path.exists():
+        raise InputError(f"DATA_FILE not found: {options.data_file}")
     limits = DecodeLimits.from_env(os.environ if environ is None else environ)
-    load_corpus(path, text_column=options.text_column, limits=limits)  # InputError: one line that says what to fix
-    env = {ENV_DATA_FILE: str(path)}
+    kind = data_kind(path, options.vector_column, options.text_column)
+    # InputError: one line that says what to fix
+    if kind == "vectors":
+        load_vector_file(path, options.vector_column, options.text_column, limits=limits)
+    elif kind == "pairs":
+        load_pairs(path, limits=limits)
+    else:
+        load_corpus(path, text_column=options.text_column, limits=limits)
+    env = {ENV_DATA_FILE: str(path), ENV_DATA_KIND: kind}
     if options.text_column:
         env[ENV_TEXT_COLUMN] = options.text_column
+    if options.vector_column:
+        env[ENV_VECTOR_COLUMN] = options.vector_column
     return env
 
 

@@ -22,8 +22,20 @@ from isoscope.errors import InputError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data_file", nargs="?", default=None, metavar="DATA_FILE", help="a corpus or pairs file to open")
+    p.add_argument(
+        "data_file",
+        nargs="?",
+        default=None,
+        metavar="DATA_FILE",
+        help="a corpus, a pairs file or a vectors file (.npy, .parquet, .feather, .safetensors, a datasets folder) to "
+        "open: the data of every page",
+    )
     p.add_argument("--text-column", default=None, help="column of DATA_FILE holding the texts (default: text)")
+    p.add_argument(
+        "--vector-column",
+        default=None,
+        help="DATA_FILE is a vectors file and this is its vector column (default: its only list column)",
+    )
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to serve on (default: {DEFAULT_PORT})")
     p.add_argument(
         "--host",
@@ -85,6 +97,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         max_rows=args.max_rows,
         data_file=args.data_file,
         text_column=args.text_column,
+        vector_column=args.vector_column,
         allow_endpoints=args.allow_endpoints,
     )
 

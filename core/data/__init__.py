@@ -27,10 +27,12 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
         (
             "INPUT_KINDS",
+            "DataKind",
             "InputKind",
             "PairVectors",
             "TextInput",
             "VectorInput",
+            "data_kind",
             "load_input",
             "load_pair_vectors",
             "load_texts",
@@ -77,6 +79,7 @@ __all__ = [
     "VECTOR_FORMATS",
     "ClippedText",
     "Corpus",
+    "DataKind",
     "DecodeLimits",
     "InputKind",
     "PairVectors",
@@ -92,6 +95,7 @@ __all__ = [
     "check_rows",
     "clean_texts",
     "current_limits",
+    "data_kind",
     "decode_text",
     "file_format",
     "json_depth_exceeds",
@@ -146,10 +150,12 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from isoscope.data.export import FORMULA_PREFIXES, safe_csv
     from isoscope.data.inputs import (
         INPUT_KINDS,
+        DataKind,
         InputKind,
         PairVectors,
         TextInput,
         VectorInput,
+        data_kind,
         load_input,
         load_pair_vectors,
         load_texts,

@@ -23,6 +23,8 @@ if TYPE_CHECKING:  # the loaders import pandas: imported where used, so INPUT_KI
 
 InputKind = Literal["auto", "pairs", "corpus"]
 INPUT_KINDS: tuple[InputKind, ...] = get_args(InputKind)
+DataKind = Literal["corpus", "pairs", "vectors"]
+TABLE_VECTOR_SUFFIXES = (".parquet", ".pq")  # tables that hold texts, or vectors in a list column
 _HEADER_BYTES = 4096  # the pairs header must be on the first line within this many bytes
 
 
@@ -85,6 +87,36 @@ def load_input(source: str | Path, kind: InputKind = "auto", text_column: str | 
     if pairs.scores is not None or looks_like_pairs_header(source):
         return _pairs(pairs)
     return _corpus(source, text_column)
+
+
+def data_kind(source: str | Path, vector_column: str | None = None, text_column: str | None = None) -> DataKind:
+    """What a data file holds: ``vectors`` (a vectors format, a folder, ``vector_column`` given, or a Parquet file
+    with a list column), else ``pairs`` or ``corpus`` as ``load_input`` reads it (InputError when it is neither)."""
+    from isoscope.data.vectors import SUFFIXES
+
+    path = Path(source).expanduser()
+    suffix = path.suffix.lower()
+    if vector_column or path.is_dir() or (suffix in SUFFIXES and suffix not in TABLE_VECTOR_SUFFIXES):
+        return "vectors"
+    if suffix in TABLE_VECTOR_SUFFIXES and _has_list_column(path):
+        return "vectors"
+    return load_input(path, "auto", text_column).kind
+
+
+def _has_list_column(path: Path) -> bool:
+    """True when the Parquet file's schema (its footer only) has a list column; False when it has none or is
+    unreadable (the corpus loader then says why)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowException):
+        return False
+    return any(
+        pa.types.is_list(f.type) or pa.types.is_fixed_size_list(f.type) or pa.types.is_large_list(f.type)
+        for f in schema
+    )
 
 
 def load_texts(sources: Sequence[str | Path], kind: InputKind = "auto", text_column: str | None = None) -> TextInput:

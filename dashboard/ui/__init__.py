@@ -1,6 +1,8 @@
 """Shared widgets, one concern per module; pages use them as ``from isoscope.dashboard import ui`` + ``ui.xxx``.
 
 - ``sidebar``: the shared sidebar and its ``Settings`` (``ui.sidebar()`` in the router, ``ui.settings()`` in pages)
+- ``space``: the session's space, the model or a vectors file (``ui.space_box()`` in the router, ``ui.space()``,
+  ``ui.space_corpus``, ``ui.space_vectors`` and ``ui.needs_model`` in pages)
 - ``pickers``: demo data, uploads kept in the session, typed sentences
 - ``calibration``: calibration controls, fit texts, the calibrated space
 - ``controls``: widget state (``clamp``, ``run_button``)
@@ -29,6 +31,7 @@ from isoscope.dashboard.ui.errors import bug_report, show_warnings, user_error
 from isoscope.dashboard.ui.outputs import chart, download_table
 from isoscope.dashboard.ui.pickers import (
     CORPUS_SOURCES,
+    PRELOADED,
     corpus_from,
     corpus_input,
     corpus_source,
@@ -38,6 +41,15 @@ from isoscope.dashboard.ui.pickers import (
     uploaded,
 )
 from isoscope.dashboard.ui.sidebar import MAX_LENGTHS, PRECISION_HELP, Settings, settings, sidebar
+from isoscope.dashboard.ui.space import (
+    Space,
+    needs_model,
+    space,
+    space_box,
+    space_corpus,
+    space_name,
+    space_vectors,
+)
 
 __all__ = [
     "CALIBRATION_CHOICES",
@@ -46,9 +58,11 @@ __all__ = [
     "FIT_CHOICES",
     "MAX_LENGTHS",
     "PRECISION_HELP",
+    "PRELOADED",
     "CalibratedSpace",
     "Calibration",
     "Settings",
+    "Space",
     "bug_report",
     "calibrate",
     "calibrated_space",
@@ -62,6 +76,7 @@ __all__ = [
     "fit_texts",
     "literal",
     "meta_columns",
+    "needs_model",
     "pairs_input",
     "plot_text",
     "run_button",
@@ -69,6 +84,11 @@ __all__ = [
     "settings",
     "show_warnings",
     "sidebar",
+    "space",
+    "space_box",
+    "space_corpus",
+    "space_name",
+    "space_vectors",
     "uploaded",
     "user_error",
     "warn_fit_size",

@@ -11,18 +11,19 @@ import streamlit as st
 from isoscope.calibrate.methods import CALIBRATION_METHODS, METHOD_DESCRIPTIONS
 from isoscope.dashboard.services import calibration as calibration_service
 from isoscope.dashboard.services import data as data_service
-from isoscope.dashboard.services import embeddings
 from isoscope.dashboard.services.keyed import Vectors
 from isoscope.dashboard.text import literal
 from isoscope.dashboard.ui.errors import user_error
 from isoscope.dashboard.ui.pickers import uploaded
 from isoscope.dashboard.ui.sidebar import settings
+from isoscope.dashboard.ui.space import space, space_vectors
 from isoscope.data import CORPUS_FORMATS
 from isoscope.errors import InputError
 
 CALIBRATION_CHOICES = CALIBRATION_METHODS
 CALIBRATION_HELP = "; ".join(f"{m}: {d}" for m, d in METHOD_DESCRIPTIONS.items() if m != "none") + "."
 FIT_CHOICES = ("Demo corpus + these sentences", "These sentences only", "Upload a corpus")
+VECTOR_FIT_CHOICES = ("Every row of the vectors file", "These sentences only")  # a vectors space: no other texts
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,11 @@ def calibration_controls(
 ) -> Calibration:
     """Method selector with its parameter (K, D) and, for the flow, its training settings.
 
-    ``dim``: dimension of the vectors to calibrate (default: the sidebar model's); bounds K and D.
+    ``dim``: dimension of the vectors to calibrate (default: the session's space's); bounds K and D.
     """
     from isoscope.calibrate import FlowConfig
 
-    dim = int(dim or settings().hidden_size)
+    dim = int(dim or space().dims or settings().hidden_size)
     for name, top in ((f"{key}_k", dim), (f"{key}_d", max(1, min(64, dim - 1)))):
         if st.session_state.get(name, 0) > top:  # kept from vectors with more dimensions
             st.session_state[name] = top
@@ -81,7 +82,15 @@ def calibration_controls(
 
 
 def fit_texts(key: str, target: list[str]) -> tuple[list[str], str] | None:
-    """Which texts a calibrator is fitted on: the evaluated sentences, the demo corpus, or an upload."""
+    """Which texts a calibrator is fitted on: the evaluated sentences, the demo corpus, or an upload (a vectors
+    space: every row of the file, or the evaluated sentences)."""
+    current = space()
+    if not current.is_model:
+        st.session_state.setdefault(f"{key}_fit_on_vectors", VECTOR_FIT_CHOICES[0])
+        picked = st.radio("Fit the calibrator on", VECTOR_FIT_CHOICES, horizontal=True, key=f"{key}_fit_on_vectors")
+        if picked == VECTOR_FIT_CHOICES[0]:
+            return current.texts, current.label
+        return target, "target"
     choice = st.radio("Fit the calibrator on", FIT_CHOICES, horizontal=True, key=f"{key}_fit_on")
     if choice == FIT_CHOICES[0]:
         return list(dict.fromkeys(data_service.demo_corpus().texts + list(target))), "demo corpus + target"
@@ -96,10 +105,9 @@ def calibrate(
 ) -> tuple[object, list[np.ndarray]] | None:
     """Embed the fit texts (unless ``fit_vectors`` are given), fit (cached) and map ``arrays``; a calibrator
     that cannot be fitted on these vectors shows one error line and returns None."""
-    s = settings()
-    if fit_vectors is None:
-        fit_vectors = embeddings.embed(s.model, fit_on, pooling, s.max_length)
     try:
+        if fit_vectors is None:
+            fit_vectors = space_vectors(fit_on, pooling)
         calibrator, mapped = calibration_service.calibrate(cal.method, cal.flow_json, fit_vectors, *arrays)
     except InputError as exc:
         user_error(exc)
@@ -132,7 +140,6 @@ def calibrated_space(key: str, raw: Vectors, texts: list[str] | None = None) -> 
     With ``texts`` the user chooses the fit texts (default: the corpus itself); without (uploaded vectors)
     the calibrator is fitted on ``raw``. Warns when there are too few fit vectors for the dimensions.
     """
-    s = settings()
     cal = calibration_controls(key, default="whitening:K", include_none=False, dim=raw.shape[1])
     fit_vectors = raw
     if texts is not None:
@@ -141,7 +148,11 @@ def calibrated_space(key: str, raw: Vectors, texts: list[str] | None = None) -> 
         if fit is None:
             st.stop()
         if fit[0] != texts:
-            fit_vectors = embeddings.embed(s.model, fit[0], s.pooling, s.max_length)
+            try:
+                fit_vectors = space_vectors(fit[0])
+            except InputError as exc:  # a vectors file without the fit texts
+                user_error(exc)
+                st.stop()
     try:
         calibrated = calibration_service.calibrated(cal.method, cal.flow_json, fit_vectors, raw)
     except InputError as exc:

@@ -7,7 +7,7 @@ import streamlit as st
 
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures.anisotropy import cosine_histograms, layer_heatmap, spectra
-from isoscope.dashboard.services import calibration, embeddings, geometry
+from isoscope.dashboard.services import calibration, geometry
 from isoscope.dashboard.services.keyed import Vectors
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError
@@ -29,7 +29,7 @@ st.caption(
     "the corpus below for the sidebar's model and pooling, raw and after each calibrator (fitted on the same "
     "texts, no labels)."
 )
-corpus = ui.corpus_input("ani")
+corpus = ui.space_corpus("ani")
 if corpus is None:
     st.stop()
 texts = corpus.texts
@@ -45,7 +45,7 @@ if len(texts) < 3:
     st.info("Isotropy metrics need at least 3 texts; load a larger corpus.")
     st.stop()
 
-raw = embeddings.embed(s.model, texts, s.pooling, s.max_length)  # (n, d)
+raw = ui.space_vectors(texts)  # (n, d)
 spaces: dict[str, Vectors] = {"raw": raw}
 for m in methods:
     try:
@@ -56,7 +56,7 @@ for m in methods:
 rows = {name: geometry.metrics_of(x) for name, x in spaces.items()}
 table = pd.DataFrame(rows).T
 table.index.name = "space"
-st.subheader(f"Isotropy metrics ({s.pooling} pooling, {len(texts):,} texts)")
+st.subheader(f"Isotropy metrics ({ui.space_name()}, {len(texts):,} texts)")
 st.dataframe(table.style.format("{:.3f}"), width="stretch")
 with st.expander("What the metrics mean"):
     for k, v in METRIC_HELP.items():
@@ -71,6 +71,9 @@ st.subheader("Singular-value spectrum")
 ui.chart(spectra({name: geometry.singular_values_of(x) for name, x in spaces.items()}), "singular_values")
 
 st.subheader("Every layer (mean pooling of each layer)")
+if not ui.space().is_model:
+    st.info("The layers are the model's: this section needs the model itself, not a vectors file.")
+    st.stop()
 per_layer = geometry.layer_metrics(s.model, keyed_texts(texts), s.max_length)
 ui.chart(layer_heatmap(per_layer), "layer_metrics")
 with st.expander("Per-layer table"):

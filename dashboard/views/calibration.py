@@ -15,7 +15,7 @@ from isoscope.anatomy.poolings import best_row
 from isoscope.cache import text_digest
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures.scores import flow_training, spearman_grid, spearman_heatmap
-from isoscope.dashboard.services import calibration, embeddings
+from isoscope.dashboard.services import calibration
 from isoscope.dashboard.services.keyed import pairs_key
 from isoscope.encode.pooling import canonical_pooling
 from isoscope.errors import InputError
@@ -37,12 +37,17 @@ fit = ui.fit_texts("calp", pairs.texts)
 if fit is None:
     st.stop()
 fit_on, fit_label = fit
-inputs = (pairs_key(pairs), text_digest(fit_on), s.model, s.max_length)
+space = ui.space()
+inputs = (pairs_key(pairs), text_digest(fit_on), s.model if space.is_model else space.key, s.max_length)
 if not ui.run_button("Fit calibrator", "calp_fit", (*inputs, cal, s.pooling), type="primary"):
-    st.info(f"Press **Fit calibrator** to fit {cal.method} on {ui.literal(fit_label)} with {s.pooling} pooling.")
+    st.info(f"Press **Fit calibrator** to fit {cal.method} on {ui.literal(fit_label)} with {ui.space_name()}.")
 else:
     n = len(pairs)
-    raw = embeddings.embed(s.model, pairs.texts, s.pooling, s.max_length).array  # (2n, d)
+    try:
+        raw = ui.space_vectors(pairs.texts).array  # (2n, d)
+    except InputError as exc:  # a vectors file without these sentences
+        ui.user_error(exc)
+        st.stop()
     result = ui.calibrate(cal, s.pooling, fit_on, raw)
     if result is not None:
         calibrator, (z,) = result
@@ -100,14 +105,18 @@ st.caption(
     "often lowers the score; it helps most where the space is strongly anisotropic (e.g. cls pooling)."
 )
 t1, t2 = st.columns(2)
-table_poolings = t1.multiselect(
-    "Poolings",
-    s.pooling_modes,
-    default=list(
-        dict.fromkeys(canonical_pooling(p, s.is_encoder_decoder) for p in (s.pooling, "cls", "first_last_avg"))
-    ),
-    key="calp_tp",
-)
+if space.is_model:
+    table_poolings = t1.multiselect(
+        "Poolings",
+        s.pooling_modes,
+        default=list(
+            dict.fromkeys(canonical_pooling(p, s.is_encoder_decoder) for p in (s.pooling, "cls", "first_last_avg"))
+        ),
+        key="calp_tp",
+    )
+else:  # the file's vectors are pooled already
+    table_poolings = [space.label]
+    t1.caption(f"One space: {ui.literal(space.label)} (its vectors are pooled already).")
 methods = t2.multiselect(
     "Calibrators",
     ["none", "whitening", "whitening:128", "sn", "abtt:3", "sn+abtt:3", "flow"],
@@ -117,9 +126,13 @@ methods = t2.multiselect(
 table_request = (*inputs, tuple(table_poolings), tuple(methods), cal.flow_json)
 if ui.run_button("Compute table", "calp_table_go", table_request):
     try:
-        df = calibration.calibration_table(
-            s.model, s.max_length, pairs, tuple(table_poolings), tuple(methods), fit_on, cal.flow_json
-        )
+        if space.is_model:
+            df = calibration.calibration_table(
+                s.model, s.max_length, pairs, tuple(table_poolings), tuple(methods), fit_on, cal.flow_json
+            )
+        else:
+            vecs, fits = {space.label: ui.space_vectors(pairs.texts)}, {space.label: ui.space_vectors(fit_on)}
+            df = calibration.spaces_table(pairs, vecs, fits, tuple(methods), cal.flow_json)
     except InputError as exc:
         ui.user_error(exc)
         st.stop()

@@ -12,6 +12,7 @@ from isoscope.errors import InputError
 
 s = ui.settings()
 st.title("Word-frequency bias")
+ui.needs_model("Frequency bias")
 st.caption(
     "BERT-flow (Li et al. 2020) found that frequent tokens have small norms and sit close together, while rare "
     "tokens are far from the origin and from each other, so the space is shaped by frequency rather than "

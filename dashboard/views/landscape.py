@@ -54,6 +54,7 @@ SCALE_NOTE = (
 
 s = ui.settings()
 st.title("Loss surfaces")
+ui.needs_model("Loss surfaces")
 st.caption(
     "Hao et al. (2019): fine-tuning from pre-trained weights finds wider, flatter optima along smoother paths "
     "than training the same architecture from scratch, is robust to overfitting, and lower layers change least. "

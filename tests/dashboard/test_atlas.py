@@ -81,15 +81,18 @@ def test_clusters_colour_and_space_switch(atlas_app: AppTest) -> None:
     assert "sports" in captions(at)
 
 
-def test_open_in_neighbours_passes_the_text(atlas_app: AppTest) -> None:
+def test_open_in_neighbours_passes_the_row(atlas_app: AppTest) -> None:
     at = atlas_app
     at.text_input(key="atlas_search").set_value("football").run()
     row = at.selectbox(key="atlas_open_pick").value
     at.button(key="atlas_open").click().run()
     assert not at.exception, at.exception
     assert at.session_state["atlas_open_row"]["row"] == row
-    assert "football" in at.session_state["nb_query"].lower()
     assert any(t.value == "Neighbours" for t in at.title)
+    # the same corpus there, the row picked (not a typed query the model would embed again)
+    assert at.radio(key="nb_source").value == "Demo corpus"
+    assert at.selectbox(key="nb_pick").value == row and at.text_input(key="nb_query").value == ""
+    assert "football" in " ".join(m.value for m in at.markdown if m.value.startswith("**Query:**")).lower()
 
 
 def test_preloaded_file_with_hostile_rows_and_a_missing_column(tmp_path, monkeypatch) -> None:
