@@ -83,7 +83,9 @@ def test_pair_panels_and_rank_moves():
     assert [t.name for t in fig.data] == ["raw", "cal"] and fig.layout.yaxis.title.text == "cos"
     assert fig.layout.xaxis2.title.text == "gold"
     assert fig.layout.yaxis2.matches == "y"  # issue 26: side-by-side cosine panels on one y range
-    apart = pairs.scatter_panels(p.scores, [("gold", p.scores), ("cos", np.ones(3))], ["h"] * 3, "edits", "%{x}", shared_y=False)
+    apart = pairs.scatter_panels(
+        p.scores, [("gold", p.scores), ("cos", np.ones(3))], ["h"] * 3, "edits", "%{x}", shared_y=False
+    )
     assert apart.layout.yaxis2.matches is None  # gold 0-5 next to cosines: each its own range, titled
     assert (apart.layout.yaxis.title.text, apart.layout.yaxis2.title.text) == ("gold", "cos")
     moved = pairs.rank_moves(p.to_frame(), np.array([0.1, 0.2, 0.3]), np.array([0.3, 0.2, 0.1]), top=2)
