@@ -9,6 +9,7 @@ expander, and logged on the server.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -16,7 +17,8 @@ import streamlit as st
 
 from isoscope.dashboard import classroom, heap, ui
 
-st.set_page_config(page_title="Isoscope", page_icon=":material/blur_on:", layout="wide")
+# a file, served by this server: a ":material/...:" page icon is fetched from a font CDN (fails offline)
+st.set_page_config(page_title="Isoscope", page_icon=str(Path(__file__).with_name("favicon.png")), layout="wide")
 classroom.gate()  # classroom mode: nothing below runs until this session has given the access code
 
 PAGES = {

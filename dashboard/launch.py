@@ -114,6 +114,39 @@ def prepare(options: ServerOptions, environ: Mapping[str, str] | None = None) ->
     return Launch(streamlit_command(options), env, code, options.bind_host, options.port)
 
 
+def port_taken(host: str, port: int) -> bool:
+    """Whether ``port`` cannot be served on ``host``: binding fails (as Streamlit's server would, SO_REUSEADDR
+    set like tornado's) or something already answers there on localhost (IPv4 or IPv6, where a browser goes)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    for family, address in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as s:
+                s.settimeout(0.5)
+                if s.connect_ex((address, port)) == 0:
+                    return True
+        except OSError:  # no IPv6 on this machine
+            continue
+    return False
+
+
+def check_port(host: str, port: int, tries: int = 100) -> None:
+    """InputError naming the next free port when ``port`` is taken on ``host`` (``isoscope app`` exits 2 with it
+    before printing an address, instead of sending the browser to whatever listens there)."""
+    if not port_taken(host, port):
+        return
+    free = next((p for p in range(port + 1, min(port + 1 + tries, 65536)) if not port_taken(host, p)), None)
+    hint = f"; the next free port is {free}: isoscope app --port {free}" if free else "; choose another with --port"
+    raise InputError(f"port {port} is already in use on {host} (another program listens there){hint}")
+
+
 def start(launch: Launch) -> int:
     """Run the server in the foreground (until Ctrl-C); returns its exit status."""
     return subprocess.run(launch.command, env={**os.environ, **launch.env}).returncode

@@ -111,6 +111,7 @@ def run(args: argparse.Namespace) -> dict:
         if plan.access_code is not None:
             print(f"access code: {plan.access_code}")
         return {"command": plan.command, "env": plan.env, "access_code": plan.access_code}
+    launch.check_port(plan.host, plan.port)  # before the address is printed: exit 2, not someone else's app
     print(f"Isoscope at {plan.url()}", file=sys.stderr)
     if plan.access_code is not None:
         print(

@@ -40,13 +40,39 @@ def avg_cosine_or_nan(X: np.ndarray, n_pairs: int = 10_000, seed: int = 0) -> fl
         return float("nan")
 
 
-def fit_size_warning(calibrator: Calibrator, n_fit: int, d: int) -> str | None:
-    """A warning when there are too few fit vectors for the dimensions a calibrator whitens (n < 2k)."""
+SAFE_COMPONENTS = 64  # whitening:K's default K, lowered to what a small fit set supports (safe_components)
+
+
+def fit_too_small(calibrator: Calibrator, n_fit: int, d: int) -> bool:
+    """Whether ``n_fit`` vectors are too few for the dimensions ``calibrator`` whitens (n < 2k)."""
     k = whitened_dims(calibrator, d)
-    if k and n_fit < 2 * k:
+    return bool(k) and n_fit < 2 * k
+
+
+def safe_components(n_fit: int, d: int) -> int:
+    """The K of whitening:K that ``n_fit`` vectors of dimension ``d`` support with room to spare (n >= 4K):
+    ``SAFE_COMPONENTS``, fewer on a small fit set, at least 2 and at most ``d``."""
+    return max(2, min(SAFE_COMPONENTS, d, n_fit // 4))
+
+
+def safe_method(method: str, n_fit: int, d: int) -> str:
+    """``method`` when ``n_fit`` vectors suffice for it, else ``whitening:K`` with ``safe_components``: the
+    default a page picks instead of showing a degenerate fit as a success (``fit_size_warning`` says why)."""
+    from isoscope.calibrate import make_calibrator
+
+    if method == "none" or not fit_too_small(make_calibrator(method), n_fit, d):
+        return method
+    return f"whitening:{safe_components(n_fit, d)}"
+
+
+def fit_size_warning(calibrator: Calibrator, n_fit: int, d: int) -> str | None:
+    """The one warning (every page and command says it in these words) when there are too few fit vectors for
+    the dimensions a calibrator whitens (n < 2k)."""
+    k = whitened_dims(calibrator, d)
+    if fit_too_small(calibrator, n_fit, d):
         advice = "fit on a larger corpus"
         if "flow" not in calibrator.method:
-            advice += f" or use whitening:K with K well below {n_fit // 2}"
+            advice += f" or use whitening:K with K well below {n_fit // 2} (e.g. whitening:{safe_components(n_fit, d)})"
         return (
             f"{calibrator.method} was fitted on {n_fit} vectors for {k} whitened dimensions; it needs many more "
             f"vectors than dimensions (amplified noise directions make cosine unreliable): {advice}"

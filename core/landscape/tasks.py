@@ -1,7 +1,7 @@
 """Labelled classification tasks for fine-tuning: single texts or sentence pairs, with a held-out split.
 
 Built in: ``stsb`` (STS-B pairs, label 1 when the score is >= 3; train file for training, dev file held
-out), ``demo-topic`` (topic of each text of assets/demo_corpus.csv, 8 classes) and ``demo-pairs``
+out), ``demo-topic`` (topic of each text of assets/demo_corpus.csv, one class per topic) and ``demo-pairs``
 (assets/demo_pairs.csv, similar when score >= 3). Anything else is a user file with a header row
 ``text,label`` or ``sentence1,sentence2,label`` (CSV, TSV, JSONL or Parquet).
 """

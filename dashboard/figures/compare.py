@@ -34,6 +34,33 @@ def describe(name: str, init: str, pooling: str, calibration: str) -> str:
     return f"{name}{random} · {pooling}{cal}"
 
 
+HUB_SKEWNESS = 3.0  # k-occurrence skewness above this: hubs (a few texts are many texts' neighbour)
+
+
+def _hubs(skewness: float) -> str:
+    return "strong hubs" if skewness > HUB_SKEWNESS else "no strong hubs"
+
+
+def plain_summary(report: Comparison) -> str:
+    """What the headline numbers mean, in one paragraph built from them (issue 26: the page was 5,000 px of
+    numbers with no reading): neighbours kept, CKA, hubs on each side."""
+    k, kept = report.overlap.k, report.overlap_at_k
+    cka, debiased = report.cka_linear, report.cka_debiased
+    geometry = (
+        "nearly the same geometry (up to rotation and scale)"
+        if cka > 0.9
+        else "a related geometry"
+        if cka > 0.5
+        else "a largely different geometry"
+    )
+    a, b = report.hubness_a.skewness, report.hubness_b.skewness
+    return (
+        f"These two spaces share {kept:.0%} of each text's {k} nearest neighbours (Jaccard overlap@{k}). "
+        f"CKA says {cka:.2f} (debiased {debiased:.2f}): {geometry}. "
+        f"Hubs: A has {_hubs(a)} (skewness {a:.1f}), B has {_hubs(b)} (skewness {b:.1f})."
+    )
+
+
 def heatmap(matrix: np.ndarray, rows: list[str], cols: list[str], title: str) -> go.Figure:
     """``matrix`` (len(rows), len(cols)) with its values written in the cells; A down, B across."""
     fig = go.Figure(

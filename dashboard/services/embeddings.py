@@ -13,7 +13,7 @@ import numpy as np
 import streamlit as st
 
 from isoscope.cache import ArrayCache, make_key
-from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors, texts
+from isoscope.dashboard.services.keyed import HASH_FUNCS, Joined, Texts, Vectors, texts
 from isoscope.dashboard.services.models import encoder
 from isoscope.encode.embed import EmbedConfig, encode_many
 from isoscope.encode.engines import engine_in_use, fastest_fp32_encoder
@@ -49,12 +49,25 @@ def _embed_many(model: str, items: Texts, poolings: tuple[str, ...], max_length:
         bar.empty()
 
 
+def _embed_joined(model: str, items: Joined, poolings: tuple[str, ...], max_length: int) -> dict[str, np.ndarray]:
+    """Each part embedded as itself (cached), then the rows of each text's first occurrence."""
+    parts = [_embed_many(model, part, poolings, max_length) for part in items.parts]
+    first: dict[str, int] = {}
+    for i, t in enumerate(t for part in items.parts for t in part.items):
+        first.setdefault(t, i)
+    rows = np.fromiter(first.values(), dtype=np.int64, count=len(first))  # (n,) in the order of items
+    return {p: np.concatenate([a[p] for a in parts])[rows] for p in poolings}
+
+
 def embed_many(
     model: str, items: Sequence[str] | Texts, poolings: Sequence[str], max_length: int
 ) -> dict[str, Vectors]:
     """Pooled embeddings of ``items``, one (n, d) float32 ``Vectors`` per pooling, from one forward pass."""
     items = items if isinstance(items, Texts) else texts(items)
-    arrays = _embed_many(model, items, tuple(poolings), max_length)
+    if isinstance(items, Joined) and len(items.parts) > 1:
+        arrays = _embed_joined(model, items, tuple(poolings), max_length)
+    else:
+        arrays = _embed_many(model, items, tuple(poolings), max_length)
     return {p: Vectors(make_key("emb", model, p, max_length, items.key), a) for p, a in arrays.items()}
 
 

@@ -24,6 +24,7 @@ from isoscope.dashboard.ui.calibration import (
     calibrated_space,
     calibration_controls,
     fit_texts,
+    safe_default,
     warn_fit_size,
 )
 from isoscope.dashboard.ui.controls import clamp, run_button
@@ -80,6 +81,7 @@ __all__ = [
     "pairs_input",
     "plot_text",
     "run_button",
+    "safe_default",
     "scored_pairs_input",
     "settings",
     "show_warnings",

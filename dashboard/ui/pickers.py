@@ -43,7 +43,7 @@ def pairs_input(key: str = "pairs") -> Pairs | None:
         return launched
     if source == PAIRS_SOURCES[0]:
         pairs = data_service.demo_pairs()
-        st.caption(f"{len(pairs)} hand-written pairs with gold scores 0-5 (assets/demo_pairs.csv).")
+        st.caption(f"{len(pairs):,} hand-written pairs with gold scores 0-5 (assets/demo_pairs.csv).")
         return pairs
     if source == PAIRS_SOURCES[1]:
         return uploaded(
@@ -97,7 +97,7 @@ def corpus_from(source: str, key: str = "corpus") -> Corpus | None:
         source = CORPUS_SOURCES[0]
     if source == CORPUS_SOURCES[0]:
         corpus = data_service.demo_corpus()
-        st.caption(f"{len(corpus)} hand-written texts over 8 topics (assets/demo_corpus.csv).")
+        st.caption(f"{demo_corpus_summary(corpus)} (assets/demo_corpus.csv).")
         return corpus
     return uploaded(
         key,
@@ -105,6 +105,16 @@ def corpus_from(source: str, key: str = "corpus") -> Corpus | None:
         CORPUS_FORMATS,
         data_service.parse_corpus,
     )
+
+
+def demo_corpus_summary(corpus: Corpus) -> str:
+    """ "4,846 hand-written texts over 31 topics in 11 styles", counted from the file."""
+    counts = [
+        f"{corpus.meta[c].nunique()} {word}"
+        for c, word in (("topic", "topics"), ("source", "styles"))
+        if c in corpus.meta.columns
+    ]
+    return f"{len(corpus):,} hand-written texts" + (f" over {' in '.join(counts)}" if counts else "")
 
 
 def corpus_input(key: str = "corpus") -> Corpus | None:

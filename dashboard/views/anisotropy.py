@@ -33,10 +33,12 @@ corpus = ui.space_corpus("ani")
 if corpus is None:
     st.stop()
 texts = corpus.texts
+# fitted on the corpus itself: on a corpus too small to whiten every dimension the default is whitening:K
+defaults = [ui.safe_default(m, len(texts), s.hidden_size) for m in ("whitening", "sn+abtt:3")]
 methods = st.multiselect(
     "Calibrators to compare",
-    ["whitening", "sn", "abtt:3", "sn+abtt:3", "flow"],
-    default=["whitening", "sn+abtt:3"],
+    list(dict.fromkeys([*defaults, "whitening", "whitening:64", "sn", "abtt:3", "sn+abtt:3", "flow"])),
+    default=defaults,
     key="ani_methods",
     help=ui.CALIBRATION_HELP,
 )
@@ -52,6 +54,8 @@ for m in methods:
         spaces[m] = calibration.calibrated(m, "", raw, raw)  # fitted on the corpus itself
     except InputError as exc:
         ui.user_error(exc)
+        continue
+    ui.warn_fit_size(calibration.fit_calibrator(m, "", raw), raw.array)
 
 rows = {name: geometry.metrics_of(x) for name, x in spaces.items()}
 table = pd.DataFrame(rows).T

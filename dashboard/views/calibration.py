@@ -12,7 +12,6 @@ import pandas as pd
 import streamlit as st
 
 from isoscope.anatomy.poolings import best_row
-from isoscope.cache import text_digest
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures.scores import flow_training, spearman_grid, spearman_heatmap
 from isoscope.dashboard.services import calibration
@@ -32,13 +31,13 @@ st.caption(
 
 pairs = ui.scored_pairs_input("calp", "Calibration is evaluated with")
 
-cal = ui.calibration_controls("calp", default="flow", include_none=False)
 fit = ui.fit_texts("calp", pairs.texts)
 if fit is None:
     st.stop()
 fit_on, fit_label = fit
 space = ui.space()
-inputs = (pairs_key(pairs), text_digest(fit_on), s.model if space.is_model else space.key, s.max_length)
+cal = ui.calibration_controls("calp", default="flow", include_none=False, n_fit=len(fit_on))
+inputs = (pairs_key(pairs), fit_on.key, s.model if space.is_model else space.key, s.max_length)
 if not ui.run_button("Fit calibrator", "calp_fit", (*inputs, cal, s.pooling), type="primary"):
     st.info(f"Press **Fit calibrator** to fit {cal.method} on {ui.literal(fit_label)} with {ui.space_name()}.")
 else:
@@ -102,7 +101,8 @@ st.subheader("Every pooling x every calibrator")
 st.caption(
     "Spearman (x100) on the loaded pairs, each calibrator fitted on the chosen fit texts for that pooling. "
     "On a model already fine-tuned for similarity (like all-MiniLM-L6-v2 with mean pooling), calibration "
-    "often lowers the score; it helps most where the space is strongly anisotropic (e.g. cls pooling)."
+    "can add little and full whitening lowers the score (it amplifies the weakest, noisiest directions); "
+    "whitening that keeps the top K components helps where the space is anisotropic (cls, first_last_avg)."
 )
 t1, t2 = st.columns(2)
 if space.is_model:
@@ -119,8 +119,8 @@ else:  # the file's vectors are pooled already
     t1.caption(f"One space: {ui.literal(space.label)} (its vectors are pooled already).")
 methods = t2.multiselect(
     "Calibrators",
-    ["none", "whitening", "whitening:128", "sn", "abtt:3", "sn+abtt:3", "flow"],
-    default=["none", "whitening", "sn+abtt:3", "flow"],
+    ["none", "whitening", "whitening:64", "whitening:128", "sn", "abtt:3", "sn+abtt:3", "flow"],
+    default=["none", "whitening", "whitening:64", "sn+abtt:3"],  # a flow per pooling: add it (minutes)
     key="calp_tm",
 )
 table_request = (*inputs, tuple(table_poolings), tuple(methods), cal.flow_json)

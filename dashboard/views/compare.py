@@ -173,6 +173,7 @@ label_a, label_b = (
     for space, choice in ((space_a, choice_a), (space_b, choice_b))
 )
 st.markdown(f"**A:** {ui.literal(label_a)}  \n**B:** {ui.literal(label_b)}")
+st.info(figures.plain_summary(report), icon=":material/lightbulb:")
 
 m = st.columns(5)
 m[0].metric(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from isoscope.dashboard import ui
-from isoscope.dashboard.figures.frequency import norm_vs_rank
+from isoscope.dashboard.figures.frequency import buckets_table, norm_vs_rank
 from isoscope.dashboard.services import geometry
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError
@@ -52,7 +52,7 @@ st.subheader("Norm vs frequency rank")
 ui.chart(norm_vs_rank(result.tokens), "frequency_norm")
 
 st.subheader("By frequency bucket")
-st.dataframe(result.buckets, width="stretch", hide_index=True)
+st.dataframe(buckets_table(result.buckets), width="stretch", hide_index=True)
 ui.download_table(result.buckets, "frequency_buckets")
 with st.expander("Per-token table"):
     st.dataframe(result.tokens, width="stretch", hide_index=True)

@@ -180,7 +180,8 @@ if view.seeds.empty:
 else:
     st.dataframe(headline_table(view.seeds), width="stretch", hide_index=True)
     st.caption(
-        f"Mean ± sample sd over {n_seeds} seed{'s' if n_seeds != 1 else ''} (each seed repeats sampling, head "
+        (f"Mean ± sample sd over {n_seeds} seeds" if n_seeds > 1 else "One seed, so no spread to show")
+        + " (each seed repeats sampling, head "
         "init, scratch init and data order). scale_invariant: yes for the filter-normalised sharpness, no for "
         "the Hessian eigenvalue and the grid curvature, blank where the question does not apply."
     )

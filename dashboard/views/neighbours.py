@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from isoscope.cache import text_digest
+from isoscope.calibrate.methods import describe_method
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures.neighbours import changed_table, neighbour_table, overlap_bars, styled
 from isoscope.dashboard.services import calibration, data, embeddings, neighbours
@@ -168,7 +169,7 @@ with left:
     st.dataframe(styled(raw_table), width="stretch", hide_index=True)
     ui.download_table(raw_table, "neighbours_raw")
 with right:
-    st.markdown(f"**Calibrated** ({ui.literal(cal.method)})")
+    st.markdown(f"**Calibrated** ({ui.literal(cal.method)})", help=describe_method(cal.method))
     st.dataframe(styled(cal_table), width="stretch", hide_index=True)
     ui.download_table(cal_table, "neighbours_calibrated")
 st.caption(

@@ -9,13 +9,16 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from isoscope.data import load_corpus
+from isoscope.paths import DEMO_CORPUS
+from tests.conftest import private_cache
 from tests.dashboard.conftest import APP
 
 
 @pytest.fixture()
 def atlas_app(tmp_path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("ISOSCOPE_CACHE", str(tmp_path / "cache"))
-    at = AppTest.from_file(APP, default_timeout=300)
+    monkeypatch.setenv("ISOSCOPE_CACHE", str(private_cache(tmp_path / "cache")))
+    at = AppTest.from_file(APP, default_timeout=900)  # the first build of the 4,846-text demo atlas
     at.session_state["atlas_layout"] = "pca"
     at.switch_page("views/atlas.py").run()
     assert not at.exception, at.exception
@@ -39,13 +42,14 @@ def test_demo_corpus_every_point_live_with_labels_and_contours(atlas_app: AppTes
     at = atlas_app
     spec = deck(at)
     points = layer(spec, "points")
-    assert len(points["data"]) == 336 and sorted(p["i"] for p in points["data"]) == list(range(336))
+    n = len(load_corpus(DEMO_CORPUS))
+    assert len(points["data"]) == n and sorted(p["i"] for p in points["data"]) == list(range(n))
     assert layer(spec, "all-points") is None  # small corpora: every point is a live point, no image
     assert layer(spec, "contours")["image"].startswith("data:image/png;base64,")
     labels = layer(spec, "labels")["data"]
     assert labels and all(lab["label"] for lab in labels)
     assert spec["views"][0]["@@type"] == "OrthographicView"
-    assert "336 points drawn" in captions(at)
+    assert f"{n:,} points drawn" in captions(at)
     tip = points["data"][0]["t"]
     assert tip.startswith("#0 · cluster") and "<" not in spec["layers"][0].get("getFillColor", "")
 

@@ -181,8 +181,11 @@ def seed_landscape_result(root: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def streamlit_server(chromium_executable: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """The app on a private cache folder that holds one small stored landscape experiment.
+def streamlit_server(
+    chromium_executable: str, tmp_path_factory: pytest.TempPathFactory, session_cache: Path
+) -> Iterator[Server]:
+    """The app on a private cache folder that holds one small stored landscape experiment, its embeddings
+    shared with the rest of the session (the demo is embedded once per session, not once more for the browser).
 
     Under ``make screenshots`` (ISOSCOPE_SCREENSHOTS=1) it uses the user's own cache instead, so the README
     shows the experiment made with the real model (``python -m isoscope landscape ...``, see the README).
@@ -190,6 +193,8 @@ def streamlit_server(chromium_executable: str, tmp_path_factory: pytest.TempPath
     env = {}
     if os.environ.get("ISOSCOPE_SCREENSHOTS") != "1":
         cache = tmp_path_factory.mktemp("isoscope-cache")
+        (session_cache / "embeddings").mkdir(exist_ok=True)
+        (cache / "embeddings").symlink_to(session_cache / "embeddings", target_is_directory=True)
         seed_landscape_result(cache / "landscape")
         env["ISOSCOPE_CACHE"] = str(cache)
     server = start_server(tmp_path_factory.mktemp("streamlit") / "server.log", env)

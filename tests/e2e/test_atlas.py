@@ -7,6 +7,8 @@ import io
 
 import numpy as np
 
+from isoscope.data import load_corpus
+from isoscope.paths import DEMO_CORPUS
 from tests.e2e import browser as b
 
 BUILD_TIMEOUT_MS = 600_000  # the first visit builds the demo atlas (UMAP compiles its code once)
@@ -44,7 +46,7 @@ def highlighted_pixel(page) -> tuple[float, float]:
 def test_search_select_and_open_in_neighbours(page, screenshots) -> None:
     open_atlas(page)
     b.assert_clean(page)
-    assert "336 points drawn" in b.captions(page)
+    assert f"{len(load_corpus(DEMO_CORPUS)):,} points drawn" in b.captions(page)
     assert page.locator('[data-testid="stDeckGlJsonChart"] canvas').count() >= 1
 
     b.type_text(page, "Search the texts", "football")

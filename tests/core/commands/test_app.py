@@ -181,3 +181,32 @@ def test_served_headers_forbid_framing(tmp_path: Path, classroom: bool) -> None:
 
 
 CODE = "TEST-CODE-17"
+
+
+def test_a_busy_port_is_refused_before_an_address_is_printed(cli, capsys) -> None:
+    """Issue 26: ``--port P`` printed "Isoscope at http://localhost:P", then Streamlit's "Port P is not
+    available", exit 0, and the browser showed whatever else listened there. Now: exit 2, one line, the next
+    free port, and nothing started."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert cli(["app", "--port", str(port)]) == 2
+        line = one_error_line(capsys)
+    assert f"port {port} is already in use" in line and "Isoscope at" not in line
+    free = int(line.rsplit("--port ", 1)[1])
+    assert free > port
+    with socket.socket() as s:  # the port it names can be bound
+        s.bind(("127.0.0.1", free))
+
+
+def test_a_port_taken_on_every_interface_is_busy_for_localhost_too() -> None:
+    from isoscope.dashboard.launch import port_taken
+
+    with socket.socket() as busy:
+        busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        busy.bind(("0.0.0.0", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert port_taken("127.0.0.1", port) and port_taken("0.0.0.0", port)
+    assert not port_taken("127.0.0.1", port)
