@@ -58,6 +58,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "isoscope.commands.sweep",
         "geometry and STS score as vectors shrink: fp32, int8, binary, first-k and PCA-k",
     ),
+    "report": (
+        "isoscope.commands.report",
+        "write one self-contained HTML report of a space: anisotropy, layers, hubness, what whitening changes, a map",
+    ),
     "app": (
         "isoscope.commands.app",
         "start the dashboard (optionally on a data file, like `isoscope app corpus.parquet`)",

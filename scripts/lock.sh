@@ -2,7 +2,7 @@
 # `make lock`: resolve pyproject.toml's ranges in clean venvs and pin the result, so every fresh machine
 # installs the versions CI tested:
 #   requirements.txt      the package and its dependencies (what `make run` installs)
-#   requirements-dev.txt  plus the dev and ray extras (what `make test` installs)
+#   requirements-dev.txt  plus the dev, ray and notebook extras (what `make test` installs)
 # torch is pinned to 2.13.0, the CPU wheel on every machine's disk (the local "+cpu" label is dropped so the
 # same line matches the CPU build on x86-64 and ARM).
 set -euo pipefail
@@ -25,4 +25,4 @@ lock() {  # lock EXTRAS OUTPUT
 }
 
 lock "" requirements.txt
-lock "[dev,ray]" requirements-dev.txt
+lock "[dev,ray,notebook]" requirements-dev.txt

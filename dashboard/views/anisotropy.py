@@ -11,16 +11,7 @@ from isoscope.dashboard.services import calibration, embeddings, geometry
 from isoscope.dashboard.services.keyed import Vectors
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError
-
-METRIC_HELP = {
-    "avg_cosine": "mean cosine of random pairs (0 = isotropic; Ethayarajh 2019)",
-    "isoscore": "IsoScore (Rudman et al. 2022): 1 = all directions used equally, 0 = one direction",
-    "partition_isotropy": "min/max of the partition function over principal directions (Mu & Viswanath 2018)",
-    "effective_rank": "exp of the entropy of the normalised singular values",
-    "explained_variance_top1": "share of variance on the first principal component",
-    "explained_variance_top10": "share of variance on the first ten principal components",
-    "uniformity": "log mean exp(-2 |x - y|^2) on the unit sphere (Wang & Isola 2020); lower is more uniform",
-}
+from isoscope.geometry.options import METRIC_HELP
 
 s = ui.settings()
 st.title("Anisotropy")
