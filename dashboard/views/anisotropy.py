@@ -8,6 +8,7 @@ import streamlit as st
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures.anisotropy import cosine_histograms, layer_heatmap, spectra
 from isoscope.dashboard.services import calibration, embeddings, geometry
+from isoscope.dashboard.services import report as reports
 from isoscope.dashboard.services.keyed import Vectors
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError
@@ -67,3 +68,12 @@ ui.chart(layer_heatmap(per_layer), "layer_metrics")
 with st.expander("Per-layer table"):
     st.dataframe(per_layer.style.format("{:.3f}"), width="stretch")
 ui.download_table(per_layer.reset_index(), "layer_metrics")
+
+st.subheader("Report")
+vs = methods[0] if methods else "whitening"
+st.caption(f"All of this (and hubness, what {vs} changes in the neighbourhoods, a map) in one HTML file to mail.")
+ui.report_download(
+    "anisotropy",
+    (s.model, raw.key, s.pooling, vs),
+    lambda: reports.space_report(s.model, keyed_texts(texts), s.pooling, s.max_length, vs, corpus.meta),
+)
