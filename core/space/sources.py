@@ -139,7 +139,14 @@ def as_texts(texts: Any, n: int | None, name: str = "texts") -> list[str] | None
     items = list(texts.tolist() if hasattr(texts, "tolist") else texts)
     if n is not None and len(items) != n:
         raise InputError(f"{name}: {len(items)} texts for {n} vectors; give one text per row")
-    return ["" if t is None else str(t) for t in items]
+    return [_text(t) for t in items]
+
+
+def _text(value: Any) -> str:
+    """A text cell as str; missing values (None, NaN, pandas' NA) as the empty text."""
+    if value is None or (isinstance(value, float) and value != value) or type(value).__name__ == "NAType":
+        return ""
+    return str(value)
 
 
 def as_metadata(metadata: Any, n: int) -> pd.DataFrame:

@@ -282,14 +282,15 @@ class Space:
         if isinstance(query, int | np.integer) and not isinstance(query, bool):
             if not 0 <= int(query) < len(self):
                 raise InputError(f"row {query} is outside the space's {len(self):,} rows")
-            q, exclude, asked = X[int(query)], np.array([int(query)]), f"row {int(query)}"
+            Q, exclude, asked = X[[int(query)]], np.array([int(query)]), f"row {int(query)}"  # (1, d) unit
         elif isinstance(query, str):
-            q, asked = self.embed_texts([query], progress=False), query
+            Q, asked = as_unit_float32(self.embed_texts([query], progress=False), "query"), query
         else:
             q, asked = np.asarray(query, np.float32), "a vector"
             if q.ndim != 1 or q.shape[0] != X.shape[1]:
                 raise InputError(f"a query vector must have {X.shape[1]} values, got shape {q.shape}")
-        scores, ids = exact_topk(X, as_unit_float32(q, "query"), k, exclude=exclude)
+            Q = as_unit_float32(q, "query")
+        scores, ids = exact_topk(X, Q, k, exclude=exclude)
         frame = pd.DataFrame({"rank": np.arange(1, ids.shape[1] + 1), "id": ids[0], "cosine": scores[0]})
         if self.texts is not None:
             frame["text"] = [self.texts[i] for i in ids[0]]

@@ -98,7 +98,7 @@ def _scatter(frame: pd.DataFrame, colour_name: str, categorical: bool, height: i
     scatter = js.Scatter(x="x", y="y", data=frame, height=height, axes=False, lasso_initiator=False)
     scatter.size(default=size or _point_size(len(frame)))
     if colour_name:
-        scatter.color(by=colour_name, map="glasbey" if categorical else "viridis")
+        scatter.color(by=colour_name, map="auto" if categorical else "viridis")
         scatter.legend(True)
     properties = [colour_name] if colour_name else []
     scatter.tooltip(True, properties=properties, preview="text", preview_type="text", preview_text_lines=6)

@@ -30,7 +30,7 @@ def test_the_map_draws_every_point_with_its_text(space) -> None:
     assert len(frame) == 50 and frame["row"].tolist() == list(range(50))
     np.testing.assert_allclose(frame[["x", "y"]].to_numpy(), space.project("pca").coords, rtol=0, atol=0)
     assert frame["text"].iloc[3] == "<b>text</b> 3"  # kept as text: the widget sets textContent
-    assert m.widget.color_by == "topic"
+    assert m.scatter.color()["by"] == "topic"
     bundle = m._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in (bundle[0] if isinstance(bundle, tuple) else bundle)
 
