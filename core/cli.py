@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None, encoder: object | None = None) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     args.preloaded_encoder = encoder
+    args.argv = argv  # the command line as given (the report records how it was made)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:
         args._run(args)
