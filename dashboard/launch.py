@@ -30,12 +30,14 @@ from importlib import resources
 from pathlib import Path
 
 from isoscope.data.limits import ENV_VARS as LIMIT_ENV_VARS
+from isoscope.encode.endpoints import ENV_ALLOW_ENDPOINTS, ENV_CLASSROOM
 from isoscope.errors import InputError
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud or from a board
 MIN_CODE_CHARS = 6  # letters or digits of an access code
 # what the server process reads (dashboard/classroom.py, dashboard/services/data.py)
-ENV_CLASSROOM = "ISOSCOPE_CLASSROOM"  # "1" in classroom mode
+# ENV_CLASSROOM ("1" in classroom mode) and ENV_ALLOW_ENDPOINTS ("1": students may use embeddings endpoints, which
+# spend the server's API key) are defined in isoscope.encode.endpoints, whose client enforces them
 ENV_CODE_HASH = "ISOSCOPE_ACCESS_CODE_SHA256"  # hex SHA-256 of the access code: the server never holds the code
 ENV_MODELS = "ISOSCOPE_ALLOWED_MODELS"  # JSON list of [label, path]
 ENV_DATA_FILE = "ISOSCOPE_DATA_FILE"  # the file `isoscope app DATA_FILE` opens
@@ -65,6 +67,7 @@ class ServerOptions:
     max_rows: int | None = None  # default: ISOSCOPE_MAX_ROWS or 50,000, classroom 20,000
     data_file: str | None = None
     text_column: str | None = None
+    allow_endpoints: bool = False  # classroom: students may use embeddings endpoints (openai:NAME)
 
     @property
     def bind_host(self) -> str:
@@ -169,8 +172,8 @@ def classroom_environment(
 ) -> tuple[dict[str, str], str | None]:
     """(environment for the server, the access code to print) in classroom mode; ({}, None) otherwise."""
     if not options.classroom:
-        if options.access_code or options.allow_models:
-            raise InputError("--access-code and --allow-model need --classroom")
+        if options.access_code or options.allow_models or options.allow_endpoints:
+            raise InputError("--access-code, --allow-model and --allow-endpoints need --classroom")
         return {}, None
     environ = os.environ if environ is None else environ
     code = options.access_code or environ.get(ENV_ACCESS_CODE) or new_access_code()
@@ -181,6 +184,8 @@ def classroom_environment(
         ENV_CODE_HASH: code_hash(code),
         ENV_MODELS: json.dumps(allowed_models(options.allow_models)),
     }
+    if options.allow_endpoints:
+        env[ENV_ALLOW_ENDPOINTS] = "1"
     return env, code
 
 

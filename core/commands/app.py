@@ -48,6 +48,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="classroom: a model folder students may choose besides the embedded one (repeat for more)",
     )
     p.add_argument(
+        "--allow-endpoints",
+        action="store_true",
+        help="classroom: let students use embeddings endpoints (openai:NAME models), which spend this server's API "
+        "key (off by default)",
+    )
+    p.add_argument(
         "--max-upload-mb",
         type=int,
         default=None,
@@ -79,6 +85,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         max_rows=args.max_rows,
         data_file=args.data_file,
         text_column=args.text_column,
+        allow_endpoints=args.allow_endpoints,
     )
 
 
