@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from collections.abc import Sequence
@@ -121,13 +120,6 @@ def as_matrix(x: Any, name: str = "vectors") -> np.ndarray:
         shown = ", ".join(map(str, bad[:SHOWN_BAD_ROWS])) + (", ..." if len(bad) > SHOWN_BAD_ROWS else "")
         raise InputError(f"{name}: {len(bad)} row(s) contain NaN or infinite values (rows {shown}); fix them first")
     return out
-
-
-def vectors_digest(x: np.ndarray) -> str:
-    """SHA-256 of a float32 array's shape and bytes: the provenance of vectors given as an array."""
-    h = hashlib.sha256(f"{x.shape}".encode())
-    h.update(np.ascontiguousarray(x, np.float32).data)
-    return h.hexdigest()
 
 
 def as_texts(texts: Any, n: int | None, name: str = "texts") -> list[str] | None:

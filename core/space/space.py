@@ -2,6 +2,7 @@
 on it, as methods that call the library's own functions.
 
 space = isoscope.embed(texts, pooling="mean")          # or isoscope.Space(vectors, texts, metadata)
+space = isoscope.Space.from_file("openai.parquet:emb")  # vectors computed elsewhere (isoscope.data.vectors)
 space.geometry()                                        # the Anisotropy page's metrics (a DataFrame)
 white = space.calibrate("whitening")                    # a new Space; white.calibrator is the fitted one
 white.neighbours("a query", k=5); space.sts("pairs.csv"); space.project("umap"); space.map(color="topic")
@@ -83,6 +84,33 @@ class Space:
             setattr(space, key, value)
         return space
 
+    @classmethod
+    def from_file(
+        cls,
+        source: str | Path,
+        column: str | None = None,
+        text_column: str | None = None,
+        texts: str | Path | None = None,
+        name: str | None = None,
+        *,
+        cache: bool | str | ArrayCache = True,
+    ) -> Space:
+        """Vectors computed elsewhere, read by the bounded loader ``isoscope.data.load_vector_file``: ``.npy``,
+        Parquet, Arrow/Feather, ``.safetensors`` or a Hugging Face datasets folder (``FILE:COLUMN`` names the
+        vector column). The file's text column (``text_column``, default text/sentence/...) or a ``texts`` file
+        (one text per vector, for .npy and .safetensors) gives the texts; the file's other columns the metadata.
+        The space's provenance is the file, its column, stored dtype and the digest of the decoded vectors."""
+        from isoscope.data import load_vector_file
+
+        table = load_vector_file(source, column=column, text_column=text_column, texts=texts)
+        space = cls(table.vectors, table.texts, table.meta, name or table.name, cache=cache)
+        space.origin = {"source": "file", "path": table.name, **table.origin.to_dict()}
+        space.origin["fingerprint"] = table.origin.fingerprint
+        space.warnings = list(table.warnings)
+        for warning in space.warnings:
+            log.warning("%s", warning)
+        return space
+
     # ------------------------------------------------------------ what it is
 
     def __len__(self) -> int:
@@ -110,7 +138,9 @@ class Space:
     def digest(self) -> str:
         """SHA-256 of the vectors (shape and float32 bytes)."""
         if "digest" not in self._memo:
-            self._memo["digest"] = sources.vectors_digest(self.vectors)
+            from isoscope.data.vectors import vectors_digest
+
+            self._memo["digest"] = vectors_digest(self.vectors)
         return self._memo["digest"]
 
     @property
@@ -432,7 +462,7 @@ class Space:
         source = (
             f"{prov.get('model')} · {prov.get('pooling')} pooling"
             if self.embedding is not None
-            else f"{prov.get('source')} {prov.get('path', '')}".strip()
+            else f"vectors from {prov.get('path') or prov.get('source')}"
         )
         sv = quick[2]
         notes = list(self.warnings)

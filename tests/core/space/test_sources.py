@@ -8,9 +8,10 @@ import pyarrow as pa
 import pytest
 import torch
 
+from isoscope.data.vectors import vectors_digest
 from isoscope.errors import InputError
 from isoscope.space import Space
-from isoscope.space.sources import as_matrix, as_metadata, as_texts, vectors_digest
+from isoscope.space.sources import as_matrix, as_metadata, as_texts
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(7, 5)).astype(np.float32)
@@ -114,3 +115,32 @@ def test_a_space_keeps_a_read_only_view_and_the_digest_of_what_it_holds() -> Non
     mask = np.zeros(7, bool)
     mask[[0, 6]] = True
     assert space[mask].texts == ["t0", "t6"]
+
+
+def test_a_space_from_a_vectors_file_keeps_its_texts_metadata_and_provenance(tmp_path) -> None:
+    from tests.vector_files import write_parquet
+
+    texts = [f"text {i}" for i in range(7)]
+    path = write_parquet(tmp_path / "v.parquet", X, texts, extra={"topic": list("aabbccd")})
+    space = Space.from_file(f"{path}:emb", cache=False)
+    np.testing.assert_array_equal(space.vectors, X)
+    assert space.texts == texts and space.metadata["topic"].tolist() == list("aabbccd")
+    p = space.provenance
+    assert p["source"] == "file" and p["file"] == "v.parquet" and p["column"] == "emb" and p["dtype"] == "float32"
+    assert p["digest"] == space.digest == vectors_digest(X) and p["fingerprint"].startswith("vectors-")
+    assert "vectors from v.parquet:emb" in space._repr_html_()
+    assert space.neighbours(0, k=2)["id"].tolist() == Space(X).neighbours(0, k=2)["id"].tolist()
+    with pytest.raises(InputError, match="cannot embed new texts"):
+        space.embed_texts(["a new text"])
+
+
+def test_a_space_from_npy_takes_its_texts_from_a_texts_file(tmp_path) -> None:
+    np.save(tmp_path / "v.npy", X.astype(np.float16))
+    (tmp_path / "t.txt").write_text("".join(f"line {i}\n" for i in range(7)), encoding="utf-8")
+    space = Space.from_file(tmp_path / "v.npy", texts=tmp_path / "t.txt", name="half", cache=False)
+    np.testing.assert_array_equal(space.vectors, X.astype(np.float16).astype(np.float32))
+    assert space.name == "half" and space.texts[6] == "line 6" and space.provenance["dtype"] == "float16"
+    assert any("float16" in w for w in space.warnings)
+    (tmp_path / "six.txt").write_text("".join(f"line {i}\n" for i in range(6)), encoding="utf-8")
+    with pytest.raises(InputError, match=r"6 texts .* for the 7 rows"):
+        Space.from_file(tmp_path / "v.npy", texts=tmp_path / "six.txt", cache=False)
