@@ -1,7 +1,8 @@
 """``python -m isoscope report``: a space measured and written as one self-contained HTML file.
 
 The space is the texts of ``--input`` (a corpus or a pairs file; by default the sentences of ``--pairs``) through
-``--model`` and ``--pooling``; the report compares it with its ``--vs`` calibration (fitted on the same texts,
+``--model`` and ``--pooling``, or the vectors of ``--vectors FILE[:COLUMN]`` computed elsewhere (their texts from
+the file's text column or from ``--input``, a texts file); the report compares it with its ``--vs`` calibration (fitted on the same texts,
 no labels) and scores STS on ``--pairs`` when they have gold scores (``isoscope.space.report``).
 """
 
@@ -14,6 +15,7 @@ import sys
 from isoscope.calibrate.methods import methods_help
 from isoscope.commands.common import add_json_argument, add_model_arguments, emit
 from isoscope.data.inputs import INPUT_KINDS
+from isoscope.data.vectors import FORMATS_HELP
 from isoscope.errors import InputError
 
 MAP_CHOICES: tuple[str, ...] = ("auto", "pca", "umap", "tsne")
@@ -21,6 +23,12 @@ MAP_CHOICES: tuple[str, ...] = ("auto", "pca", "umap", "tsne")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", default=None, help="texts: a corpus or a pairs file (default: the sentences of --pairs)")
+    p.add_argument(
+        "--vectors",
+        default=None,
+        metavar="FILE[:COLUMN]",
+        help=f"vectors computed elsewhere instead of --model ({FORMATS_HELP}); --input is then their texts file",
+    )
     p.add_argument("--kind", choices=INPUT_KINDS, default="auto", help="how to read --input (default: auto)")
     p.add_argument("--text-column", default=None, help="corpus: column holding the texts (default: text)")
     p.add_argument("--pairs", default=None, help="scored pairs (sentence1, sentence2, score): STS raw and calibrated")
@@ -49,8 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _check(args: argparse.Namespace) -> None:
     from isoscope.calibrate import make_calibrator
 
-    if args.input is None and args.pairs is None:
-        raise InputError("give the texts with --input (a corpus or a pairs file) or --pairs")
+    if args.input is None and args.pairs is None and args.vectors is None:
+        raise InputError("give the texts with --input (a corpus or a pairs file) or --pairs, or --vectors")
     if args.k < 1:
         raise InputError(f"--k must be >= 1; got {args.k}")
     if args.map_points < 10:
@@ -61,9 +69,7 @@ def _check(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> dict:
     from pathlib import Path
 
-    from isoscope.commands.common import cache_from_args, encoder_from_args
-    from isoscope.data import load_input, load_pairs
-    from isoscope.space import embed
+    from isoscope.data import load_pairs
     from isoscope.space.report import write
     from isoscope.space.report.build import build_space_report
     from isoscope.space.report.render import render
@@ -75,31 +81,17 @@ def run(args: argparse.Namespace) -> dict:
     pairs = load_pairs(args.pairs) if args.pairs else None
     if pairs is not None and pairs.scores is None:
         raise InputError(f"{pairs.name}: no score column; --pairs needs gold scores")
-    read = load_input(args.input, args.kind, args.text_column) if args.input else None
-    texts, meta = _distinct(read, read.texts if read is not None else pairs.texts, args.keep_duplicates)
-    if len(texts) < args.k + 1:
-        raise InputError(f"--k {args.k} needs at least {args.k + 1} distinct texts, got {len(texts)}")
-    encoder = encoder_from_args(args)
-    space = embed(
-        texts,
-        encoder,
-        args.pooling,
-        max_length=args.max_length,
-        batch_size=args.batch_size,
-        cache=cache_from_args(args) or False,
-        progress=not args.quiet,
-        metadata=meta,
-        name=Path(args.input or args.pairs).name,
-    )
-    if read is not None:
-        space.warnings += read.warnings
+    space = _vectors_space(args) if args.vectors else _model_space(args, pairs)
+    if len(space) < args.k + 1:
+        what = "vectors" if args.vectors else "distinct texts"
+        raise InputError(f"--k {args.k} needs at least {args.k + 1} {what}, got {len(space)}")
     command = "isoscope " + " ".join(shlex.quote(a) for a in (getattr(args, "argv", None) or sys.argv[1:]))
     report = build_space_report(
         space,
         vs=args.vs,
         pairs=pairs,
         k=args.k,
-        layers=not args.no_layers,
+        layers=not args.no_layers and space.embedding is not None,
         map=args.map,
         map_points=args.map_points,
         seed=args.seed,
@@ -118,6 +110,40 @@ def run(args: argparse.Namespace) -> dict:
     }
     emit(args, result, [*report.verdict, f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)", *report.warnings])
     return result
+
+
+def _model_space(args: argparse.Namespace, pairs):
+    from pathlib import Path
+
+    from isoscope.commands.common import cache_from_args, encoder_from_args
+    from isoscope.data import load_input
+    from isoscope.space import embed
+
+    read = load_input(args.input, args.kind, args.text_column) if args.input else None
+    texts, meta = _distinct(read, read.texts if read is not None else pairs.texts, args.keep_duplicates)
+    space = embed(
+        texts,
+        encoder_from_args(args),
+        args.pooling,
+        max_length=args.max_length,
+        batch_size=args.batch_size,
+        cache=cache_from_args(args) or False,
+        progress=not args.quiet,
+        metadata=meta,
+        name=Path(args.input or args.pairs).name,
+    )
+    if read is not None:
+        space.warnings += read.warnings
+    return space
+
+
+def _vectors_space(args: argparse.Namespace):
+    """The space of ``--vectors`` (the model options do not apply; ``--input`` is a texts file, one per vector)."""
+    from isoscope.space import Space
+
+    if args.model:
+        raise InputError("give --model or --vectors, not both: the vectors were computed elsewhere already")
+    return Space.from_file(args.vectors, text_column=args.text_column, texts=args.input, cache=False)
 
 
 def _distinct(read, texts: list[str], keep_duplicates: bool):

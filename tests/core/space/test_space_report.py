@@ -101,3 +101,28 @@ def test_the_report_command(cli_main, capsys, tmp_path: Path) -> None:
     assert "--input" in capsys.readouterr().err
     assert cli_main(["report", "--input", str(DEMO_CORPUS), "--vs", "nope", "--out", str(out)]) == 2
     assert cli_main(["report", "--pairs", str(DEMO_CORPUS), "--out", str(tmp_path)]) == 2
+
+
+def test_the_report_of_vectors_computed_elsewhere(capsys, tmp_path: Path) -> None:
+    """``--vectors FILE:COLUMN``: no model is loaded; the report names the file and its digest, has no layer
+    table, and scores STS on pairs whose sentences are among the file's texts."""
+    from isoscope.cli import main
+    from isoscope.data.vectors import vectors_digest
+    from tests.vector_files import write_parquet
+
+    rng = np.random.default_rng(0)
+    X = (rng.normal(size=(120, 16)) + 3.0).astype(np.float32)  # off-centre: anisotropic on purpose
+    texts = [f"sentence {i}" for i in range(120)]
+    write_parquet(tmp_path / "v.parquet", X, texts, extra={"topic": [f"t{i % 4}" for i in range(120)]})
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("".join(f"sentence {i},sentence {i + 1},{i % 6}\n" for i in range(0, 40, 2)), encoding="utf-8")
+    out = tmp_path / "r.html"
+    argv = ["report", "--vectors", f"{tmp_path / 'v.parquet'}:emb", "--pairs", str(pairs), "--vs", "whitening:8"]
+    assert main([*argv, "--map", "pca", "--k", "5", "--out", str(out), "--quiet", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["n_texts"] == 120
+    html = out.read_text(encoding="utf-8")
+    assert vectors_digest(X) in html and "v.parquet:emb" in html and 'id="layers"' not in html
+    assert embedded_data(html)["sts"] is not None and not external_references(html)
+    assert main([*argv, "--model", "some/model", "--out", str(out)]) == 2
+    assert "not both" in capsys.readouterr().err
