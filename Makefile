@@ -5,12 +5,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
 COMPAT := .venv-compat
+LAB    := .venv-lab
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test test-fast test-compat lint format bench screenshots browser lock clean
+.PHONY: run test test-fast test-compat test-lab lint format bench screenshots browser lock clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,13 +25,17 @@ $(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.installed
 	$(BIN)/pip install -q -r requirements-dev.txt
 	@touch $@
 
+$(VENV)/.notebook-installed: requirements-notebook.txt $(VENV)/.dev-installed  # the map widget, nbclient, ipykernel
+	$(BIN)/pip install -q -c requirements-dev.txt -r requirements-notebook.txt
+	@touch $@
+
 run: $(VENV)/.installed
 	$(BIN)/isoscope app --port $(PORT)
 
 browser:
 	@bash scripts/ensure_browser.sh
 
-test: $(VENV)/.dev-installed browser  # two workers (pytest-xdist); the browser tests share one of them
+test: $(VENV)/.notebook-installed browser  # two workers (pytest-xdist); the browser tests share one of them
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest -n 2 --dist loadgroup
@@ -45,6 +50,14 @@ test-compat: requirements-dev.txt  # tests/core against the newest transformers 
 	$(COMPAT)/bin/pip install -q --no-deps -e .
 	$(COMPAT)/bin/python -c "import transformers; print('transformers', transformers.__version__)"
 	$(COMPAT)/bin/pytest tests/core -q
+
+$(LAB)/.installed: requirements-lab.txt
+	test -x $(LAB)/bin/python || $(PYTHON) -m venv $(LAB)
+	$(LAB)/bin/pip install -q -r requirements-lab.txt
+	@touch $@
+
+test-lab: $(VENV)/.notebook-installed $(LAB)/.installed browser  # the map widget in a real JupyterLab (tests/lab)
+	ISOSCOPE_LAB=$(abspath $(LAB))/bin/jupyter-lab $(BIN)/pytest tests/lab -q
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
@@ -64,4 +77,4 @@ lock:  # re-resolve pyproject.toml's ranges and pin them (scripts/lock.sh)
 	PYTHON=$(PYTHON) bash scripts/lock.sh
 
 clean:
-	rm -rf $(VENV) $(COMPAT) .pytest_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) $(COMPAT) $(LAB) .pytest_cache .ruff_cache build *.egg-info

@@ -65,6 +65,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     spec.mkdir(parents=True)
     for d in (root, config, runtime):
         d.mkdir()
+    settings = base / "settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))  # no news toast
     argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     (spec / "kernel.json").write_text(
         json.dumps({"argv": argv, "display_name": "isoscope (test)", "language": "python"})
@@ -76,6 +79,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         JUPYTER_CONFIG_DIR=str(config),
         JUPYTER_RUNTIME_DIR=str(runtime),
         JUPYTER_PLATFORM_DIRS="1",
+        JUPYTERLAB_SETTINGS_DIR=str(base / "settings"),
         ISOSCOPE_CACHE=str(base / "cache"),
         HF_HUB_OFFLINE="1",
     )
@@ -89,7 +93,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         "--LabApp.news_url=",  # no request to the news feed
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         "--ServerApp.open_browser=False",
+        "--LabApp.extension_manager=readonly",  # no listing of extensions from PyPI
     ]
+    if os.geteuid() == 0:  # containers and CI machines often run as root
+        cmd.append("--allow-root")
     log = base / "lab.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
