@@ -15,7 +15,6 @@ import sys
 from isoscope.calibrate.methods import methods_help
 from isoscope.commands.common import add_json_argument, add_model_arguments, emit
 from isoscope.data.inputs import INPUT_KINDS
-from isoscope.data.vectors import FORMATS_HELP
 from isoscope.errors import InputError
 
 MAP_CHOICES: tuple[str, ...] = ("auto", "pca", "umap", "tsne")
@@ -27,7 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--vectors",
         default=None,
         metavar="FILE[:COLUMN]",
-        help=f"vectors computed elsewhere instead of --model ({FORMATS_HELP}); --input is then their texts file",
+        help="vectors computed elsewhere instead of --model (.npy, .parquet, .feather/.arrow, .safetensors or a "
+        "datasets folder); --input is then their texts file",
     )
     p.add_argument("--kind", choices=INPUT_KINDS, default="auto", help="how to read --input (default: auto)")
     p.add_argument("--text-column", default=None, help="corpus: column holding the texts (default: text)")
