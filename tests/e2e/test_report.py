@@ -48,10 +48,12 @@ def check_drawn(page, html: str) -> int:
         arg=figures,
         timeout=60_000,
     )
-    # every trace has points on the page: svg paths for svg traces, a gl canvas of nonzero size for scattergl
+    # every figure has marks on the page: a drawn svg path of a trace (bars, lines, markers), a heatmap image, or
+    # the canvas of a scattergl trace
     empty = page.evaluate(
         """() => [...document.querySelectorAll('.figure .js-plotly-plot')].filter(d =>
-            !d.querySelector('.plot path, .plot rect, .heatmaplayer image, canvas')).map(d => d.id)"""
+            ![...d.querySelectorAll('.cartesianlayer .trace path, .heatmaplayer image, canvas')].some(m =>
+                m.tagName !== 'path' || (m.getAttribute('d') || '').length > 8)).map(d => d.id)"""
     )
     assert not empty, f"figures without marks: {empty}"
     return figures
