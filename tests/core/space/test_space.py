@@ -214,5 +214,5 @@ def test_isoscope_imports_the_api_lazily() -> None:
         "import sys, isoscope; heavy = [m for m in ('numpy', 'torch', 'pandas') if m in sys.modules];"
         "print(heavy, callable(isoscope.compare), isoscope.Space.__module__, isoscope.embed.__module__)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True).stdout
     assert out.split()[0] == "[]" and "True isoscope.space.space isoscope.space.space" in out
