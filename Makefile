@@ -7,12 +7,13 @@ PORT   ?= 8501
 COMPAT := .venv-compat
 PEERS  := .venv-peers
 REMOTE := .venv-remote
+LAB    := .venv-lab
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test test-fast test-compat test-remote lint format bench bench-peers screenshots browser lock lock-peers clean
+.PHONY: run test test-fast test-compat test-remote test-lab lint format bench bench-peers screenshots browser lock lock-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,13 +27,17 @@ $(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.installed
 	$(BIN)/pip install -q -r requirements-dev.txt
 	@touch $@
 
+$(VENV)/.notebook-installed: requirements-notebook.txt $(VENV)/.dev-installed  # the map widget, nbclient, ipykernel
+	$(BIN)/pip install -q -c requirements-dev.txt -r requirements-notebook.txt
+	@touch $@
+
 run: $(VENV)/.installed
 	$(BIN)/isoscope app --port $(PORT)
 
 browser:
 	@bash scripts/ensure_browser.sh
 
-test: $(VENV)/.dev-installed browser  # two workers (pytest-xdist); the browser tests share one of them
+test: $(VENV)/.notebook-installed browser  # two workers (pytest-xdist); the browser tests share one of them
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest -n 2 --dist loadgroup
@@ -52,6 +57,14 @@ test-remote: $(VENV)/.dev-installed requirements-remote.txt  # the endpoint clie
 	test -x $(REMOTE)/bin/python || $(PYTHON) -m venv $(REMOTE)
 	$(REMOTE)/bin/pip install -q -r requirements-remote.txt  # infinity-emb pins numpy<2: its own venv
 	ISOSCOPE_TEST_REMOTE=$(abspath $(REMOTE))/bin/infinity_emb $(BIN)/pytest tests/remote -q
+
+$(LAB)/.installed: requirements-lab.txt
+	test -x $(LAB)/bin/python || $(PYTHON) -m venv $(LAB)
+	$(LAB)/bin/pip install -q -r requirements-lab.txt
+	@touch $@
+
+test-lab: $(VENV)/.notebook-installed $(LAB)/.installed browser  # the map widget in a real JupyterLab (tests/lab)
+	ISOSCOPE_LAB=$(abspath $(LAB))/bin/jupyter-lab $(BIN)/pytest tests/lab -q
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
@@ -84,4 +97,4 @@ lock-peers:  # re-resolve bench/peers/requirements.in (bench/peers/lock.sh)
 	PYTHON=$(PYTHON) bash bench/peers/lock.sh
 
 clean:
-	rm -rf $(VENV) $(COMPAT) $(PEERS) $(REMOTE) .pytest_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) $(COMPAT) $(PEERS) $(REMOTE) $(LAB) .pytest_cache .ruff_cache build *.egg-info

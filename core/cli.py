@@ -58,6 +58,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "isoscope.commands.sweep",
         "geometry and STS score as vectors shrink: fp32, int8, binary, first-k and PCA-k",
     ),
+    "report": (
+        "isoscope.commands.report",
+        "write one self-contained HTML report of a space: anisotropy, layers, hubness, what whitening changes, a map",
+    ),
     "app": (
         "isoscope.commands.app",
         "start the dashboard (optionally on a data file, like `isoscope app corpus.parquet`)",
@@ -103,6 +107,7 @@ def main(argv: list[str] | None = None, encoder: object | None = None) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     args.preloaded_encoder = encoder
+    args.argv = argv  # the command line as given (the report records how it was made)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:
         args._run(args)

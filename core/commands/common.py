@@ -226,27 +226,19 @@ def cache_from_args(args: argparse.Namespace) -> ArrayCache | None:
 def progress_bar(
     args: argparse.Namespace, desc: str, unit: str = "text", postfix: str = "value"
 ) -> Callable[..., None]:
-    """A (done, total[, value]) callback drawing a tqdm bar of ``unit`` on stderr.
+    """A (done, total[, value]) callback drawing a tqdm bar of ``unit`` on stderr (nothing with ``--quiet``).
 
-    A third value (a flow's bits/dim) is shown after the bar as ``postfix=value``.
+    A third value (a flow's bits/dim) is shown after the bar as ``postfix=value``
+    (``isoscope.space.progress.progress_callback``, the library's bars).
     """
-    from tqdm.auto import tqdm
+    from isoscope.space.progress import progress_callback
 
-    state: dict[str, object] = {}
+    bar = progress_callback(desc, unit, postfix, enabled=not getattr(args, "quiet", False), file=sys.stderr)
+    return bar or _no_progress
 
-    def update(done: int, total: int, value: float | None = None) -> None:
-        if getattr(args, "quiet", False):
-            return
-        bar = state.get("bar")
-        if bar is None:
-            bar = state["bar"] = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False)
-        if value is not None:
-            bar.set_postfix({postfix: f"{value:.4f}"})
-        bar.update(done - bar.n)
-        if done >= total:
-            bar.close()
 
-    return update
+def _no_progress(*_args: object) -> None:
+    return None
 
 
 def epoch_bar(args: argparse.Namespace, desc: str = "flow") -> Callable[[int, int, float], None]:

@@ -15,9 +15,16 @@ per module:
 - ``report``: everything between two spaces (``compare_spaces``) and its JSON form.
 
 report = compare_spaces(vectors_a, vectors_b, k=10)   # report.cka_linear, report.overlap_at_k, ...
+
+The package is also callable: ``isoscope.compare(a, b, k=10, layers=False)`` with two ``isoscope.Space`` objects is
+``a.compare(b, ...)`` (``isoscope.space.comparison.compare``: the same numbers, with notebook cards and maps).
 """
 
 from __future__ import annotations
+
+import sys
+import types
+from typing import Any
 
 from isoscope.compare.align import AlignedMaps, Procrustes, aligned_maps, map_quality, procrustes_align
 from isoscope.compare.cka import CKAMatrix, cka_matrix, debiased_cka, linear_cka
@@ -67,3 +74,22 @@ __all__ = [
     "random_encoder",
     "spaces_layer_cka",
 ]
+
+
+class _CallableModule(types.ModuleType):
+    """``isoscope.compare(a, b, ...)`` calls ``a.compare(b, ...)``: two ``isoscope.Space`` objects compared. The
+    call is duck-typed, so this package never imports ``isoscope.space`` (which imports this one)."""
+
+    def __call__(self, a: Any, b: Any, **kwargs: Any) -> Any:
+        method = getattr(a, "compare", None)
+        if not callable(method):
+            from isoscope.errors import InputError
+
+            raise InputError(
+                "isoscope.compare(a, b) takes two isoscope.Space objects (isoscope.Space(vectors) wraps an array); "
+                f"got {type(a).__name__}. For two arrays use isoscope.compare.compare_spaces(a, b)"
+            )
+        return method(b, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from isoscope.errors import InputError
 
@@ -36,6 +36,7 @@ class TextInput:
     pairs: Pairs | None = None  # the pairs whose sentences ``texts`` are (first column, then second)
     warnings: list[str] = field(default_factory=list)
     name: str = ""
+    meta: Any = None  # a corpus's per-text metadata (pandas.DataFrame, one row per text), None for pairs
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -136,7 +137,7 @@ def _corpus(source: str | Path, text_column: str | None) -> TextInput:
     from isoscope.data.corpus import load_corpus
 
     corpus = load_corpus(source, text_column=text_column)
-    return TextInput(corpus.texts, None, list(corpus.warnings), corpus.name)
+    return TextInput(corpus.texts, None, list(corpus.warnings), corpus.name, corpus.meta)
 
 
 def _pairs(pairs: Pairs) -> TextInput:

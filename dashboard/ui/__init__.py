@@ -6,7 +6,7 @@
 - ``pickers``: demo data, uploads kept in the session, typed sentences
 - ``calibration``: calibration controls, fit texts, the calibrated space
 - ``controls``: widget state (``clamp``, ``run_button``)
-- ``outputs``: charts with PNG + HTML downloads, CSV tables
+- ``outputs``: charts with PNG + HTML downloads, CSV tables, the one-file report's build and download
 - ``errors``: the user's mistake in one line, a bug shown as a bug, warnings
 - ``isoscope.dashboard.text``: user text shown literally (``literal``, ``plot_text``), never as HTML
 """
@@ -29,7 +29,7 @@ from isoscope.dashboard.ui.calibration import (
 )
 from isoscope.dashboard.ui.controls import clamp, run_button
 from isoscope.dashboard.ui.errors import bug_report, show_warnings, user_error
-from isoscope.dashboard.ui.outputs import chart, download_table
+from isoscope.dashboard.ui.outputs import chart, download_table, report_download
 from isoscope.dashboard.ui.pickers import (
     CORPUS_SOURCES,
     PRELOADED,
@@ -80,6 +80,7 @@ __all__ = [
     "needs_model",
     "pairs_input",
     "plot_text",
+    "report_download",
     "run_button",
     "safe_default",
     "scored_pairs_input",

@@ -8,19 +8,11 @@ import streamlit as st
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures.anisotropy import cosine_histograms, layer_heatmap, spectra
 from isoscope.dashboard.services import calibration, geometry
+from isoscope.dashboard.services import report as reports
 from isoscope.dashboard.services.keyed import Vectors
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError
-
-METRIC_HELP = {
-    "avg_cosine": "mean cosine of random pairs (0 = isotropic; Ethayarajh 2019)",
-    "isoscore": "IsoScore (Rudman et al. 2022): 1 = all directions used equally, 0 = one direction",
-    "partition_isotropy": "min/max of the partition function over principal directions (Mu & Viswanath 2018)",
-    "effective_rank": "exp of the entropy of the normalised singular values",
-    "explained_variance_top1": "share of variance on the first principal component",
-    "explained_variance_top10": "share of variance on the first ten principal components",
-    "uniformity": "log mean exp(-2 |x - y|^2) on the unit sphere (Wang & Isola 2020); lower is more uniform",
-}
+from isoscope.geometry.options import METRIC_HELP
 
 s = ui.settings()
 st.title("Anisotropy")
@@ -83,3 +75,12 @@ ui.chart(layer_heatmap(per_layer), "layer_metrics")
 with st.expander("Per-layer table"):
     st.dataframe(per_layer.style.format("{:.3f}"), width="stretch")
 ui.download_table(per_layer.reset_index(), "layer_metrics")
+
+st.subheader("Report")
+vs = methods[0] if methods else "whitening"
+st.caption(f"All of this (and hubness, what {vs} changes in the neighbourhoods, a map) in one HTML file to mail.")
+ui.report_download(
+    "anisotropy",
+    (s.model, raw.key, s.pooling, vs),
+    lambda: reports.space_report(s.model, keyed_texts(texts), s.pooling, s.max_length, vs, corpus.meta),
+)

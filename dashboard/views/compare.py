@@ -13,6 +13,7 @@ from isoscope.compare.spaces import landscape_checkpoints
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures import compare as figures
 from isoscope.dashboard.services import compare as services
+from isoscope.dashboard.services import report as reports
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.encode.pooling import canonical_pooling
 from isoscope.errors import InputError
@@ -290,4 +291,12 @@ st.caption(
     "N_k counts how often a text is among the others' k nearest neighbours; its mean is exactly k. A large positive "
     "skewness means hubs; anti-hubs are nobody's neighbour. Centring and whitening are known remedies (Suzuki et al. "
     "2013): compare the skewness with and without a calibration to see whether it is one here."
+)
+
+st.subheader("Report")
+st.caption("Both spaces' metrics, CKA, neighbour overlap, hubness and the aligned maps in one HTML file to mail.")
+ui.report_download(
+    "compare",
+    (space_a.vectors.key, space_b.vectors.key, k, method, points),
+    lambda: reports.comparison_report(space_a.vectors, space_b.vectors, items, (label_a, label_b), k, method, points),
 )
