@@ -63,11 +63,10 @@ def _check_out(out: str | None) -> Path | None:
 
 def _texts(args: argparse.Namespace) -> tuple[object, list[str]]:
     """A .txt path (streamed) or the texts of a table, and load warnings."""
-    from isoscope.data import load_corpus
+    from isoscope.data import as_source, load_corpus, streaming_limits
 
     if Path(args.input).suffix.lower() in (".txt", ".text") and args.text_column is None:
-        if not Path(args.input).is_file():
-            raise InputError(f"file not found: {args.input}")
+        as_source(args.input, None, streaming_limits())  # a missing file, a FIFO, a device: one line, at once
         return Path(args.input), []
     corpus = load_corpus(args.input, text_column=args.text_column)
     return corpus.texts, corpus.warnings

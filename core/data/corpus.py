@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from isoscope.data.limits import DecodeLimits, current_limits, resolve
-from isoscope.data.source import CORPUS_FORMATS, Source, as_source, file_format
+from isoscope.data.source import CORPUS_FORMATS, Source, as_source
 from isoscope.data.tables import TEXT_COLUMN_NAMES, check_rows, clean_texts, read_table, truncate_texts
 from isoscope.data.text import TextStats, decoded_pieces, iter_text_lines
 from isoscope.errors import InputError
@@ -70,7 +70,7 @@ def load_corpus(
     name = src.name
     if src.is_blank():
         raise InputError(f"{name}: the file is empty")
-    fmt = file_format(name, CORPUS_FORMATS)
+    fmt = src.format(CORPUS_FORMATS)
     if fmt == "txt":
         stats = TextStats(name)
         lines = list(stream_texts(src, name, limits, stats))
