@@ -19,6 +19,7 @@ import hmac
 import json
 import logging
 import os
+import re
 
 import streamlit as st
 
@@ -77,6 +78,33 @@ def gate() -> None:
     if tries >= MAX_ATTEMPTS:
         st.error("Too many wrong codes in this session; ask your teacher for the code.", icon=":material/lock:")
     st.stop()
+
+
+_ABSOLUTE_PATH = re.compile(r"""(?<![\w.])(?:~|[A-Za-z]:)?(?:[/\\][^\s/\\'"`:;,()]+){2,}[/\\]?""")
+
+
+def shown_path(path: object, what: str = "the server's results folder") -> str:
+    """``path`` for a message, or in classroom mode ``what`` (students never see where the server keeps files)."""
+    return what if enabled() else str(path)
+
+
+def shown_name(name: str) -> str:
+    """A model's or a task's name for a message: in classroom mode an allowed model folder is named by its
+    label, and any other path by its last part."""
+    if not enabled():
+        return name
+    labels = {path: label for label, path in allowed_models()}
+    if name in labels:
+        return labels[name]
+    return os.path.basename(name.rstrip("/\\")) if _ABSOLUTE_PATH.fullmatch(name) else name
+
+
+def without_server_paths(text: str) -> str:
+    """``text`` with every absolute path replaced by its last part, in classroom mode (messages that name a
+    result folder or a file on the server)."""
+    if not enabled():
+        return text
+    return _ABSOLUTE_PATH.sub(lambda m: "…/" + os.path.basename(m.group().rstrip("/\\")), text)
 
 
 def _admit_this_session() -> None:

@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from isoscope.dashboard import ui
+from isoscope.dashboard import classroom, ui
 from isoscope.dashboard.services import landscape as services
 from isoscope.errors import InputError
 
@@ -51,10 +51,11 @@ def run_label(summary: dict) -> str:
     when = datetime.fromtimestamp(summary.get("mtime", 0)).strftime("%Y-%m-%d %H:%M")
     n = summary.get("n_train", ["?"])[0]
     seeds = summary.get("seeds", 1)
+    task, task2 = (classroom.shown_name(str(summary.get(k, "?"))) for k in ("task", "task2"))
     return (
-        f"{summary.get('task', '?')} + {summary.get('task2', '?')} · n={n} · {train.get('epochs', '?')} ep · "
+        f"{task} + {task2} · n={n} · {train.get('epochs', '?')} ep · "
         f"grid {g}x{g} · eval {cfg.get('eval_size', '?')} · {seeds} seed{'s' if seeds != 1 else ''} · "
-        f"{summary.get('model', '?')} · {when}"
+        f"{classroom.shown_name(str(summary.get('model', '?')))} · {when}"
     )
 
 
@@ -296,7 +297,7 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
         f"and scratch × two tasks, one seed), AdamW with batch 16 and linear decay, both views "
         f"({services.LIVE_FILTER_DIRECTIONS} filter-normalised directions); every epoch's weights are kept on disk "
         f"(about {services.landscape_disk_estimate(s.model, epochs):,.0f} MB) under "
-        f"{ui.literal(services.landscape_root())}. A live run is a sketch: for faithful numbers, precompute a "
+        f"{ui.literal(classroom.shown_path(services.landscape_root()))}. A live run is a sketch: for faithful numbers, precompute a "
         "larger one from the command line (`python -m isoscope landscape`)."
     )
     request = (s.model, task, n_train, epochs, float(lr), grid, max_length, eval_size, hessian_iters)
@@ -315,7 +316,7 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
             st.session_state["land_pick"] = out_dir
     error = st.session_state.get("land_error")
     if error and error[0] == request:
-        ui.user_error(error[1])
+        ui.user_error(classroom.without_server_paths(error[1]))
     elif st.session_state.get("land_done") == request:
         st.success("Finished: the result is selected below.", icon=":material/check:")
     else:
@@ -325,7 +326,7 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
 runs = services.landscape_runs()
 if not runs:
     st.info(
-        f"No results yet in {ui.literal(services.landscape_root())}. Run a small experiment above, or precompute "
+        f"No results yet in {ui.literal(classroom.shown_path(services.landscape_root()))}. Run a small experiment above, or precompute "
         "a full one from the command line (re-running resumes from what is on disk):",
         icon=":material/info:",
     )
@@ -339,14 +340,15 @@ pick = st.selectbox("Result", list(labels), key="land_pick", format_func=labels.
 try:
     view = services.landscape_view(pick)
 except InputError as exc:
-    ui.user_error(exc)
+    ui.user_error(classroom.without_server_paths(str(exc)))
     st.stop()
 
 sm = view.summary
 n_seeds = sm.seeds.n_seeds if sm.seeds is not None else 1
 st.caption(
-    f"Model {ui.literal(sm.model)} · task 1 {ui.literal(sm.task)} (n = {sm.n_train[0]}), task 2 "
-    f"{ui.literal(sm.task2)} (n = {sm.n_train[1]}) · {sm.epochs} epochs at lr {sm.lr} · "
+    f"Model {ui.literal(classroom.shown_name(sm.model))} · task 1 {ui.literal(classroom.shown_name(sm.task))} "
+    f"(n = {sm.n_train[0]}), task 2 {ui.literal(classroom.shown_name(sm.task2))} (n = {sm.n_train[1]}) · "
+    f"{sm.epochs} epochs at lr {sm.lr} · "
     f"{sm.n_eval_train} + {sm.n_eval_heldout} evaluation examples per point · views: {sm.directions} · "
     f"{n_seeds} seed{'s' if n_seeds != 1 else ''} · {sm.wall_seconds:.0f} s · {view.disk_mb:,.0f} MB on disk."
 )
@@ -354,7 +356,7 @@ ui.show_warnings(sm.warnings)
 with st.expander("Precompute a full run from the command line", icon=":material/terminal:"):
     st.code(CLI, language="bash")
     st.caption(
-        f"Results go to {ui.literal(services.landscape_root())} and appear in the selector; re-running resumes "
+        f"Results go to {ui.literal(classroom.shown_path(services.landscape_root()))} and appear in the selector; re-running resumes "
         "from what is on disk."
     )
 inits = [i for i in ("pretrained", "scratch") if i in view.inits]

@@ -1,13 +1,18 @@
-"""Classroom rules that do not need a server (issue 28): the throttle's arithmetic on a fake clock and the guard
-as a pure ASGI middleware."""
+"""Classroom rules that do not need a server (issue 28): the throttle's arithmetic on a fake clock, the guard
+as a pure ASGI middleware and no server path on the Loss surfaces page."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
+from isoscope.commands.app import code_hash
 from isoscope.dashboard import guard
+from tests.dashboard.conftest import APP
 
 # ---------------------------------------------------------------- the throttle
 
@@ -124,3 +129,43 @@ def test_guard_drops_every_message_but_the_form_before_the_code() -> None:
     scope = {"type": "websocket", "path": "/_stcore/stream", "client": ("9.9.9.9", 1)}
     asyncio.run(guard.ClassroomGuard(app)(scope, receive, send))
     assert passed == ["rerun_script", "app_heartbeat", "clear_cache"]  # stop and clear dropped, until admitted
+
+
+# ---------------------------------------------------------------- no server path on the Loss surfaces page
+
+CODE = "K7QM-3XHD"
+
+
+def _all_text(at: AppTest) -> str:
+    kinds = ("markdown", "caption", "error", "warning", "info", "title", "text", "selectbox", "code", "success")
+    parts = []
+    for kind in kinds:
+        for el in at.get(kind):  # a selectbox's value stays on the server: the browser gets its formatted options
+            shown = ("label", "options", "help") if kind == "selectbox" else ("value", "label", "options", "help")
+            parts += [str(getattr(el, a, "")) for a in shown]
+    return " ".join(parts).replace("\\", "")
+
+
+@pytest.mark.parametrize("with_result", [False, True], ids=["no_results_yet", "a_result"])
+def test_loss_surfaces_page_shows_no_server_path(monkeypatch, tmp_path: Path, with_result: bool) -> None:
+    """Issue 28: the Loss surfaces page showed the server's cache path (and a result's model path)."""
+    cache = tmp_path / "srv-cache-secret"
+    monkeypatch.setenv("ISOSCOPE_CACHE", str(cache))
+    monkeypatch.setenv("ISOSCOPE_CLASSROOM", "1")
+    monkeypatch.setenv("ISOSCOPE_ACCESS_CODE_SHA256", code_hash(CODE))
+    monkeypatch.setenv("ISOSCOPE_ALLOWED_MODELS", "[]")
+    if with_result:  # a finished run's summary, as a CLI run by the teacher leaves it, naming a model folder
+        run = cache / "landscape" / "run1"
+        run.mkdir(parents=True)
+        summary = {"model": "/home/teacher/models/secret-bert", "task": "/home/teacher/data/labels.csv"}
+        (run / "summary.json").write_text(json.dumps({**summary, "task2": "demo-topic", "inits": []}))
+    at = AppTest.from_file(APP, default_timeout=600).run()
+    at.text_input(key="classroom_code").input(CODE)
+    at.button[0].click().run()
+    at.switch_page("views/landscape.py").run()
+    assert not at.exception, at.exception
+    shown = _all_text(at)
+    for secret in (str(cache), "srv-cache-secret", "/home/teacher"):
+        assert secret not in shown, f"{secret} shown on the page"
+    if with_result:
+        assert "secret-bert" in shown and "labels.csv" in shown  # named by their last part
