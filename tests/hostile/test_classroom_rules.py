@@ -1,10 +1,11 @@
 """Classroom rules that do not need a server (issue 28): the throttle's arithmetic on a fake clock, the guard
-as a pure ASGI middleware and no server path on the Loss surfaces page."""
+as a pure ASGI middleware, no server path on the Loss surfaces page, and the README's example code."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from isoscope.commands.app import code_hash
 from isoscope.dashboard import guard
 from tests.dashboard.conftest import APP
+from tests.hostile.peak import ROOT
 
 # ---------------------------------------------------------------- the throttle
 
@@ -169,3 +171,16 @@ def test_loss_surfaces_page_shows_no_server_path(monkeypatch, tmp_path: Path, wi
         assert secret not in shown, f"{secret} shown on the page"
     if with_result:
         assert "secret-bert" in shown and "labels.csv" in shown  # named by their last part
+
+
+# ---------------------------------------------------------------- the README's example
+
+
+def test_readme_classroom_example_code_is_valid(cli_main, capsys) -> None:
+    """Issue 28: the README's example `--access-code tulip` was refused by the 6-character rule."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    codes = re.findall(r"isoscope app --classroom[^\n`]*--access-code (\S+)", readme)
+    assert codes, "the README shows no access code"
+    for code in codes:
+        assert cli_main(["app", "--classroom", "--access-code", code, "--dry-run"]) == 0, capsys.readouterr().err
+        assert f"access code: {code}" in capsys.readouterr().out
