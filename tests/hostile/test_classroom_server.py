@@ -157,6 +157,101 @@ def test_an_admitted_students_lying_parquet_costs_the_server_little(server: Serv
     print(f"classroom upload of the lying Parquet: server peak grew by {grew / 2**20:.0f} MiB")
 
 
+CLASS_ROWS = 20_000  # isoscope.commands.app.CLASSROOM_MAX_ROWS, the class's row limit
+
+
+def _csv_rows(n: int) -> bytes:
+    return b"sentence1,sentence2,score\n" + b"".join(b"a%d,b%d,1\n" % (i, i) for i in range(n))
+
+
+def _npy_rows(n: int) -> bytes:
+    import io
+
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.save(buf, np.ones((n, 4), dtype=np.float32), allow_pickle=False)
+    return buf.getvalue()
+
+
+UPLOAD_PATHS = {  # page, its source radio and the value that shows the uploaders, (uploader key, file name, data)
+    "pairs": ("Sentence pairs", "sim_source", "Upload a file", [("sim_upload", "p.csv", _csv_rows)]),
+    "corpus": ("Anisotropy", "ani_source", "Upload a file", [("ani_upload", "c.txt", None)]),
+    "vectors": (
+        "Neighbours",
+        "nb_source",
+        "Upload vectors (.npy)",
+        [("nb_vec_upload", "v.npy", _npy_rows), ("nb_meta_upload", "t.txt", None)],
+    ),
+}
+
+
+@pytest.mark.parametrize("path", list(UPLOAD_PATHS))
+def test_every_upload_path_holds_the_class_row_limit(server: Server, path: str) -> None:
+    """Issue 28: every class limit on every upload path. An admitted student's file one row over the class's
+    20,000 is refused in one line naming the limit, on each page that takes an upload."""
+    from isoscope.commands.app import CLASSROOM_MAX_ROWS
+
+    assert CLASSROOM_MAX_ROWS == CLASS_ROWS
+    page_name, radio_key, choice, uploads = UPLOAD_PATHS[path]
+    texts = b"".join(b"text number %d\n" % i for i in range(CLASS_ROWS + 1))
+    xsrf = xsrf_cookie(server)
+
+    async def scenario() -> list[str]:
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        s = await Session(server).connect()
+        try:
+            await s.enter()
+            page = await s.run(page_name)
+            radio = WidgetState(id=page.widget("radio", radio_key), string_value=choice)
+            upload_page = await s.run(widget_states=[radio])
+            states = [radio]
+            for key, name, make in uploads:
+                data = make(CLASS_ROWS + 1) if make else texts
+                status, state = await s.upload(upload_page.widget("file_uploader", key), name, data, xsrf)
+                assert status == 204, status
+                states.append(state)
+            return (await s.run(widget_states=states)).texts("alert")
+        finally:
+            await s.close()
+
+    errors = [a for a in _run(scenario()) if "20,000" in a]
+    assert len(errors) == 1 and "\n" not in errors[0].strip(), errors
+    assert "20,001" in errors[0] or "limit" in errors[0].lower(), errors
+
+
+def test_an_upload_over_the_class_size_is_refused_by_the_server(server: Server) -> None:
+    """The class's 20 MB upload size is enforced by the server: an admitted student's PUT that announces 21 MB
+    answers 413 before its body is sent (the client sends only the headers)."""
+    import http.client
+
+    xsrf = xsrf_cookie(server)
+
+    async def scenario() -> int:
+        s = await Session(server).connect()
+        try:
+            await s.enter()
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+            conn.putrequest("PUT", f"/_stcore/upload_file/{s.session_id}/big")
+            headers = {
+                "Content-Type": "multipart/form-data; boundary=b",
+                "Content-Length": str(21 * 2**20),
+                "Cookie": f"_streamlit_xsrf={xsrf}",
+                "X-Xsrftoken": xsrf,
+            }
+            for k, v in headers.items():
+                conn.putheader(k, v)
+            conn.endheaders()
+            status = conn.getresponse().status
+            conn.close()
+            return status
+        finally:
+            await s.close()
+
+    assert _run(scenario()) == 413
+
+
 # ---------------------------------------------------------------- guesses throttled
 
 
