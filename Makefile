@@ -5,12 +5,14 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
 COMPAT := .venv-compat
+PEERS  := .venv-peers
+REMOTE := .venv-remote
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test test-fast test-compat lint format bench screenshots browser lock clean
+.PHONY: run test test-fast test-compat test-remote lint format bench bench-peers screenshots browser lock lock-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +48,11 @@ test-compat: requirements-dev.txt  # tests/core against the newest transformers 
 	$(COMPAT)/bin/python -c "import transformers; print('transformers', transformers.__version__)"
 	$(COMPAT)/bin/pytest tests/core -q
 
+test-remote: $(VENV)/.dev-installed requirements-remote.txt  # the endpoint client against a real local server
+	test -x $(REMOTE)/bin/python || $(PYTHON) -m venv $(REMOTE)
+	$(REMOTE)/bin/pip install -q -r requirements-remote.txt  # infinity-emb pins numpy<2: its own venv
+	ISOSCOPE_TEST_REMOTE=$(abspath $(REMOTE))/bin/infinity_emb $(BIN)/pytest tests/remote -q
+
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -57,11 +64,24 @@ format: $(VENV)/.dev-installed
 bench: $(VENV)/.dev-installed
 	$(BIN)/python bench/run_all.py
 
+$(PEERS)/.installed: bench/peers/requirements.lock pyproject.toml  # its own venv: optimum-onnx pins transformers 4.x
+	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/pip install -q torch==2.13.0  # the CPU wheel on disk first: nothing may resolve a CUDA build
+	$(PEERS)/bin/pip install -q -r bench/peers/requirements.lock
+	$(PEERS)/bin/pip install -q --no-deps -e .
+	@touch $@
+
+bench-peers: $(PEERS)/.installed  # Isoscope against sentence-transformers' ONNX backends and fastembed (not in make test)
+	$(PEERS)/bin/python bench/encode_peers.py $(ARGS)
+
 screenshots: $(VENV)/.dev-installed browser
 	CI=true ISOSCOPE_SCREENSHOTS=1 $(BIN)/pytest tests/e2e -q  # CI=true: no browser is a failure, not a skip
 
 lock:  # re-resolve pyproject.toml's ranges and pin them (scripts/lock.sh)
 	PYTHON=$(PYTHON) bash scripts/lock.sh
 
+lock-peers:  # re-resolve bench/peers/requirements.in (bench/peers/lock.sh)
+	PYTHON=$(PYTHON) bash bench/peers/lock.sh
+
 clean:
-	rm -rf $(VENV) $(COMPAT) .pytest_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) $(COMPAT) $(PEERS) $(REMOTE) .pytest_cache .ruff_cache build *.egg-info

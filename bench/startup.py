@@ -23,8 +23,10 @@ import sys
 import time
 from pathlib import Path
 
+from isoscope.cli import COMMANDS as REGISTERED  # light: the registry imports no command module
+
 ROOT = Path(__file__).resolve().parents[1]
-COMMANDS = ("", "sts", "embed", "calibrate", "geometry", "pooling", "params", "compare", "atlas", "landscape", "app")
+COMMANDS = ("", *REGISTERED)  # every command, sweep included
 TARGET_SECONDS = 1.0
 
 

@@ -23,9 +23,9 @@ import re
 
 import streamlit as st
 
-from isoscope.commands.app import ENV_CLASSROOM, ENV_CODE_HASH, ENV_MODELS, code_hash
 from isoscope.dashboard import guard
 from isoscope.dashboard.bugs import log_bug
+from isoscope.dashboard.launch import ENV_CLASSROOM, ENV_CODE_HASH, ENV_MODELS, code_hash
 
 log = logging.getLogger("isoscope.dashboard")
 

@@ -10,18 +10,13 @@ and ``SecurityHeaders`` (every HTTP response carries ``X-Frame-Options: DENY`` a
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # a checkout that is not installed
-    sys.path.insert(0, str(ROOT))
+import streamlit as st
+from starlette.middleware import Middleware
 
-import streamlit as st  # noqa: E402
-from starlette.middleware import Middleware  # noqa: E402
-
-from isoscope.dashboard.classroom import SecurityHeaders  # noqa: E402
-from isoscope.dashboard.guard import ClassroomGuard  # noqa: E402
+from isoscope.dashboard.classroom import SecurityHeaders
+from isoscope.dashboard.guard import ClassroomGuard
 
 app = st.App(
     str(Path(__file__).resolve().parent / "app.py"),

@@ -14,6 +14,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs 2 workers on 2 cor
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")  # UMAP's numba; isoscope.threads keeps torch's count anyway
 
 ROOT = Path(__file__).resolve().parents[1]
+# tests/remote start a real embeddings server from its own venv: only `make test-remote` sets ISOSCOPE_TEST_REMOTE
+collect_ignore = [] if os.environ.get("ISOSCOPE_TEST_REMOTE") else ["remote"]
 
 
 @pytest.fixture(scope="session")

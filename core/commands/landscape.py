@@ -19,9 +19,6 @@ from isoscope.commands.common import add_json_argument, add_model_arguments, emi
 from isoscope.errors import InputError
 from isoscope.landscape.options import BUILTIN_TASKS, DIRECTIONS, HEAD_POOLINGS, INITS, default_task2
 
-NAME = "landscape"
-HELP = "loss surfaces, trajectories, layer rollback and flatness: fine-tuning from pre-trained weights vs scratch"
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     tasks = "|".join(BUILTIN_TASKS)

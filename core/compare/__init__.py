@@ -1,13 +1,17 @@
 """How two embedding spaces of the same texts differ: CKA, neighbour overlap, hubness and aligned maps.
 
-A *space* is (model, init, pooling, calibration) applied to one list of texts (``spaces``). One concept
+A *space* is (model, init, pooling, calibration), a vectors file or an embeddings endpoint, applied to one
+list of texts (``spaces``). One concept
 per module:
 
 - ``cka``: linear and debiased CKA, and the layer x layer matrix (feature-space Grams, no (n, n) matrix).
 - neighbour overlap: ``isoscope.neighbours.overlap`` (the one overlap@k; re-exported here).
 - ``hubness``: k-occurrence counts, skewness, anti-hubs, top hubs (Radovanovic et al. 2010).
 - ``align``: one 2-D map per space, B aligned onto A by orthogonal Procrustes, trustworthiness/continuity.
-- ``spaces``: SPEC strings, encoders (local, hub, landscape checkpoint, random init), vectors, calibration.
+- ``spec``: where a space comes from (``SpaceSpec``: a model, a vectors file or an endpoint) and ``parse_space``,
+  the one parser of SPEC strings.
+- ``spaces``: encoders (local, hub, landscape checkpoint, random init), vectors files and endpoints, the
+  vectors of each space (``build_spaces``), calibration.
 - ``report``: everything between two spaces (``compare_spaces``) and its JSON form.
 
 report = compare_spaces(vectors_a, vectors_b, k=10)   # report.cka_linear, report.overlap_at_k, ...
@@ -18,11 +22,12 @@ from __future__ import annotations
 from isoscope.compare.align import AlignedMaps, Procrustes, aligned_maps, map_quality, procrustes_align
 from isoscope.compare.cka import CKAMatrix, cka_matrix, debiased_cka, linear_cka
 from isoscope.compare.hubness import Hubness, hubness
-from isoscope.compare.report import Comparison, compare_spaces, layer_cka
+from isoscope.compare.report import Comparison, compare_spaces, layer_cka, spaces_layer_cka
 from isoscope.compare.spaces import (
     INITS,
     SPEC_KEYS,
     Space,
+    SpaceSources,
     SpaceSpec,
     build_spaces,
     load_space_encoder,
@@ -42,6 +47,7 @@ __all__ = [
     "NeighbourOverlap",
     "Procrustes",
     "Space",
+    "SpaceSources",
     "SpaceSpec",
     "aligned_maps",
     "build_spaces",
@@ -59,4 +65,5 @@ __all__ = [
     "parse_space",
     "procrustes_align",
     "random_encoder",
+    "spaces_layer_cka",
 ]

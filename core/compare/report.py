@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,6 +14,9 @@ from isoscope.compare.align import MAP_POINTS, AlignedMaps, aligned_maps
 from isoscope.compare.cka import CKAMatrix, cka_matrix
 from isoscope.compare.hubness import Hubness, hubness
 from isoscope.neighbours.overlap import NeighbourOverlap, check_k, neighbour_overlap
+
+if TYPE_CHECKING:
+    from isoscope.compare.spaces import Space
 
 log = logging.getLogger(__name__)
 
@@ -132,3 +136,12 @@ def layer_cka(layers_a: Sequence[np.ndarray], layers_b: Sequence[np.ndarray] | N
     """CKA of every layer of A (rows, embeddings first) against every layer of B (columns); ``layers_b``
     None compares A's layers with themselves (a unit diagonal)."""
     return cka_matrix(layers_a, layers_b)
+
+
+def spaces_layer_cka(a: Space, b: Space) -> CKAMatrix:
+    """``layer_cka`` of two spaces built with their layers (``build_spaces(..., layers=True)``); two spaces of
+    the same encoder compare its layers with themselves (a unit diagonal, whatever their pooling)."""
+    if a.layers is None or b.layers is None:
+        raise ValueError("both spaces need their layers: build_spaces(..., layers=True)")
+    same = a.spec.encoder_key == b.spec.encoder_key
+    return layer_cka(a.layers, None if same else b.layers)

@@ -56,6 +56,17 @@ def streaming_limits() -> DecodeLimits:
     return current_limits().replace(max_rows=sys.maxsize, max_bytes=sys.maxsize)
 
 
+def streamable_corpus(source: str | Path, text_column: str | None = None) -> tuple[Path | list[str], list[str]]:
+    """A corpus for chunked or sharded embedding, and its load warnings: a .txt file (and no text column) stays
+    a path, streamed later without a row or size limit; any other file is loaded with ``load_corpus``."""
+    path = Path(source)
+    if path.suffix.lower() in (".txt", ".text") and text_column is None:
+        as_source(path, None, streaming_limits())  # a missing file, a FIFO, a device: one line, at once
+        return path, []
+    corpus = load_corpus(source, text_column=text_column)
+    return corpus.texts, corpus.warnings
+
+
 def load_corpus(
     source: str | Path | bytes,
     name: str | None = None,

@@ -28,7 +28,7 @@ from isoscope.paths import open_regular
 MAX_FOOTER = 16 * MiB  # the file's metadata (its schema and one entry per row group and column)
 BATCH_BYTES = 32 * MiB  # decoded bytes per batch, from the metadata's average row size
 MAX_BATCH_ROWS = 4096
-_PANDAS_INDEX = re.compile(r"__index_level_\d+__")
+PANDAS_INDEX = re.compile(r"__index_level_\d+__")
 
 
 def _unreadable(name: str, exc: BaseException) -> InputError:
@@ -39,7 +39,7 @@ def _mib(n: float) -> str:
     return f"{n / MiB:,.0f} MiB"
 
 
-def _check_footer(src: Source, name: str) -> None:
+def check_footer(src: Source, name: str) -> None:
     """Refuse a footer (metadata) larger than ``MAX_FOOTER`` before pyarrow parses it."""
     if src.path is not None:
         size = src.path.stat().st_size
@@ -122,12 +122,12 @@ def _check_pages(src: Source, md: Any, name: str, limits: DecodeLimits) -> int:
     return int(min(MAX_BATCH_ROWS, max(1, BATCH_BYTES // widest)))
 
 
-def _kind(t: Any) -> str:
+def column_kind(t: Any) -> str:
     """'text', 'binary', 'plain' (numbers, booleans, dates) or 'nested' for an Arrow type."""
     import pyarrow as pa
 
     if pa.types.is_dictionary(t):
-        return _kind(t.value_type)
+        return column_kind(t.value_type)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return "text"
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
@@ -137,11 +137,14 @@ def _kind(t: Any) -> str:
     return "plain"
 
 
-def _texts(arr: Any, kind: str, cell: CellBuilder) -> list[Any]:
+def column_texts(arr: Any, kind: str, cell: CellBuilder) -> list[Any]:
     """Python values of a text or binary array, each cut to the builder's cap (long ones ClippedText)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if pa.types.is_dictionary(arr.type):
+        values = column_texts(arr.dictionary, kind, cell)  # each distinct text once
+        return [None if i is None else values[i] for i in arr.indices.to_pylist()]
     cap = cell.cap
     if kind == "binary":  # bytes without a text annotation: UTF-8, undecodable bytes replaced
         out: list[Any] = []
@@ -184,13 +187,13 @@ class _Columns:
                 out.extend(self._lookup(c, arr))
             else:
                 self.decoded += arr.get_total_buffer_size()
-                out.extend(_texts(arr, self.kinds[c], self.cell))
+                out.extend(column_texts(arr, self.kinds[c], self.cell))
 
     def _lookup(self, c: str, arr: Any) -> list[Any]:
         d = arr.dictionary
         seen = self.dictionaries.get(c)
         if seen is None or len(seen[0]) != len(d) or not seen[0].equals(d):
-            seen = self.dictionaries[c] = (d, _texts(d, self.kinds[c], self.cell))  # each distinct text once
+            seen = self.dictionaries[c] = (d, column_texts(d, self.kinds[c], self.cell))  # each distinct text once
             self.decoded += d.get_total_buffer_size()
         self.decoded += arr.indices.get_total_buffer_size()
         values = seen[1]
@@ -202,7 +205,7 @@ def read_parquet(src: Source, name: str, limits: DecodeLimits) -> tuple[pd.DataF
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    _check_footer(src, name)
+    check_footer(src, name)
     handle: Any = str(src.path) if src.path is not None else pa.BufferReader(src.data or b"")
     options = {"thrift_string_size_limit": MAX_FOOTER, "thrift_container_size_limit": 1_000_000}
     try:
@@ -212,7 +215,7 @@ def read_parquet(src: Source, name: str, limits: DecodeLimits) -> tuple[pd.DataF
         raise _unreadable(name, exc) from None
     _check_metadata(md, len(schema), name, limits)
     batch_rows = _check_pages(src, md, name, limits)
-    kinds = {f.name: _kind(f.type) for f in schema if not _PANDAS_INDEX.fullmatch(f.name)}
+    kinds = {f.name: column_kind(f.type) for f in schema if not PANDAS_INDEX.fullmatch(f.name)}
     warnings = [
         f"{name}: column '{c}' holds nested values (lists, structs, maps); ignored"
         for c, k in kinds.items()

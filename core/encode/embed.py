@@ -6,8 +6,10 @@ vectors = encode(load_encoder(), ["a sentence", "another"], pooling="mean")  # (
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -19,6 +21,8 @@ from isoscope.encode.pooling import PoolingSpec, parse_pooling, pool
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[int, int], None]  # (done, total)
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass
@@ -82,6 +86,32 @@ def _batches(ids: list, order: np.ndarray, config: EmbedConfig, pad_id: int):
         input_np = np.full((len(idx), t), pad_id, np.int64)  # (b, t)
         input_np[mask_np] = flat  # row-major fill keeps each text's tokens in order
         yield idx, torch.from_numpy(input_np), torch.from_numpy(mask_np.astype(np.int64))
+
+
+def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
+    """``map(fn, items)`` on ``workers`` threads, results in input order, at most ``2 * workers`` items in flight.
+
+    ONNX Runtime encoders run several batches at once, each on one thread (``concurrent_batches``, see
+    ``isoscope.encode.onnx_runtime``); torch encoders have none and run one batch at a time on all their threads.
+    """
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers, thread_name_prefix="isoscope-embed") as pool:
+        pending: deque = deque()
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            if len(pending) >= 2 * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+def concurrent_batches(encoder: Encoder) -> int:
+    """How many batches ``encoder`` runs at once (1 for torch models)."""
+    return max(1, int(getattr(encoder.model, "concurrent_batches", 1)))
 
 
 def _forward(
@@ -163,17 +193,22 @@ def _encode_uncached(
     ids, order = _tokenize_sorted(encoder, texts, config.max_length)
     pad_id = encoder.tokenizer.pad_token_id or 0
     result = {s.name: np.empty((n, 0), np.float32) for s in specs}
-    done = 0
-    with torch.inference_mode():
-        for idx, input_ids, mask in _batches(ids, order, config, pad_id):
+
+    def run(batch: tuple[np.ndarray, torch.Tensor, torch.Tensor]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        idx, input_ids, mask = batch
+        with torch.inference_mode():  # thread-local: set in the thread that runs the batch
             pooled = _forward(encoder, specs, input_ids, mask)
-            for name, vec in pooled.items():
-                if result[name].shape[1] == 0:
-                    result[name] = np.empty((n, vec.shape[1]), np.float32)  # (n, d)
-                result[name][idx] = vec.float().numpy()
-            done += len(idx)
-            if progress is not None:
-                progress(done, n)
+            return idx, {name: vec.float().numpy() for name, vec in pooled.items()}  # name -> (b, d)
+
+    done = 0
+    for idx, pooled in ordered_map(run, _batches(ids, order, config, pad_id), concurrent_batches(encoder)):
+        for name, vec in pooled.items():
+            if result[name].shape[1] == 0:
+                result[name] = np.empty((n, vec.shape[1]), np.float32)  # (n, d)
+            result[name][idx] = vec
+        done += len(idx)
+        if progress is not None:
+            progress(done, n)
     return result
 
 
@@ -215,15 +250,21 @@ def token_vectors(
     done = 0
     model = encoder.model
     body = model.get_encoder() if encoder.is_encoder_decoder else model
-    with torch.inference_mode():
-        for idx, input_ids, mask in _batches(ids, order, config, pad_id):
+
+    def run(
+        batch: tuple[np.ndarray, torch.Tensor, torch.Tensor],
+    ) -> tuple[np.ndarray, torch.Tensor, torch.Tensor, np.ndarray]:
+        idx, input_ids, mask = batch
+        with torch.inference_mode():
             hs = body(input_ids=input_ids, attention_mask=mask, output_hidden_states=True).hidden_states
-            h = hs[layer].float().numpy()  # (b, t, d)
-            for row, i in enumerate(idx):
-                t = int(mask[row].sum())
-                out_ids[i] = input_ids[row, :t].numpy()
-                out_vecs[i] = h[row, :t]
-            done += len(idx)
-            if progress is not None:
-                progress(done, n)
+            return idx, input_ids, mask, hs[layer].float().numpy()  # (b, t, d)
+
+    for idx, input_ids, mask, h in ordered_map(run, _batches(ids, order, config, pad_id), concurrent_batches(encoder)):
+        for row, i in enumerate(idx):
+            t = int(mask[row].sum())
+            out_ids[i] = input_ids[row, :t].numpy()
+            out_vecs[i] = h[row, :t]
+        done += len(idx)
+        if progress is not None:
+            progress(done, n)
     return TokenVectors(out_ids, out_vecs)

@@ -2,18 +2,32 @@
 ``EmbeddingSimilarityEvaluator``, with the calibration step made explicit).
 
 result = calibrated_sts(emb1, emb2, gold, make_calibrator("whitening"))  # Spearman x100 raw and calibrated
+report = sts_report(encoder, load_pairs("stsb-en-test.csv"), make_calibrator("flow"))  # what `isoscope sts` prints
+saved = fit_and_save(encoder, load_corpus("corpus.txt"), make_calibrator("flow"), "calibrators/flow")  # `calibrate`
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from isoscope.calibrate import Calibrator, EpochProgressFn, check_array, whitened_dims
 from isoscope.errors import InputError
 from isoscope.evaluate.similarity import sts_scores
+
+if TYPE_CHECKING:
+    from isoscope.cache import ArrayCache
+    from isoscope.data import Corpus, Pairs
+    from isoscope.encode.embed import EmbedConfig
+    from isoscope.encode.models import Encoder
+
+MIN_FIT_TEXTS = 2
+# stage -> progress callback: "embed" and "embed corpus" get (done, total) texts, "fit" (epoch, epochs, bits/dim)
+StageProgress = Callable[[str], Callable[..., None] | None]
 
 
 def avg_cosine_or_nan(X: np.ndarray, n_pairs: int = 10_000, seed: int = 0) -> float:
@@ -86,4 +100,161 @@ def calibrated_sts(
         "raw_spearman": raw["spearman"],
         "raw_pearson": raw["pearson"],
         "warnings": [w for w in [fit_size_warning(calibrator, len(fit_on), both.shape[1])] if w],
+    }
+
+
+def check_scored_pairs(pairs: Pairs) -> None:
+    """InputError unless the pairs have gold scores and a correlation with them is defined (3 pairs, 2 scores)."""
+    if pairs.scores is None:
+        raise InputError(f"{pairs.name}: no score column; sts needs gold scores (third column or 'score')")
+    if len(pairs) < 3 or np.ptp(pairs.scores) == 0:  # a correlation would be undefined (null)
+        raise InputError(f"{pairs.name}: a correlation needs at least 3 pairs whose scores differ, got {len(pairs)}")
+
+
+def check_fit_corpus(corpus: Corpus) -> None:
+    """InputError unless the corpus has enough texts to fit a calibrator on."""
+    if len(corpus) < MIN_FIT_TEXTS:
+        raise InputError(f"{corpus.name}: need at least {MIN_FIT_TEXTS} texts to fit a calibrator")
+
+
+def sts_report(
+    encoder: Encoder,
+    pairs: Pairs,
+    calibrator: Calibrator,
+    fit_corpus: Corpus | None = None,
+    pooling: str = "mean",
+    embed_config: EmbedConfig | None = None,
+    cache: ArrayCache | None = None,
+    progress: StageProgress | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Embed the pairs (and ``fit_corpus``), fit ``calibrator`` without labels on the pairs' sentences ("target")
+    or on ``fit_corpus``, and score both: the JSON of ``isoscope sts`` (``spearman``, ``pearson``, ``n_pairs``,
+    ``model``, ``pooling``, ``calibrated`` (``calibrated_sts``'s numbers, ``fit_on``), ``warnings``)."""
+    from isoscope.encode.embed import encode
+
+    check_scored_pairs(pairs)
+    if fit_corpus is not None:
+        check_fit_corpus(fit_corpus)
+    stage = progress or (lambda _: None)
+    vectors = encode(encoder, pairs.texts, pooling, embed_config, stage("embed"), cache)  # (2n, d)
+    n = len(pairs)
+    fit_vectors: np.ndarray | None = None
+    if fit_corpus is not None:
+        fit_vectors = encode(encoder, fit_corpus.texts, pooling, embed_config, stage("embed corpus"), cache)
+    fit_on = None if fit_corpus is None else (fit_corpus.name, fit_corpus.warnings)
+    return sts_of_vectors(
+        vectors[:n], vectors[n:], pairs, calibrator, fit_vectors, fit_on, encoder.name, pooling, stage, seed
+    )
+
+
+def sts_of_vectors(
+    a: np.ndarray,
+    b: np.ndarray,
+    pairs: Pairs,
+    calibrator: Calibrator,
+    fit_vectors: np.ndarray | None = None,
+    fit_on: tuple[str, list[str]] | None = None,
+    model: str = "vectors",
+    pooling: str | None = None,
+    progress: StageProgress | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """``sts_report`` on vectors computed elsewhere: ``a`` and ``b`` (n, d) the two sides of ``pairs``,
+    ``fit_vectors`` what to fit on (default: both sides), ``fit_on`` its (name, warnings); ``model`` names them."""
+    check_scored_pairs(pairs)
+    n = len(pairs)
+    if a.shape != b.shape or len(a) != n:
+        raise InputError(
+            f"{model}: the two sides of the pairs have vectors of shape {a.shape} and {b.shape} for {n} pairs; "
+            "both must come from one space (the same number of dimensions)"
+        )
+    if fit_vectors is not None and fit_vectors.shape[1] != a.shape[1]:
+        raise InputError(
+            f"{model}: the fit vectors have {fit_vectors.shape[1]} dimensions and the pairs {a.shape[1]}; "
+            "fit on vectors of the same space"
+        )
+    stage = progress or (lambda _: None)
+    cal = calibrated_sts(a, b, pairs.scores, calibrator, fit_vectors, progress=stage("fit"), seed=seed)
+    return {
+        "spearman": cal["raw_spearman"],
+        "pearson": cal["raw_pearson"],
+        "n_pairs": n,
+        "model": model,
+        "pooling": pooling,
+        "calibrated": {
+            "method": cal["method"],
+            "spearman": cal["spearman"],
+            "pearson": cal["pearson"],
+            "fit_seconds": cal["fit_seconds"],
+            "bits_per_dim": cal["bits_per_dim"],
+            "avg_cosine_before": cal["avg_cosine_before"],
+            "avg_cosine_after": cal["avg_cosine_after"],
+            "fit_on": "target" if fit_on is None else fit_on[0],
+            "n_fit": cal["n_fit"],
+            "diverged": cal["diverged"],
+        },
+        "warnings": [*pairs.warnings, *(fit_on[1] if fit_on is not None else []), *cal["warnings"]],
+    }
+
+
+def fit_and_save(
+    encoder: Encoder,
+    corpus: Corpus,
+    calibrator: Calibrator,
+    out: str | Path,
+    pooling: str = "mean",
+    embed_config: EmbedConfig | None = None,
+    cache: ArrayCache | None = None,
+    progress: StageProgress | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Embed ``corpus``, fit ``calibrator`` on it and save it to the folder ``out`` (safetensors + JSON, with the
+    model, pooling and corpus it was fitted on): the JSON of ``isoscope calibrate``."""
+    from isoscope.encode.embed import EmbedConfig, encode
+
+    check_fit_corpus(corpus)
+    embed_config = embed_config or EmbedConfig()
+    stage = progress or (lambda _: None)
+    vectors = encode(encoder, corpus.texts, pooling, embed_config, stage("embed"), cache)  # (n, d)
+    space = {"model": encoder.name, "model_fingerprint": encoder.fingerprint, "pooling": pooling}
+    space["max_length"] = embed_config.max_length
+    return fit_and_save_vectors(vectors, corpus.name, calibrator, out, space, corpus.warnings, stage, seed)
+
+
+def fit_and_save_vectors(
+    vectors: np.ndarray,
+    name: str,
+    calibrator: Calibrator,
+    out: str | Path,
+    space: dict[str, Any],
+    warnings: list[str] | None = None,
+    progress: StageProgress | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Fit ``calibrator`` on ``vectors`` (n, d), the vectors of ``name``, and save it to ``out`` with ``space`` (what
+    the vectors came from: ``model``, ``model_fingerprint`` and ``pooling``, or a vectors file's provenance) in
+    its metadata: the JSON of ``isoscope calibrate``."""
+    if len(vectors) < MIN_FIT_TEXTS:
+        raise InputError(f"{name}: need at least {MIN_FIT_TEXTS} texts to fit a calibrator")
+    out = Path(out)
+    stage = progress or (lambda _: None)
+    fit_seconds = fit_timed(calibrator, vectors, stage("fit"))
+    metadata = {**space, "fit_on": name, "n_fit": len(vectors), "fit_seconds": fit_seconds}
+    warnings = [*(warnings or []), *[w for w in [fit_size_warning(calibrator, len(vectors), vectors.shape[1])] if w]]
+    calibrator.save(out, metadata)
+    after = calibrator.transform(vectors)  # (n, k)
+    return {
+        "method": calibrator.method,
+        "out": str(out),
+        "n_texts": len(vectors),
+        "dim": int(vectors.shape[1]),
+        "fit_seconds": fit_seconds,
+        "bits_per_dim": getattr(calibrator, "bits_per_dim_", None),
+        "diverged": bool(getattr(calibrator, "diverged_", False)),
+        "avg_cosine_before": avg_cosine_or_nan(vectors, seed=seed),
+        "avg_cosine_after": avg_cosine_or_nan(after, seed=seed),
+        "model": space.get("model"),
+        "pooling": space.get("pooling"),
+        "warnings": warnings,
     }

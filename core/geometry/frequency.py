@@ -42,6 +42,7 @@ import numpy as np
 
 from isoscope.errors import InputError
 from isoscope.geometry.lexical import spearman_x100
+from isoscope.geometry.options import CONTEXTUAL_MODES, SPACES, ContextualMode
 from isoscope.sampling import sample_indices
 
 if TYPE_CHECKING:  # torch, transformers and pandas are imported where they are used, not to parse options
@@ -75,10 +76,6 @@ __all__ = [
     "token_geometry",
 ]
 
-Space = Literal["static", "contextual"]
-SPACES: tuple[str, ...] = ("static", "contextual")
-ContextualMode = Literal["occurrence", "mean"]
-CONTEXTUAL_MODES: tuple[str, ...] = ("occurrence", "mean")
 DEFAULT_EDGES: tuple[int, ...] = (0, 100, 500, 5000)
 _TEXT_CHUNK = 512  # texts per token_vectors call, to bound memory of per-token vectors
 _KNN_BLOCK_ENTRIES = 1 << 23  # entries of one (rows, m) distance block (64 MiB in float64)

@@ -15,12 +15,13 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from isoscope.errors import InputError
 from isoscope.evaluate.similarity import spearman_x100
+from isoscope.geometry.options import EDIT_LEVELS, EditLevel
 
 if TYPE_CHECKING:  # pandas is imported where tables are built, so parsing options stays cheap
     import pandas as pd
@@ -39,8 +40,6 @@ __all__ = [
     "word_tokens",
 ]
 
-EditLevel = Literal["word", "char"]
-EDIT_LEVELS: tuple[str, ...] = ("word", "char")
 # Pairs whose raw (unnormalised) word edit distance is at most this form the "small edit" subset, where
 # lexical overlap is high and only meaning can separate similar from dissimilar pairs.
 SMALL_EDIT_MAX = 3

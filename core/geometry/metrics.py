@@ -21,7 +21,7 @@ References
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy.special import logsumexp
@@ -404,11 +404,13 @@ def all_metrics(X: np.ndarray, seed: int = 0) -> dict[str, float]:
     return metrics
 
 
-def per_layer_metrics(layers: Sequence[np.ndarray] | np.ndarray, seed: int = 0) -> list[dict[str, float]]:
+def per_layer_metrics(
+    layers: Sequence[np.ndarray] | np.ndarray, seed: int = 0, progress: Callable[[int, int], None] | None = None
+) -> list[dict[str, float]]:
     """:func:`all_metrics` for each layer of a model, in order.
 
     ``layers`` is a list of ``(n, d)`` arrays (one per layer; shapes may differ) or one ``(L, n, d)``
-    array. Returns a list of ``L`` metric dicts.
+    array. Returns a list of ``L`` metric dicts; ``progress(done, L)`` is called after each layer.
     """
     if isinstance(layers, np.ndarray):
         if layers.ndim != 3:
@@ -418,4 +420,9 @@ def per_layer_metrics(layers: Sequence[np.ndarray] | np.ndarray, seed: int = 0) 
         items = list(layers)
     if not items:
         raise InputError("layers is empty — pass at least one (n, d) array")
-    return [all_metrics(layer, seed=seed) for layer in items]
+    out = []
+    for done, layer in enumerate(items, 1):
+        out.append(all_metrics(layer, seed=seed))
+        if progress is not None:
+            progress(done, len(items))
+    return out

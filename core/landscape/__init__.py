@@ -18,9 +18,11 @@ One concept per module:
 - ``learning``: per-epoch learning curves and the overfitting summary.
 - ``seeds``: headline numbers as mean +- sd over seeds, and learning-curve bands.
 - ``cached``: stages cached on disk under content keys.
-- ``store`` / ``schema`` / ``results``: files written and read back as typed objects (JSON, npz,
-  safetensors; never pickle), failing loudly on a schema change.
+- ``store`` / ``schema`` / ``records`` / ``results``: files written and read back as typed objects (JSON,
+  npz, safetensors; never pickle); each JSON record is one ``schema.Record`` the writer and the reader
+  share, read strictly (a schema change fails loudly). ``tables``: flat tables of the typed results.
 - ``pipeline``: the experiment for both initialisations and every seed, cached and resumable.
+- ``live``: ``LiveRun``, one frozen value for a small run (the dashboard's), and ``run_live``.
 
 The names below are imported lazily, so ``import isoscope.landscape.options`` does not import torch.
 """
@@ -35,6 +37,7 @@ _EXPORTS = {
     "FilterConfig": "isoscope.landscape.filter_view",
     "run_landscape": "isoscope.landscape.pipeline",
     "LandscapeResults": "isoscope.landscape.results",
+    "LiveRun": "isoscope.landscape.live",
     "ResultsSchemaError": "isoscope.landscape.schema",
     "list_results": "isoscope.landscape.results",
     "load_results": "isoscope.landscape.results",
@@ -42,6 +45,8 @@ _EXPORTS = {
     "TaskSplit": "isoscope.landscape.tasks",
     "load_task": "isoscope.landscape.tasks",
     "TrainConfig": "isoscope.landscape.train",
+    "available_tasks": "isoscope.landscape.tasks",
+    "run_live": "isoscope.landscape.live",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from isoscope.landscape.flat import dot, norm, residual_norm
+from isoscope.landscape.records import Axes, Coords
 
 log = logging.getLogger(__name__)
 
@@ -48,26 +49,20 @@ class Plane:
         out = torch.add(self.origin, self.e1, alpha=a, out=out)
         return out.add_(self.e2, alpha=b)
 
-    def summary(self) -> dict[str, float]:
-        return {
-            "norm_delta1": self.norm_delta1,
-            "norm_delta2": self.norm_delta2,
-            "cos_delta1_delta2": self.cos_delta1_delta2,
-            "kept_fraction": self.kept_fraction,
-            "cos_e1_e2": self.cos_e1_e2,
-            "norm_e1": float(np.sqrt(self.gram[0, 0])),
-            "norm_e2": float(np.sqrt(self.gram[1, 1])),
-        }
+    def axes(self) -> Axes:
+        """The measurements that justify the plane, as results.json holds them."""
+        return Axes(
+            self.norm_delta1,
+            self.norm_delta2,
+            self.cos_delta1_delta2,
+            self.kept_fraction,
+            self.cos_e1_e2,
+            float(np.sqrt(self.gram[0, 0])),
+            float(np.sqrt(self.gram[1, 1])),
+        )
 
 
-@dataclass(frozen=True)
-class Projection:
-    """Signed plane coordinates of a point and how far it lies off the plane."""
-
-    a: float
-    b: float
-    residual: float  # |d - a e1 - b e2| / |d|, 0 for theta0 itself
-    distance: float  # |d| = |theta - theta0|
+Projection = Coords  # the signed coordinates of a point, as results.json holds them
 
 
 def make_plane(theta0: torch.Tensor, theta1: torch.Tensor, theta2: torch.Tensor) -> Plane:

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from isoscope.landscape.records import ERRORS
 from isoscope.landscape.store import read_arrays, read_json, write_arrays, write_json
 
 
@@ -50,7 +51,7 @@ def cached_arrays(
 
 
 def with_error(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Adds ``heldout_error`` and ``train_error`` (1 - accuracy) to metric arrays of any shape."""
-    arrays["heldout_error"] = 1.0 - arrays["heldout_acc"]
-    arrays["train_error"] = 1.0 - arrays["train_acc"]
+    """Adds ``records.ERRORS`` (``heldout_error``, ``train_error``: 1 - accuracy) to metric arrays of any shape."""
+    for error, acc in ERRORS.items():
+        arrays[error] = 1.0 - arrays[acc]
     return arrays

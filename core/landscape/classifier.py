@@ -32,11 +32,11 @@ from isoscope.encode.pooling import masked_mean
 from isoscope.landscape.flat import FlatLayout
 from isoscope.landscape.options import HEAD_POOLINGS, INITS, HeadPooling, Init
 from isoscope.landscape.packed import PackedBatch, PackedClassifier, supports_packed
+from isoscope.landscape.records import Metrics
 from isoscope.landscape.tasks import Task
 
 log = logging.getLogger(__name__)
 
-METRICS: tuple[str, ...] = ("train_loss", "train_acc", "heldout_loss", "heldout_acc")
 SCRATCH_SEED_OFFSET = 1_000_003  # the random init never reuses the seed of the data order or the head
 
 
@@ -180,14 +180,15 @@ class Evaluator:
             )
 
     def __call__(self, theta: torch.Tensor) -> dict[str, float]:
-        """{"train_loss", "train_acc", "heldout_loss", "heldout_acc"} (mean cross-entropy, accuracy)."""
+        """``records.Metrics`` as a dict: {"train_loss", "train_acc", "heldout_loss", "heldout_acc"} (mean
+        cross-entropy, accuracy)."""
         logits = self.logits(theta).float()  # (S, c)
         losses = F.cross_entropy(logits, self._labels, reduction="none").double()  # (S,)
         hits = (logits.argmax(-1) == self._labels).double()  # (S,)
         count = torch.zeros(2, dtype=torch.float64).index_add_(0, self._split, torch.ones_like(losses))
         loss = (torch.zeros(2, dtype=torch.float64).index_add_(0, self._split, losses) / count).tolist()
         acc = (torch.zeros(2, dtype=torch.float64).index_add_(0, self._split, hits) / count).tolist()
-        return {"train_loss": loss[0], "train_acc": acc[0], "heldout_loss": loss[1], "heldout_acc": acc[1]}
+        return Metrics(train_loss=loss[0], train_acc=acc[0], heldout_loss=loss[1], heldout_acc=acc[1]).to_json()
 
     def train_loss(self, theta: torch.Tensor, max_examples: int | None = None) -> torch.Tensor:
         """Differentiable mean cross-entropy on the training part of the set (for Hessian-vector products).

@@ -33,22 +33,14 @@ def hvp(loss_fn: LossFn, theta: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class HessianResult:
-    """Dominant eigenvalue (largest |lambda|) of the Hessian at a point, by power iteration."""
+    """Dominant eigenvalue (largest |lambda|) of the Hessian at a point, by power iteration (the pipeline
+    stores it as ``records.Hessian``)."""
 
     eigenvalue: float
     iterations: int
     converged: bool
     relative_change: float  # |lambda_k - lambda_{k-1}| / |lambda_k| at the last iteration
     history: list[float] = field(default_factory=list)
-
-    def summary(self) -> dict[str, object]:
-        return {
-            "eigenvalue": self.eigenvalue,
-            "iterations": self.iterations,
-            "converged": self.converged,
-            "relative_change": self.relative_change,
-            "history": self.history,
-        }
 
 
 def hessian_top_eigenvalue(

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from isoscope.landscape import records
 from isoscope.landscape.flat import FlatLayout, norm
 from isoscope.landscape.options import DIRECTIONS
 
@@ -143,22 +144,25 @@ class Sharpness:
         k = len(self.per_direction)
         return float(self.per_direction.std(ddof=1)) if k > 1 else float("nan")
 
-    def summary(self) -> dict[str, object]:
+    def record(self) -> records.Sharpness:
+        """The statistics as results.json holds them (scale-invariant by construction)."""
         k = self.increase.shape[0]
-        return {
-            "mean": self.mean,
-            "sd": self.sd,
-            "alphas": list(self.alphas),
-            "n_directions": int(k),
-            "per_direction": self.per_direction.tolist(),
-            "per_alpha_mean": self.increase.mean(axis=0).tolist(),
-            "per_alpha_sd": (
-                self.increase.std(axis=0, ddof=1) if k > 1 else np.full(len(self.alphas), np.nan)
-            ).tolist(),
-            "base_loss": self.base_loss,
-            "scale_invariant": True,
-            "definition": SHARPNESS_DEFINITION,
-        }
+        per_alpha_sd = self.increase.std(axis=0, ddof=1) if k > 1 else np.full(len(self.alphas), np.nan)
+        return records.Sharpness(
+            mean=self.mean,
+            sd=self.sd,
+            alphas=tuple(float(a) for a in self.alphas),
+            n_directions=int(k),
+            per_direction=tuple(self.per_direction.tolist()),
+            per_alpha_mean=tuple(self.increase.mean(axis=0).tolist()),
+            per_alpha_sd=tuple(per_alpha_sd.tolist()),
+            base_loss=float(self.base_loss),
+            scale_invariant=True,
+            definition=SHARPNESS_DEFINITION,
+        )
+
+    def summary(self) -> dict[str, object]:
+        return self.record().to_json()
 
 
 def sharpness(curve_alphas: Sequence[float], losses: np.ndarray, at: Sequence[float]) -> Sharpness:

@@ -27,6 +27,7 @@ from isoscope.landscape.directions import (
     sharpness,
 )
 from isoscope.landscape.flat import FlatLayout
+from isoscope.landscape.records import METRICS, FilterDirections
 from isoscope.landscape.results import FILTER_CURVES, FILTER_JSON, FILTER_SURFACE
 from isoscope.landscape.store import RowStore
 from isoscope.landscape.surface import check_grid, curve_1d, interpolate, surface_2d
@@ -37,7 +38,7 @@ EvalFn = Callable[[torch.Tensor], dict[str, float]]
 ProgressFn = Callable[[int, int], None]
 Bar = Callable[[str], ProgressFn | None]
 VERSION = "filter-view-1"
-METRIC_NAMES = ("train_loss", "train_acc", "heldout_loss", "heldout_acc")
+NORMALISATION = "filter (rows of weight matrices and embedding tables); 1-D parameters zero"
 
 
 @dataclass
@@ -124,13 +125,13 @@ def measure(
         rows.clear()
         seconds_surface = time.perf_counter() - t
         return {
-            "directions": {
-                "n_directions": config.directions,
-                "seeds": seeds,
-                "range": list(config.range),
-                "normalisation": "filter (rows of weight matrices and embedding tables); 1-D parameters zero",
+            "directions": FilterDirections(
+                n_directions=config.directions,
+                seeds=tuple(seeds),
+                normalisation=NORMALISATION,
+                range=(float(config.range[0]), float(config.range[1])),
                 **plane.summary(),
-            },
+            ).to_json(),
             "curve_1d": curve_summary(curves),
             "surface": filter_surface_summary(surface),
             "sharpness": sharpness(alphas, curves["train_loss"], config.signed_alphas).summary(),
@@ -180,7 +181,7 @@ def curve_summary(curves: dict[str, np.ndarray]) -> dict[str, list[float]]:
     """Mean and sample sd over the directions at every alpha of the 1D curves (what ``--json`` prints)."""
     k = curves["train_loss"].shape[0]
     out: dict[str, list[float]] = {"alpha": np.asarray(curves["alpha"]).tolist()}
-    for m in METRIC_NAMES:
+    for m in METRICS:
         v = np.asarray(curves[m], np.float64)  # (k, n)
         out[f"{m}_mean"] = v.mean(axis=0).tolist()
         out[f"{m}_sd"] = (v.std(axis=0, ddof=1) if k > 1 else np.full(v.shape[1], np.nan)).tolist()

@@ -11,11 +11,12 @@ lowest held-out loss and how much the held-out loss rose from there to the last 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
 
+from isoscope.landscape.records import LearningRow, Metrics, Overfitting
 from isoscope.landscape.train import Checkpoint
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ def learning_curve(
     ckpts: list[Checkpoint],
     progress: ProgressFn | None = None,
     known: dict[int, torch.Tensor] | None = None,
-) -> list[dict[str, float]]:
+) -> list[LearningRow]:
     """One row per checkpoint: epoch, the training run's mean loss over that epoch, and the four metrics.
 
     ``known`` maps epochs to thetas already in memory (they are not read from disk again).
@@ -38,31 +39,31 @@ def learning_curve(
     rows = []
     for k, c in enumerate(ckpts):
         theta = known[c.epoch] if c.epoch in known else c.load()
-        rows.append({"epoch": c.epoch, "epoch_train_loss": c.train_loss, **evaluate(theta)})
+        rows.append(LearningRow(c.epoch, c.train_loss, Metrics.of(evaluate(theta))))
         if progress is not None:
             progress(k + 1, len(ckpts))
     return rows
 
 
-def overfitting(rows: list[dict[str, float]]) -> dict[str, float]:
+def overfitting(rows: Sequence[LearningRow]) -> Overfitting:
     """Best and final held-out numbers of a learning curve, and the overfitting gap (final - lowest held-out loss)."""
     if not rows:
         raise ValueError("a learning curve needs at least one checkpoint")
-    epochs = np.array([r["epoch"] for r in rows], np.int64)  # (E+1,)
-    held = np.array([r["heldout_loss"] for r in rows], np.float64)
-    acc = np.array([r["heldout_acc"] for r in rows], np.float64)
+    epochs = np.array([r.epoch for r in rows], np.int64)  # (E+1,)
+    held = np.array([r.metrics.heldout_loss for r in rows], np.float64)
+    acc = np.array([r.metrics.heldout_acc for r in rows], np.float64)
     best, best_acc = int(np.nanargmin(held)), int(np.nanargmax(acc))
-    final = rows[-1]
-    return {
-        "best_epoch": int(epochs[best]),
-        "min_heldout_loss": float(held[best]),
-        "final_epoch": int(epochs[-1]),
-        "final_heldout_loss": float(held[-1]),
-        "overfit_gap": float(held[-1] - held[best]),  # >= 0; 0 when the last epoch is the best
-        "best_acc_epoch": int(epochs[best_acc]),
-        "max_heldout_acc": float(acc[best_acc]),
-        "final_heldout_acc": float(acc[-1]),
-        "acc_drop": float(acc[best_acc] - acc[-1]),  # >= 0
-        "final_train_loss": float(final["train_loss"]),
-        "final_generalisation_gap": float(final["heldout_loss"] - final["train_loss"]),
-    }
+    final = rows[-1].metrics
+    return Overfitting(
+        best_epoch=int(epochs[best]),
+        min_heldout_loss=float(held[best]),
+        final_epoch=int(epochs[-1]),
+        final_heldout_loss=float(held[-1]),
+        overfit_gap=float(held[-1] - held[best]),  # >= 0; 0 when the last epoch is the best
+        best_acc_epoch=int(epochs[best_acc]),
+        max_heldout_acc=float(acc[best_acc]),
+        final_heldout_acc=float(acc[-1]),
+        acc_drop=float(acc[best_acc] - acc[-1]),  # >= 0
+        final_train_loss=float(final.train_loss),
+        final_generalisation_gap=float(final.heldout_loss - final.train_loss),
+    )

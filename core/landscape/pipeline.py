@@ -45,7 +45,6 @@ from isoscope.landscape.axes import make_plane, project
 from isoscope.landscape.cached import Counted, cached_json
 from isoscope.landscape.classifier import (
     INITS,
-    METRICS,
     Classifier,
     Evaluator,
     build_classifier,
@@ -57,6 +56,7 @@ from isoscope.landscape.directions import DIRECTIONS, check_directions
 from isoscope.landscape.filter_view import FilterConfig
 from isoscope.landscape.flat import FlatLayout, vector_digest
 from isoscope.landscape.learning import learning_curve, overfitting
+from isoscope.landscape.records import EvalCounts, Hessian, LearningCurve, Metrics, RunInfo, SeedSummary
 from isoscope.landscape.results import RESULTS, SUMMARY, default_root, load_results, seed_dir
 from isoscope.landscape.rollback import ENCODER_PREFIX, rollback_table
 from isoscope.landscape.seeds import headline_summary, learning_bands
@@ -179,10 +179,8 @@ def run_landscape(
         {
             "config": asdict(config),
             "seeds": len(seeds),
-            "seed_values": seeds,
             "seed_runs": [s["out_dir"] for s in summaries],
-            "summary": headline_summary(per_seed),
-            "learning_curves": learning_bands(per_seed),
+            **SeedSummary(tuple(seeds), headline_summary(per_seed), learning_bands(per_seed)).to_json(),
             "filter_normalized": {
                 init: {k: summary[init]["filter_normalized"][k] for k in ("curve_1d", "surface", "sharpness")}
                 for init in config.inits
@@ -222,22 +220,22 @@ def _run_seed(
     if config.learning_heldout:
         heldout = sample(task1.heldout, config.learning_heldout, tc.seed + 3)
         curve_set = make_eval_set(encoder.tokenizer, eval_train, heldout, tc.max_length, config.eval_chunk)
-    summary: dict = {
-        "model": encoder.name,
-        "model_fingerprint": encoder.fingerprint,
-        "task": task1.name,
-        "task2": task2.name,
-        "seed": tc.seed,
-        "n_classes": [task1.train.n_classes, task2.train.n_classes],
-        "n_train": [len(train1), len(train2)],
-        "class_counts_train": train1.class_counts(),
-        "n_eval": {"train": eval_set.n_train, "heldout": eval_set.n_heldout},
-        "n_learning_heldout": curve_set.n_heldout if curve_set is not None else 0,
-        "config": asdict(config),
-        "inits": list(config.inits),
-        "out_dir": str(out),
-        "warnings": task1.warnings + task2.warnings,
-    }
+    info = RunInfo(
+        model=encoder.name,
+        task=task1.name,
+        task2=task2.name,
+        n_train=(len(train1), len(train2)),
+        n_eval=EvalCounts(eval_set.n_train, eval_set.n_heldout),
+        inits=tuple(config.inits),
+        warnings=tuple(task1.warnings + task2.warnings),
+        model_fingerprint=encoder.fingerprint,
+        seed=tc.seed,
+        n_classes=(task1.train.n_classes, task2.train.n_classes),
+        class_counts_train=tuple(train1.class_counts()),
+        n_learning_heldout=curve_set.n_heldout if curve_set is not None else 0,
+        out_dir=str(out),
+    )
+    summary: dict = {**info.to_json(), "config": asdict(config)}
     grid_info: dict = {}
     stage = _Stages(progress, tag)
     for init in config.inits:
@@ -324,9 +322,9 @@ def _run_init(
         "train": {"task1": info1, "task2": info2},
         "n_params": layout.size,
         "n_encoder_params": n_enc,
-        "axes": plane.summary(),
-        "theta1_coords": asdict(p1),
-        "theta2_coords": asdict(p2),
+        "axes": plane.axes().to_json(),
+        "theta1_coords": p1.to_json(),
+        "theta2_coords": p2.to_json(),
     }
     # the origin is theta0, whose digest the checkpoint already holds
     digests = {"origin": ckpts1[0].digest, "e1": vector_digest(plane.e1), "e2": vector_digest(plane.e2)}
@@ -376,9 +374,9 @@ def _run_init(
         ),
     )
     by_epoch = {(r["run"], r["epoch"]): r for r in res["trajectory"]}
-    res["theta0"] = {m: by_epoch[("task1", 0)][m] for m in METRICS}
-    res["theta1"] = {m: by_epoch[("task1", ckpts1[-1].epoch)][m] for m in METRICS}
-    res["theta2"] = {m: by_epoch[("task2", ckpts2[-1].epoch)][m] for m in METRICS}
+    res["theta0"] = Metrics.of(by_epoch[("task1", 0)]).to_json()
+    res["theta1"] = Metrics.of(by_epoch[("task1", ckpts1[-1].epoch)]).to_json()
+    res["theta2"] = Metrics.of(by_epoch[("task2", ckpts2[-1].epoch)]).to_json()
     res["seconds_trajectory"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -474,7 +472,7 @@ def _cached_hessian(
 ) -> dict:
     """Top Hessian eigenvalue at theta1; ``theta1_digest`` is its checkpoint's digest (for the cache key)."""
     if config.hessian_iters == 0:
-        return {"skipped": True}
+        return dict(Hessian.SKIPPED)
     size = min(config.hessian_size, evaluate.eval_set.n_train)
     key = make_key(
         "hessian", theta1_digest, eval_key, size, config.hessian_iters, config.hessian_tol, config.train.seed
@@ -482,21 +480,28 @@ def _cached_hessian(
 
     def compute() -> dict:
         t = time.perf_counter()
-        result = hessian_top_eigenvalue(
+        found = hessian_top_eigenvalue(
             lambda theta: evaluate.train_loss(theta, size),
             theta1,
             config.hessian_iters,
             config.hessian_tol,
             config.train.seed,
             stage.bar("hessian", init),
-        ).summary()
-        result["seconds"] = time.perf_counter() - t
-        result["n_examples"] = size
-        return result
+        )
+        return Hessian(
+            eigenvalue=found.eigenvalue,
+            iterations=found.iterations,
+            converged=found.converged,
+            relative_change=found.relative_change,
+            n_examples=size,
+            history=tuple(found.history),
+            seconds=time.perf_counter() - t,
+        ).to_json()
 
-    # field "result": hessian.json files written before keep hitting the cache
+    # field "result": hessian.json files written before keep hitting the cache (those lack scale_invariant:
+    # an eigenvalue in raw parameter units changes when a layer is rescaled, so it is never scale-invariant)
     result = cached_json(folder / "hessian.json", key, config.reuse, compute, field="result")
-    return {**result, "scale_invariant": False}  # an eigenvalue in raw parameter units changes when a layer is rescaled
+    return {**result, "scale_invariant": Hessian.scale_invariant}
 
 
 def _cached_learning_curve(
@@ -508,12 +513,7 @@ def _cached_learning_curve(
     def compute() -> dict:
         known = {0: theta0, ckpts1[-1].epoch: theta1}
         rows = learning_curve(evaluate, ckpts1, stage.bar("learning curve", init), known)
-        return {
-            "n_train": curve_set.n_train,
-            "n_heldout": curve_set.n_heldout,
-            "rows": rows,
-            "overfitting": overfitting(rows),
-        }
+        return LearningCurve(curve_set.n_train, curve_set.n_heldout, tuple(rows), overfitting(rows)).to_json()
 
     return cached_json(folder / "learning_curve.json", key, reuse, compute)
 

@@ -14,11 +14,12 @@ Layout of a result folder (default ``~/.cache/isoscope/landscape/<key>``)::
 
 ``<init>`` is ``pretrained`` or ``scratch``. Everything is JSON, npz or safetensors: nothing is unpickled.
 
-Schema. Every field this module reads is required: a missing or renamed field, or a value of the wrong
-type, raises ``ResultsSchemaError`` naming the field and the file (a NaN in the page would hide it). A
-field that is present but null is a number that was not defined (NaN in JSON), and reads as NaN. Results
-written before the filter-normalised view, learning curves and seeds existed still load: those optional
-sections are None.
+Schema. The JSON records are ``isoscope.landscape.records``: the pipeline writes them with the same typed
+classes this module reads them with. Every field the page needs is required: a missing or renamed field,
+or a value of the wrong type, raises ``ResultsSchemaError`` naming the field and the file (a NaN in the
+page would hide it). A field that is present but null is a number that was not defined (NaN in JSON), and
+reads as NaN. Results written before the filter-normalised view, learning curves and seeds existed still
+load: those optional sections are None.
 """
 
 from __future__ import annotations
@@ -31,10 +32,26 @@ import pandas as pd
 
 from isoscope.cache import default_cache_dir
 from isoscope.errors import InputError
+from isoscope.landscape.records import (
+    GRID_METRICS,
+    METRICS,
+    Axes,
+    Coords,
+    FilterDirections,
+    Hessian,
+    LearningCurve,
+    Metrics,
+    RollbackRow,
+    RunInfo,
+    SeedSummary,
+    Sharpness,
+    TrajectoryPoint,
+    metric_columns,
+)
 from isoscope.landscape.schema import RERUN, Fields, ResultsSchemaError, arrays
 from isoscope.landscape.store import read_json
 
-__all__ = ["ResultsSchemaError"]
+__all__ = ["GRID_METRICS", "METRICS", "ResultsSchemaError"]
 
 SUMMARY = "summary.json"
 RESULTS = "results.json"
@@ -44,8 +61,6 @@ FILTER_CURVES = "filter_curves.npz"
 FILTER_SURFACE = "filter_surface.npz"
 FILTER_JSON = "filter_normalized.json"
 SEEDS_DIR = "seeds"
-METRICS: tuple[str, ...] = ("train_loss", "train_acc", "heldout_loss", "heldout_acc")
-GRID_METRICS: tuple[str, ...] = (*METRICS, "heldout_error", "train_error")
 
 
 def default_root() -> Path:
@@ -56,69 +71,6 @@ def default_root() -> Path:
 def seed_dir(out_dir: Path, seed: int) -> Path:
     """Folder of a further seed's results inside an experiment folder."""
     return Path(out_dir) / SEEDS_DIR / f"seed-{seed}"
-
-
-@dataclass(frozen=True)
-class Metrics:
-    train_loss: float
-    train_acc: float
-    heldout_loss: float
-    heldout_acc: float
-
-    @classmethod
-    def parse(cls, f: Fields) -> Metrics:
-        return cls(*(f.num(m) for m in METRICS))
-
-
-@dataclass(frozen=True)
-class Axes:
-    norm_delta1: float
-    norm_delta2: float
-    cos_delta1_delta2: float
-    kept_fraction: float
-    cos_e1_e2: float
-
-    @classmethod
-    def parse(cls, f: Fields) -> Axes:
-        return cls(
-            *(f.num(k) for k in ("norm_delta1", "norm_delta2", "cos_delta1_delta2", "kept_fraction", "cos_e1_e2"))
-        )
-
-
-@dataclass(frozen=True)
-class Coords:
-    a: float
-    b: float
-    residual: float
-    distance: float
-
-    @classmethod
-    def parse(cls, f: Fields) -> Coords:
-        return cls(f.num("a"), f.num("b"), f.num("residual"), f.num("distance"))
-
-
-@dataclass(frozen=True)
-class Hessian:
-    """Top Hessian eigenvalue at theta1 (power iteration). Not scale-invariant."""
-
-    eigenvalue: float
-    iterations: int
-    converged: bool
-    relative_change: float
-    n_examples: int
-    scale_invariant: bool = False
-
-    @classmethod
-    def parse(cls, f: Fields) -> Hessian | None:
-        if f.has("skipped") and f.flag("skipped"):
-            return None
-        return cls(
-            f.num("eigenvalue"),
-            f.integer("iterations"),
-            f.flag("converged"),
-            f.num("relative_change"),
-            f.integer("n_examples"),
-        )
 
 
 @dataclass(frozen=True)
@@ -157,51 +109,6 @@ class Flatness:
             GridCurvature.parse(f.obj("grid_train_loss")),
             GridCurvature.parse(f.obj("grid_heldout_loss")),
             Hessian.parse(f.obj("hessian")),
-        )
-
-
-@dataclass(frozen=True)
-class TrajectoryPoint:
-    run: str
-    epoch: int
-    coords: Coords
-    metrics: Metrics
-    surface_train_loss: float  # NaN outside the grid, or without a task-plane surface
-    surface_heldout_loss: float
-    epoch_train_loss: float  # mean training loss over the epoch (NaN for epoch 0)
-
-    @classmethod
-    def parse(cls, f: Fields) -> TrajectoryPoint:
-        return cls(
-            f.text("run"),
-            f.integer("epoch"),
-            Coords.parse(f),
-            Metrics.parse(f),
-            f.num("surface_train_loss"),
-            f.num("surface_heldout_loss"),
-            f.num("epoch_train_loss"),
-        )
-
-
-@dataclass(frozen=True)
-class RollbackRow:
-    group: str
-    layers: tuple[int, ...]
-    n_params: int
-    change_norm: float  # NaN for the row "none" (theta1 as trained)
-    relative_change: float
-    metrics: Metrics
-
-    @classmethod
-    def parse(cls, f: Fields) -> RollbackRow:
-        moved = f.text("group") != "none"
-        return cls(
-            f.text("group"),
-            tuple(int(v) for v in f.nums("layers")),
-            f.integer("n_params"),
-            f.num("change_norm") if moved else float("nan"),
-            f.num("relative_change") if moved else float("nan"),
-            Metrics.parse(f),
         )
 
 
@@ -246,35 +153,6 @@ class Grid:
 
 
 @dataclass(frozen=True)
-class Sharpness:
-    """Mean and sample sd over filter-normalised directions of the loss increase at fixed alphas."""
-
-    mean: float
-    sd: float
-    alphas: tuple[float, ...]
-    n_directions: int
-    per_direction: tuple[float, ...]
-    per_alpha_mean: tuple[float, ...]
-    per_alpha_sd: tuple[float, ...]
-    base_loss: float
-    scale_invariant: bool
-
-    @classmethod
-    def parse(cls, f: Fields) -> Sharpness:
-        return cls(
-            f.num("mean"),
-            f.num("sd"),
-            tuple(f.nums("alphas")),
-            f.integer("n_directions"),
-            tuple(f.nums("per_direction")),
-            tuple(f.nums("per_alpha_mean")),
-            tuple(f.nums("per_alpha_sd")),
-            f.num("base_loss"),
-            f.flag("scale_invariant"),
-        )
-
-
-@dataclass(frozen=True)
 class FilterNormalized:
     """The filter-normalised view around theta1: curves along k directions, a surface on the first two."""
 
@@ -288,54 +166,15 @@ class FilterNormalized:
 
     @classmethod
     def parse(cls, f: Fields, folder: Path) -> FilterNormalized:
-        d = f.obj("directions")
-        lo, hi = d.nums("range")
+        d = FilterDirections.parse(f.obj("directions"))
         return cls(
-            d.integer("n_directions"),
-            (lo, hi),
-            d.num("cos_d1_d2"),
+            d.n_directions,
+            d.range,
+            d.cos_d1_d2,
             Sharpness.parse(f.obj("sharpness")),
             Sharpness.parse(f.obj("heldout_sharpness")),
             Grid.read(folder / FILTER_CURVES, two_d=False),
             Grid.read(folder / FILTER_SURFACE, two_d=True),
-        )
-
-
-@dataclass(frozen=True)
-class LearningCurve:
-    """Per-epoch metrics of the task-1 run on a larger held-out sample, and the overfitting summary."""
-
-    n_heldout: int
-    epochs: tuple[int, ...]
-    epoch_train_loss: tuple[float, ...]
-    metrics: tuple[Metrics, ...]
-    best_epoch: int
-    min_heldout_loss: float
-    final_heldout_loss: float
-    overfit_gap: float
-    max_heldout_acc: float
-    final_heldout_acc: float
-
-    @classmethod
-    def parse(cls, f: Fields) -> LearningCurve:
-        rows = f.items("rows")
-        o = f.obj("overfitting")
-        return cls(
-            f.integer("n_heldout"),
-            tuple(r.integer("epoch") for r in rows),
-            tuple(r.num("epoch_train_loss") for r in rows),
-            tuple(Metrics.parse(r) for r in rows),
-            o.integer("best_epoch"),
-            o.num("min_heldout_loss"),
-            o.num("final_heldout_loss"),
-            o.num("overfit_gap"),
-            o.num("max_heldout_acc"),
-            o.num("final_heldout_acc"),
-        )
-
-    def frame(self) -> pd.DataFrame:
-        return pd.DataFrame(
-            {"epoch": self.epochs, "epoch_train_loss": self.epoch_train_loss, **_metric_columns(self.metrics)}
         )
 
 
@@ -371,7 +210,7 @@ class InitResults:
                 "run": [p.run for p in t],
                 "epoch": [p.epoch for p in t],
                 **{k: [getattr(p.coords, k) for p in t] for k in ("a", "b", "residual", "distance")},
-                **_metric_columns([p.metrics for p in t]),
+                **metric_columns([p.metrics for p in t]),
                 "surface_train_loss": [p.surface_train_loss for p in t],
                 "surface_heldout_loss": [p.surface_heldout_loss for p in t],
                 "epoch_train_loss": [p.epoch_train_loss for p in t],
@@ -385,15 +224,11 @@ class InitResults:
                 "group": [x.group for x in r],
                 "layers": [" ".join(map(str, x.layers)) for x in r],
                 "n_params": [x.n_params for x in r],
-                **_metric_columns([x.metrics for x in r]),
+                **metric_columns([x.metrics for x in r]),
                 "change_norm": [x.change_norm for x in r],
                 "relative_change": [x.relative_change for x in r],
             }
         )
-
-
-def _metric_columns(metrics) -> dict[str, list[float]]:
-    return {m: [getattr(x, m) for x in metrics] for m in METRICS}
 
 
 def parse_init(data: dict, folder: Path, task_view: bool = True) -> InitResults:
@@ -420,55 +255,6 @@ def parse_init(data: dict, folder: Path, task_view: bool = True) -> InitResults:
 
 
 @dataclass(frozen=True)
-class Stat:
-    """One headline number over seeds: mean and sample sd (ddof 1, NaN for one seed) of the finite values."""
-
-    mean: float
-    sd: float
-    n: int
-    values: tuple[float, ...]
-
-    @classmethod
-    def parse(cls, f: Fields) -> Stat:
-        return cls(f.num("mean"), f.num("sd"), f.integer("n"), tuple(f.nums("values")))
-
-
-@dataclass(frozen=True)
-class SeedSummary:
-    """The experiment repeated over seeds: per initialisation, every headline number's mean +- sd, and
-    learning-curve bands (mean and sd per epoch)."""
-
-    seeds: tuple[int, ...]
-    stats: dict[str, dict[str, Stat]]  # init -> headline name -> stat
-    learning: dict[str, dict[str, np.ndarray]]  # init -> "epoch" (E,), "<metric>_mean"/"<metric>_sd" (E,)
-
-    @property
-    def n_seeds(self) -> int:
-        return len(self.seeds)
-
-    @classmethod
-    def parse(cls, f: Fields) -> SeedSummary:
-        summary, bands = f.obj("summary"), f.obj("learning_curves")
-        return cls(
-            tuple(int(s) for s in f.nums("seed_values")),
-            {
-                init: {k: Stat.parse(summary.obj(init).obj(k)) for k in summary.obj(init).keys()}
-                for init in summary.keys()
-            },
-            {init: {k: np.asarray(bands.obj(init).nums(k)) for k in bands.obj(init).keys()} for init in bands.keys()},
-        )
-
-    def frame(self) -> pd.DataFrame:
-        """Long table: init, headline, mean, sd, n."""
-        rows = [
-            {"init": init, "headline": k, "mean": s.mean, "sd": s.sd, "n": s.n}
-            for init, stats in self.stats.items()
-            for k, s in stats.items()
-        ]
-        return pd.DataFrame(rows)
-
-
-@dataclass(frozen=True)
 class Summary:
     """The run's summary.json: what was trained and measured."""
 
@@ -491,23 +277,23 @@ class Summary:
     @classmethod
     def parse(cls, data: dict, path: Path) -> Summary:
         f = Fields(data, path)
-        cfg, train, n_eval = f.obj("config"), f.obj("config").obj("train"), f.obj("n_eval")
-        n1, n2 = f.nums("n_train")
+        info = RunInfo.parse(f)
+        cfg, train = f.obj("config"), f.obj("config").obj("train")
         return cls(
-            f.text("model"),
-            f.text("task"),
-            f.text("task2"),
-            (int(n1), int(n2)),
-            n_eval.integer("train"),
-            n_eval.integer("heldout"),
+            info.model,
+            info.task,
+            info.task2,
+            info.n_train,
+            info.n_eval.train,
+            info.n_eval.heldout,
             train.integer("epochs"),
             train.num("lr"),
             cfg.integer("eval_size"),
             cfg.text("directions") if cfg.has("directions") else "task",
-            tuple(str(i) for i in f.raw("inits")),
+            info.inits,
             f.num("wall_seconds"),
             f.obj("grid").integer("grid"),
-            tuple(str(w) for w in f.raw("warnings")),
+            info.warnings,
             SeedSummary.parse(f) if f.has("seeds") else None,
         )
 

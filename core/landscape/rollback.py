@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from isoscope.landscape.flat import FlatLayout, layer_index, norm
+from isoscope.landscape.records import Metrics, RollbackRow
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +71,8 @@ def rollback_table(
     ``at_theta1``: ``evaluate(theta1)`` when the caller already has it (it is not computed again).
     """
     groups = layer_groups(layout, num_layers)
-    metrics = evaluate(theta1) if at_theta1 is None else at_theta1
-    rows: list[dict[str, object]] = [{"group": "none", "layers": [], "n_params": 0, **metrics}]
+    metrics = Metrics.of(evaluate(theta1) if at_theta1 is None else at_theta1)
+    rows = [RollbackRow(RollbackRow.NONE, (), 0, metrics)]
     with torch.inference_mode():
         work = theta1.clone()  # (p,)
         for k, group in enumerate(groups.values()):
@@ -81,17 +82,17 @@ def rollback_table(
                 base_sq += norm(theta0[a:b]) ** 2
                 work[a:b] = theta0[a:b]
             rows.append(
-                {
-                    "group": group.name,
-                    "layers": list(group.layers),
-                    "n_params": group.n_params,
-                    "change_norm": moved_sq**0.5,
-                    "relative_change": (moved_sq / base_sq) ** 0.5 if base_sq > 0 else float("nan"),
-                    **evaluate(work),
-                }
+                RollbackRow(
+                    group.name,
+                    group.layers,
+                    group.n_params,
+                    Metrics.of(evaluate(work)),
+                    change_norm=moved_sq**0.5,
+                    relative_change=(moved_sq / base_sq) ** 0.5 if base_sq > 0 else float("nan"),
+                )
             )
             for a, b in group.slices:
                 work[a:b] = theta1[a:b]
             if progress is not None:
                 progress(k + 1, len(groups))
-    return rows
+    return [r.to_json() for r in rows]

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isoscope.landscape.results import METRICS, InitResults
+from isoscope.landscape.records import METRICS, Stat
+from isoscope.landscape.results import InitResults
 
 Getter = Callable[[InitResults], float]
 NAN = float("nan")
@@ -45,7 +46,7 @@ def _filter(attr: str) -> Getter:
 
 
 def _learning(attr: str) -> Getter:
-    return lambda r: float(getattr(r.learning_curve, attr)) if r.learning_curve is not None else NAN
+    return lambda r: float(getattr(r.learning_curve.overfitting, attr)) if r.learning_curve is not None else NAN
 
 
 def _epoch1_residual(r: InitResults) -> float:
@@ -100,30 +101,25 @@ HEADLINES: tuple[Headline, ...] = (
 HEADLINE_BY_NAME = {h.name: h for h in HEADLINES}
 
 
-def stat(values: list[float]) -> dict[str, object]:
+def stat(values: list[float], scale_invariant: bool | None = None) -> Stat:
     """Mean and sample sd (ddof 1) of the finite values; NaN when there are none (sd: fewer than two)."""
     v = np.asarray(values, np.float64)
     ok = v[np.isfinite(v)]
-    return {
-        "mean": float(ok.mean()) if len(ok) else NAN,
-        "sd": float(ok.std(ddof=1)) if len(ok) > 1 else NAN,
-        "n": len(ok),
-        "values": v.tolist(),
-    }
+    return Stat(
+        mean=float(ok.mean()) if len(ok) else NAN,
+        sd=float(ok.std(ddof=1)) if len(ok) > 1 else NAN,
+        n=len(ok),
+        values=tuple(v.tolist()),
+        scale_invariant=scale_invariant,
+    )
 
 
-def headline_summary(per_seed: list[dict[str, InitResults]]) -> dict[str, dict[str, dict[str, object]]]:
-    """init -> headline name -> {mean, sd, n, values, scale_invariant?} over the seeds (in seed order)."""
+def headline_summary(per_seed: list[dict[str, InitResults]]) -> dict[str, dict[str, Stat]]:
+    """init -> headline name -> its Stat over the seeds (in seed order), with its scale invariance."""
     inits = [i for i in per_seed[0] if all(i in s for s in per_seed)]
-    out: dict[str, dict[str, dict[str, object]]] = {}
-    for init in inits:
-        out[init] = {}
-        for h in HEADLINES:
-            entry = stat([h.get(s[init]) for s in per_seed])
-            if h.scale_invariant is not None:
-                entry["scale_invariant"] = h.scale_invariant
-            out[init][h.name] = entry
-    return out
+    return {
+        init: {h.name: stat([h.get(s[init]) for s in per_seed], h.scale_invariant) for h in HEADLINES} for init in inits
+    }
 
 
 def learning_bands(per_seed: list[dict[str, InitResults]]) -> dict[str, dict[str, list[float]]]:

@@ -6,10 +6,13 @@ read, so no table has a silently missing column: a schema change fails in ``load
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
-from isoscope.landscape.results import METRICS, Grid, InitResults, LandscapeResults
+from isoscope.landscape.results import METRICS, Grid, InitResults, LandscapeResults, Summary
 from isoscope.landscape.seeds import HEADLINE_BY_NAME
 
 
@@ -186,3 +189,50 @@ def seed_table(res: LandscapeResults) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class ResultTables:
+    """A finished experiment read back (typed: a schema change fails loudly) with every table the page shows."""
+
+    out_dir: str
+    results: LandscapeResults
+    axes: pd.DataFrame  # one row per init: axes, theta1/theta2 coordinates, flatness, metrics at theta1
+    trajectory: pd.DataFrame  # one row per (init, run, epoch): signed (a, b), residual, true vs surface loss
+    rollback: pd.DataFrame  # one row per (init, group rolled back to theta0)
+    curves: pd.DataFrame  # long: init, alpha, metrics of the task-plane 1D curve
+    surfaces: pd.DataFrame  # long: init, alpha, beta, metrics of the task-plane 2D grid
+    filter_curves: pd.DataFrame  # long: init, direction, alpha, metrics of the filter-normalised curves
+    filter_surfaces: pd.DataFrame  # long: init, alpha, beta, metrics of the filter-normalised surface
+    filter_bands: pd.DataFrame  # init, alpha, <metric>_mean, <metric>_sd over the directions
+    sharpness: pd.DataFrame  # init, measure, value, sd, scale_invariant
+    learning: pd.DataFrame  # init, epoch, <metric>_mean, <metric>_sd (sd over seeds; NaN for one seed)
+    seeds: pd.DataFrame  # init, headline, label, mean, sd, n, scale_invariant (empty for older results)
+    disk_mb: float  # everything in the folder, checkpoints included
+
+    @property
+    def summary(self) -> Summary:
+        return self.results.summary
+
+    @property
+    def inits(self) -> dict[str, InitResults]:
+        return self.results.inits
+
+
+def result_tables(res: LandscapeResults) -> ResultTables:
+    """Every table of ``res``, and the size of its folder on disk."""
+    size = sum(f.stat().st_size for f in Path(res.out_dir).rglob("*") if f.is_file())
+    grids = grid_tables(res)
+    return ResultTables(
+        str(res.out_dir),
+        res,
+        axes=pd.DataFrame([axes_row(r) for r in res.inits.values()]),
+        trajectory=trajectory_table(res),
+        rollback=rollback_table(res),
+        **grids,
+        filter_bands=filter_bands(grids["filter_curves"]),
+        sharpness=sharpness_table(res),
+        learning=learning_table(res),
+        seeds=seed_table(res),
+        disk_mb=size / 2**20,
+    )

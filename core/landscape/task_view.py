@@ -8,6 +8,7 @@ scale-invariant view). Every stage is cached under a content key.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ import torch
 from isoscope.cache import make_key
 from isoscope.landscape.axes import Plane, Projection, project
 from isoscope.landscape.cached import cached_arrays
+from isoscope.landscape.records import Metrics, TrajectoryPoint
 from isoscope.landscape.results import CURVE, SURFACE
 from isoscope.landscape.store import RowStore
 from isoscope.landscape.surface import curve_1d, interpolate, surface_2d
@@ -56,11 +58,11 @@ def trajectories(
     value), so its epoch 0 repeats task 1's epoch-0 row.
     """
     known = known or {}
-    rows = []
+    rows: list[TrajectoryPoint] = []
     for run, ckpts in (("task1", ckpts1), ("task2", ckpts2)):
         for c in ckpts:
-            if run == "task2" and c.epoch == 0 and rows and rows[0]["epoch"] == 0:
-                rows.append({**rows[0], "run": run, "epoch_train_loss": c.train_loss})
+            if run == "task2" and c.epoch == 0 and rows and rows[0].epoch == 0:
+                rows.append(replace(rows[0], run=run, epoch_train_loss=c.train_loss))
                 continue
             theta, p = known.get((run, c.epoch), (None, None))
             if theta is None:
@@ -69,22 +71,18 @@ def trajectories(
                     theta = to_task1_space(theta)
             if p is None:
                 p = project(plane, theta)
-            true = evaluate(theta)
             rows.append(
-                {
-                    "run": run,
-                    "epoch": c.epoch,
-                    "a": p.a,
-                    "b": p.b,
-                    "residual": p.residual,
-                    "distance": p.distance,
-                    **true,
-                    "surface_train_loss": _under(surface, "train_loss", p),
-                    "surface_heldout_loss": _under(surface, "heldout_loss", p),
-                    "epoch_train_loss": c.train_loss,
-                }
+                TrajectoryPoint(
+                    run,
+                    c.epoch,
+                    p,
+                    Metrics.of(evaluate(theta)),
+                    _under(surface, "train_loss", p),
+                    _under(surface, "heldout_loss", p),
+                    c.train_loss,
+                )
             )
-    return rows
+    return [r.to_json() for r in rows]
 
 
 def _under(surface: dict | None, metric: str, p: Projection) -> float:

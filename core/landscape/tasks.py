@@ -37,6 +37,7 @@ SIMILAR_THRESHOLD = 3.0  # pair label 1 ("similar") when score >= 3 on the 0-5 S
 HELDOUT_FRACTION = 0.25  # share held out for tasks without a separate held-out file
 MIN_PER_CLASS = 2
 MAX_CLASSES = 100
+STSB_FILES = ("stsb-en-train.csv", "stsb-en-dev.csv")  # training and held-out split of the built-in stsb task
 
 
 @dataclass
@@ -120,12 +121,17 @@ def load_task(spec: str, seed: int = 0, data_dir: str | Path | None = None) -> T
     return split_task(task, seed, warnings)
 
 
+def available_tasks(data_dir: str | Path | None = None) -> tuple[str, ...]:
+    """The built-in tasks that can run here: the demo tasks, and ``stsb`` when its files are present."""
+    folder = Path(data_dir) if data_dir else stsb_dir()
+    has_stsb = all((folder / name).exists() for name in STSB_FILES)
+    return ("demo-topic", "demo-pairs") + (("stsb",) if has_stsb else ())
+
+
 def _stsb(folder: Path) -> TaskSplit:
-    train_path, dev_path = folder / "stsb-en-train.csv", folder / "stsb-en-dev.csv"
+    train_path, dev_path = (folder / name for name in STSB_FILES)
     if not train_path.exists() or not dev_path.exists():
-        raise InputError(
-            f"STS-B not found in {folder} (need stsb-en-train.csv and stsb-en-dev.csv); set ISOSCOPE_STSB_DIR"
-        )
+        raise InputError(f"STS-B not found in {folder} (need {' and '.join(STSB_FILES)}); set ISOSCOPE_STSB_DIR")
     train, dev = load_pairs(train_path), load_pairs(dev_path)
     return TaskSplit(_binary_pairs(train, "stsb"), _binary_pairs(dev, "stsb"), train.warnings + dev.warnings)
 

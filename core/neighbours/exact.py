@@ -23,6 +23,23 @@ EXACT_BLOCK_SCORES = 1 << 25  # scores held at once by exact_topk: 32M float32 =
 QUERY_BLOCK = 4096  # rows searched per exact_topk call by knn_table (one progress step)
 
 
+def check_k(k: object, n: int, outside: bool = False) -> int:
+    """``k`` as an int in [1, n - 1] for ``n`` texts (in [1, n] for a query from ``outside`` the texts);
+    InputError otherwise: a text is never its own neighbour.
+
+    The one rule for ``k`` in Isoscope: refused, never silently clamped, so two pages cannot report overlap@k
+    for different k. Pages bound their k sliders by ``n - 1``."""
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise InputError(f"k must be a positive whole number, got {k!r}")
+    candidates = n if outside else n - 1
+    if candidates < 1:
+        raise InputError(f"need at least 2 texts to find neighbours, got {n}")
+    if k > candidates:
+        what = "the number of texts" if outside else "the number of texts minus one"
+        raise InputError(f"k must be at most {what} ({candidates}), got {k}")
+    return int(k)
+
+
 def _rank_row(scores: np.ndarray, k: int) -> np.ndarray:
     """Top-``k`` positions of one score row (n,), descending, ties broken by position (exact at the k-th)."""
     n = len(scores)
@@ -61,23 +78,6 @@ def exact_topk(
         ids[s : s + block] = top
         scores[s : s + block] = np.take_along_axis(S, top, axis=1)
     return scores, ids
-
-
-def check_k(k: object, n: int, outside: bool = False) -> int:
-    """``k`` as an int in [1, n - 1] for ``n`` texts (in [1, n] for a query from ``outside`` the texts);
-    InputError otherwise: a text is never its own neighbour.
-
-    The one rule for ``k`` in Isoscope: refused, never silently clamped, so two pages cannot report overlap@k
-    for different k. Pages bound their k sliders by ``n - 1``."""
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise InputError(f"k must be a positive whole number, got {k!r}")
-    candidates = n if outside else n - 1
-    if candidates < 1:
-        raise InputError(f"need at least 2 texts to find neighbours, got {n}")
-    if k > candidates:
-        what = "the number of texts" if outside else "the number of texts minus one"
-        raise InputError(f"k must be at most {what} ({candidates}), got {k}")
-    return int(k)
 
 
 def knn_table(vectors: np.ndarray, k: int, progress: ProgressFn | None = None) -> tuple[np.ndarray, np.ndarray]:

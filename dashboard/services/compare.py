@@ -8,9 +8,7 @@ or a seeded random init of the model (``isoscope.compare.spaces``). Every vector
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-import numpy as np
 import streamlit as st
 
 from isoscope.cache import ArrayCache, make_key
@@ -109,35 +107,3 @@ def layer_cka(layers_a: tuple[Vectors, ...], layers_b: tuple[Vectors, ...]) -> C
     """Linear and debiased CKA of every layer of A against every layer of B (one list when they are the same)."""
     same = [v.key for v in layers_a] == [v.key for v in layers_b]
     return cka_matrix([v.array for v in layers_a], None if same else [v.array for v in layers_b])
-
-
-def landscape_checkpoints() -> list[dict]:
-    """Finished loss-surface experiments with their checkpoint epochs: ``{"out_dir", "label", "epochs": {init:
-    [0..E]}}``, newest first (not cached: a run finished in another tab must appear)."""
-    from isoscope.landscape.results import list_results
-
-    out = []
-    for run in list_results():
-        folder = Path(run["out_dir"])
-        epochs = {}
-        for init in ("pretrained", "scratch"):
-            runs = sorted(folder.glob(f"checkpoints/{init}-task1-*"), key=lambda p: p.stat().st_mtime)
-            found = sorted(runs[-1].glob("epoch_*.safetensors")) if runs else []
-            if found:
-                epochs[init] = [int(p.stem.split("_")[1]) for p in found]
-        if epochs:
-            label = f"{run.get('task', '?')} · {run.get('model', '?')} · {folder.name[:10]}"
-            out.append({"out_dir": str(folder), "label": label, "epochs": epochs})
-    return out
-
-
-def per_text_table(report: Comparison, texts: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """Columns of the per-text download: overlap, shared neighbours, k-occurrence in A and in B."""
-    return {
-        "id": np.arange(report.n),
-        "text": np.asarray(texts, dtype=object),
-        "overlap": report.overlap.overlap,
-        "shared": report.overlap.shared,
-        "k_occurrence_a": report.hubness_a.k_occurrence,
-        "k_occurrence_b": report.hubness_b.k_occurrence,
-    }

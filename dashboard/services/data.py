@@ -13,11 +13,10 @@ import threading
 import numpy as np
 import streamlit as st
 
+from isoscope.dashboard.launch import ENV_DATA_FILE, ENV_TEXT_COLUMN
 from isoscope.data import Corpus, Pairs, load_corpus, load_pairs, load_vectors
 from isoscope.paths import DEMO_CORPUS, DEMO_PAIRS
 
-PRELOAD_ENV = "ISOSCOPE_DATA_FILE"  # set by `isoscope app DATA_FILE`
-TEXT_COLUMN_ENV = "ISOSCOPE_TEXT_COLUMN"  # set by `isoscope app DATA_FILE --text-column C`
 PARALLEL_PARSES = 2
 _parsing = threading.BoundedSemaphore(PARALLEL_PARSES)
 
@@ -55,8 +54,8 @@ def parse_vectors(data: bytes, name: str) -> np.ndarray:
 
 def preloaded_file() -> tuple[str, str | None] | None:
     """(path, text column) of the file given to ``isoscope app``, or None."""
-    path = os.environ.get(PRELOAD_ENV, "").strip()
-    return (path, os.environ.get(TEXT_COLUMN_ENV) or None) if path else None
+    path = os.environ.get(ENV_DATA_FILE, "").strip()
+    return (path, os.environ.get(ENV_TEXT_COLUMN) or None) if path else None
 
 
 @st.cache_data(show_spinner="Reading the preloaded file…", max_entries=2)

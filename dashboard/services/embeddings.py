@@ -1,4 +1,9 @@
-"""Sentence embeddings: one forward pass per list of texts, every requested pooling, cached in memory and on disk."""
+"""Sentence embeddings: one forward pass per list of texts, every requested pooling, cached in memory and on disk.
+
+An fp32 model embeds on its fastest engine whose vectors equal the torch model's within
+``isoscope.encode.precision.FP32_ENGINE_TOLERANCE`` (``isoscope.encode.engines``: ONNX Runtime on the CPU); the two
+share their cache entries, and the progress bar says which engine ran. int8 stays the sidebar's explicit choice.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +16,31 @@ from isoscope.cache import ArrayCache, make_key
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors, texts
 from isoscope.dashboard.services.models import encoder
 from isoscope.encode.embed import EmbedConfig, encode_many
+from isoscope.encode.engines import engine_in_use, fastest_fp32_encoder
+from isoscope.encode.models import Encoder
+from isoscope.encode.pooling import parse_pooling
+
+
+@st.cache_resource(show_spinner="Preparing the fast engine (once per model)…", max_entries=2)
+def _fast(model: str) -> Encoder:
+    return fastest_fp32_encoder(encoder(model))  # int8 keys come back as they are
+
+
+def engine_label(model: str, poolings: Sequence[str] = ("mean",)) -> str:
+    """What embeds for ``model`` (a ``model_key``) with these poolings: ``ONNX Runtime fp32``, ``PyTorch fp32``, ..."""
+    enc = _fast(model)
+    hidden = any(parse_pooling(p, enc.num_layers, enc.is_encoder_decoder).needs_hidden_states for p in poolings)
+    return engine_in_use(enc, hidden)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH_FUNCS)
 def _embed_many(model: str, items: Texts, poolings: tuple[str, ...], max_length: int) -> dict[str, np.ndarray]:
-    enc = encoder(model)
-    bar = st.progress(0.0, text=f"Embedding {len(items):,} texts…")
+    enc = _fast(model)
+    label = engine_label(model, poolings)
+    bar = st.progress(0.0, text=f"Embedding {len(items):,} texts ({label})…")
 
     def progress(done: int, total: int) -> None:
-        bar.progress(done / max(total, 1), text=f"Embedding {done:,} / {total:,} texts")
+        bar.progress(done / max(total, 1), text=f"Embedding {done:,} / {total:,} texts ({label})")
 
     try:
         config = EmbedConfig(max_length=max_length)

@@ -39,20 +39,22 @@ def singular_values_of(vectors: Vectors) -> np.ndarray:
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
 def layer_metrics(model: str, texts: Texts, max_length: int) -> pd.DataFrame:
-    """all_metrics of mean pooling at every layer: one row per layer."""
-    from isoscope.geometry.metrics import all_metrics
+    """all_metrics of mean pooling at every layer, one row per layer: the ``layers`` of ``isoscope geometry``
+    (``isoscope.geometry.metrics.per_layer_metrics``, which ``isoscope.geometry.report.analyse_geometry`` calls)."""
+    from isoscope.geometry.metrics import per_layer_metrics
 
     layers = [f"layer:{k}" for k in range(encoder(model).num_layers + 1)]
     vecs = embed_many(model, texts, layers, max_length)
     bar = st.progress(0.0, text="Metrics per layer…")
-    rows = []
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(done / total, text=f"Metrics per layer: {layers[done - 1]}")
+
     try:
-        for i, name in enumerate(layers):
-            rows.append({"layer": i, **all_metrics(vecs[name].array)})
-            bar.progress((i + 1) / len(layers), text=f"Metrics per layer: {name}")
+        rows = per_layer_metrics([vecs[name].array for name in layers], progress=progress)
     finally:
         bar.empty()
-    return pd.DataFrame(rows).set_index("layer")
+    return pd.DataFrame(rows).rename_axis("layer")
 
 
 @st.cache_data(show_spinner=False, max_entries=8, hash_funcs=HASH_FUNCS)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import pandas as pd
-import plotly.express as px
-import plotly.graph_objects as go
 import streamlit as st
 
 from isoscope.anatomy.budget import PRESET_NAMES, Architecture, architecture_from_model, get_preset, parameter_budget
 from isoscope.dashboard import ui
+from isoscope.dashboard.figures import anatomy as figures
 from isoscope.dashboard.services import anatomy
 from isoscope.dashboard.services.keyed import pairs_key
 from isoscope.dashboard.services.models import fp32_encoder
@@ -51,43 +49,13 @@ m = st.columns(3)
 m[0].metric("Parameters (pre-training)", f"{budget.pretraining_total / 1e6:,.1f} M")
 m[1].metric("Embedding share, pre-training", f"{budget.embedding_share_pretraining:.1%}")
 m[2].metric("Embedding share, fine-tuning", f"{budget.embedding_share_finetuning:.1%}")
-groups = pd.DataFrame(
-    {
-        "stage": ["pre-training"] * 3 + ["fine-tuning"] * 2,
-        "group": ["input embedding", "transformer", "output embedding", "input embedding", "transformer"],
-        "parameters": [
-            budget.input_embedding,
-            budget.transformer,
-            budget.output_embedding,
-            budget.input_embedding,
-            budget.transformer,
-        ],
-    }
-)
-bar = px.bar(groups, x="stage", y="parameters", color="group", text_auto=".3s")
-bar.update_layout(height=380)
-ui.chart(bar, "parameter_budget")
+ui.chart(figures.budget_bars(budget), "parameter_budget")
 
-all_rows = [parameter_budget(get_preset(n)).to_dict() for n in PRESET_NAMES]
-presets = pd.DataFrame(all_rows)[
-    [
-        "name",
-        "vocab_size",
-        "hidden_size",
-        "num_layers",
-        "input_embedding_size",
-        "output_embedding_size",
-        "tied",
-        "pretraining_total",
-        "finetuning_total",
-        "embedding_share_pretraining",
-        "embedding_share_finetuning",
-    ]
-]
+presets = figures.presets_table([parameter_budget(get_preset(n)) for n in PRESET_NAMES])
 with st.expander("All presets (from the public configurations)"):
     st.dataframe(presets, width="stretch", hide_index=True)
     ui.download_table(presets, "parameter_presets")
-components = pd.DataFrame([{"component": k, "group": g, "parameters": n} for k, (g, n) in budget.components.items()])
+components = figures.components_table(budget)
 with st.expander("Components of this architecture"):
     st.dataframe(components, width="stretch", hide_index=True)
     ui.download_table(components, "parameter_components")
@@ -97,16 +65,7 @@ spectrum = anatomy.input_spectrum(s.model)
 c = st.columns(2)
 c[0].metric("Table shape", f"{spectrum.shape[0]:,} x {spectrum.shape[1]}")
 c[1].metric("Effective rank", f"{spectrum.effective_rank:.1f}", help="exp(entropy of normalised singular values)")
-spec = go.Figure()
-spec.add_trace(go.Scatter(y=spectrum.singular_values, name="singular value", mode="lines"))
-spec.add_trace(go.Scatter(y=spectrum.energy, name="energy kept at rank k", mode="lines", yaxis="y2"))
-spec.update_layout(
-    height=360,
-    xaxis_title="k",
-    yaxis={"title": "singular value", "type": "log"},
-    yaxis2={"title": "energy kept", "overlaying": "y", "side": "right", "range": [0, 1]},
-)
-ui.chart(spec, "input_embedding_spectrum")
+ui.chart(figures.spectrum_figure(spectrum), "input_embedding_spectrum")
 
 st.subheader("Shrink it to rank k")
 st.caption(
@@ -124,15 +83,7 @@ if pairs is not None and ranks:
             ui.user_error(exc)
             st.stop()
         curve = result.curve
-        fig = go.Figure()
-        if pairs.scores is not None:
-            fig.add_trace(go.Scatter(x=curve["k"], y=curve["spearman"], name="Spearman", mode="lines+markers"))
-        ov = next(col for col in curve.columns if col.startswith("overlap_at_"))
-        fig.add_trace(
-            go.Scatter(x=curve["k"], y=curve[ov] * 100, name="neighbour overlap@10 (%)", mode="lines+markers")
-        )
-        fig.update_layout(height=380, xaxis_title="rank k", xaxis_type="log")
-        ui.chart(fig, "shrink_curve")
+        ui.chart(figures.shrink_figure(curve, pairs.scores is not None), "shrink_curve")
         st.dataframe(curve, width="stretch", hide_index=True)
         ui.download_table(curve, "shrink_curve")
 if fp32_encoder(s.model).model.get_output_embeddings() is None:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pandas as pd
-import plotly.express as px
-import plotly.graph_objects as go
 import streamlit as st
 
 from isoscope.dashboard import ui
+from isoscope.dashboard.figures.anisotropy import cosine_histograms, layer_heatmap, spectra
 from isoscope.dashboard.services import calibration, embeddings, geometry
 from isoscope.dashboard.services.keyed import Vectors
 from isoscope.dashboard.services.keyed import texts as keyed_texts
@@ -65,34 +64,15 @@ with st.expander("What the metrics mean"):
 ui.download_table(table.reset_index(), "anisotropy_metrics")
 
 st.subheader("Pairwise cosines")
-hist = go.Figure()
-for name, x in spaces.items():
-    hist.add_trace(go.Histogram(x=geometry.cosine_histogram_of(x, 20_000, seed=0), name=name, opacity=0.55, nbinsx=80))
-hist.update_layout(barmode="overlay", height=360, xaxis_title="cosine of a random pair", yaxis_title="pairs")
-ui.chart(hist, "cosine_histogram")
+cosines = {name: geometry.cosine_histogram_of(x, 20_000, seed=0) for name, x in spaces.items()}
+ui.chart(cosine_histograms(cosines), "cosine_histogram")
 
 st.subheader("Singular-value spectrum")
-spec = go.Figure()
-for name, x in spaces.items():
-    sv = geometry.singular_values_of(x)
-    spec.add_trace(go.Scatter(y=sv / sv.sum(), mode="lines", name=name))
-spec.update_layout(height=360, yaxis_type="log", xaxis_title="component", yaxis_title="normalised singular value")
-ui.chart(spec, "singular_values")
+ui.chart(spectra({name: geometry.singular_values_of(x) for name, x in spaces.items()}), "singular_values")
 
 st.subheader("Every layer (mean pooling of each layer)")
 per_layer = geometry.layer_metrics(s.model, keyed_texts(texts), s.max_length)
-norm = (per_layer - per_layer.min()) / (per_layer.max() - per_layer.min()).replace(0, 1)
-heat = px.imshow(
-    norm.T,
-    x=[str(i) for i in per_layer.index],
-    y=list(per_layer.columns),
-    color_continuous_scale="Viridis",
-    aspect="auto",
-    labels={"x": "layer", "color": "scaled per metric"},
-)
-heat.update_traces(text=per_layer.T.round(3).values, texttemplate="%{text}")
-heat.update_layout(height=380)
-ui.chart(heat, "layer_metrics")
+ui.chart(layer_heatmap(per_layer), "layer_metrics")
 with st.expander("Per-layer table"):
     st.dataframe(per_layer.style.format("{:.3f}"), width="stretch")
 ui.download_table(per_layer.reset_index(), "layer_metrics")

@@ -6,22 +6,20 @@ from __future__ import annotations
 import os
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from isoscope.atlas.pipeline import MAX_ATLAS_ROWS, AtlasConfig, duplicate_warning
 from isoscope.dashboard import ui
+from isoscope.dashboard.figures import atlas as figures
 from isoscope.dashboard.services import atlas as svc
 from isoscope.dashboard.services import data as data_service
 from isoscope.data import CORPUS_FORMATS
 from isoscope.errors import InputError
 
-SOURCES_BASE = ("Demo corpus", "Upload a file")
 PRELOADED = "File given to isoscope app"
 FOLDER = "Atlas folder"
 CALIBRATIONS = ("whitening", "sn", "abtt:3", "none")
 TABLE_ROWS = 1_000
-LABELS = 24
 NEIGHBOURS_PAGE = "views/neighbours.py"
 
 s = ui.settings()
@@ -36,27 +34,7 @@ st.caption(
 def _source_options() -> list[str]:
     extra = [PRELOADED] if data_service.preloaded_file() else []
     extra += [FOLDER] if svc.atlas_dir_env() else []
-    return [*extra, *SOURCES_BASE]
-
-
-def _uploaded_corpus():
-    up = st.file_uploader(
-        f"Corpus: one text per line (.txt) or a table with a 'text' column, up to {MAX_ATLAS_ROWS:,} rows",
-        type=[*CORPUS_FORMATS, "json", "tab"],
-        key="atlas_upload",
-    )
-    if up is not None and st.session_state.get("atlas_file_id") != up.file_id:
-        try:
-            st.session_state["atlas_loaded"] = svc.parse_upload(up.getvalue(), up.name)
-            st.session_state["atlas_file_id"] = up.file_id
-        except InputError as exc:
-            ui.user_error(exc)
-            if st.session_state.get("atlas_loaded") is not None:
-                st.caption(f"Still using the previous file, {ui.literal(st.session_state['atlas_loaded'].name)}.")
-    corpus = st.session_state.get("atlas_loaded")
-    if corpus is None:
-        st.info("Upload a file to begin.")
-    return corpus
+    return [*extra, *ui.CORPUS_SOURCES]
 
 
 def _atlas_path(source: str, config: AtlasConfig) -> str | None:
@@ -74,15 +52,16 @@ def _atlas_path(source: str, config: AtlasConfig) -> str | None:
         except (InputError, OSError) as exc:
             ui.user_error(exc)
             return None
-    elif source == SOURCES_BASE[0]:
+        ui.show_warnings(corpus.warnings)
+    elif source == ui.CORPUS_SOURCES[0]:
         corpus = data_service.demo_corpus()
         request = None
-    else:
-        corpus = _uploaded_corpus()
+    else:  # the upload shows its own warnings
+        label = f"Corpus: one text per line (.txt) or a table with a 'text' column, up to {MAX_ATLAS_ROWS:,} rows"
+        corpus = ui.uploaded("atlas", label, CORPUS_FORMATS, svc.parse_upload)
         request = None
         if corpus is None:
             return None
-    ui.show_warnings(corpus.warnings)
     if (w := duplicate_warning(corpus.texts)) is not None:
         st.caption(w)
     if len(corpus) < 4:
@@ -114,10 +93,10 @@ n = atlas.n
 c1, c2, c3 = st.columns([2, 2, 3])
 spaces = list(atlas.spaces)
 space = c1.radio(
-    "Space", spaces, format_func=svc.SPACE_NAMES.get, horizontal=True, key="atlas_space", disabled=len(spaces) < 2
+    "Space", spaces, format_func=figures.SPACE_NAMES.get, horizontal=True, key="atlas_space", disabled=len(spaces) < 2
 )
 colour_by = c2.selectbox(
-    "Colour by", svc.colour_options(atlas), key="atlas_colour", format_func=lambda c: svc.NUMERIC.get(c, c)
+    "Colour by", figures.colour_options(atlas), key="atlas_colour", format_func=lambda c: figures.NUMERIC.get(c, c)
 )
 query = c3.text_input("Search the texts", key="atlas_search", max_chars=200, placeholder="a word or phrase").strip()
 sp = atlas.spaces[space]
@@ -130,8 +109,8 @@ show_labels = f3.checkbox("Cluster labels", value=True, key="atlas_labels")
 all_live = f4.checkbox(
     "Every point live",
     key="atlas_all_live",
-    disabled=n <= svc.INTERACTIVE_MAX,
-    help=f"Above {svc.INTERACTIVE_MAX:,} points: draw every point as a WebGL point with hover (smooth with a GPU; "
+    disabled=n <= figures.INTERACTIVE_MAX,
+    help=f"Above {figures.INTERACTIVE_MAX:,} points: draw every point as a WebGL point with hover (smooth with a GPU; "
     "software WebGL takes seconds a frame from 100,000 points)",
 )
 
@@ -146,47 +125,33 @@ filtered = np.flatnonzero(mask) if (hits is not None or picked_clusters) else np
 
 # ------------------------------------------------------------------ the map
 colors, legend = svc.colour_table(path, space, colour_by)
-everything_live = n <= svc.INTERACTIVE_MAX or all_live
+everything_live = n <= figures.INTERACTIVE_MAX or all_live
 image = None if everything_live else svc.raster_png(path, space, colour_by, show_contours)[0]
-live_rows = np.arange(n) if everything_live else filtered[: svc.INTERACTIVE_MAX]
-live = svc.point_records(atlas, space, live_rows, colors)
-highlight = svc.point_records(atlas, space, filtered[: svc.INTERACTIVE_MAX], colors) if everything_live else []
-labels = []
-if show_labels:
-    for c in sp.clusters[:LABELS]:  # the largest clusters (deck.gl's default font has ASCII only)
-        words = ", ".join(c["words"]) or f"cluster {c['cluster']}"
-        labels.append(
-            {"x": c["x"], "y": c["y"], "label": words, "t": f"cluster {c['cluster']}: {c['size']:,} texts\n{words}"}
-        )
+live_rows = np.arange(n) if everything_live else filtered[: figures.INTERACTIVE_MAX]
+live = figures.point_records(atlas, space, live_rows, colors)
+highlight = figures.point_records(atlas, space, filtered[: figures.INTERACTIVE_MAX], colors) if everything_live else []
+labels = figures.cluster_labels(sp) if show_labels else []
 contours = svc.contour_png(path, space) if show_contours and everything_live else None
-spec = svc.deck_spec(atlas, space, image, live, highlight, labels, contours)
+spec = figures.deck_spec(atlas, space, image, live, highlight, labels, contours)
 event = st.pydeck_chart(spec, height=640, on_select="rerun", selection_mode="multi-object", key=f"atlas_map_{space}")
 
 drawn = f"{n:,} points drawn" + ("" if everything_live else " (an image of every point)")
 found = ""
 if hits is not None or picked_clusters:
     found = f" · {len(filtered):,} match the search and cluster filter"
-    if not everything_live and len(filtered) > svc.INTERACTIVE_MAX:
-        found += f" (the first {svc.INTERACTIVE_MAX:,} are live points on the map; all are in the table)"
+    if not everything_live and len(filtered) > figures.INTERACTIVE_MAX:
+        found += f" (the first {figures.INTERACTIVE_MAX:,} are live points on the map; all are in the table)"
 st.caption(drawn + found)
-if len(legend) == 2 and (colour_by in svc.NUMERIC or legend[0][1] == svc._hex(svc.VIRIDIS[0])):
-    st.caption(
-        f"Colour: {svc.NUMERIC.get(colour_by, colour_by)} from {legend[0][0]} (purple) to {legend[1][0]} (yellow)."
-    )
-elif legend:
-    st.caption("Colour: " + " · ".join(label for label, _ in legend))
+if (explained := figures.colour_caption(colour_by, legend)) is not None:
+    st.caption(explained)
 if not everything_live:
     st.caption(
-        f"Above {svc.INTERACTIVE_MAX:,} points the map is an image of every point (it pans and zooms at full speed "
+        f"Above {figures.INTERACTIVE_MAX:,} points the map is an image of every point (it pans and zooms at full speed "
         "without a GPU); hover and click work on the points your search or cluster filter lights up, and on the labels."
     )
 
 # ------------------------------------------------------------------ the selection
-clicked: list[int] = []
-if event is not None:
-    objects = (event.selection or {}).get("objects", {})
-    for layer in ("points", "highlight"):
-        clicked += [int(o["i"]) for o in objects.get(layer, []) if isinstance(o, dict) and "i" in o]
+clicked = figures.clicked_rows(event)
 selected = np.unique(np.asarray(clicked, np.int64)) if clicked else filtered
 st.subheader("Selection")
 if len(selected) == 0:
@@ -195,19 +160,13 @@ if len(selected) == 0:
 how = "clicked on the map" if clicked else "matching the search and cluster filter"
 st.caption(f"{len(selected):,} text(s) {how}.")
 shown = selected[:TABLE_ROWS]
-table = pd.DataFrame({"row": shown, "text": atlas.texts[shown], "cluster": sp.cluster[shown]})
-for col in [c for c in atlas.points.columns if c != "text"][:6]:
-    table[col] = atlas.points[col].to_numpy()[shown]
-table["norm"] = np.round(atlas.norm[shown], 4)
-table["length"] = atlas.length[shown]
-if "cal" in atlas.spaces:
-    table["overlap"] = np.round(atlas.overlap[shown], 3)
+table = figures.selection_table(atlas, space, shown)
 st.dataframe(table, width="stretch", hide_index=True)
 if len(selected) > TABLE_ROWS:
     st.caption(f"Showing the first {TABLE_ROWS:,} of {len(selected):,}.")
 ui.download_table(table, "atlas_selection")
 
-st.markdown(f"**Anisotropy of the selection vs the whole corpus** ({svc.SPACE_NAMES[space]} space)")
+st.markdown(f"**Anisotropy of the selection vs the whole corpus** ({figures.SPACE_NAMES[space]} space)")
 metrics = svc.metrics(path, space, tuple(int(r) for r in selected))
 st.dataframe(metrics, width="stretch", hide_index=True)
 st.caption("Each side a seeded sample of at most 20,000 rows; a selection of one text has no spread to measure.")

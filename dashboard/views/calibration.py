@@ -9,13 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import plotly.express as px
-import plotly.graph_objects as go
 import streamlit as st
 
 from isoscope.anatomy.poolings import best_row
 from isoscope.cache import text_digest
 from isoscope.dashboard import ui
+from isoscope.dashboard.figures.scores import flow_training, spearman_grid, spearman_heatmap
 from isoscope.dashboard.services import calibration, embeddings
 from isoscope.dashboard.services.keyed import pairs_key
 from isoscope.encode.pooling import canonical_pooling
@@ -60,16 +59,8 @@ else:
         if history:
             if getattr(calibrator, "diverged_", False):
                 st.warning("Training diverged; the last good state was kept. Lower the learning rate.")
-            hist = pd.DataFrame(history)
-            fig = go.Figure(go.Scatter(x=hist["epoch"], y=hist["bits_per_dim"], mode="lines+markers"))
-            fig.add_hline(
-                y=calibrator.gaussian_bits_per_dim_,
-                line_dash="dot",
-                annotation_text="Gaussian fit (untrained flow = whitening)",
-            )
-            fig.update_layout(height=320, xaxis_title="epoch", yaxis_title="bits / dim (lower is better)")
             st.subheader("Training curve")
-            ui.chart(fig, "flow_training")
+            ui.chart(flow_training(pd.DataFrame(history), calibrator.gaussian_bits_per_dim_), "flow_training")
 
         buf = io.BytesIO()
         np.save(buf, z.astype(np.float32), allow_pickle=False)
@@ -132,14 +123,10 @@ if ui.run_button("Compute table", "calp_table_go", table_request):
     except InputError as exc:
         ui.user_error(exc)
         st.stop()
-    grid = df.pivot(index="pooling", columns="calibration", values="spearman").reindex(
-        index=table_poolings, columns=methods
-    )
+    grid = spearman_grid(df, table_poolings, methods)
     best = best_row(df)
     if best:
         st.success(f"Best: {best['pooling']} + {best['calibration']} ({best['spearman']:.1f})")
-    fig = px.imshow(grid, text_auto=".1f", color_continuous_scale="Viridis", aspect="auto")
-    fig.update_layout(height=120 + 40 * len(table_poolings))
-    ui.chart(fig, "calibration_table")
+    ui.chart(spearman_heatmap(grid, 120 + 40 * len(table_poolings)), "calibration_table")
     st.dataframe(grid, width="stretch")
     ui.download_table(df, "calibration_table")

@@ -7,12 +7,11 @@ neighbours changed most (pick one: both neighbour lists), two aligned maps side 
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
+from isoscope.compare.spaces import landscape_checkpoints
 from isoscope.dashboard import ui
+from isoscope.dashboard.figures import compare as figures
 from isoscope.dashboard.services import compare as services
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.encode.pooling import canonical_pooling
@@ -94,107 +93,6 @@ def space_picker(side: str, runs: list[dict]) -> services.SpaceChoice | None:
     return services.SpaceChoice(model, init, 0, pooling, cal.method, cal.flow_json)
 
 
-def describe(choice: services.SpaceChoice, name: str) -> str:
-    init = ", random init" if choice.init == "random" else ""
-    cal = "" if choice.calibration == "none" else f", {choice.calibration}"
-    return f"{name}{init} · {choice.pooling}{cal}"
-
-
-def heatmap(matrix: np.ndarray, rows: list[str], cols: list[str], title: str) -> go.Figure:
-    fig = go.Figure(
-        go.Heatmap(
-            z=matrix,
-            x=[f"B {c}" for c in cols],
-            y=[f"A {r}" for r in rows],
-            zmin=0 if np.nanmin(matrix) >= 0 else None,
-            zmax=1,
-            colorscale="Viridis",
-            text=np.round(matrix, 2),
-            texttemplate="%{text}",
-            hovertemplate="%{y} × %{x}: %{z:.3f}<extra></extra>",
-        )
-    )
-    fig.update_layout(title={"text": title}, height=460, margin={"t": 50}, yaxis={"autorange": "reversed"})
-    return fig
-
-
-def neighbour_list(ids: np.ndarray, scores: np.ndarray, other: np.ndarray) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "rank": np.arange(1, len(ids) + 1),
-            "text": [texts[i] for i in ids],
-            "cosine": np.round(scores.astype(np.float64), 4),
-            "in both": np.isin(ids, other),
-        }
-    )
-
-
-def map_figure(
-    xy: np.ndarray, title: str, colour: np.ndarray, categorical: bool, lines: np.ndarray | None, ranges
-) -> go.Figure:
-    """Scattergl of the map (m, 2) of ``rows``; ``lines`` (m, 2) draws each point's displacement from there."""
-    hover = np.array([ui.plot_text(texts[i]) for i in rows], dtype=object)
-    fig = go.Figure()
-    if lines is not None:
-        seg = np.full((3 * len(xy), 2), np.nan)
-        seg[0::3], seg[1::3] = lines, xy
-        fig.add_trace(
-            go.Scattergl(
-                x=seg[:, 0],
-                y=seg[:, 1],
-                mode="lines",
-                line={"width": 0.7, "color": "rgba(120,120,120,0.5)"},
-                hoverinfo="skip",
-                name="A → B",
-            )
-        )
-    if categorical:
-        for cat in sorted(set(colour.tolist())):
-            mask = colour == cat
-            fig.add_trace(
-                go.Scattergl(
-                    x=xy[mask, 0],
-                    y=xy[mask, 1],
-                    mode="markers",
-                    name=ui.plot_text(cat, 40),
-                    text=hover[mask],
-                    hovertemplate="%{text}<extra>%{fullData.name}</extra>",
-                    marker={"size": 6, "opacity": 0.85},
-                )
-            )
-    else:
-        fig.add_trace(
-            go.Scattergl(
-                x=xy[:, 0],
-                y=xy[:, 1],
-                mode="markers",
-                name="texts",
-                text=hover,
-                customdata=colour,
-                hovertemplate=f"%{{text}}<br>overlap@{k} %{{customdata:.2f}}<extra></extra>",
-                marker={
-                    "size": 6,
-                    "opacity": 0.85,
-                    "color": colour,
-                    "colorscale": "RdYlGn",
-                    "cmin": 0,
-                    "cmax": 1,
-                    "showscale": True,
-                    "colorbar": {"title": {"text": f"overlap@{k}"}},
-                },
-            )
-        )
-    fig.update_layout(
-        title={"text": title},
-        height=520,
-        margin={"t": 50, "l": 10, "r": 10, "b": 10},
-        xaxis={"range": ranges[0], "showticklabels": False},
-        yaxis={"range": ranges[1], "showticklabels": False},
-        legend={"itemsizing": "constant"},
-    )
-    return fig
-
-
 s = ui.settings()
 st.title("Compare spaces")
 st.caption(
@@ -218,10 +116,7 @@ st.selectbox(
 corpus = ui.corpus_input("cmp")
 if corpus is None:
     st.stop()
-seen: dict[str, int] = {}
-for i, t in enumerate(corpus.texts):
-    seen.setdefault(t, i)
-keep = np.array(sorted(seen.values()), dtype=np.int64)
+keep = figures.distinct(corpus.texts)  # (n,) corpus rows of the distinct texts
 texts = [corpus.texts[i] for i in keep]
 if len(keep) < len(corpus.texts):
     st.caption(f"{len(corpus.texts) - len(keep):,} repeated texts are compared once.")
@@ -230,7 +125,7 @@ if n < 5:
     st.info("Comparing neighbourhoods needs at least 5 distinct texts; load a larger corpus.")
     st.stop()
 
-runs = services.landscape_checkpoints()
+runs = landscape_checkpoints()
 left, right = st.columns(2)
 with left:
     choice_a = space_picker("a", runs)
@@ -253,7 +148,10 @@ except InputError as exc:
     ui.user_error(exc)
     st.stop()
 report = services.comparison(space_a.vectors, space_b.vectors, k, method, points)
-label_a, label_b = describe(choice_a, space_a.name), describe(choice_b, space_b.name)
+label_a, label_b = (
+    figures.describe(space.name, choice.init, choice.pooling, choice.calibration)
+    for space, choice in ((space_a, choice_a), (space_b, choice_b))
+)
 st.markdown(f"**A:** {ui.literal(label_a)}  \n**B:** {ui.literal(label_b)}")
 
 m = st.columns(5)
@@ -289,48 +187,20 @@ kind = st.radio("CKA", ("linear", "debiased"), horizontal=True, key="cmp_cka_kin
 layers = services.layer_cka(space_a.layers, space_b.layers)
 matrix = layers.linear if kind == "linear" else layers.debiased
 rows_l, cols_l = [f"layer:{i}" for i in range(len(space_a.layers))], [f"layer:{j}" for j in range(len(space_b.layers))]
-ui.chart(
-    heatmap(matrix, rows_l, cols_l, f"{kind} CKA: layers of A × layers of B (layer:0 = embeddings)"), "compare_layers"
-)
-ui.download_table(
-    pd.DataFrame(
-        matrix, index=pd.Index([f"A {r}" for r in rows_l], name="layer"), columns=[f"B {c}" for c in cols_l]
-    ).reset_index(),
-    "compare_layers",
-)
+title = f"{kind} CKA: layers of A × layers of B (layer:0 = embeddings)"
+ui.chart(figures.heatmap(matrix, rows_l, cols_l, title), "compare_layers")
+ui.download_table(figures.matrix_table(matrix, rows_l, cols_l), "compare_layers")
 st.caption(
     "Mean-pooled hidden states of each layer of A's and B's models, before any calibration. A model against itself has a unit diagonal; fine-tuning usually changes the top layers most."
 )
 
 # ------------------------------------------------------------------ neighbourhoods
 st.subheader("Neighbourhoods")
-hist = report.overlap.histogram()
-fig = go.Figure(
-    go.Bar(
-        x=[f"{r.shared} ({r.jaccard:.2f})" for r in hist.itertuples()],
-        y=hist["texts"],
-        text=hist["texts"],
-        textposition="outside",
-    )
-)
-fig.update_layout(
-    height=320, margin={"t": 30}, xaxis_title=f"neighbours shared of {report.overlap.k} (Jaccard)", yaxis_title="texts"
-)
-ui.chart(fig, "compare_overlap_histogram")
+ui.chart(figures.overlap_histogram(report), "compare_overlap_histogram")
 moved = report.overlap.most_changed(min(MOVED, n))
-table = pd.DataFrame(
-    {
-        "row": keep[moved],
-        "overlap": np.round(report.overlap.overlap[moved], 3),
-        "shared": report.overlap.shared[moved],
-        "text": [texts[i] for i in moved],
-    }
-)
 st.markdown("**Texts whose neighbours changed most**")
-st.dataframe(table, width="stretch", hide_index=True)
-ui.download_table(
-    pd.DataFrame(services.per_text_table(report, items.items)).assign(row=lambda d: keep[d["id"]]), "compare_per_text"
-)
+st.dataframe(figures.most_changed_table(report, texts, keep, moved), width="stretch", hide_index=True)
+ui.download_table(figures.per_text_table(report, texts, keep), "compare_per_text")
 pick = st.selectbox(
     "Both neighbour lists of",
     range(len(moved)),
@@ -343,10 +213,10 @@ la, lb = st.columns(2)
 na, nb = report.overlap.neighbours_a[row], report.overlap.neighbours_b[row]
 with la:
     st.markdown("**In A**")
-    st.dataframe(neighbour_list(na, report.overlap.scores_a[row], nb), width="stretch", hide_index=True)
+    st.dataframe(figures.neighbour_list(texts, na, report.overlap.scores_a[row], nb), width="stretch", hide_index=True)
 with lb:
     st.markdown("**In B**")
-    st.dataframe(neighbour_list(nb, report.overlap.scores_b[row], na), width="stretch", hide_index=True)
+    st.dataframe(figures.neighbour_list(texts, nb, report.overlap.scores_b[row], na), width="stretch", hide_index=True)
 
 # ------------------------------------------------------------------ aligned maps
 st.subheader("Aligned maps")
@@ -360,19 +230,16 @@ if colour_by in meta:
     colour, categorical = corpus.meta[colour_by].iloc[keep[rows]].fillna("(missing)").astype(str).to_numpy(), True
 else:
     colour, categorical = report.overlap.overlap[rows], False
-both = np.vstack([maps.a, maps.b])
-pad = 0.05 * (both.max(axis=0) - both.min(axis=0) + 1e-12)
-ranges = [[both[:, j].min() - pad[j], both[:, j].max() + pad[j]] for j in (0, 1)]
+ranges = figures.map_ranges(maps.a, maps.b)
+hover = [ui.plot_text(texts[i]) for i in rows]
 ma, mb = st.columns(2)
 with ma:
-    ui.chart(map_figure(maps.a, f"A ({method.upper()})", colour, categorical, None, ranges), "compare_map_a")
+    fig = figures.map_figure(maps.a, hover, f"A ({method.upper()})", colour, categorical, k, ranges)
+    ui.chart(fig, "compare_map_a")
 with mb:
-    ui.chart(
-        map_figure(
-            maps.b, f"B aligned onto A ({method.upper()})", colour, categorical, maps.a if arrows else None, ranges
-        ),
-        "compare_map_b",
-    )
+    title = f"B aligned onto A ({method.upper()})"
+    fig = figures.map_figure(maps.b, hover, title, colour, categorical, k, ranges, maps.a if arrows else None)
+    ui.chart(fig, "compare_map_b")
 q = maps.quality
 st.caption(
     f"{len(rows):,} texts. B's map is rotated/reflected and scaled onto A's (Procrustes disparity {maps.disparity:.3f}). "
@@ -380,37 +247,11 @@ st.caption(
     f"A {q['trustworthiness_a']:.3f}, B {q['trustworthiness_b']:.3f} (map neighbours that are real neighbours); "
     f"continuity A {q['continuity_a']:.3f}, B {q['continuity_b']:.3f} (real neighbours kept together on the map)."
 )
-ui.download_table(
-    pd.DataFrame(
-        {
-            "row": keep[rows],
-            "text": [texts[i] for i in rows],
-            "a_x": maps.a[:, 0],
-            "a_y": maps.a[:, 1],
-            "b_x": maps.b[:, 0],
-            "b_y": maps.b[:, 1],
-            "overlap": report.overlap.overlap[rows],
-        }
-    ),
-    "compare_maps",
-)
+ui.download_table(figures.maps_table(report, texts, keep), "compare_maps")
 
 # ------------------------------------------------------------------ hubness
 st.subheader("Hubness")
-hub_rows = []
-for side, h, label in (("A", report.hubness_a, label_a), ("B", report.hubness_b, label_b)):
-    top = h.top(1)
-    hub_rows.append(
-        {
-            "space": side,
-            "description": label,
-            "skewness": round(h.skewness, 3),
-            "anti-hub share": round(h.antihub_share, 3),
-            "max N_k": h.max_occurrence,
-            "top hub": texts[int(top[0])] if len(top) else "",
-        }
-    )
-hub_table = pd.DataFrame(hub_rows)
+hub_table = figures.hubness_table(report, (label_a, label_b), texts)
 st.dataframe(hub_table, width="stretch", hide_index=True)
 ui.download_table(hub_table, "compare_hubness")
 ha, hb = st.columns(2)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
-import plotly.express as px
 import streamlit as st
 
 from isoscope.dashboard import ui
+from isoscope.dashboard.figures.frequency import norm_vs_rank
 from isoscope.dashboard.services import geometry
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError
@@ -48,23 +47,8 @@ for col, (_, row) in zip(cols, corr.iterrows(), strict=True):
         help="Rank correlation of a token's norm with its frequency (x100); negative: frequent = small norm.",
     )
 
-tokens = result.tokens.copy()
-tokens["log10 rank"] = np.log10(tokens["rank"].astype(float) + 1)
-tokens["hover"] = [ui.plot_text(t, 40) for t in tokens["token"]]
-fig = px.scatter(
-    tokens,
-    x="log10 rank",
-    y="norm",
-    color="bucket",
-    facet_col="stage",
-    hover_name="hover",
-    hover_data={"count": True, "knn_dist": ":.3f", "log10 rank": False, "bucket": False},
-    render_mode="webgl",
-)
-fig.update_yaxes(matches=None, showticklabels=True)
-fig.update_layout(height=440, xaxis_title="log10 frequency rank (0 = most frequent)")
 st.subheader("Norm vs frequency rank")
-ui.chart(fig, "frequency_norm")
+ui.chart(norm_vs_rank(result.tokens), "frequency_norm")
 
 st.subheader("By frequency bucket")
 st.dataframe(result.buckets, width="stretch", hide_index=True)

@@ -8,25 +8,34 @@ epoch test the overfitting claim; with several seeds, headline numbers are mean 
 
 from __future__ import annotations
 
-from datetime import datetime
-
-import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from isoscope.dashboard import classroom, ui
+from isoscope.dashboard.figures.landscape import (
+    FILTER_AXES,
+    INIT_LABEL,
+    band_curves,
+    bars,
+    contour,
+    curves,
+    fmt,
+    headline_table,
+    pm,
+    run_label,
+    surface3d,
+    zrange,
+)
 from isoscope.dashboard.services import landscape as services
 from isoscope.errors import InputError
+from isoscope.landscape.live import LiveRun
+from isoscope.landscape.tasks import available_tasks
 
 N_TRAIN = (16, 32, 64, 128)
 GRIDS = (3, 5, 7, 9)
 EVAL_SIZES = (8, 16, 32, 64)
 MAX_LENGTHS = (32, 64, 128)
 LRS = (2e-5, 5e-5, 1e-4, 3e-4)
-INIT_LABEL = {"pretrained": "Pre-trained", "scratch": "From scratch"}
-INIT_COLOUR = {"pretrained": "#1f77b4", "scratch": "#d62728"}
-RUNS = (("task1", "task-1 run θ0 → θ1", "θ1", "circle"), ("task2", "task-2 run θ0 → θ2", "θ2", "diamond"))
 ROLLBACK_METRICS = ("heldout_acc", "heldout_loss", "train_acc", "train_loss")
 LOW_KEPT = 0.3  # below this share of delta2 surviving Gram-Schmidt, the second axis is mostly amplified residue
 HIGH_RESIDUAL = 0.5  # off-plane share above which the surface under a checkpoint says little about it
@@ -39,208 +48,6 @@ SCALE_NOTE = (
     "the filter-normalised directions relative to it, and so this number unchanged. The top Hessian eigenvalue "
     "and the grid curvature are in raw parameter units: the same rescaling changes them without changing the model."
 )
-
-
-def fmt(x: object, digits: int = 4) -> str:
-    return "n/a" if x is None or not np.isfinite(float(x)) else f"{float(x):.{digits}g}"
-
-
-def run_label(summary: dict) -> str:
-    cfg, train = summary.get("config", {}), summary.get("config", {}).get("train", {})
-    g = summary.get("grid", {}).get("grid", "?")
-    when = datetime.fromtimestamp(summary.get("mtime", 0)).strftime("%Y-%m-%d %H:%M")
-    n = summary.get("n_train", ["?"])[0]
-    seeds = summary.get("seeds", 1)
-    task, task2 = (classroom.shown_name(str(summary.get(k, "?"))) for k in ("task", "task2"))
-    return (
-        f"{task} + {task2} · n={n} · {train.get('epochs', '?')} ep · "
-        f"grid {g}x{g} · eval {cfg.get('eval_size', '?')} · {seeds} seed{'s' if seeds != 1 else ''} · "
-        f"{classroom.shown_name(str(summary.get('model', '?')))} · {when}"
-    )
-
-
-def pm(mean: float, sd: float, digits: int = 3) -> str:
-    """mean ± sd (the mean alone when sd is undefined: one seed or one direction)."""
-    return fmt(mean, digits) if not np.isfinite(sd) else f"{fmt(mean, digits)} ± {fmt(sd, 2)}"
-
-
-# ------------------------------------------------------------------ figures
-
-
-def add_trajectory(fig: go.Figure, traj: pd.DataFrame, z: str | None = None) -> None:
-    """Both runs' checkpoints at their signed (a, b), markers + line; at their true ``z`` in 3D."""
-    for run, name, end, symbol in RUNS:
-        t = traj[traj["run"] == run].sort_values("epoch")
-        if t.empty:
-            continue
-        last = t["epoch"].max()
-        text = ["θ0" if e == 0 else end if e == last else f"ep {e}" for e in t["epoch"]]
-        custom = t[["epoch", "residual", "train_loss", "surface_train_loss", "heldout_loss"]].to_numpy(float)
-        hover = (
-            "epoch %{customdata[0]:.0f}<br>a %{x:.3f}, b %{y:.3f}<br>off-plane residual %{customdata[1]:.3f}"
-            "<br>true train loss %{customdata[2]:.4f}<br>surface train loss %{customdata[3]:.4f}"
-            "<br>true held-out loss %{customdata[4]:.4f}<extra>" + name + "</extra>"
-        )
-        common = {"name": name, "text": text, "customdata": custom, "hovertemplate": hover}
-        if z is None:
-            fig.add_trace(
-                go.Scatter(
-                    x=t["a"],
-                    y=t["b"],
-                    mode="lines+markers+text",
-                    textposition="top center",
-                    marker={"symbol": symbol, "size": 9, "color": "white", "line": {"width": 2, "color": "black"}},
-                    line={"color": "white", "width": 2, "dash": "solid" if run == "task1" else "dot"},
-                    textfont={"color": "white"},
-                    **common,
-                )
-            )
-        else:
-            fig.add_trace(
-                go.Scatter3d(
-                    x=t["a"],
-                    y=t["b"],
-                    z=t[z],
-                    mode="lines+markers+text",
-                    marker={"size": 4, "color": "black", "symbol": symbol},
-                    line={"color": "black", "width": 4},
-                    **common,
-                )
-            )
-
-
-def contour(
-    surface,
-    metric: str,
-    traj: pd.DataFrame | None,
-    zrange: tuple[float, float],
-    title: str,
-    axis_titles: tuple[str, str] = ("a (along δ1)", "b (along δ2 ⊥ δ1)"),
-) -> go.Figure:
-    a, b, z = surface["alpha"], surface["beta"], np.asarray(surface[metric])  # z (n_a, n_b)
-    fig = go.Figure(
-        go.Contour(
-            x=a,
-            y=b,
-            z=z.T,
-            zmin=zrange[0],
-            zmax=zrange[1],
-            colorscale="Viridis",
-            contours={"showlabels": True, "labelfont": {"color": "white", "size": 10}},
-            colorbar={"title": title},
-            hovertemplate="a %{x:.3f}, b %{y:.3f}<br>" + title + " %{z:.4f}<extra></extra>",
-        )
-    )
-    if traj is not None:
-        add_trajectory(fig, traj)
-    fig.update_layout(
-        height=430,
-        margin={"t": 30},
-        xaxis_title=axis_titles[0],
-        yaxis_title=axis_titles[1],
-        legend={"orientation": "h", "y": -0.2},
-    )
-    return fig
-
-
-def surface3d(surface: dict, traj: pd.DataFrame, zrange: tuple[float, float]) -> go.Figure:
-    z = np.asarray(surface["train_loss"])  # (n_a, n_b)
-    fig = go.Figure(
-        go.Surface(
-            x=surface["alpha"],
-            y=surface["beta"],
-            z=z.T,
-            cmin=zrange[0],
-            cmax=zrange[1],
-            colorscale="Viridis",
-            opacity=0.9,
-            showscale=False,
-            hovertemplate="a %{x:.3f}, b %{y:.3f}<br>train loss %{z:.4f}<extra></extra>",
-        )
-    )
-    add_trajectory(fig, traj, z="train_loss")
-    fig.update_layout(
-        height=480,
-        margin={"t": 10, "l": 0, "r": 0, "b": 0},
-        scene={
-            "xaxis_title": "a (δ1)",
-            "yaxis_title": "b (δ2⊥)",
-            "zaxis": {"title": "train loss", "range": list(zrange)},
-        },
-        legend={"orientation": "h"},
-    )
-    return fig
-
-
-def curves(df: pd.DataFrame, metrics: tuple[str, str], title: str) -> go.Figure:
-    fig = go.Figure()
-    for init, part in df.groupby("init", sort=False):
-        for metric, dash in zip(metrics, ("solid", "dot"), strict=True):
-            fig.add_trace(
-                go.Scatter(
-                    x=part["alpha"],
-                    y=part[metric],
-                    mode="lines+markers",
-                    name=f"{INIT_LABEL.get(init, init)} · {metric.split('_')[0]}",
-                    line={"color": INIT_COLOUR.get(init), "dash": dash},
-                )
-            )
-    for x, label in ((0.0, "θ0"), (1.0, "θ1")):
-        fig.add_vline(x=x, line_dash="dash", line_color="grey", annotation_text=label)
-    fig.update_layout(height=380, xaxis_title="α in θ0 + α δ1", yaxis_title=title, margin={"t": 30})
-    return fig
-
-
-def bars(df: pd.DataFrame, y: str, title: str, log: bool = False) -> go.Figure:
-    fig = go.Figure(
-        [
-            go.Bar(x=part["group"], y=part[y], name=INIT_LABEL.get(init, init), marker_color=INIT_COLOUR.get(init))
-            for init, part in df.groupby("init", sort=False)
-        ]
-    )
-    fig.update_layout(barmode="group", height=360, yaxis_title=title, margin={"t": 30}, xaxis_title="group restored")
-    if log:
-        fig.update_yaxes(type="log")
-    return fig
-
-
-def zrange(view: services.LandscapeView, metric: str, with_traj: bool = False, filtered: bool = False):
-    """One colour/height range for both initialisations (task-plane or filter-normalised surfaces)."""
-    grids = [ir.filter_surface if filtered else ir.surface for ir in view.inits.values()]
-    values = [np.asarray(g[metric], float).ravel() for g in grids if g is not None and metric in g]
-    if with_traj and not view.trajectory.empty:
-        values.append(view.trajectory[metric].to_numpy(float))
-    v = np.concatenate(values) if values else np.array([0.0, 1.0])
-    v = v[np.isfinite(v)]
-    lo, hi = (float(v.min()), float(v.max())) if len(v) else (0.0, 1.0)
-    return (lo, hi if hi > lo else lo + 1e-6)
-
-
-def band_curves(df: pd.DataFrame, x: str, metric: str, title: str, x_title: str, marks: tuple = ()) -> go.Figure:
-    """Mean line with a ±sd band per initialisation, from columns ``<metric>_mean`` and ``<metric>_sd``."""
-    fig = go.Figure()
-    for init, part in df.groupby("init", sort=False):
-        part = part.sort_values(x)
-        mean, sd = part[f"{metric}_mean"].to_numpy(float), part[f"{metric}_sd"].fillna(0.0).to_numpy(float)
-        colour, name = INIT_COLOUR.get(init), INIT_LABEL.get(init, init)
-        xs = part[x].to_numpy(float)
-        fig.add_trace(
-            go.Scatter(
-                x=np.r_[xs, xs[::-1]],
-                y=np.r_[mean + sd, (mean - sd)[::-1]],
-                fill="toself",
-                fillcolor=colour,
-                opacity=0.2,
-                line={"width": 0},
-                hoverinfo="skip",
-                showlegend=False,
-            )
-        )
-        fig.add_trace(go.Scatter(x=xs, y=mean, mode="lines+markers", name=name, line={"color": colour}))
-    for xv, label in marks:
-        fig.add_vline(x=xv, line_dash="dash", line_color="grey", annotation_text=label)
-    fig.update_layout(height=360, xaxis_title=x_title, yaxis_title=title, margin={"t": 30})
-    return fig
 
 
 # ------------------------------------------------------------------ page
@@ -260,7 +67,7 @@ st.caption(
 with st.expander("Run a small experiment live", expanded=not services.landscape_runs(), icon=":material/play_arrow:"):
     if s.is_encoder_decoder:
         st.info("Loss surfaces need an encoder-only (BERT-like) model: choose one in the sidebar.")
-    tasks = services.landscape_tasks()
+    tasks = available_tasks()
     c = st.columns(4)
     task = c[0].selectbox(
         "Task (first axis)",
@@ -292,22 +99,24 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
             help="Power-iteration steps for the top Hessian eigenvalue at θ1 (0 skips it; each is a double backward).",
         )
     )
-    st.caption(
-        f"Second axis: {services.landscape_task2(task)}. Model: {ui.literal(s.model_label)}. Four runs (pre-trained "
-        f"and scratch × two tasks, one seed), AdamW with batch 16 and linear decay, both views "
-        f"({services.LIVE_FILTER_DIRECTIONS} filter-normalised directions); every epoch's weights are kept on disk "
-        f"(about {services.landscape_disk_estimate(s.model, epochs):,.0f} MB) under "
-        f"{ui.literal(classroom.shown_path(services.landscape_root()))}. A live run is a sketch: for faithful numbers, precompute a "
-        "larger one from the command line (`python -m isoscope landscape`)."
+    request = LiveRun(
+        s.model, task, n_train, epochs, float(lr), grid, max_length, eval_size, hessian_iters=hessian_iters
     )
-    request = (s.model, task, n_train, epochs, float(lr), grid, max_length, eval_size, hessian_iters)
+    st.caption(
+        f"Second axis: {request.task2}. Model: {ui.literal(s.model_label)}. Four runs (pre-trained "
+        f"and scratch × two tasks, one seed), AdamW with batch {request.BATCH_SIZE} and linear decay, both views "
+        f"({request.FILTER_DIRECTIONS} filter-normalised directions); every epoch's weights are kept on disk "
+        f"(about {request.disk_mb(services.parameter_count(s.model)):,.0f} MB) under "
+        f"{ui.literal(classroom.shown_path(services.landscape_root()))}. A live run is a sketch: for faithful "
+        "numbers, precompute a larger one from the command line (`python -m isoscope landscape`)."
+    )
     if st.button("Run live", type="primary", key="land_run", disabled=s.is_encoder_decoder):
         st.session_state["land_request"] = request
         st.session_state.pop("land_done", None)
         st.session_state.pop("land_error", None)
     if st.session_state.get("land_request") == request and st.session_state.get("land_done") != request:
         try:
-            out_dir = services.landscape_run(*request[:8], hessian_iters=hessian_iters)
+            out_dir = services.landscape_run(request)
         except InputError as exc:
             st.session_state["land_error"] = (request, str(exc))
             st.session_state.pop("land_request", None)
@@ -326,14 +135,14 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
 runs = services.landscape_runs()
 if not runs:
     st.info(
-        f"No results yet in {ui.literal(classroom.shown_path(services.landscape_root()))}. Run a small experiment above, or precompute "
-        "a full one from the command line (re-running resumes from what is on disk):",
+        f"No results yet in {ui.literal(classroom.shown_path(services.landscape_root()))}. Run a small experiment "
+        "above, or precompute a full one from the command line (re-running resumes from what is on disk):",
         icon=":material/info:",
     )
     st.code(CLI, language="bash")
     st.stop()
 
-labels = {r["out_dir"]: run_label(r) for r in runs}
+labels = {r["out_dir"]: run_label(r, classroom.shown_name) for r in runs}
 if st.session_state.get("land_pick") not in labels:
     st.session_state["land_pick"] = runs[0]["out_dir"]
 pick = st.selectbox("Result", list(labels), key="land_pick", format_func=labels.get)
@@ -356,8 +165,8 @@ ui.show_warnings(sm.warnings)
 with st.expander("Precompute a full run from the command line", icon=":material/terminal:"):
     st.code(CLI, language="bash")
     st.caption(
-        f"Results go to {ui.literal(classroom.shown_path(services.landscape_root()))} and appear in the selector; re-running resumes "
-        "from what is on disk."
+        f"Results go to {ui.literal(classroom.shown_path(services.landscape_root()))} and appear in the selector; "
+        "re-running resumes from what is on disk."
     )
 inits = [i for i in ("pretrained", "scratch") if i in view.inits]
 if len(inits) < 2:
@@ -369,14 +178,7 @@ st.subheader("Headline numbers")
 if view.seeds.empty:
     st.caption("One run, no seeds recorded (results written before --seeds): no spread to show.")
 else:
-    table = view.seeds.assign(
-        value=[pm(m, sd, 4) for m, sd in zip(view.seeds["mean"], view.seeds["sd"], strict=True)],
-        scale_invariant=view.seeds["scale_invariant"].map({True: "yes", False: "no"}).fillna(""),
-    )
-    wide = table.pivot(index=["label", "scale_invariant"], columns="init", values="value").reset_index()
-    order = {lab: k for k, lab in enumerate(dict.fromkeys(table["label"]))}
-    wide = wide.sort_values("label", key=lambda c: c.map(order)).rename(columns=INIT_LABEL)
-    st.dataframe(wide.astype(str), width="stretch", hide_index=True)
+    st.dataframe(headline_table(view.seeds), width="stretch", hide_index=True)
     st.caption(
         f"Mean ± sample sd over {n_seeds} seed{'s' if n_seeds != 1 else ''} (each seed repeats sampling, head "
         "init, scratch init and data order). scale_invariant: yes for the filter-normalised sharpness, no for "
@@ -427,7 +229,8 @@ st.caption(
     "scaled to its own |δ1|, and fine-tuning from pre-trained weights moves far less than training from scratch, "
     "so one unit of a is a different distance in the two. Compare flatness in the filter-normalised view below."
 )
-loss_range = zrange(view, "train_loss")
+task_surfaces = [ir.surface for ir in view.inits.values()]
+loss_range = zrange(task_surfaces, "train_loss")
 for col, init in zip(st.columns(len(inits)), inits, strict=True):
     ir, t = view.inits[init], traj[traj["init"] == init]
     with col:
@@ -438,10 +241,10 @@ for col, init in zip(st.columns(len(inits)), inits, strict=True):
     ir, t = view.inits[init], traj[traj["init"] == init]
     with col:
         if ir.surface is not None:
-            ui.chart(surface3d(ir.surface, t, zrange(view, "train_loss", True)), f"landscape_surface_{init}")
+            ui.chart(surface3d(ir.surface, t, zrange(task_surfaces, "train_loss", traj)), f"landscape_surface_{init}")
 
 st.subheader("Generalisation: held-out error on the plane")
-err_range = zrange(view, "heldout_error")
+err_range = zrange(task_surfaces, "heldout_error")
 for col, init in zip(st.columns(len(inits)), inits, strict=True):
     ir, t = view.inits[init], traj[traj["init"] == init]
     with col:
@@ -469,13 +272,13 @@ else:
         fig = band_curves(bands, "alpha", "heldout_acc", "held-out accuracy", "α in θ1 + α d", ((0.0, "θ1"),))
         ui.chart(fig, "landscape_filter_curve_acc")
     st.caption("Mean over the random directions, band ± one sample sd across directions (first seed).")
-    f_range = zrange(view, "train_loss", filtered=True)
+    f_range = zrange([ir.filter_surface for ir in view.inits.values()], "train_loss")
     for col, init in zip(st.columns(len(inits)), inits, strict=True):
         g = view.inits[init].filter_surface
         with col:
             st.markdown(f"**{INIT_LABEL[init]}**")
             if g is not None:
-                fig = contour(g, "train_loss", None, f_range, "train loss", ("α (direction d1)", "β (direction d2)"))
+                fig = contour(g, "train_loss", None, f_range, "train loss", FILTER_AXES)
                 ui.chart(fig, f"landscape_filter_surface_{init}")
     for col, init in zip(st.columns(len(inits)), inits, strict=True):
         fn, over = view.inits[init].filter_normalized, sm.seeds.stats[init] if n_seeds > 1 else None

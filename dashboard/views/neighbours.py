@@ -6,13 +6,11 @@ space side by side, their overlap@k, and corpus-wide: whose neighbourhood change
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from isoscope.cache import text_digest
 from isoscope.dashboard import ui
+from isoscope.dashboard.figures.neighbours import changed_table, neighbour_table, overlap_bars, styled
 from isoscope.dashboard.services import calibration, data, embeddings, neighbours
 from isoscope.dashboard.services.keyed import Vectors, vectors_of
 from isoscope.data import CORPUS_FORMATS, Corpus
@@ -21,7 +19,6 @@ from isoscope.errors import InputError
 VECTORS_SOURCE = "Upload vectors (.npy)"  # next to ui.CORPUS_SOURCES
 COMPARED_METHODS = ("whitening", "sn+abtt:3", "abtt:3")
 META_COLUMNS = 3  # metadata columns shown next to each neighbour
-UP, DOWN = "background-color: rgba(46, 160, 67, 0.25)", "background-color: rgba(248, 81, 73, 0.25)"
 
 
 def precomputed_input() -> tuple[Corpus, Vectors] | None:
@@ -64,46 +61,6 @@ def precomputed_input() -> tuple[Corpus, Vectors] | None:
         f"texts from {ui.literal(corpus.name)}."
     )
     return corpus, vectors
-
-
-def shift_colour(value: object) -> str:
-    text = str(value)
-    if text == "new" or text.startswith("+"):
-        return UP
-    if text == "dropped" or text.startswith("-"):
-        return DOWN
-    return ""
-
-
-def rows_frame(corpus: Corpus, ids: np.ndarray, meta_cols: list[str]) -> pd.DataFrame:
-    """text and a few metadata columns of corpus rows ``ids``."""
-    table = pd.DataFrame({"text": [corpus.texts[i] for i in ids]})
-    for col in meta_cols:
-        table[col] = corpus.meta[col].iloc[ids].astype(str).to_numpy()
-    return table
-
-
-def neighbour_table(
-    corpus: Corpus, meta_cols: list[str], ids: np.ndarray, scores: np.ndarray, other: np.ndarray, k: int, space: str
-) -> pd.DataFrame:
-    """rank, text, metadata, score, rank in the other space and the shift (``new``/``dropped`` past k)."""
-    rank = np.arange(1, len(ids) + 1)
-    table = rows_frame(corpus, ids, meta_cols)
-    table.insert(0, "rank", rank)
-    table.insert(1, "score", np.round(scores.astype(np.float64), 4))
-    if space == "raw":  # places moved under calibration: + means ranked higher after
-        shift = [("dropped" if o > k else f"{r - o:+d}") for r, o in zip(rank, other, strict=True)]
-        table.insert(2, "shift", shift)
-        table["calibrated rank"] = other
-    else:
-        table.insert(2, "shift", [("new" if o > k else f"{o - r:+d}") for r, o in zip(rank, other, strict=True)])
-        table["raw rank"] = other
-    table["shift"] = table["shift"].replace("+0", "0")
-    return table
-
-
-def styled(table: pd.DataFrame):
-    return table.style.map(shift_colour, subset=["shift"]).format({"score": "{:.4f}"})
 
 
 s = ui.settings()
@@ -231,9 +188,7 @@ st.metric(
     help="Each sentence's own top-k (itself excluded), raw vs calibrated, averaged over the compared sentences.",
 )
 most = change.to_frame().head(20)
-changed = rows_frame(corpus, most["id"].to_numpy(), meta_cols)
-changed.insert(0, "row", most["id"].to_numpy())
-changed[f"overlap@{change.k}"] = np.round(most["overlap"].to_numpy(), 3)
+changed = changed_table(corpus, meta_cols, most["id"].to_numpy(), most["overlap"].to_numpy(), change.k)
 st.markdown("**Sentences whose neighbourhoods changed most**")
 st.dataframe(changed, width="stretch", hide_index=True)
 ui.download_table(change.to_frame().assign(text=lambda d: [texts[i] for i in d["id"]]), "neighbourhood_change")
@@ -243,21 +198,6 @@ by_method = neighbours.overlap_by_calibrator(raw, space.fit, methods, cal.flow_j
 skipped = [m for m in methods if m not in set(by_method["calibration"])]
 if skipped:
     st.caption(f"Left out (cannot be fitted on {raw.shape[1]}-dimensional vectors): {', '.join(skipped)}.")
-fig = go.Figure(
-    go.Bar(
-        x=by_method["calibration"],
-        y=by_method["mean_overlap"],
-        text=by_method["mean_overlap"].round(3),
-        textposition="outside",
-        marker_color=["#4c78a8" if m != cal.method else "#f58518" for m in by_method["calibration"]],
-    )
-)
-fig.update_layout(
-    height=340,
-    yaxis={"range": [0, 1.08], "title": f"mean overlap@{change.k}"},
-    xaxis_title="calibration",
-    margin={"t": 30},
-)
 st.markdown("**Mean overlap per calibrator** (lower = calibration rearranges neighbourhoods more)")
-ui.chart(fig, "overlap_by_calibrator")
+ui.chart(overlap_bars(by_method, cal.method, change.k), "overlap_by_calibrator")
 ui.download_table(by_method, "overlap_by_calibrator")

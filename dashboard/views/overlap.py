@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
-from plotly.subplots import make_subplots
 
 from isoscope.dashboard import ui
+from isoscope.dashboard.figures.pairs import pair_hover, scatter_panels
 from isoscope.dashboard.services import embeddings, geometry
 from isoscope.evaluate.similarity import cosine_pairs
 
@@ -47,25 +46,14 @@ st.caption(
     + ", ".join(f"{k} {v:.1f}" for k, v in small["spearman"].items())
 )
 
-names = [k for k in sims if sims[k] is not None]
-fig = make_subplots(rows=1, cols=len(names), subplot_titles=names)
-hover = [ui.plot_text(f"{a}  ||  {b}") for a, b in zip(pairs.sentence1, pairs.sentence2, strict=True)]
-for i, name in enumerate(names, start=1):
-    fig.add_trace(
-        go.Scattergl(
-            x=table["edit_distance"],
-            y=table[name],
-            mode="markers",
-            name=name,
-            text=hover,
-            hovertemplate="edit distance %{x:.2f}<br>%{y:.3f}<br>%{text}<extra></extra>",
-            marker={"size": 6, "opacity": 0.6},
-        ),
-        row=1,
-        col=i,
-    )
-    fig.update_xaxes(title_text="word edit distance", row=1, col=i)
-fig.update_layout(height=420, showlegend=False)
+panels = [(name, table[name]) for name in sims if sims[name] is not None]
+fig = scatter_panels(
+    table["edit_distance"],
+    panels,
+    pair_hover(pairs),
+    "word edit distance",
+    "edit distance %{x:.2f}<br>%{y:.3f}<br>%{text}<extra></extra>",
+)
 ui.chart(fig, "lexical_overlap")
 st.dataframe(table, width="stretch", hide_index=True)
 ui.download_table(table, "lexical_overlap")

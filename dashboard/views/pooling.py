@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import plotly.express as px
 import streamlit as st
 
 from isoscope.dashboard import ui
+from isoscope.dashboard.figures.scores import alignment_uniformity, spearman_grid, spearman_heatmap
 from isoscope.dashboard.services import anatomy
 from isoscope.dashboard.services.keyed import pairs_key
 from isoscope.errors import InputError
@@ -42,20 +42,12 @@ st.success(
     f"Best: {best['pooling']} + {best['calibration']}, Spearman {best['spearman']:.1f} "
     f"({report.n_pairs} pairs, {report.n_sentences} unique sentences)"
 )
-grid = table.pivot(index="pooling", columns="calibration", values="spearman").reindex(
-    index=list(dict.fromkeys(table["pooling"])), columns=list(dict.fromkeys(table["calibration"]))
-)
-fig = px.imshow(grid, text_auto=".1f", color_continuous_scale="Viridis", aspect="auto", labels={"color": "Spearman"})
-fig.update_layout(height=140 + 32 * len(grid))
+grid = spearman_grid(table, dict.fromkeys(table["pooling"]), dict.fromkeys(table["calibration"]))
 st.subheader("Spearman: pooling (and layer) x calibration")
-ui.chart(fig, "pooling_heatmap")
+ui.chart(spearman_heatmap(grid, 140 + 32 * len(grid), "Spearman"), "pooling_heatmap")
 
 st.subheader("Alignment and uniformity (Wang & Isola 2020)")
 st.caption("Alignment: distance of positive pairs (gold > 4), lower is better. Uniformity: lower is more spread.")
-scatter = px.scatter(
-    table, x="uniformity", y="alignment", color="calibration", hover_name="pooling", symbol="calibration"
-)
-scatter.update_layout(height=420)
-ui.chart(scatter, "alignment_uniformity")
+ui.chart(alignment_uniformity(table), "alignment_uniformity")
 st.dataframe(table, width="stretch", hide_index=True)
 ui.download_table(table, "pooling_table")

@@ -6,7 +6,6 @@ or box) to list its points; highlight the texts that contain a search string.
 
 from __future__ import annotations
 
-import html
 import json
 
 import numpy as np
@@ -15,6 +14,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from isoscope.dashboard import ui
+from isoscope.dashboard.figures import projection as figures
 from isoscope.dashboard.services import embeddings, models, projection
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError
@@ -24,119 +24,14 @@ from isoscope.sampling import sample_indices
 METHODS = {"PCA": "pca", "UMAP": "umap", "t-SNE": "tsne"}
 PRECOMPUTED = "precomputed (x, y columns)"
 DERIVED = ("norm", "token length", "text length", "none")
-MAX_CATEGORIES = 20  # more distinct values: the rarest are drawn together as "other"
 
 
-def colour_values(name: str) -> tuple[np.ndarray | None, bool]:
-    """Colour of every corpus row (n,) and whether it is categorical."""
-    if name == "none":
-        return None, False
-    if name == "norm":
-        return np.linalg.norm(raw.array, axis=1), False
-    if name == "token length":
-        return models.token_lengths(s.model, keyed_texts(texts)), False
-    if name == "text length":
-        return np.array([len(t) for t in texts]), False
-    col = corpus.meta[meta_cols[name]]
-    num = pd.to_numeric(col, errors="coerce")
-    if num.notna().all() and num.nunique() > MAX_CATEGORIES:
-        return num.to_numpy(np.float64), False
-    return col.fillna("(missing)").astype(str).to_numpy(), True
-
-
-def map_figure(
-    coords: np.ndarray, rows: np.ndarray, title: str, colour: np.ndarray | None, categorical: bool, hits: np.ndarray
-) -> go.Figure:
-    """Scattergl (2-D) or Scatter3d (3-D) of ``coords`` (m, 2|3) for corpus ``rows`` (m,); row ids in customdata."""
-    dims = coords.shape[1]
-    trace = go.Scattergl if dims == 2 else go.Scatter3d
-    size = 7 if dims == 2 else 3
-    hover = np.array([ui.plot_text(texts[i]) for i in rows], dtype=object)  # (m,)
-
-    def points(mask: np.ndarray, **kw) -> go.Scattergl | go.Scatter3d:
-        xyz = {"x": coords[mask, 0], "y": coords[mask, 1]} | ({"z": coords[mask, 2]} if dims == 3 else {})
-        return trace(
-            **xyz, mode="markers", text=hover[mask], customdata=rows[mask].tolist(), hoverlabel={"align": "left"}, **kw
-        )
-
-    fig = go.Figure()
-    everything = np.ones(len(rows), bool)
-    if colour is None:
-        fig.add_trace(points(everything, name="texts", hovertemplate="%{text}<extra></extra>", marker={"size": size}))
-    elif categorical:
-        values = colour[rows]  # (m,)
-        counts = pd.Series(values).value_counts()
-        keep = list(counts.index[: MAX_CATEGORIES - 1]) if len(counts) > MAX_CATEGORIES else list(counts.index)
-        groups = [(c, values == c) for c in sorted(keep)]
-        if len(keep) < len(counts):
-            groups.append(("other", ~np.isin(values, keep)))
-        for cat, mask in groups:
-            name = html.escape(str(cat)[:40])
-            fig.add_trace(
-                points(
-                    mask,
-                    name=name,
-                    hovertemplate="%{text}<extra>%{fullData.name}</extra>",
-                    marker={"size": size, "opacity": 0.8},
-                )
-            )
-    else:
-        fig.add_trace(
-            points(
-                everything,
-                name=html.escape(colour_by),
-                hovertemplate="%{text}<br>value %{marker.color:.4g}<extra></extra>",
-                marker={
-                    "size": size,
-                    "opacity": 0.85,
-                    "color": colour[rows],
-                    "colorscale": "Viridis",
-                    "showscale": True,
-                    "colorbar": {"title": {"text": html.escape(colour_by)}},
-                },
-            )
-        )
-    found = hits[rows]
-    if found.any():
-        fig.add_trace(
-            points(
-                found,
-                name=f"matches ({int(found.sum())})",
-                hovertemplate="%{text}<extra>match</extra>",
-                marker={"size": 2 * size + 4, "symbol": "circle-open", "color": "#d62728", "line": {"width": 2}},
-            )
-        )
-    fig.update_layout(
-        title={"text": html.escape(title)},
-        height=560,
-        margin={"t": 50, "l": 10, "r": 10, "b": 10},
-        legend={"itemsizing": "constant"},
-    )
-    if dims == 2:
-        fig.update_layout(dragmode="lasso", xaxis={"showticklabels": False}, yaxis={"showticklabels": False})
-    return fig
-
-
-def selectable_chart(fig: go.Figure, name: str) -> set[int]:
-    """Like ui.chart, with lasso/box selection: returns the corpus rows selected on the chart."""
-    event = ui.chart(fig, name, selectable=True)
-    selected: set[int] = set()
-    for point in (event or {}).get("selection", {}).get("points", []):
-        # (trace, index in trace) -> the corpus row kept in that trace's customdata
-        curve, index = point.get("curve_number"), point.get("point_index", point.get("point_number"))
-        if isinstance(curve, int) and isinstance(index, int) and 0 <= curve < len(fig.data):
-            rows_ = fig.data[curve].customdata
-            if rows_ is not None and 0 <= index < len(rows_):
-                selected.add(int(np.ravel(rows_[index])[0]))
-    return selected
-
-
-def show_map(coords: np.ndarray, rows: np.ndarray, title: str, name: str) -> set[int]:
-    fig = map_figure(coords, rows, title, colour, categorical, hits)
-    if coords.shape[1] == 2:
-        return selectable_chart(fig, name)
-    ui.chart(fig, name)
-    return set()
+def show_map(fig: go.Figure, name: str, dims: int) -> set[int]:
+    """A map with downloads; on a 2-D map, the corpus rows a lasso or box selection picked."""
+    if dims != 2:
+        ui.chart(fig, name)
+        return set()
+    return figures.selected_rows(fig, ui.chart(fig, name, selectable=True))
 
 
 s = ui.settings()
@@ -193,7 +88,16 @@ colour_by = d1.selectbox(
     "Colour by", options, index=options.index("topic") if "topic" in options else 0, key="pj_color"
 )
 search = d2.text_input("Highlight texts containing", key="pj_search", max_chars=200).strip()
-colour, categorical = colour_values(colour_by)
+if colour_by == "none":
+    colour, categorical = None, False
+elif colour_by == "norm":
+    colour, categorical = np.linalg.norm(raw.array, axis=1), False
+elif colour_by == "token length":
+    colour, categorical = models.token_lengths(s.model, keyed_texts(texts)), False
+elif colour_by == "text length":
+    colour, categorical = np.array([len(t) for t in texts]), False
+else:
+    colour, categorical = figures.meta_colours(corpus.meta[meta_cols[colour_by]])
 hits = np.array([search.lower() in t.lower() for t in texts]) if search else np.zeros(n, bool)  # (n,)
 if search:
     st.caption(f"{int(hits.sum()):,} text(s) contain “{ui.literal(search)}” (drawn as red rings).")
@@ -203,7 +107,11 @@ selected: dict[str, set[int]] = {}
 if method == "precomputed":
     rows = sample_indices(n, sample, seed)
     st.caption("Precomputed coordinates from the x/y columns: one map (calibration does not apply to them).")
-    selected["precomputed"] = show_map(xyz[rows, :dims], rows, "precomputed coordinates", f"projection_xy_{dims}d")
+    hover = [ui.plot_text(texts[i]) for i in rows]
+    fig = figures.map_figure(
+        xyz[rows, :dims], rows, hover, "precomputed coordinates", colour, categorical, hits, colour_by
+    )
+    selected["precomputed"] = show_map(fig, f"projection_xy_{dims}d", dims)
 else:
     params_json = json.dumps(params, sort_keys=True)
     spaces = (("raw", f"raw ({s.pooling})", raw), ("calibrated", f"calibrated ({cal.method})", calibrated))
@@ -214,9 +122,9 @@ else:
             except InputError as exc:
                 ui.user_error(exc)
                 continue
-            selected[space_name] = show_map(
-                coords, rows, f"{label} · {title}", f"projection_{space_name}_{method}_{dims}d"
-            )
+            hover = [ui.plot_text(texts[i]) for i in rows]
+            fig = figures.map_figure(coords, rows, hover, f"{label} · {title}", colour, categorical, hits, colour_by)
+            selected[space_name] = show_map(fig, f"projection_{space_name}_{method}_{dims}d", dims)
 if dims == 3:
     st.caption("Drag to rotate. Region selection works on the 2-D maps.")
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
-from plotly.subplots import make_subplots
 
 from isoscope.dashboard import ui
+from isoscope.dashboard.figures.pairs import pair_hover, rank_moves, scatter_panels
 from isoscope.dashboard.services import embeddings
-from isoscope.evaluate.similarity import correlations, cosine_pairs, rank_shift
+from isoscope.evaluate.similarity import correlations, cosine_pairs
 
 s = ui.settings()
 st.title("Sentence-pair similarity")
@@ -70,35 +69,21 @@ else:
         r = correlations(c, pairs.scores)
         col.metric(f"Spearman ({label})", f"{r['spearman']:.1f}", help=f"Pearson {r['pearson']:.1f}")
 
-    fig = make_subplots(rows=1, cols=len(variants), subplot_titles=[v[0] for v in variants], shared_yaxes=False)
-    hover = [ui.plot_text(f"{a}  ||  {b}") for a, b in zip(pairs.sentence1, pairs.sentence2, strict=True)]
-    for i, (label, c) in enumerate(variants, start=1):
-        fig.add_trace(
-            go.Scattergl(
-                x=pairs.scores,
-                y=c,
-                mode="markers",
-                name=label,
-                text=hover,
-                hovertemplate="gold %{x:.2f}<br>cosine %{y:.3f}<br>%{text}<extra></extra>",
-                marker={"size": 6, "opacity": 0.6},
-            ),
-            row=1,
-            col=i,
-        )
-        fig.update_xaxes(title_text="gold score", row=1, col=i)
-    fig.update_yaxes(title_text="cosine", row=1, col=1)
-    fig.update_layout(height=420, showlegend=False, margin={"t": 40, "b": 40})
+    fig = scatter_panels(
+        pairs.scores,
+        variants,
+        pair_hover(pairs),
+        "gold score",
+        "gold %{x:.2f}<br>cosine %{y:.3f}<br>%{text}<extra></extra>",
+        y_title="cosine",
+        margin={"t": 40, "b": 40},
+    )
     st.subheader("Gold vs predicted")
     ui.chart(fig, "similarity_scatter")
 
 if first_moved is not None and n > 1:
     moved_label, raw, calibrated = first_moved
-    moved = table[["sentence1", "sentence2"]].copy()
-    moved["cosine raw"] = np.round(raw, 4)
-    moved["cosine calibrated"] = np.round(calibrated, 4)
-    moved["rank shift"] = rank_shift(raw, calibrated)
-    moved = moved.reindex(moved["rank shift"].abs().sort_values(ascending=False).index).head(10)
+    moved = rank_moves(table, raw, calibrated)
     st.subheader(f"Pairs whose rank moved most ({moved_label})")
     st.caption("Positive: the pair ranks as more similar after calibration.")
     st.dataframe(moved, width="stretch", hide_index=True)

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
 from isoscope.dashboard import ui
+from isoscope.dashboard.figures.sweep import MEASURES, smallest_kept, sweep_figure
 from isoscope.dashboard.services import sweep as sweep_service
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError
 from isoscope.geometry.sweep import default_dims
-
-MEASURES = {
-    "overlap_at_k": "neighbour overlap@k with fp32 (1 = the same neighbours)",
-    "spearman": "STS Spearman x100 on the pairs",
-    "isoscore": "IsoScore (1 = every direction used equally)",
-    "avg_cosine": "average cosine of random pairs (0 = isotropic)",
-    "effective_rank": "effective rank (directions the spread uses)",
-}
-MARKERS = {"fp32": "circle", "int8-model": "diamond", "int8-vectors": "square", "binary": "x"}
 
 s = ui.settings()
 st.title("Precision & size")
@@ -72,38 +62,7 @@ ui.show_warnings(result.warnings)
 table = result.table
 st.subheader(f"{len(corpus.texts):,} texts, {s.pooling} pooling, overlap@{result.k}")
 measure = st.radio("Measure", list(MEASURES), horizontal=True, key="sweep_measure", format_func=lambda m: MEASURES[m])
-fig = go.Figure()
-for family, name in (("truncate", "first k dims"), ("pca", "PCA to k")):
-    rows = result.family(family)
-    fig.add_trace(
-        go.Scatter(
-            x=rows["bytes_per_vector"],
-            y=rows[measure],
-            mode="lines+markers",
-            name=name,
-            text=rows["variant"],
-            hovertemplate="%{text}<br>%{x:.0f} bytes<br>%{y:.3f}",
-        )
-    )
-for variant, symbol in MARKERS.items():
-    row = table[table["variant"] == variant]
-    if len(row):
-        fig.add_trace(
-            go.Scatter(
-                x=row["bytes_per_vector"],
-                y=row[measure],
-                mode="markers",
-                name=variant,
-                marker={"symbol": symbol, "size": 12},
-                hovertemplate=f"{variant}<br>%{{x:.0f}} bytes<br>%{{y:.3f}}",
-            )
-        )
-fig.update_layout(
-    xaxis={"type": "log", "title": "bytes per vector (log)"},
-    yaxis_title=MEASURES[measure],
-    height=430,
-    margin={"t": 30},
-)
+fig = sweep_figure(result, measure)
 ui.chart(fig, f"sweep_{measure}")
 if measure == "spearman" and table["spearman"].isna().all():
     st.caption("No scored pairs: load the demo pairs or a file with scores to fill this curve.")
@@ -112,13 +71,5 @@ shown = table.copy()
 shown["overlap_at_k"] = shown["overlap_at_k"].round(3)
 st.dataframe(shown, width="stretch", hide_index=True)
 ui.download_table(table, "precision_sweep")
-best = table[(table["overlap_at_k"] >= 0.9)].sort_values("bytes_per_vector")
-if len(best):
-    small = best.iloc[0]
-    ratio = float(table.loc[table["variant"] == "fp32", "bytes_per_vector"].iloc[0]) / float(small["bytes_per_vector"])
-    st.caption(
-        f"Smallest variant keeping at least 90% neighbour overlap: **{small['variant']}**, "
-        f"{small['bytes_per_vector']:.0f} bytes per vector ({ratio:.0f}x smaller than fp32)"
-        + ("" if np.isnan(small["spearman"]) else f", Spearman {small['spearman']:.2f}")
-        + "."
-    )
+if (kept := smallest_kept(table)) is not None:
+    st.caption(kept)

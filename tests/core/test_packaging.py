@@ -65,7 +65,7 @@ def test_demo_data_is_package_data_found_from_any_folder(tmp_path: Path) -> None
 
 
 def test_dashboard_config_is_package_data() -> None:
-    from isoscope.commands.app import config_options
+    from isoscope.dashboard.launch import config_options
 
     options = config_options()
     assert options[options.index("--server.headless") + 1] == "true"
@@ -126,3 +126,29 @@ def test_only_isoscope_is_importable_from_another_folder(tmp_path: Path) -> None
     assert proc.returncode == 0, proc.stderr
     no_core, no_dashboard, version = proc.stdout.split()
     assert no_core == "True" and no_dashboard == "True" and version == metadata.version("isoscope")
+
+
+BARE_IMPORTS = [
+    "import core",
+    "import core.data.inputs as inputs",
+    "from core import cli",
+    "from core.geometry.report import analyse_geometry",
+    "import dashboard",
+    "from dashboard.launch import code_hash",
+    "def later():\n    import dashboard.services.geometry",  # inside a function too
+]
+
+
+def test_the_lint_refuses_a_bare_import_of_the_folders(tmp_path: Path) -> None:
+    """`make test` runs ruff with the repository's config: a bare `import core` / `import dashboard` (which from
+    the repository root would load a second copy of the code) fails it, at any depth, and `isoscope` passes."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("\n".join(BARE_IMPORTS) + "\n")
+    good = tmp_path / "good.py"
+    good.write_text("import corefoo\nimport dashboards\nimport isoscope.dashboard.launch\nfrom isoscope import data\n")
+    command = [sys.executable, "-m", "ruff", "check", "--config", str(ROOT / "pyproject.toml"), "--select", "TID251"]
+    proc = subprocess.run([*command, "--output-format", "concise", str(bad)], capture_output=True, text=True)
+    flagged = [line for line in proc.stdout.splitlines() if "TID251" in line]
+    assert proc.returncode == 1 and len(flagged) == len(BARE_IMPORTS), proc.stdout
+    assert "import isoscope" in flagged[0]  # the message says what to write instead
+    assert subprocess.run([*command, str(good)], capture_output=True, text=True).returncode == 0

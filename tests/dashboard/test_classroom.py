@@ -10,7 +10,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from isoscope.commands.app import code_hash
+from isoscope.dashboard.launch import code_hash
 from isoscope.encode.models import default_model_path
 from tests.dashboard.conftest import APP
 

@@ -10,7 +10,7 @@ import numpy as np
 from tests.e2e import browser as b
 
 BUILD_TIMEOUT_MS = 600_000  # the first visit builds the demo atlas (UMAP compiles its code once)
-HIGHLIGHT = np.array([255, 200, 0])  # the highlight layer's fill (dashboard/services/atlas.py)
+HIGHLIGHT = np.array([255, 200, 0])  # the highlight layer's fill (dashboard/figures/atlas.py)
 
 
 def open_atlas(page) -> None:

@@ -168,7 +168,7 @@ def test_an_admitted_students_lying_parquet_costs_the_server_little(server: Serv
     print(f"classroom upload of the lying Parquet: server peak {peak / 2**20:.0f} MiB (grew by {grew / 2**20:.0f} MiB)")
 
 
-CLASS_ROWS = 20_000  # isoscope.commands.app.CLASSROOM_MAX_ROWS, the class's row limit
+CLASS_ROWS = 20_000  # isoscope.dashboard.launch.CLASSROOM_MAX_ROWS, the class's row limit
 
 
 def _csv_rows(n: int) -> bytes:
@@ -201,7 +201,7 @@ UPLOAD_PATHS = {  # page, its source radio and the value that shows the uploader
 def test_every_upload_path_holds_the_class_row_limit(server: Server, path: str) -> None:
     """Issue 28: every class limit on every upload path. An admitted student's file one row over the class's
     20,000 is refused in one line naming the limit, on each page that takes an upload."""
-    from isoscope.commands.app import CLASSROOM_MAX_ROWS
+    from isoscope.dashboard.launch import CLASSROOM_MAX_ROWS
 
     assert CLASSROOM_MAX_ROWS == CLASS_ROWS
     page_name, radio_key, choice, uploads = UPLOAD_PATHS[path]

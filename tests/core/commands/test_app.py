@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from isoscope.commands.app import CODE_ALPHABET, code_hash
+from isoscope.dashboard.launch import CODE_ALPHABET, code_hash
 from isoscope.encode.models import default_model_path
 from tests.core.commands.cli_checks import one_error_line
 
@@ -77,6 +77,9 @@ def test_classroom_options(cli, capsys, tmp_path: Path) -> None:
     assert _option(command, "--server.address") == "10.1.2.3" and _option(command, "--server.maxUploadSize") == "5"
     assert code == "my-class-42" and env["ISOSCOPE_ACCESS_CODE_SHA256"] == code_hash("MYCLASS42")
     assert json.loads(env["ISOSCOPE_ALLOWED_MODELS"]) == [[Path(default_model_path()).name, default_model_path()]]
+    assert "ISOSCOPE_ALLOW_ENDPOINTS" not in env  # endpoints spend the server's key: off unless the teacher says so
+    _, env, _ = _dry(cli, capsys, "--classroom", "--allow-endpoints")
+    assert env["ISOSCOPE_ALLOW_ENDPOINTS"] == "1"
 
 
 @pytest.mark.parametrize(
@@ -87,6 +90,7 @@ def test_classroom_options(cli, capsys, tmp_path: Path) -> None:
         (["--classroom", "--access-code", "abc"], "at least 6"),
         (["--access-code", "abcdefgh"], "need --classroom"),
         (["--allow-model", "/etc"], "need --classroom"),
+        (["--allow-endpoints"], "need --classroom"),
         (["--max-upload-mb", "0"], "--max-upload-mb"),
     ],
 )

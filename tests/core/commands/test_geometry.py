@@ -11,7 +11,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from isoscope.commands import geometry
 from isoscope.paths import DEMO_CORPUS, DEMO_PAIRS
 from tests.core.commands.cli_checks import one_error_line
 
@@ -102,26 +101,6 @@ def test_bad_input_exit_2_one_line(cli, small_pairs: Path, capsys, argv: list[st
     argv = [a.replace("{pairs}", str(small_pairs)) for a in argv]
     assert cli(["geometry", *argv, "--json", "--quiet", "--frequency", "none"]) == 2
     assert message in one_error_line(capsys)
-
-
-def test_load_input_detects_kind(small_pairs: Path, small_corpus: Path, tmp_path: Path) -> None:
-    texts, pairs, warnings = geometry.load_input(str(small_pairs))
-    assert pairs is not None and len(texts) == 2 * len(pairs) and warnings == []
-    texts, pairs, _ = geometry.load_input(str(small_corpus))
-    assert pairs is None and len(texts) == 50
-    txt = tmp_path / "lines.txt"
-    txt.write_text("one line\nanother line\n")
-    assert geometry.load_input(str(txt)) == (["one line", "another line"], None, [])
-    unscored = tmp_path / "unscored.csv"
-    unscored.write_text("sentence1,sentence2\na cat,a dog\nrain,snow\n")
-    texts, pairs, _ = geometry.load_input(str(unscored))
-    assert pairs is not None and pairs.scores is None and texts == ["a cat", "rain", "a dog", "snow"]
-    texts, pairs, _ = geometry.load_input(str(unscored), kind="corpus")  # --kind overrides detection
-    assert pairs is None and texts == ["a cat", "rain"]
-    bad_score = tmp_path / "bad.csv"
-    bad_score.write_text("sentence1,sentence2,score\na,b,1\nc,d,x\ne,f,2\ng,h,3\n")
-    texts, pairs, warnings = geometry.load_input(str(bad_score))
-    assert len(pairs) == 3 and len(warnings) == 1 and "dropped 1 row" in warnings[0]
 
 
 def test_subprocess_missing_file(repo_root: Path) -> None:

@@ -193,3 +193,21 @@ def test_landscape_refusals(landscape_run: Path, tiny, tmp_path: Path, monkeypat
     monkeypatch.setenv("ISOSCOPE_CACHE", str(tmp_path))
     with pytest.raises(InputError, match="no finished landscape experiment under"):
         load_space_encoder(parse_space("model=landscape:latest"), lambda name: tiny)
+
+
+def test_the_checkpoints_a_page_can_offer(landscape_run: Path, tiny, tmp_path: Path) -> None:
+    from isoscope.compare.spaces import checkpoint_epochs, landscape_checkpoints
+
+    assert checkpoint_epochs(landscape_run, "pretrained") == [0, 1, 2]
+    assert checkpoint_epochs(landscape_run, "scratch", "task2") == [0, 1, 2]
+    assert checkpoint_epochs(tmp_path, "pretrained") == []
+    (listed,) = landscape_checkpoints(landscape_run.parent)
+    assert listed["out_dir"] == str(landscape_run) and listed["epochs"] == {
+        "pretrained": [0, 1, 2],
+        "scratch": [0, 1, 2],
+    }
+    assert listed["label"].startswith("demo-topic · ")
+    # every epoch offered loads, and is the checkpoint of that epoch
+    last = _landscape_encoder(landscape_run, "scratch", listed["epochs"]["scratch"][-1], tiny)
+    assert last.fingerprint == _landscape_encoder(landscape_run, "scratch", "last", tiny).fingerprint
+    assert landscape_checkpoints(tmp_path) == []

@@ -1,11 +1,14 @@
-"""isoscope.evaluate.sts: STS with a calibrator fitted without labels, and the too-few-fit-vectors warning."""
+"""isoscope.evaluate.sts: STS with a calibrator fitted without labels, the too-few-fit-vectors warning, and the
+reports of ``isoscope sts`` / ``isoscope calibrate`` (sts_report, fit_and_save)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from isoscope.calibrate import Flow, FlowConfig, make_calibrator
+from isoscope.errors import InputError
 from isoscope.evaluate.similarity import cosine_pairs
 from isoscope.evaluate.sts import calibrated_sts, fit_size_warning
 from tests.core.calibrate.synthetic import distorted_gaussian
@@ -42,3 +45,83 @@ def test_fit_size_warning():
     assert fit_size_warning(make_calibrator("whitening:64"), 300, 384) is None
     assert fit_size_warning(make_calibrator("sn+abtt:3"), 300, 384) is None
     assert fit_size_warning(make_calibrator("flow"), 20000, 384) is None
+
+
+# ---------------------------------------------------------------- the command's reports, on the real model
+
+PAIRS = [
+    ("A man is strumming a guitar.", "A man plays the guitar.", 4.8),
+    ("A dog runs in the park.", "A dog is running on the grass.", 3.6),
+    ("The stock market fell today.", "Shares dropped on the exchange.", 3.4),
+    ("A child is reading a book.", "A kid plays football outside.", 1.0),
+    ("The sun is shining.", "A man is cooking pasta.", 0.2),
+    ("She is writing a letter.", "The train leaves at noon.", 0.0),
+]
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    from isoscope.data import Pairs
+
+    return Pairs([a for a, _, _ in PAIRS], [b for _, b, _ in PAIRS], np.array([s for *_, s in PAIRS]), name="p.csv")
+
+
+@pytest.fixture(scope="module")
+def fit_corpus():
+    from isoscope.data import load_corpus
+    from isoscope.paths import DEMO_CORPUS
+
+    corpus = load_corpus(DEMO_CORPUS)
+    corpus.texts, corpus.warnings = corpus.texts[:40], ["c: a note"]
+    return corpus
+
+
+def test_sts_report_is_calibrated_sts_of_the_embeddings(encoder, pairs, fit_corpus) -> None:
+    from isoscope.encode.embed import encode
+    from isoscope.evaluate.sts import sts_report
+
+    stages: list[str] = []
+    report = sts_report(
+        encoder, pairs, make_calibrator("whitening:4"), fit_corpus, "cls", progress=lambda s: stages.append(s)
+    )
+    X, F = encode(encoder, pairs.texts, "cls"), encode(encoder, fit_corpus.texts, "cls")  # (12, d), (40, d)
+    n = len(pairs)
+    expected = calibrated_sts(X[:n], X[n:], pairs.scores, make_calibrator("whitening:4"), F)
+    assert (report["spearman"], report["pearson"]) == (expected["raw_spearman"], expected["raw_pearson"])
+    cal = report["calibrated"]
+    assert (cal["spearman"], cal["pearson"], cal["n_fit"]) == (expected["spearman"], expected["pearson"], 40)
+    assert cal["fit_on"] == fit_corpus.name and cal["method"] == "whitening:4" and not cal["diverged"]
+    assert report["warnings"] == ["c: a note"] and report["pooling"] == "cls" and report["n_pairs"] == n
+    assert stages == ["embed", "embed corpus", "fit"]
+    assert sts_report(encoder, pairs, make_calibrator("none"))["calibrated"]["fit_on"] == "target"
+
+
+def test_sts_report_refuses_pairs_without_a_defined_correlation(encoder, pairs) -> None:
+    from isoscope.data import Corpus, Pairs
+    from isoscope.evaluate.sts import check_fit_corpus, sts_report
+
+    unscored = Pairs(pairs.sentence1, pairs.sentence2, None, name="u.csv")
+    with pytest.raises(InputError, match=r"u\.csv: no score column"):
+        sts_report(encoder, unscored, make_calibrator("none"))
+    flat = Pairs(pairs.sentence1, pairs.sentence2, np.ones(len(pairs)), name="f.csv")
+    with pytest.raises(InputError, match="at least 3 pairs whose scores differ"):
+        sts_report(encoder, flat, make_calibrator("none"))
+    with pytest.raises(InputError, match="need at least 2 texts to fit a calibrator"):
+        check_fit_corpus(Corpus(["one"], pd.DataFrame(index=range(1)), name="one.txt"))
+
+
+def test_fit_and_save_writes_a_calibrator_that_loads_and_maps_alike(encoder, fit_corpus, tmp_path) -> None:
+    from isoscope.calibrate import load_calibrator
+    from isoscope.encode.embed import EmbedConfig, encode
+    from isoscope.evaluate.sts import fit_and_save
+
+    out = tmp_path / "cal"
+    result = fit_and_save(
+        encoder, fit_corpus, make_calibrator("sn+abtt:2"), str(out), embed_config=EmbedConfig(max_length=64)
+    )
+    assert result["out"] == str(out) and result["n_texts"] == 40 and result["dim"] == encoder.hidden_size
+    X = encode(encoder, fit_corpus.texts, "mean", EmbedConfig(max_length=64))  # (40, d)
+    loaded = load_calibrator(out)
+    fresh = make_calibrator("sn+abtt:2").fit(X)
+    np.testing.assert_array_equal(loaded.transform(X), fresh.transform(X))
+    assert result["avg_cosine_after"] < result["avg_cosine_before"] and result["warnings"] == ["c: a note"]

@@ -347,6 +347,12 @@ def test_per_layer_metrics_list_and_stacked(anisotropic: np.ndarray, gauss: np.n
     assert mixed[1]["isoscore"] > mixed[0]["isoscore"]
 
 
+def test_per_layer_metrics_reports_each_layer_done(gauss: np.ndarray) -> None:
+    calls: list[tuple[int, int]] = []
+    m.per_layer_metrics([gauss[:50], gauss[50:100], gauss[100:150]], progress=lambda d, t: calls.append((d, t)))
+    assert calls == [(1, 3), (2, 3), (3, 3)]
+
+
 # ------------------------------------------------------------------ bad input
 
 

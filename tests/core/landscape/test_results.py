@@ -159,3 +159,40 @@ def test_a_null_number_reads_as_nan_not_as_a_missing_field(tiny_run, tmp_path):
     r = load_results(out).inits["pretrained"]
     assert math.isnan(r.trajectory[0].surface_train_loss)
     assert np.isfinite(r.trajectory[1].surface_train_loss)
+
+
+def test_every_record_in_a_result_folder_is_exactly_what_its_class_writes(tiny_run):
+    """The writer and the reader share one definition per record: parsing a section and writing it again
+    gives the file's own JSON, key for key (nothing the pipeline writes is unknown to the records)."""
+    from isoscope.data.export import to_jsonable
+    from isoscope.landscape import records
+    from isoscope.landscape.schema import Fields
+
+    out = tiny_run[0]
+
+    def same(cls, obj: dict, path: Path) -> None:
+        assert to_jsonable(cls.parse(Fields(obj, path)).to_json()) == obj, cls.__name__
+
+    for init in ("pretrained", "scratch"):
+        path = out / init / RESULTS
+        r = json.loads(path.read_text())
+        same(records.Axes, r["axes"], path)
+        for key in ("theta1_coords", "theta2_coords"):
+            same(records.Coords, r[key], path)
+        for key in ("theta0", "theta1", "theta2"):
+            same(records.Metrics, r[key], path)
+        for row in r["trajectory"]:
+            same(records.TrajectoryPoint, row, path)
+        for row in r["rollback"]:
+            same(records.RollbackRow, row, path)
+        same(records.Hessian, r["flatness"]["hessian"], path)
+        fn = r["filter_normalized"]
+        same(records.FilterDirections, fn["directions"], path)
+        same(records.Sharpness, fn["sharpness"], path)
+        same(records.Sharpness, fn["heldout_sharpness"], path)
+        same(records.LearningCurve, r["learning_curve"], path)
+    summary = json.loads((out / SUMMARY).read_text())
+    info = records.RunInfo.parse(Fields(summary, out / SUMMARY)).to_json()
+    assert to_jsonable(info) == {k: summary[k] for k in info}
+    seeds = records.SeedSummary.parse(Fields(summary, out / SUMMARY)).to_json()
+    assert to_jsonable(seeds) == {k: summary[k] for k in records.SeedSummary.KEYS}

@@ -13,13 +13,14 @@ from isoscope.landscape.seeds import HEADLINE_BY_NAME, HEADLINES, headline_summa
 
 def test_stat_known_answers():
     s = stat([1.0, 2.0, 4.0])
-    assert s["mean"] == pytest.approx(7 / 3) and s["n"] == 3
-    assert s["sd"] == pytest.approx(math.sqrt(((1 - 7 / 3) ** 2 + (2 - 7 / 3) ** 2 + (4 - 7 / 3) ** 2) / 2))  # ddof 1
+    assert s.mean == pytest.approx(7 / 3) and s.n == 3
+    assert s.sd == pytest.approx(math.sqrt(((1 - 7 / 3) ** 2 + (2 - 7 / 3) ** 2 + (4 - 7 / 3) ** 2) / 2))  # ddof 1
     one = stat([5.0])
-    assert one["mean"] == 5.0 and math.isnan(one["sd"]) and one["n"] == 1
+    assert one.mean == 5.0 and math.isnan(one.sd) and one.n == 1
     gap = stat([1.0, float("nan"), 3.0])  # a seed without the number (e.g. Hessian skipped) is not averaged in
-    assert gap["mean"] == 2.0 and gap["n"] == 2 and len(gap["values"]) == 3
-    assert math.isnan(stat([float("nan")])["mean"])
+    assert gap.mean == 2.0 and gap.n == 2 and len(gap.values) == 3
+    assert math.isnan(stat([float("nan")]).mean)
+    assert "scale_invariant" not in s.to_json() and stat([1.0], True).to_json()["scale_invariant"] is True
 
 
 def test_scale_invariance_is_stated_for_every_flatness_number():
@@ -39,7 +40,7 @@ def test_summary_is_made_of_each_seeds_own_results(tiny_run):
             values = [h.get(s[init]) for s in per_seed]
             got = summary["summary"][init][h.name]
             np.testing.assert_array_equal(np.array(got["values"], float), np.array(values, float))
-            assert computed[init][h.name]["n"] == got["n"]
+            assert computed[init][h.name].n == got["n"]
         s0, s1 = per_seed[0][init], per_seed[1][init]
         assert s0.theta1.train_loss != s1.theta1.train_loss  # the seeds really differ
         sharp = summary["summary"][init]["filter_sharpness"]

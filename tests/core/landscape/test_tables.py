@@ -51,3 +51,15 @@ def test_seed_and_learning_tables(tiny_run):
     learning = tables.learning_table(res)
     assert sorted(set(learning["epoch"])) == [0, 1, 2]
     assert np.isfinite(learning["heldout_acc_sd"]).all()  # two seeds: a spread at every epoch
+
+
+def test_result_tables_hold_every_table_of_the_run(tiny_run):
+    res = load_results(tiny_run[0])
+    view = tables.result_tables(res)
+    assert view.summary is res.summary and view.inits is res.inits and view.out_dir == str(tiny_run[0])
+    pd.testing.assert_frame_equal(view.trajectory, tables.trajectory_table(res))
+    pd.testing.assert_frame_equal(view.seeds, tables.seed_table(res))
+    pd.testing.assert_frame_equal(view.filter_bands, tables.filter_bands(view.filter_curves))
+    assert list(view.axes["init"]) == list(res.inits)
+    files = [p for p in tiny_run[0].rglob("*") if p.is_file()]
+    assert view.disk_mb == pytest.approx(sum(p.stat().st_size for p in files) / 2**20)

@@ -9,6 +9,8 @@ import pytest
 import torch
 
 from isoscope.landscape.axes import make_plane
+from isoscope.landscape.records import TrajectoryPoint
+from isoscope.landscape.schema import Fields
 from isoscope.landscape.task_view import curve_summary, surface_summary, trajectories
 from isoscope.landscape.train import Checkpoint
 from tests.core.landscape.helpers import Quadratic, points
@@ -34,8 +36,14 @@ def test_trajectories_without_a_surface_have_nan_surface_values(tmp_path):
     plane = make_plane(theta0, theta1, theta2)
     ck = [Checkpoint(0, tmp_path / "0", "d0", math.nan), Checkpoint(1, tmp_path / "1", "d1", 0.5)]
     known = {("task1", 0): (theta0, None), ("task1", 1): (theta1, None), ("task2", 1): (theta2, None)}
-    rows = trajectories(quad.evaluate, plane, None, ck, ck, lambda t: t, known)
+
+    def evaluate(theta):  # every metric a trajectory point records (records.Metrics)
+        return {**quad.evaluate(theta), "train_acc": 0.5, "heldout_loss": 1.0, "heldout_acc": 0.25}
+
+    rows = trajectories(evaluate, plane, None, ck, ck, lambda t: t, known)
     assert [(r["run"], r["epoch"]) for r in rows] == [("task1", 0), ("task1", 1), ("task2", 0), ("task2", 1)]
+    parsed = [TrajectoryPoint.parse(Fields(r, tmp_path / "trajectory.json")) for r in rows]  # what the reader reads
+    assert [p.to_json() for p in parsed] == rows and parsed[3].metrics.heldout_acc == 0.25
     assert all(math.isnan(r["surface_train_loss"]) for r in rows)
     assert rows[1]["a"] == pytest.approx(1.0, abs=1e-9) and rows[3]["residual"] < 1e-9
     assert rows[1]["train_loss"] == quad.evaluate(theta1)["train_loss"]

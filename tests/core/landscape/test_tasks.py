@@ -72,3 +72,13 @@ def test_split_is_stratified_seeded_and_disjoint():
     with pytest.raises(ValueError, match="labels must lie"):
         Task(["a", "b"], None, [0, 2], 2, "bad")
     assert task.digest() != task.subset(np.arange(29)).digest()
+
+
+def test_available_tasks_name_stsb_only_when_its_files_are_there(stsb_dir, tmp_path):
+    from isoscope.landscape.tasks import STSB_FILES, available_tasks
+
+    assert available_tasks(stsb_dir) == ("demo-topic", "demo-pairs", "stsb")
+    (tmp_path / STSB_FILES[0]).write_text("a,b,1\n")  # the training file alone is not enough
+    assert available_tasks(tmp_path) == ("demo-topic", "demo-pairs")
+    with pytest.raises(InputError, match="STS-B not found"):
+        load_task("stsb", 0, tmp_path)

@@ -1,0 +1,101 @@
+"""A live run: the loss-surface experiment at a size two CPU cores finish while someone waits.
+
+``LiveRun`` holds everything such a run depends on, as one frozen value: the dashboard's page builds it from
+its widgets, keeps it as the request in the session, its service caches on it, and ``run_live`` turns it
+into the ``LandscapeConfig`` of a small, fixed recipe (batch 16, both views, two filter-normalised
+directions, 32 held-out examples per learning-curve point) and runs it. Its second task is
+``options.default_task2`` of the first. Imports torch only inside ``config`` and ``run_live``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from isoscope.landscape.options import INITS, default_task2
+
+if TYPE_CHECKING:
+    from isoscope.encode.models import Encoder
+    from isoscope.landscape.pipeline import LandscapeConfig, ProgressFactory
+
+
+@dataclass(frozen=True)
+class LiveRun:
+    """One live experiment: what to train, on what, and how finely to measure (one seed)."""
+
+    model: str  # the caller's name for the encoder ("" = the embedded default); run_live takes the loaded one
+    task: str  # the first axis's task: a built-in task (isoscope.landscape.tasks.available_tasks)
+    n_train: int  # training examples per task
+    epochs: int
+    lr: float
+    grid: int  # points per axis of both surfaces
+    max_length: int
+    eval_size: int  # fixed training and held-out examples evaluated at every point (this many of each)
+    points_1d: int = 11
+    hessian_iters: int = 5  # power-iteration steps at theta1 (0 skips them)
+    seed: int = 0
+
+    BATCH_SIZE: ClassVar[int] = 16
+    EVAL_CHUNK: ClassVar[int] = 16  # attention blocks of 16 length-sorted examples (the packed BERT forward)
+    FILTER_DIRECTIONS: ClassVar[int] = 2  # a sketch on 2 cores: two directions span the surface, sd needs two
+    LEARNING_HELDOUT: ClassVar[int] = 32
+    HESSIAN_SIZE: ClassVar[int] = 16
+    RUNS: ClassVar[int] = 2 * len(INITS)  # pre-trained and scratch, each on both tasks
+
+    @property
+    def task2(self) -> str:
+        """The second axis's task: a different demo task."""
+        return default_task2(self.task)
+
+    def config(self) -> LandscapeConfig:
+        """The run's ``LandscapeConfig`` (validated: InputError for options that cannot run)."""
+        from isoscope.landscape.filter_view import FilterConfig
+        from isoscope.landscape.pipeline import LandscapeConfig
+        from isoscope.landscape.train import TrainConfig
+
+        train = TrainConfig(
+            lr=self.lr,
+            epochs=self.epochs,
+            batch_size=self.BATCH_SIZE,
+            n_train=self.n_train,
+            max_length=self.max_length,
+            seed=self.seed,
+        )
+        return LandscapeConfig(
+            train=train,
+            eval_size=self.eval_size,
+            eval_chunk=self.EVAL_CHUNK,
+            grid=self.grid,
+            points_1d=self.points_1d,
+            hessian_iters=self.hessian_iters,
+            hessian_size=min(self.HESSIAN_SIZE, self.eval_size),
+            directions="both",
+            filter_config=FilterConfig(directions=self.FILTER_DIRECTIONS, points_1d=5, grid=self.grid),
+            learning_heldout=self.LEARNING_HELDOUT,
+        ).validate()
+
+    @property
+    def n_stages(self) -> int:
+        """Progress stages of the run: per init, train x2, 1D curve, surface, rollback, (Hessian,) filter
+        curves, filter surface, learning curve."""
+        return len(INITS) * (8 + (self.hessian_iters > 0))
+
+    def disk_mb(self, n_params: int) -> float:
+        """Approximate MB of the checkpoints kept: every run's (epochs + 1) float32 parameter vectors."""
+        return self.RUNS * (self.epochs + 1) * n_params * 4 / 2**20
+
+
+def run_live(encoder: Encoder, run: LiveRun, root: str | Path, progress: ProgressFactory | None = None) -> str:
+    """Train and measure ``run`` with ``encoder`` (its fp32 weights) in a folder under ``root`` named by the
+    experiment's content key, resuming what is on disk; returns that folder.
+
+    Raises InputError (a task that cannot load, a run that did not move, ...) with one line to show.
+    """
+    from isoscope.landscape.pipeline import experiment_key, run_landscape
+    from isoscope.landscape.tasks import load_task
+
+    task1, task2 = load_task(run.task, run.seed), load_task(run.task2, run.seed)
+    config = run.config()
+    out = Path(root) / experiment_key(encoder, task1, task2, config)
+    return run_landscape(encoder, task1, task2, config, out, progress)["out_dir"]

@@ -1,0 +1,75 @@
+"""Shared widgets, one concern per module; pages use them as ``from isoscope.dashboard import ui`` + ``ui.xxx``.
+
+- ``sidebar``: the shared sidebar and its ``Settings`` (``ui.sidebar()`` in the router, ``ui.settings()`` in pages)
+- ``pickers``: demo data, uploads kept in the session, typed sentences
+- ``calibration``: calibration controls, fit texts, the calibrated space
+- ``controls``: widget state (``clamp``, ``run_button``)
+- ``outputs``: charts with PNG + HTML downloads, CSV tables
+- ``errors``: the user's mistake in one line, a bug shown as a bug, warnings
+- ``isoscope.dashboard.text``: user text shown literally (``literal``, ``plot_text``), never as HTML
+"""
+
+from __future__ import annotations
+
+from isoscope.dashboard.text import literal, plot_text
+from isoscope.dashboard.ui.calibration import (
+    CALIBRATION_CHOICES,
+    CALIBRATION_HELP,
+    FIT_CHOICES,
+    CalibratedSpace,
+    Calibration,
+    calibrate,
+    calibrated_space,
+    calibration_controls,
+    fit_texts,
+    warn_fit_size,
+)
+from isoscope.dashboard.ui.controls import clamp, run_button
+from isoscope.dashboard.ui.errors import bug_report, show_warnings, user_error
+from isoscope.dashboard.ui.outputs import chart, download_table
+from isoscope.dashboard.ui.pickers import (
+    CORPUS_SOURCES,
+    corpus_from,
+    corpus_input,
+    corpus_source,
+    meta_columns,
+    pairs_input,
+    scored_pairs_input,
+    uploaded,
+)
+from isoscope.dashboard.ui.sidebar import MAX_LENGTHS, PRECISION_HELP, Settings, settings, sidebar
+
+__all__ = [
+    "CALIBRATION_CHOICES",
+    "CALIBRATION_HELP",
+    "CORPUS_SOURCES",
+    "FIT_CHOICES",
+    "MAX_LENGTHS",
+    "PRECISION_HELP",
+    "CalibratedSpace",
+    "Calibration",
+    "Settings",
+    "bug_report",
+    "calibrate",
+    "calibrated_space",
+    "calibration_controls",
+    "chart",
+    "clamp",
+    "corpus_from",
+    "corpus_input",
+    "corpus_source",
+    "download_table",
+    "fit_texts",
+    "literal",
+    "meta_columns",
+    "pairs_input",
+    "plot_text",
+    "run_button",
+    "scored_pairs_input",
+    "settings",
+    "show_warnings",
+    "sidebar",
+    "uploaded",
+    "user_error",
+    "warn_fit_size",
+]

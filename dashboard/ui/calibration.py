@@ -1,0 +1,151 @@
+"""Calibration on a page: the method controls, the texts a calibrator is fitted on, and the calibrated space."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import streamlit as st
+
+from isoscope.calibrate.methods import CALIBRATION_METHODS, METHOD_DESCRIPTIONS
+from isoscope.dashboard.services import calibration as calibration_service
+from isoscope.dashboard.services import data as data_service
+from isoscope.dashboard.services import embeddings
+from isoscope.dashboard.services.keyed import Vectors
+from isoscope.dashboard.text import literal
+from isoscope.dashboard.ui.errors import user_error
+from isoscope.dashboard.ui.pickers import uploaded
+from isoscope.dashboard.ui.sidebar import settings
+from isoscope.data import CORPUS_FORMATS
+from isoscope.errors import InputError
+
+CALIBRATION_CHOICES = CALIBRATION_METHODS
+CALIBRATION_HELP = "; ".join(f"{m}: {d}" for m, d in METHOD_DESCRIPTIONS.items() if m != "none") + "."
+FIT_CHOICES = ("Demo corpus + these sentences", "These sentences only", "Upload a corpus")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibration choice: method string for isoscope.calibrate.make_calibrator, flow settings as JSON."""
+
+    method: str
+    flow_json: str = ""
+
+    @property
+    def active(self) -> bool:
+        return self.method != "none"
+
+
+def calibration_controls(
+    key: str, default: str = "none", include_none: bool = True, dim: int | None = None
+) -> Calibration:
+    """Method selector with its parameter (K, D) and, for the flow, its training settings.
+
+    ``dim``: dimension of the vectors to calibrate (default: the sidebar model's); bounds K and D.
+    """
+    from isoscope.calibrate import FlowConfig
+
+    dim = int(dim or settings().hidden_size)
+    for name, top in ((f"{key}_k", dim), (f"{key}_d", max(1, min(64, dim - 1)))):
+        if st.session_state.get(name, 0) > top:  # kept from vectors with more dimensions
+            st.session_state[name] = top
+    choices = CALIBRATION_CHOICES if include_none else CALIBRATION_CHOICES[1:]
+    c1, c2 = st.columns([2, 1])
+    choice = c1.selectbox(
+        "Calibration", choices, index=choices.index(default), key=f"{key}_method", help=CALIBRATION_HELP
+    )
+    method = choice
+    if choice.endswith(":K"):
+        k = c2.number_input("K (components kept)", 2, max(2, dim), min(64, dim), key=f"{key}_k")
+        method = f"whitening:{int(k)}"
+    elif choice.endswith(":D"):
+        top = max(1, min(64, dim - 1))
+        d = c2.number_input("D (top directions removed)", 1, top, min(3, top), key=f"{key}_d")
+        method = choice.replace("D", str(int(d)))
+    flow_json = ""
+    if choice == "flow":
+        base = FlowConfig()
+        with st.expander("Flow settings"):
+            f1, f2, f3 = st.columns(3)
+            cfg = FlowConfig(
+                epochs=int(f1.number_input("Epochs", 1, 200, base.epochs, key=f"{key}_epochs")),
+                lr=float(f2.select_slider("Learning rate", (1e-4, 3e-4, 1e-3, 3e-3), base.lr, key=f"{key}_lr")),
+                n_steps=int(f3.number_input("Flow steps", 1, 16, base.n_steps, key=f"{key}_steps")),
+                hidden=int(f1.select_slider("Coupling width", (64, 128, 256, 512), base.hidden, key=f"{key}_hid")),
+                coupling=f2.selectbox("Coupling", ("additive", "affine"), key=f"{key}_coupling"),
+                seed=int(f3.number_input("Seed", 0, 10_000, base.seed, key=f"{key}_seed")),
+            )
+        flow_json = json.dumps(asdict(cfg), sort_keys=True)
+    return Calibration(method, flow_json)
+
+
+def fit_texts(key: str, target: list[str]) -> tuple[list[str], str] | None:
+    """Which texts a calibrator is fitted on: the evaluated sentences, the demo corpus, or an upload."""
+    choice = st.radio("Fit the calibrator on", FIT_CHOICES, horizontal=True, key=f"{key}_fit_on")
+    if choice == FIT_CHOICES[0]:
+        return list(dict.fromkeys(data_service.demo_corpus().texts + list(target))), "demo corpus + target"
+    if choice == FIT_CHOICES[1]:
+        return target, "target"
+    corpus = uploaded(f"{key}_fitcorpus", "Corpus to fit on", CORPUS_FORMATS, data_service.parse_corpus)
+    return (corpus.texts, corpus.name) if corpus is not None else None
+
+
+def calibrate(
+    cal: Calibration, pooling: str, fit_on: list[str], *arrays: np.ndarray, fit_vectors: Vectors | None = None
+) -> tuple[object, list[np.ndarray]] | None:
+    """Embed the fit texts (unless ``fit_vectors`` are given), fit (cached) and map ``arrays``; a calibrator
+    that cannot be fitted on these vectors shows one error line and returns None."""
+    s = settings()
+    if fit_vectors is None:
+        fit_vectors = embeddings.embed(s.model, fit_on, pooling, s.max_length)
+    try:
+        calibrator, mapped = calibration_service.calibrate(cal.method, cal.flow_json, fit_vectors, *arrays)
+    except InputError as exc:
+        user_error(exc)
+        return None
+    warn_fit_size(calibrator, fit_vectors.array)
+    return calibrator, mapped
+
+
+def warn_fit_size(calibrator, fit_vectors: np.ndarray) -> None:
+    """A warning line when there are too few fit vectors for the dimensions the calibrator whitens."""
+    from isoscope.evaluate.sts import fit_size_warning
+
+    warning = fit_size_warning(calibrator, len(fit_vectors), fit_vectors.shape[1])
+    if warning:
+        st.warning(literal(warning), icon=":material/warning:")
+
+
+@dataclass(frozen=True)
+class CalibratedSpace:
+    """A corpus's vectors after a calibrator chosen on the page, with what the calibrator was fitted on."""
+
+    calibration: Calibration
+    vectors: Vectors  # (n, k) calibrated
+    fit: Vectors  # (m, d) the fit vectors
+
+
+def calibrated_space(key: str, raw: Vectors, texts: list[str] | None = None) -> CalibratedSpace:
+    """Calibration controls, a (cached) fit and the calibrated ``raw``; stops the page on a bad fit.
+
+    With ``texts`` the user chooses the fit texts (default: the corpus itself); without (uploaded vectors)
+    the calibrator is fitted on ``raw``. Warns when there are too few fit vectors for the dimensions.
+    """
+    s = settings()
+    cal = calibration_controls(key, default="whitening:K", include_none=False, dim=raw.shape[1])
+    fit_vectors = raw
+    if texts is not None:
+        st.session_state.setdefault(f"{key}_fit_on", FIT_CHOICES[1])  # the corpus itself, unless the user asks
+        fit = fit_texts(key, texts)
+        if fit is None:
+            st.stop()
+        if fit[0] != texts:
+            fit_vectors = embeddings.embed(s.model, fit[0], s.pooling, s.max_length)
+    try:
+        calibrated = calibration_service.calibrated(cal.method, cal.flow_json, fit_vectors, raw)
+    except InputError as exc:
+        user_error(exc)
+        st.stop()
+    warn_fit_size(calibration_service.fit_calibrator(cal.method, cal.flow_json, fit_vectors), fit_vectors.array)
+    return CalibratedSpace(cal, calibrated, fit_vectors)

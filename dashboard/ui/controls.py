@@ -1,0 +1,23 @@
+"""Widget state helpers: a number widget kept in its range, and a button that starts a long job."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+
+def clamp(key: str, low: float, high: float) -> None:
+    """Forget a number widget's value that is out of its range (the corpus changed size): back to its default."""
+    value = st.session_state.get(key)
+    if isinstance(value, int | float) and not low <= value <= high:
+        del st.session_state[key]
+
+
+def run_button(label: str, key: str, request: object, **button: object) -> bool:
+    """A button that starts a long job: True from its press until ``request`` changes.
+
+    ``request`` holds everything the job depends on (inputs, settings), so changing any of them waits for a
+    new press instead of silently starting the job again.
+    """
+    if st.button(label, key=key, **button):
+        st.session_state[f"{key}_request"] = request
+    return st.session_state.get(f"{key}_request") == request

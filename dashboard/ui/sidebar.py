@@ -1,0 +1,114 @@
+"""The shared sidebar (model, precision, pooling, max length), drawn once by the router, and its Settings."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from dataclasses import dataclass
+
+import streamlit as st
+
+from isoscope.dashboard import classroom
+from isoscope.dashboard.services.models import encoder as load_model
+from isoscope.dashboard.services.models import model_key
+from isoscope.dashboard.text import literal
+from isoscope.dashboard.ui.errors import bug_report, user_error
+from isoscope.encode.pooling import default_pooling, pooling_choices
+from isoscope.encode.precision import PRECISIONS
+from isoscope.errors import InputError
+
+log = logging.getLogger("isoscope.dashboard")
+
+MAX_LENGTHS = (32, 64, 128, 256, 512)
+PRECISION_HELP = (
+    "fp32: the model as trained. int8: its Linear layers in int8 through ONNX Runtime, about twice as fast on a "
+    "CPU for a few tenths of a Spearman point (built once per model; cached apart from fp32). Loss surfaces and "
+    "parameter budgets always use fp32."
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the sidebar chose; shared by every page."""
+
+    model: str  # services.models.model_key: "" = embedded default, else a path or hub id; "int8:" + it for int8
+    model_label: str
+    pooling: str
+    max_length: int
+    num_layers: int
+    hidden_size: int
+    is_encoder_decoder: bool
+    precision: str = "fp32"
+
+    @property
+    def pooling_modes(self) -> list[str]:
+        """Every pooling the loaded model accepts, layers included."""
+        return pooling_choices(self.num_layers, self.is_encoder_decoder)
+
+
+def _model_box() -> tuple[str, str | None]:
+    """(model to load: "" = embedded, else a path or hub id; its label, None = the encoder's name).
+
+    In classroom mode there is no free text box: a select box offers the embedded model and the teacher's
+    allowlist by label, so nobody can probe the server's file system through it.
+    """
+    if classroom.enabled():
+        options = {"all-MiniLM-L6-v2 (embedded)": "", **dict(classroom.allowed_models())}
+        label = st.selectbox(
+            "Model", list(options), key="model_choice", help="The embedded model, or one your teacher made available."
+        )
+        return options[label], label
+    typed = st.text_input(
+        "Model path or Hugging Face id",
+        key="model_input",
+        placeholder="empty = embedded all-MiniLM-L6-v2",
+        help="A folder saved with save_pretrained, or a hub id (needs a network). "
+        "Leave empty for the embedded, offline all-MiniLM-L6-v2.",
+    ).strip()
+    return typed, None
+
+
+def sidebar() -> Settings:
+    """Draw the shared sidebar and store the chosen Settings in the session."""
+    with st.sidebar:
+        st.markdown("#### Model")
+        model, label = _model_box()
+        try:
+            enc = load_model(model)
+        except Exception as exc:  # a model that fails to load falls back to the default, so every page works
+            if classroom.enabled():  # the loader's message may name server files: the label only, details logged
+                log.error("could not load the allowed model %s: %s", model, "".join(traceback.format_exception(exc)))
+                st.error(f"Could not load {literal(label)}.", icon=":material/error:")
+            elif isinstance(exc, InputError):
+                user_error(exc)
+            else:
+                bug_report(exc)
+            st.caption("Using the embedded default instead.")
+            model, label = "", None
+            enc = load_model("")
+        label = label or enc.name
+        st.caption(f"{literal(label)} · {enc.num_layers} layers · d = {enc.hidden_size}")
+        precision = st.radio("Precision", PRECISIONS, horizontal=True, key="precision", help=PRECISION_HELP)
+        modes = pooling_choices(enc.num_layers, enc.is_encoder_decoder)
+        if st.session_state.get("pooling") not in modes:
+            st.session_state["pooling"] = default_pooling(enc.is_encoder_decoder)
+        pooling = st.selectbox("Pooling", modes, key="pooling", help="How token vectors become one sentence vector.")
+        max_length = st.select_slider("Max tokens per text", MAX_LENGTHS, value=128, key="max_length")
+    settings = Settings(
+        model=model_key(model, precision),
+        model_label=label,
+        pooling=pooling,
+        max_length=int(max_length),
+        num_layers=enc.num_layers,
+        hidden_size=enc.hidden_size,
+        is_encoder_decoder=enc.is_encoder_decoder,
+        precision=precision,
+    )
+    st.session_state["_settings"] = settings
+    return settings
+
+
+def settings() -> Settings:
+    """The sidebar's current choice (the router draws the sidebar before every page)."""
+    s = st.session_state.get("_settings")
+    return s if s is not None else sidebar()

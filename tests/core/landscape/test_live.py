@@ -1,0 +1,71 @@
+"""isoscope.landscape.live: one frozen LiveRun from the page to run_landscape, and the small recipe it stands for."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from isoscope.errors import InputError
+from isoscope.landscape.live import LiveRun, run_live
+from isoscope.landscape.pipeline import experiment_key
+from isoscope.landscape.tasks import load_task
+
+
+def _run(**over) -> LiveRun:
+    base = {"model": "", "task": "demo-topic", "n_train": 24, "epochs": 1, "lr": 1e-3, "grid": 3, "max_length": 32}
+    return LiveRun(**{**base, "eval_size": 8, "points_1d": 3, "hessian_iters": 2, **over})
+
+
+def test_a_live_run_is_one_frozen_hashable_value():
+    run = _run()
+    assert run == _run() and hash(run) == hash(_run()) and run != _run(epochs=2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.epochs = 3  # type: ignore[misc]
+    assert run.task2 == "demo-pairs" and _run(task="demo-pairs").task2 == "demo-topic"
+
+
+def test_the_fixed_recipe():
+    config = _run(eval_size=32, hessian_iters=0).config()
+    train = config.train
+    assert (train.lr, train.epochs, train.batch_size, train.n_train, train.max_length, train.seed) == (
+        1e-3,
+        1,
+        16,
+        24,
+        32,
+        0,
+    )
+    assert (config.eval_size, config.eval_chunk, config.grid, config.points_1d) == (32, 16, 3, 3)
+    assert (config.hessian_iters, config.hessian_size, config.directions, config.seeds) == (0, 16, "both", 1)
+    assert (config.filter_config.directions, config.filter_config.points_1d, config.filter_config.grid) == (2, 5, 3)
+    assert config.learning_heldout == 32
+    assert _run(eval_size=8).config().hessian_size == 8  # never more Hessian examples than evaluation examples
+
+
+def test_stages_and_disk_estimate():
+    # per init: train x2, 1D curve, surface, rollback, filter curves, filter surface, learning curve (+ Hessian)
+    assert _run(hessian_iters=0).n_stages == 2 * 8 and _run(hessian_iters=3).n_stages == 2 * 9
+    # 4 runs x (epochs + 1) checkpoints x n float32 values
+    assert _run(epochs=2).disk_mb(2**20) == pytest.approx(4 * 3 * 4)
+
+
+@pytest.mark.parametrize(
+    ("over", "message"), [({"grid": 1}, "grid size"), ({"n_train": 1}, "n_train"), ({"lr": 0.0}, "lr")]
+)
+def test_options_that_cannot_run_are_input_errors(over, message):
+    with pytest.raises(InputError, match=message):
+        _run(**over).config()
+
+
+def test_run_live_writes_under_root_by_the_experiment_key(tiny, tmp_path):
+    run = _run()
+    stages: list[str] = []
+    out = run_live(tiny, run, tmp_path, lambda desc: stages.append(desc) or None)
+    expected = experiment_key(tiny, load_task("demo-topic", 0), load_task("demo-pairs", 0), run.config())
+    assert out == str(tmp_path / expected)
+    summary = json.loads((tmp_path / expected / "summary.json").read_text())
+    assert (summary["task"], summary["task2"], summary["grid"]["grid"]) == ("demo-topic", "demo-pairs", 3)
+    assert len(stages) == run.n_stages  # the progress the page shows counts every stage
+    assert run_live(tiny, run, tmp_path) == out  # a second run resumes from disk

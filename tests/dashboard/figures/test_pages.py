@@ -1,0 +1,152 @@
+"""The smaller pages' figure modules (projection, neighbours, pairs, sweep, anatomy, scores, frequency,
+anisotropy): what each figure or table holds, from hand-made or real core results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from isoscope.anatomy.budget import PRESET_NAMES, get_preset, parameter_budget
+from isoscope.anatomy.spectrum import embedding_spectrum
+from isoscope.dashboard.figures import anatomy, anisotropy, frequency, neighbours, pairs, projection, scores, sweep
+from isoscope.data import Corpus, Pairs
+from isoscope.geometry.sweep import SweepConfig, run_sweep
+
+
+def corpus(n: int = 6) -> Corpus:
+    meta = pd.DataFrame({"topic": [f"t{i % 2}" for i in range(n)], "score": np.arange(n)})
+    return Corpus([f"text {i} <b>" for i in range(n)], meta, [], "test")
+
+
+# ------------------------------------------------------------------ projection
+
+
+def test_meta_colours_are_a_scale_only_for_many_numbers():
+    values, categorical = projection.meta_colours(pd.Series(np.arange(30.0)))
+    assert not categorical and values.dtype == np.float64
+    values, categorical = projection.meta_colours(pd.Series([1, 2, None, 2]))
+    assert categorical and values.tolist() == ["1.0", "2.0", "(missing)", "2.0"]
+
+
+def test_projection_map_groups_escapes_rings_hits_and_maps_selections_back():
+    n = 30
+    coords = np.random.default_rng(0).normal(size=(n, 2))
+    rows = np.arange(n)[::-1].copy()  # a sample in another order than the corpus
+    colour = np.array([f"c{i} <x>" for i in range(n)], dtype=object)  # 30 categories: 19 kept, the rest "other"
+    hits = np.zeros(n, bool)
+    hits[[2, 5]] = True
+    fig = projection.map_figure(coords, rows, ["h"] * n, "t <i>", colour, True, hits)
+    names = [t.name for t in fig.data]
+    assert len(names) == projection.MAX_CATEGORIES + 1 and names[-2] == "other" and names[-1] == "matches (2)"
+    assert all("<" not in name for name in names) and fig.layout.title.text == "t &lt;i&gt;"
+    assert fig.layout.dragmode == "lasso"
+    ring = fig.data[-1]
+    assert sorted(ring.customdata) == [2, 5]
+    event = {"selection": {"points": [{"curve_number": len(fig.data) - 1, "point_index": 0}, {"curve_number": 99}]}}
+    assert projection.selected_rows(fig, event) == {ring.customdata[0]}
+    assert projection.selected_rows(fig, None) == set()
+    scale = projection.map_figure(np.c_[coords, coords[:, 0]], rows, ["h"] * n, "3d", np.arange(n) * 1.0, False, hits)
+    assert scale.data[0].type == "scatter3d" and list(scale.data[0].marker.color) == (rows * 1.0).tolist()
+
+
+# ------------------------------------------------------------------ neighbours
+
+
+def test_neighbour_tables_name_the_moves():
+    c = corpus()
+    raw = neighbours.neighbour_table(c, ["topic"], np.array([1, 2, 3]), np.ones(3), np.array([1, 5, 2]), 3, "raw")
+    assert raw["shift"].tolist() == ["0", "dropped", "+1"] and raw["calibrated rank"].tolist() == [1, 5, 2]
+    assert list(raw.columns) == ["rank", "score", "shift", "text", "topic", "calibrated rank"]
+    cal = neighbours.neighbour_table(c, [], np.array([4, 1]), np.ones(2), np.array([9, 1]), 2, "calibrated")
+    assert cal["shift"].tolist() == ["new", "-1"] and "raw rank" in cal.columns
+    assert [neighbours.shift_colour(v) for v in ("new", "+2", "-1", "dropped", "0")] == [
+        neighbours.UP,
+        neighbours.UP,
+        neighbours.DOWN,
+        neighbours.DOWN,
+        "",
+    ]
+    changed = neighbours.changed_table(c, ["topic"], np.array([5, 0]), np.array([0.12345, 1.0]), 4)
+    assert changed["row"].tolist() == [5, 0] and changed["overlap@4"].tolist() == [0.123, 1.0]
+    bars = neighbours.overlap_bars(pd.DataFrame({"calibration": ["a", "b"], "mean_overlap": [0.5, 0.25]}), "b", 4)
+    assert list(bars.data[0].marker.color) == [neighbours.OTHERS, neighbours.CHOSEN]
+
+
+# ------------------------------------------------------------------ pairs
+
+
+def test_pair_panels_and_rank_moves():
+    p = Pairs(["a <b>", "c", "d"], ["x", "y", "z"], np.array([1.0, 2.0, 3.0]), [], "t")
+    assert pairs.pair_hover(p)[0] == "a &lt;b&gt; || x"  # escaped, spaces collapsed
+    fig = pairs.scatter_panels(p.scores, [("raw", np.ones(3)), ("cal", np.zeros(3))], ["h"] * 3, "gold", "%{x}", "cos")
+    assert [t.name for t in fig.data] == ["raw", "cal"] and fig.layout.yaxis.title.text == "cos"
+    assert fig.layout.xaxis2.title.text == "gold"
+    moved = pairs.rank_moves(p.to_frame(), np.array([0.1, 0.2, 0.3]), np.array([0.3, 0.2, 0.1]), top=2)
+    assert moved["rank shift"].abs().tolist() == [2, 2] and set(moved["sentence1"]) == {"a <b>", "d"}
+
+
+# ------------------------------------------------------------------ sweep
+
+
+def test_sweep_figure_and_the_smallest_variant_kept():
+    x = np.random.default_rng(0).normal(size=(40, 64)).astype(np.float32)
+    result = run_sweep(x, config=SweepConfig(dims=(32, 64), k=5))
+    fig = sweep.sweep_figure(result, "overlap_at_k")
+    assert [t.name for t in fig.data][:2] == ["first k dims", "PCA to k"] and fig.layout.xaxis.type == "log"
+    fp32 = result.table[result.table["variant"] == "fp32"]
+    assert fp32["overlap_at_k"].item() == 1.0
+    line = sweep.smallest_kept(result.table)
+    assert line is not None and "**" in line and "smaller than fp32" in line
+    assert sweep.smallest_kept(result.table, overlap=1.01) is None
+
+
+# ------------------------------------------------------------------ anatomy, scores, frequency, anisotropy
+
+
+def test_anatomy_tables_and_figures():
+    budget = parameter_budget(get_preset(PRESET_NAMES[0]))
+    bars = anatomy.budget_bars(budget)
+    assert (
+        sum(sum(t.y) for t in bars.data)
+        == 2 * budget.input_embedding + 2 * budget.transformer + budget.output_embedding
+    )
+    presets = anatomy.presets_table([parameter_budget(get_preset(n)) for n in PRESET_NAMES])
+    assert list(presets.columns) == list(anatomy.PRESET_COLUMNS) and len(presets) == len(PRESET_NAMES)
+    assert anatomy.components_table(budget)["parameters"].sum() == sum(n for _, n in budget.components.values())
+    spectrum = embedding_spectrum(np.random.default_rng(0).normal(size=(50, 8)))
+    fig = anatomy.spectrum_figure(spectrum)
+    assert fig.data[1].yaxis == "y2" and fig.layout.yaxis.type == "log"
+    curve = pd.DataFrame({"k": [2, 4], "spearman": [50.0, 70.0], "overlap_at_10": [0.5, 0.75]})
+    assert [t.name for t in anatomy.shrink_figure(curve, True).data] == ["Spearman", "neighbour overlap@10 (%)"]
+    assert list(anatomy.shrink_figure(curve, False).data[0].y) == [50.0, 75.0]
+
+
+def test_score_grids_keep_the_requested_order():
+    table = pd.DataFrame(
+        {"pooling": ["mean", "mean", "cls", "cls"], "calibration": ["none", "w", "none", "w"], "spearman": [1, 2, 3, 4]}
+    )
+    grid = scores.spearman_grid(table, ["cls", "mean"], ["w", "none"])
+    assert grid.to_numpy().tolist() == [[4, 3], [2, 1]]
+    assert scores.spearman_heatmap(grid, 200, "Spearman").layout.height == 200
+    history = pd.DataFrame({"epoch": [1, 2], "bits_per_dim": [3.0, 2.0]})
+    fig = scores.flow_training(history, 2.5)
+    assert list(fig.data[0].y) == [3.0, 2.0] and fig.layout.shapes[0].y0 == 2.5
+    au = pd.DataFrame({"uniformity": [1.0], "alignment": [2.0], "calibration": ["raw"], "pooling": ["mean"]})
+    assert scores.alignment_uniformity(au).layout.height == 420
+
+
+def test_frequency_and_anisotropy_figures():
+    tokens = pd.DataFrame(
+        {"token": ["<s>", "a"], "rank": [0, 9], "norm": [1.0, 2.0], "count": [9, 1], "knn_dist": [0.1, 0.2]}
+    ).assign(bucket="top", stage="raw")
+    fig = frequency.norm_vs_rank(tokens)
+    assert list(fig.data[0].x) == pytest.approx([0.0, 1.0]) and "&lt;s&gt;" in fig.data[0].hovertext
+    assert "log10 rank" not in tokens.columns  # the caller's table is left as it was
+    hist = anisotropy.cosine_histograms({"raw": np.zeros(4), "whitening": np.ones(4)})
+    assert [t.name for t in hist.data] == ["raw", "whitening"] and hist.layout.barmode == "overlay"
+    spec = anisotropy.spectra({"raw": np.array([3.0, 1.0])})
+    assert list(spec.data[0].y) == [0.75, 0.25]
+    per_layer = pd.DataFrame({"avg_cosine": [0.9, 0.5, 0.1], "isoscore": [0.2, 0.2, 0.2]})
+    heat = anisotropy.layer_heatmap(per_layer)
+    assert np.asarray(heat.data[0].z).tolist() == [[1.0, 0.5, 0.0], [0.0, 0.0, 0.0]]  # a constant metric stays 0

@@ -1,0 +1,38 @@
+"""The README's Python snippets run as written (in a fresh interpreter, from another folder, offline)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+
+
+def python_snippets() -> list[str]:
+    return FENCE.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+
+
+def test_the_readme_has_python_snippets() -> None:
+    assert python_snippets(), "the README's Library section shows Python"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index", range(len(python_snippets())))
+def test_python_snippet_runs_as_written(index: int, tmp_path: Path) -> None:
+    code = python_snippets()[index]
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,  # from another folder: only the installed package, never the checkout's folders
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "ISOSCOPE_CACHE": str(tmp_path / "cache")},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, f"README snippet {index} failed:\n{code}\n{proc.stderr[-3000:]}"
