@@ -246,7 +246,8 @@ def code_hash(code: str) -> str:
 
 
 def new_access_code() -> str:
-    """Eight characters in two groups, e.g. ``K7QM-3XHD`` (40 bits; the app answers one guess per second)."""
+    """Eight characters in two groups, e.g. ``K7QM-3XHD`` (40 bits; guesses are throttled per client address and
+    for the whole server)."""
     raw = "".join(secrets.choice(CODE_ALPHABET) for _ in range(8))
     return f"{raw[:4]}-{raw[4:]}"
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from isoscope.encode.endpoints import DEFAULT_BASE_URL, DEFAULT_KEY_ENV, is_endpoint_model
 from isoscope.encode.pooling import pooling_help
 from isoscope.encode.precision import PRECISIONS
-from isoscope.errors import InputError
+from isoscope.errors import InputError, printable
 
 PRECISION_HELP = (
     "weights and arithmetic of the encoder's Linear layers: fp32, or int8 (dynamic int8 quantisation in ONNX Runtime "
@@ -253,4 +253,4 @@ def emit(args: argparse.Namespace, result: dict, text_lines: list[str]) -> None:
 
         print(json.dumps(to_jsonable(result)))
     else:
-        print("\n".join(text_lines))
+        print("\n".join(printable(line) for line in text_lines))  # names echoed in lines cannot drive the terminal

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from isoscope.data.limits import DecodeLimits, resolve
-from isoscope.data.source import TABLE_FORMATS, as_source, file_format
+from isoscope.data.source import TABLE_FORMATS, as_source
 from isoscope.data.tables import check_rows, clean_texts, read_table, truncate_texts
 from isoscope.errors import InputError
 
@@ -59,7 +59,7 @@ def load_pairs(
     name = src.name
     if src.is_blank():
         raise InputError(f"{name}: the file is empty")
-    fmt = file_format(name, TABLE_FORMATS)
+    fmt = src.format(TABLE_FORMATS)
     df, has_header, warnings = read_table(src, name, fmt, limits=limits)
     df = _pair_columns(df, name, has_header)
     check_rows(len(df), name, limits.max_rows)

@@ -590,13 +590,15 @@ def test_parquet_limits_are_checked_before_reading(monkeypatch) -> None:
     _raises_one_line(load_corpus, buf.getvalue(), "c.parquet", match="30 row groups, over the limit of 20")
 
 
-def test_parquet_whose_metadata_understates_its_data_is_stopped(monkeypatch) -> None:
-    """A crafted footer can claim small sizes; the decoded bytes are counted too, batch by batch."""
+def test_parquet_decoded_bytes_are_counted_batch_by_batch(monkeypatch) -> None:
+    """The last guard: were the footer and the page checks both fooled, the decoded bytes are counted too, batch
+    by batch (each dictionary once), and reading stops at the limit. (A real lying footer: tests/hostile.)"""
     import pyarrow as pa
 
     import isoscope.data.parquet
 
-    data = _parquet_of(pa.table({"text": ["x" * 600_000] * 4}))
-    monkeypatch.setattr(isoscope.data.parquet, "_check_metadata", lambda *a: 1)  # as if the footer said "tiny"
+    data = _parquet_of(pa.table({"text": [c * 600_000 for c in "wxyz"]}))
+    monkeypatch.setattr(isoscope.data.parquet, "_check_metadata", lambda *a: None)  # as if the footer said "tiny"
+    monkeypatch.setattr(isoscope.data.parquet, "_check_pages", lambda *a: 1)  # ... and the pages too
     monkeypatch.setenv("ISOSCOPE_MAX_PARQUET_BYTES", str(2**20))
-    _raises_one_line(load_corpus, data, "c.parquet", match="decodes to more than its metadata says")
+    _raises_one_line(load_corpus, data, "c.parquet", match="decodes to more than 1 MiB")
