@@ -36,7 +36,9 @@ class TextInput:
     pairs: Pairs | None = None  # the pairs whose sentences ``texts`` are (first column, then second)
     warnings: list[str] = field(default_factory=list)
     name: str = ""
-    meta: Any = None  # a corpus's per-text metadata (pandas.DataFrame, one row per text), None for pairs
+    meta: Any = field(
+        default=None, compare=False
+    )  # a corpus's per-text metadata (pandas.DataFrame, one row per text), None for pairs
 
     def __len__(self) -> int:
         return len(self.texts)

@@ -36,9 +36,10 @@ def test_launch_on_a_vectors_file(browser, tmp_path) -> None:
         sidebar = page.locator('[data-testid="stSidebar"]')
         option = sidebar.locator('[data-testid="stRadioOption"]', has_text="Vectors given to isoscope app").first
         assert option.locator("input").is_checked()
-        assert "mine.parquet:emb · 336 vectors · d = 32" in sidebar.inner_text()
-        assert "The space's 336 rows, from mine.parquet:emb." in b.captions(page)
-        heading = b.main(page).get_by_role("heading", name="Isotropy metrics (mine.parquet:emb, 336 texts)")
+        n = len(corpus)
+        assert f"mine.parquet:emb · {n:,} vectors · d = 32" in sidebar.inner_text()
+        assert f"The space's {n:,} rows, from mine.parquet:emb." in b.captions(page)
+        heading = b.main(page).get_by_role("heading", name=f"Isotropy metrics (mine.parquet:emb, {n:,} texts)")
         heading.first.wait_for()
         assert b.chart_count(page, at_least=2) >= 2  # cosine histogram and spectrum of the file's vectors
 
