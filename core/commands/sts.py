@@ -82,11 +82,7 @@ def _given(args: argparse.Namespace, pairs, corpus, calibrator) -> dict | None:
     fit_on = None if corpus is None else (corpus.name, corpus.warnings)
     if args.vectors:
         given = load_pair_vectors(pairs, args.vectors, args.vectors_b, args.pair_ids)
-        fit = None
-        if corpus is not None:
-            from isoscope.data.vectors import load_vector_file
-
-            fit = load_vector_file(args.vectors).vectors_for(corpus.texts)  # (m, d)
+        fit = None if corpus is None else given.table.vectors_for(corpus.texts)  # (m, d), the file read once
         result = sts_of_vectors(given.a, given.b, pairs, calibrator, fit, fit_on, given.name, None, stage, args.seed)
         result["vectors"] = given.origin.to_dict()
         result["warnings"] = [*given.warnings, *result["warnings"]]

@@ -200,6 +200,7 @@ class PairVectors:
     name: str  # FILE:COLUMN (of both sides when they differ: "A | B")
     origin: VectorOrigin
     warnings: list[str] = field(default_factory=list)
+    table: VectorTable | None = field(default=None, repr=False, compare=False)  # the (first) file, read once
 
 
 def _row_ids(values: list[str], table: VectorTable, pairs: Pairs) -> np.ndarray:
@@ -246,11 +247,11 @@ def load_pair_vectors(
                 "must come from one space"
             )
         name = f"{table.name} | {other.name}"
-        return PairVectors(read, a, b, name, table.origin, [*table.warnings, *other.warnings])
+        return PairVectors(read, a, b, name, table.origin, [*table.warnings, *other.warnings], table)
     if pair_ids:
         a = table.vectors[_row_ids(read.sentence1, table, read)]
         b = table.vectors[_row_ids(read.sentence2, table, read)]
     else:
         both = table.vectors_for(read.texts)  # (2n, d)
         a, b = both[: len(read)], both[len(read) :]
-    return PairVectors(read, a, b, table.name, table.origin, list(table.warnings))
+    return PairVectors(read, a, b, table.name, table.origin, list(table.warnings), table)

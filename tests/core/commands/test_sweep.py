@@ -13,20 +13,17 @@ import pytest
 from isoscope.evaluate.similarity import l2_normalize
 from isoscope.paths import DEMO_CORPUS, DEMO_PAIRS
 from tests.core.commands.cli_checks import one_error_line
+from tests.data_helpers import demo_head
 
 
 @pytest.fixture()
 def small_corpus(tmp_path: Path) -> Path:
-    path = tmp_path / "corpus.csv"
-    pd.read_csv(DEMO_CORPUS).head(80).to_csv(path, index=False)
-    return path
+    return demo_head(DEMO_CORPUS, 80, tmp_path / "corpus.csv")
 
 
 @pytest.fixture()
 def small_pairs(tmp_path: Path) -> Path:
-    path = tmp_path / "pairs.csv"
-    pd.read_csv(DEMO_PAIRS).head(60).to_csv(path, index=False)
-    return path
+    return demo_head(DEMO_PAIRS, 60, tmp_path / "pairs.csv")
 
 
 def _json(cli, capsys, *argv: str) -> dict:

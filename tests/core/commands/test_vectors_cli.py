@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from isoscope.encode.embed import encode
@@ -315,3 +316,19 @@ def test_sts_through_an_endpoint(run_json, model_server) -> None:
 def test_an_endpoint_is_refused_where_a_model_is_needed(run_json, files, model_server) -> None:
     argv = ["--input", str(files["corpus"]), "--model", "openai:minilm", "--base-url", model_server.url]
     assert "--layers needs a model" in run_json("geometry", *argv, "--layers", expect=2)
+
+
+def test_sts_from_vectors_fits_on_a_corpus_the_file_holds(run_json, pair_files, tmp_path) -> None:
+    """--fit-on with --vectors: the corpus's vectors are looked up in the same file; a text it lacks is one line."""
+    from isoscope.data import load_pairs
+
+    sentences = list(dict.fromkeys(load_pairs(DEMO_PAIRS).sentence1))  # texts the file has vectors for
+    corpus = tmp_path / "fit.csv"
+    pd.DataFrame({"text": sentences}).to_csv(corpus, index=False)
+    out = run_json("sts", "--pairs", str(DEMO_PAIRS), "--vectors", str(pair_files["texts"]), "--fit-on", str(corpus))
+    assert out["calibrated"]["fit_on"] == "fit.csv" and out["calibrated"]["n_fit"] == len(sentences)
+    pd.DataFrame({"text": [*sentences, "a sentence the file has no vector for"]}).to_csv(corpus, index=False)
+    msg = run_json(
+        "sts", "--pairs", str(DEMO_PAIRS), "--vectors", str(pair_files["texts"]), "--fit-on", str(corpus), expect=2
+    )
+    assert "a sentence the file has no vector for" in msg

@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 import isoscope.data
@@ -14,20 +13,17 @@ from isoscope.data import INPUT_KINDS, TextInput, load_input, load_texts, stream
 from isoscope.data.inputs import looks_like_pairs_header
 from isoscope.errors import InputError
 from isoscope.paths import DEMO_CORPUS, DEMO_PAIRS
+from tests.data_helpers import demo_head
 
 
 @pytest.fixture()
 def small_pairs(tmp_path: Path) -> Path:
-    path = tmp_path / "pairs.csv"
-    pd.read_csv(DEMO_PAIRS).head(60).to_csv(path, index=False)
-    return path
+    return demo_head(DEMO_PAIRS, 60, tmp_path / "pairs.csv")
 
 
 @pytest.fixture()
 def small_corpus(tmp_path: Path) -> Path:
-    path = tmp_path / "corpus.csv"
-    pd.read_csv(DEMO_CORPUS).head(50).to_csv(path, index=False)
-    return path
+    return demo_head(DEMO_CORPUS, 50, tmp_path / "corpus.csv")
 
 
 def test_load_input_detects_kind(small_pairs: Path, small_corpus: Path, tmp_path: Path) -> None:
