@@ -24,6 +24,15 @@ CODE = "HOSTILE-ROUND-28"
 TIMEOUT = 300.0
 
 
+def run_async(coro):
+    """``asyncio.run(coro)`` in a thread of its own: the pytest worker's main thread may already run an event loop
+    (Playwright's sync API keeps one there for the browser tests that shared this worker before)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -3,7 +3,6 @@ as a pure ASGI middleware, no server path on the Loss surfaces page, and the REA
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from pathlib import Path
@@ -15,6 +14,7 @@ from isoscope.dashboard import guard
 from isoscope.dashboard.launch import code_hash
 from tests.dashboard.conftest import APP
 from tests.hostile.peak import ROOT
+from tests.hostile.streamlit_ws import run_async
 
 # ---------------------------------------------------------------- the throttle
 
@@ -74,7 +74,7 @@ def _http(path: str) -> tuple[int, bool]:
         return {"type": "http.request", "body": b"", "more_body": False}
 
     scope = {"type": "http", "path": path, "root_path": "", "method": "PUT", "headers": [], "client": ("1.2.3.4", 5)}
-    asyncio.run(guard.ClassroomGuard(app)(scope, receive, send))
+    run_async(guard.ClassroomGuard(app)(scope, receive, send))
     return sent[0]["status"], bool(reached)
 
 
@@ -129,7 +129,7 @@ def test_guard_drops_every_message_but_the_form_before_the_code() -> None:
         pass
 
     scope = {"type": "websocket", "path": "/_stcore/stream", "client": ("9.9.9.9", 1)}
-    asyncio.run(guard.ClassroomGuard(app)(scope, receive, send))
+    run_async(guard.ClassroomGuard(app)(scope, receive, send))
     assert passed == ["rerun_script", "app_heartbeat", "clear_cache"]  # stop and clear dropped, until admitted
 
 

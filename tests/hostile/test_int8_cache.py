@@ -13,6 +13,7 @@ import pytest
 
 from isoscope.encode import quantize
 from isoscope.paths import DEMO_PAIRS
+from tests.conftest import private_cache
 
 
 def _sts_int8(cli) -> dict:
@@ -42,7 +43,10 @@ def _emptied(path: Path) -> None:
 
 
 @pytest.mark.parametrize("damage", [_cut_short, _symlinked, _emptied], ids=["truncated", "symlink", "empty"])
-def test_a_damaged_int8_model_is_rebuilt_and_gives_the_same_numbers(cli, monkeypatch, caplog, damage) -> None:
+def test_a_damaged_int8_model_is_rebuilt_and_gives_the_same_numbers(
+    cli, monkeypatch, caplog, damage, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("ISOSCOPE_CACHE", str(private_cache(tmp_path / "cache")))  # only this test's int8 models
     _fresh_process(monkeypatch)
     before = _sts_int8(cli)
     folder = Path(os.environ["ISOSCOPE_CACHE"]) / "int8"

@@ -211,12 +211,16 @@ def test_sts_from_vectors_equals_the_model_path(run_json, pair_files) -> None:
         ("--vectors", str(pair_files["both"])),
         ("--vectors", str(pair_files["a"]), "--vectors-b", str(pair_files["b"])),
     ]
+    # The same float32 vectors, but cosines taken over other matrix shapes (pairs vs unique rows) round
+    # differently: each cosine by at most d * eps32 (~2e-5), so a correlation (x 100) moves by far less
+    # than 100 * 2e-5 / sd(cos) ~ 1e-2. Near-ties may swap ranks the same way.
+    same = pytest.approx(model["spearman"], abs=1e-2), pytest.approx(model["pearson"], abs=1e-2)
     for way in ways:
         out = run_json("sts", "--pairs", str(DEMO_PAIRS), "--calibrate", "whitening", *way)
-        assert (out["spearman"], out["pearson"]) == (model["spearman"], model["pearson"])
-        assert out["calibrated"]["spearman"] == model["calibrated"]["spearman"]
+        assert (out["spearman"], out["pearson"]) == same
+        assert out["calibrated"]["spearman"] == pytest.approx(model["calibrated"]["spearman"], abs=1e-2)
     ids = run_json("sts", "--pairs", str(pair_files["ids"]), "--vectors", str(pair_files["both"]), "--pair-ids")
-    assert ids["spearman"] == model["spearman"]
+    assert ids["spearman"] == same[0]
 
 
 def test_sts_dimension_mismatch_between_a_and_b(run_json, pair_files) -> None:
