@@ -12,17 +12,24 @@ A cache must never break the computation it speeds up: an entry or folder that c
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import logging
 import math
 import os
 import secrets
+import stat
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: nothing is locked there
+    fcntl = None
 
 log = logging.getLogger(__name__)
 
@@ -210,6 +217,31 @@ class ArrayCache:
                 pass
             return None
         return arr
+
+    @contextlib.contextmanager
+    def lock(self, name: str) -> Iterator[None]:
+        """Held by one process at a time (an advisory ``flock`` on ``.locks/<name>.lock``), so that two
+        processes asking for the same cold entries compute them once: the second waits, then reads. Where no
+        lock can be had (no ``fcntl``, a folder that cannot be written, a lock path that is not a regular file:
+        a FIFO there must not hang us) nothing is locked."""
+        fd = -1
+        if fcntl is not None:
+            try:
+                (self.root / ".locks").mkdir(parents=True, exist_ok=True)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+                fd = os.open(self.root / ".locks" / f"{name}.lock", flags, 0o600)
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    os.close(fd)
+                    fd = -1
+            except OSError:
+                fd = -1
+        try:
+            if fd >= 0:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            if fd >= 0:
+                os.close(fd)  # releases the lock
 
     def put(self, key: str, array: np.ndarray) -> None:
         try:

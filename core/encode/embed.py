@@ -16,7 +16,7 @@ import torch
 
 from isoscope.cache import ArrayCache, make_key, text_digest
 from isoscope.encode.models import Encoder
-from isoscope.encode.pooling import PoolingSpec, parse_pooling, pool
+from isoscope.encode.pooling import PoolingSpec, parse_pooling, pool, pooling_choices
 
 log = logging.getLogger(__name__)
 
@@ -150,11 +150,15 @@ def encode_many(
     config: EmbedConfig | None = None,
     progress: ProgressFn | None = None,
     cache: ArrayCache | None = None,
+    companions: bool = False,
 ) -> dict[str, np.ndarray]:
     """Embed ``texts`` once and pool them every requested way. Returns name -> (n, d) float32.
 
     Sentences are sorted by length so each batch pads only to its own longest sentence; results come
-    back in input order. With a cache, arrays already computed are read instead.
+    back in input order. With a cache, arrays already computed are read instead, and a process computing
+    these texts makes another that asks for them wait and read (``ArrayCache.lock``). With ``companions``
+    (the dashboard and ``isoscope.embed``, where one moves between poolings) the pass also caches every
+    ``companion_poolings``, so that the next pooling or layer of the same texts is read, not computed.
     """
     config = config or EmbedConfig()
     _check_config(config)
@@ -171,15 +175,67 @@ def encode_many(
     todo = [s for s in specs if s.name not in out]
     if todo and n == 0:
         out.update({s.name: np.zeros((0, encoder.hidden_size), np.float32) for s in todo})
+    elif todo and cache is None:
+        out.update(_encode_uncached(encoder, texts, todo, config, progress))
     elif todo:
-        computed = _encode_uncached(encoder, texts, todo, config, progress)
-        for s in todo:
-            out[s.name] = computed[s.name]
-            if cache is not None:
-                cache.put(keys[s.name], computed[s.name])
+        with cache.lock(make_key("pass", encoder.fingerprint, config.max_length, digest)):
+            out.update(_encode_once(encoder, texts, todo, config, progress, cache, digest, companions))
     if progress is not None:
         progress(n, n)
     return {s.name: out[s.name] for s in specs}
+
+
+COMPANION_BYTES = 128 * 2**20  # what a pass may write besides what was asked: ~9 poolings of the demo at d = 384
+
+
+def companion_poolings(encoder: Encoder, n: int) -> list[PoolingSpec]:
+    """What one forward pass over ``n`` texts also pools and caches, so that a later request for another pooling
+    of the same texts is a cache hit: every named pooling of an fp32 encoder (not ``encdec_first``, which runs
+    the decoder), then every ``layer:K``, while their (n, d) float32 arrays fit in ``COMPANION_BYTES``. None for
+    other precisions (their exports hold only the outputs asked for)."""
+    if encoder.precision != "fp32":
+        return []
+    one = n * encoder.hidden_size * 4
+    names = [m for m in pooling_choices(encoder.num_layers, encoder.is_encoder_decoder) if m != "encdec_first"]
+    fits = max(0, COMPANION_BYTES // max(one, 1))
+    return [parse_pooling(m, encoder.num_layers, encoder.is_encoder_decoder) for m in names[:fits]]
+
+
+def _cached(cache: ArrayCache, encoder: Encoder, spec: PoolingSpec, config: EmbedConfig, digest: str, n: int) -> bool:
+    key = make_key("emb", encoder.fingerprint, spec.name, config.max_length, digest)
+    return (
+        cache.get(key, expected_rows=n, expected_cols=encoder.hidden_size) is not None
+    )  # verified (a bad one dropped)
+
+
+def _encode_once(
+    encoder: Encoder,
+    texts: Sequence[str],
+    todo: list[PoolingSpec],
+    config: EmbedConfig,
+    progress: ProgressFn | None,
+    cache: ArrayCache,
+    digest: str,
+    companions: bool,
+) -> dict[str, np.ndarray]:
+    """Under the pass's lock: what another process computed meanwhile is read, the rest computed in one pass
+    (with the companions not cached yet, or damaged), and all of it cached."""
+    key = {s.name: make_key("emb", encoder.fingerprint, s.name, config.max_length, digest) for s in todo}
+    out = {}
+    for s in todo:
+        hit = cache.get(key[s.name], expected_rows=len(texts), expected_cols=encoder.hidden_size)
+        if hit is not None:
+            out[s.name] = hit.astype(np.float32, copy=False)
+    missing = [s for s in todo if s.name not in out]
+    if not missing:
+        return out
+    extra = [c for c in companion_poolings(encoder, len(texts)) if companions and c not in missing and c not in todo]
+    extra = [c for c in extra if not _cached(cache, encoder, c, config, digest, len(texts))]
+    computed = _encode_uncached(encoder, texts, missing + extra, config, progress)
+    for s in missing + extra:
+        cache.put(make_key("emb", encoder.fingerprint, s.name, config.max_length, digest), computed[s.name])
+    out.update({s.name: computed[s.name] for s in missing})
+    return out
 
 
 def _encode_uncached(

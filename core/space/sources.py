@@ -240,4 +240,4 @@ def embed_with(
 
     names = list(poolings or [embedding.pooling])
     bar = progress_callback(f"embedding with {embedding.encoder.name}", "text", enabled=progress and len(texts) > 0)
-    return encode_many(embedding.encoder, list(texts), names, embedding.config, bar, cache)
+    return encode_many(embedding.encoder, list(texts), names, embedding.config, bar, cache, companions=True)

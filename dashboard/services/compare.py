@@ -64,7 +64,9 @@ def _embed(model: str, init: str, seed: int, items: Texts, poolings: tuple[str, 
         bar.progress(done / max(total, 1), text=f"Embedding {done:,} / {total:,} texts with {enc.name}")
 
     try:
-        return encode_many(enc, items.items, poolings, EmbedConfig(max_length=max_length), progress, ArrayCache())
+        return encode_many(
+            enc, items.items, poolings, EmbedConfig(max_length=max_length), progress, ArrayCache(), companions=True
+        )
     finally:
         bar.empty()
 

@@ -44,7 +44,7 @@ def _embed_many(model: str, items: Texts, poolings: tuple[str, ...], max_length:
 
     try:
         config = EmbedConfig(max_length=max_length)
-        return encode_many(enc, items.items, poolings, config, progress, ArrayCache())
+        return encode_many(enc, items.items, poolings, config, progress, ArrayCache(), companions=True)
     finally:
         bar.empty()
 
