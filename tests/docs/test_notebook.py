@@ -20,7 +20,7 @@ def test_the_example_notebook_runs_and_shows_cards(tmp_path: Path, monkeypatch) 
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     pytest.importorskip("jscatter")
-    monkeypatch.setenv("ISOSCOPE_CACHE", str(tmp_path / "cache"))
+    # the session's ISOSCOPE_CACHE (conftest): the demo's embeddings are computed once for every test
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("OMP_NUM_THREADS", os.environ.get("OMP_NUM_THREADS", "1"))
     nb = nbformat.read(NOTEBOOK, as_version=4)

@@ -233,13 +233,32 @@ def warm_server(streamlit_server: Server, browser) -> Server:
     return streamlit_server
 
 
+def outside_requests(context, server: Server) -> list[str]:
+    """Every request ``context`` makes to a host other than the app's, as it happens (issue 26: the favicon came
+    from a font CDN, which fails offline): the list a test asserts empty."""
+    from urllib.parse import urlsplit
+
+    local = {urlsplit(server.url).hostname, "127.0.0.1", "localhost"}
+    outside: list[str] = []
+
+    def record(request) -> None:
+        url = urlsplit(request.url)
+        if url.scheme in ("http", "https", "ws", "wss") and url.hostname not in local:
+            outside.append(request.url)
+
+    context.on("request", record)
+    return outside
+
+
 @pytest.fixture()
 def page(warm_server: Server, browser):
-    """A fresh browser tab (a new Streamlit session) on the home page; fails on new server tracebacks."""
+    """A fresh browser tab (a new Streamlit session) on the home page; fails on new server tracebacks and on
+    any request to another host."""
     from tests.e2e import browser as b
 
     seen = len(warm_server.tracebacks())
     context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+    outside = outside_requests(context, warm_server)
     context.add_init_script(b.RUN_COUNTER_JS)
     pg = context.new_page()
     pg.set_default_timeout(b.ACTION_TIMEOUT_MS)
@@ -251,6 +270,7 @@ def page(warm_server: Server, browser):
         context.close()
     new = warm_server.tracebacks()[seen:]
     assert not new, f"the server logged an uncaught exception: {new[0]}"
+    assert not outside, f"requests to other hosts: {sorted(set(outside))}"
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import Page
 
 from tests.e2e import browser as b
-from tests.e2e.conftest import VIEWPORT, Server, start_server, stop_server
+from tests.e2e.conftest import VIEWPORT, Server, outside_requests, start_server, stop_server
 
 
 @dataclass(frozen=True)
@@ -344,6 +344,7 @@ def test_deep_link_on_fresh_server(browser, tmp_path: Path) -> None:
     """
     server = start_server(tmp_path / "fresh.log")
     context = browser.new_context(viewport=VIEWPORT)
+    outside = outside_requests(context, server)
     context.add_init_script(b.RUN_COUNTER_JS)
     try:
         pg = context.new_page()
@@ -355,34 +356,4 @@ def test_deep_link_on_fresh_server(browser, tmp_path: Path) -> None:
         context.close()
         stop_server(server)
     assert not server.tracebacks(), server.tracebacks()[0]
-
-
-def test_no_request_leaves_the_machine(browser, warm_server: Server) -> None:
-    """Issue 26: the favicon (page_icon ":material/...:") was fetched from a font CDN, which fails offline.
-    Every page, opened by its URL in one session: any request to another host fails the test (and is
-    refused, so an offline run does not wait for it)."""
-    from urllib.parse import urlsplit
-
-    local = {urlsplit(warm_server.url).hostname, "127.0.0.1", "localhost"}
-    outside: list[str] = []
-
-    def refuse_outside(route) -> None:
-        url = route.request.url
-        if urlsplit(url).scheme in ("http", "https", "ws", "wss") and urlsplit(url).hostname not in local:
-            outside.append(url)
-            route.abort()
-        else:
-            route.continue_()
-
-    context = browser.new_context(viewport=VIEWPORT)
-    context.add_init_script(b.RUN_COUNTER_JS)
-    context.route("**/*", refuse_outside)
-    page = context.new_page()
-    try:
-        for case in PAGES:
-            b.goto(page, f"{warm_server.url}/{case.path}")
-            page.get_by_role("heading", name=case.heading).first.wait_for(timeout=b.RUN_TIMEOUT_MS)
-            b.wait_idle(page)
-    finally:
-        context.close()
     assert not outside, f"requests to other hosts: {sorted(set(outside))}"
