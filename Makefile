@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test test-fast test-compat test-remote test-lab lint format bench bench-peers screenshots browser lock lock-peers clean
+.PHONY: run test test-heavy test-fast test-compat test-remote test-lab lint format bench bench-peers screenshots browser lock lock-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,10 +37,13 @@ run: $(VENV)/.installed
 browser:
 	@bash scripts/ensure_browser.sh
 
-test: $(VENV)/.notebook-installed browser  # two workers (pytest-xdist); the browser tests share one of them
+test: $(VENV)/.notebook-installed browser  # the gate CI runs: two workers (pytest-xdist), the browser tests share one
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -n 2 --dist loadgroup
+	$(BIN)/pytest -n 2 --dist loadgroup -m "not heavy"
+
+test-heavy: $(VENV)/.notebook-installed browser  # the heavy tier (tests/heavy.py): whole-demo, server, notebook, README runs
+	$(BIN)/pytest -n 2 --dist loadgroup -m heavy
 
 test-fast: $(VENV)/.dev-installed  # the edit-test loop: no slow model runs, no browser
 	$(BIN)/pytest -m "not slow and not e2e" -q -n 2

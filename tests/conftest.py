@@ -93,3 +93,16 @@ def pytest_terminal_summary(terminalreporter) -> None:
             crash = getattr(report.longrepr, "reprcrash", None)
             why = crash.message if crash is not None else str(report.longrepr).strip()
             terminalreporter.write_line(f"{report.nodeid}: {' '.join(why.split())[:400]}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the heavy tier (tests/heavy.py: ``make test`` leaves it out, ``make test-heavy`` runs it), and put the
+    browser tests first: they share one worker (one server, one browser), so starting them at once keeps that
+    worker's serial run from being the tail of the session."""
+    from tests.heavy import HEAVY
+
+    heavy = set(HEAVY)
+    for item in items:
+        if item.nodeid in heavy:
+            item.add_marker(pytest.mark.heavy)
+    items.sort(key=lambda item: not item.nodeid.startswith("tests/e2e/"))  # stable: the rest keeps its order
