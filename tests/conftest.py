@@ -96,13 +96,12 @@ def pytest_terminal_summary(terminalreporter) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the heavy tier (tests/heavy.py: ``make test`` leaves it out, ``make test-heavy`` runs it), and put the
-    browser tests first: they share one worker (one server, one browser), so starting them at once keeps that
-    worker's serial run from being the tail of the session."""
+    """Mark the heavy tier (tests/heavy.py: ``make test`` leaves it out, ``make test-heavy`` runs it). The browser
+    tests stay last: put first, their server computed every page cold beside the other worker (two reruns on
+    timeouts, 1,121 s instead of less), and Playwright's event loop stayed in that worker's main thread."""
     from tests.heavy import HEAVY
 
     heavy = set(HEAVY)
     for item in items:
         if item.nodeid in heavy:
             item.add_marker(pytest.mark.heavy)
-    items.sort(key=lambda item: not item.nodeid.startswith("tests/e2e/"))  # stable: the rest keeps its order
