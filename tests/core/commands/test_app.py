@@ -20,6 +20,7 @@ import pytest
 from isoscope.dashboard.launch import CODE_ALPHABET, code_hash
 from isoscope.encode.models import default_model_path
 from tests.core.commands.cli_checks import one_error_line
+from tests.hostile.streamlit_ws import run_async
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -163,7 +164,7 @@ def test_served_headers_forbid_framing(tmp_path: Path, classroom: bool) -> None:
     try:
         deadline = time.monotonic() + 120
         _headers(f"http://127.0.0.1:{port}/_stcore/health", deadline)
-        script_path = asyncio.run(_session_script_path(port))
+        script_path = run_async(_session_script_path(port))  # a thread of its own: Playwright may hold this one
         assert (script_path == "") if classroom else script_path.endswith("app.py"), script_path
         for path in ("/", "/_stcore/health"):
             headers = _headers(f"http://127.0.0.1:{port}{path}", deadline)
