@@ -40,7 +40,7 @@ browser:
 test: $(VENV)/.notebook-installed browser  # the gate CI runs: two workers (pytest-xdist), the browser tests share one
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -n 2 --dist loadgroup -m "not heavy"
+	$(BIN)/pytest -n 2 --dist loadgroup -m "not heavy" --durations=40  # the slowest, in every CI log
 
 test-heavy: $(VENV)/.notebook-installed browser  # the heavy tier (tests/heavy.py): whole-demo, server, notebook, README runs
 	$(BIN)/pytest -n 2 --dist loadgroup -m heavy
