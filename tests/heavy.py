@@ -74,4 +74,8 @@ HEAVY: tuple[str, ...] = (
     "tests/hostile/test_classroom_server.py::test_guesses_are_throttled_per_client_address_not_per_session",  # 46 s
     "tests/hostile/test_int8_cache.py::test_a_damaged_int8_model_is_rebuilt_and_gives_the_same_numbers[empty]",  # 37 s
     "tests/hostile/test_int8_cache.py::test_a_damaged_int8_model_is_rebuilt_and_gives_the_same_numbers[symlink]",  # 38 s
+    "tests/core/neighbours/test_projection.py::test_shape_dtype_and_determinism[2-umap]",  # 50 s (gate run)
+    "tests/core/neighbours/test_projection.py::test_shape_dtype_and_determinism[3-umap]",  # 46 s (gate run)
+    "tests/core/space/test_space_report.py::test_the_report_command",  # 53 s (gate run)
+    "tests/e2e/test_pages.py::test_page[sweep]",  # 122 s + a 51 s rerun (gate run: the server computes the sweep cold)
 )
