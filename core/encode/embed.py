@@ -165,13 +165,7 @@ def encode_many(
     specs = [parse_pooling(p, encoder.num_layers, encoder.is_encoder_decoder) for p in poolings]
     n = len(texts)
     digest = text_digest(texts) if cache is not None else ""
-    keys = {s.name: make_key("emb", encoder.fingerprint, s.name, config.max_length, digest) for s in specs}
-    out: dict[str, np.ndarray] = {}
-    if cache is not None:
-        for s in specs:
-            hit = cache.get(keys[s.name], expected_rows=n, expected_cols=encoder.hidden_size)
-            if hit is not None:
-                out[s.name] = hit.astype(np.float32, copy=False)
+    out = {} if cache is None else _read_cached(cache, encoder, specs, config, digest, n)
     todo = [s for s in specs if s.name not in out]
     if todo and n == 0:
         out.update({s.name: np.zeros((0, encoder.hidden_size), np.float32) for s in todo})
@@ -185,7 +179,7 @@ def encode_many(
     return {s.name: out[s.name] for s in specs}
 
 
-COMPANION_BYTES = 128 * 2**20  # what a pass may write besides what was asked: ~9 poolings of the demo at d = 384
+COMPANION_BYTES = 128 * 2**20  # what a pass may write besides what was asked: 17 arrays of the demo at d = 384
 
 
 def companion_poolings(encoder: Encoder, n: int) -> list[PoolingSpec]:
@@ -201,11 +195,20 @@ def companion_poolings(encoder: Encoder, n: int) -> list[PoolingSpec]:
     return [parse_pooling(m, encoder.num_layers, encoder.is_encoder_decoder) for m in names[:fits]]
 
 
-def _cached(cache: ArrayCache, encoder: Encoder, spec: PoolingSpec, config: EmbedConfig, digest: str, n: int) -> bool:
-    key = make_key("emb", encoder.fingerprint, spec.name, config.max_length, digest)
-    return (
-        cache.get(key, expected_rows=n, expected_cols=encoder.hidden_size) is not None
-    )  # verified (a bad one dropped)
+def _entry_key(encoder: Encoder, name: str, config: EmbedConfig, digest: str) -> str:
+    return make_key("emb", encoder.fingerprint, name, config.max_length, digest)
+
+
+def _read_cached(
+    cache: ArrayCache, encoder: Encoder, specs: Sequence[PoolingSpec], config: EmbedConfig, digest: str, n: int
+) -> dict[str, np.ndarray]:
+    """name -> (n, d) float32 of the entries the cache holds and verifies (a damaged one is dropped)."""
+    out = {}
+    for s in specs:
+        hit = cache.get(_entry_key(encoder, s.name, config, digest), expected_rows=n, expected_cols=encoder.hidden_size)
+        if hit is not None:
+            out[s.name] = hit.astype(np.float32, copy=False)
+    return out
 
 
 def _encode_once(
@@ -220,20 +223,17 @@ def _encode_once(
 ) -> dict[str, np.ndarray]:
     """Under the pass's lock: what another process computed meanwhile is read, the rest computed in one pass
     (with the companions not cached yet, or damaged), and all of it cached."""
-    key = {s.name: make_key("emb", encoder.fingerprint, s.name, config.max_length, digest) for s in todo}
-    out = {}
-    for s in todo:
-        hit = cache.get(key[s.name], expected_rows=len(texts), expected_cols=encoder.hidden_size)
-        if hit is not None:
-            out[s.name] = hit.astype(np.float32, copy=False)
+    n = len(texts)
+    out = _read_cached(cache, encoder, todo, config, digest, n)
     missing = [s for s in todo if s.name not in out]
     if not missing:
         return out
-    extra = [c for c in companion_poolings(encoder, len(texts)) if companions and c not in missing and c not in todo]
-    extra = [c for c in extra if not _cached(cache, encoder, c, config, digest, len(texts))]
+    extra = [c for c in companion_poolings(encoder, n) if companions and c not in todo]
+    held = _read_cached(cache, encoder, extra, config, digest, n)
+    extra = [c for c in extra if c.name not in held]
     computed = _encode_uncached(encoder, texts, missing + extra, config, progress)
     for s in missing + extra:
-        cache.put(make_key("emb", encoder.fingerprint, s.name, config.max_length, digest), computed[s.name])
+        cache.put(_entry_key(encoder, s.name, config, digest), computed[s.name])
     out.update({s.name: computed[s.name] for s in missing})
     return out
 
