@@ -16,14 +16,14 @@ sentences); sentence-transformers' ``avx2`` export avoids the overflow with uint
 kernels run 1.3x slower (2.94 CPU-s). VNNI and ARM kernels do not saturate; one recipe everywhere keeps the int8
 vectors of two machines as close as their kernels allow.
 
-Measured on all-MiniLM-L6-v2 (``make bench-peers ARGS=--quick``: bench/encode_peers.py, 443 STS-B sentences, 2
-AVX2 cores loaded by other jobs, load 5.6-7.7; bench/RESULTS.md): 184 sentences/s against 59 for
-sentence-transformers' own ``avx2`` int8 export (3.1x) and 111 for our fp32 ONNX Runtime engine; 98 vs 44 (2.2x)
-with two more busy processes on the cores; 0.04 Spearman points lost on STS-B test (81.99 vs 82.03, mean
-pooling; the recipe before 7-bit weights lost 0.29). Per-tensor activation scales mean a sentence's vector depends slightly on the batch it is padded
-with (1 - cosine ~1e-2 at worst, a short sentence next to a long one); results are deterministic for a given list
-of texts, and differ across CPUs by more than fp32 does (int8 kernels differ between AVX2, AVX-512 VNNI and ARM):
-compare int8 vectors by cosine, never bit for bit.
+Measured on all-MiniLM-L6-v2 (``make bench-peers``: bench/encode_peers.py, the 5,385 sentences of STS-B test and
+dev, 2 AVX2 cores, otherwise idle; bench/RESULTS.md): 461 sentences/s against 247 for sentence-transformers' own
+``avx2`` int8 export (1.9x) and 287 for our fp32 ONNX Runtime engine; 241 vs 111 (2.2x) with two more busy processes
+on the cores; 0.10 Spearman points lost on STS-B test (81.93 vs 82.03, mean pooling; theirs lose 0.21; the recipe
+before 7-bit weights lost 0.29). Per-tensor activation scales mean a sentence's vector depends slightly on the batch
+it is padded with (1 - cosine ~1e-2 at worst, a short sentence next to a long one); results are deterministic for a
+given list of texts, and differ across CPUs by more than fp32 does (int8 kernels differ between AVX2, AVX-512 VNNI
+and ARM): compare int8 vectors by cosine, never bit for bit.
 
 The returned ``Encoder`` has ``precision="int8"``, ``engine="onnx"``, a fingerprint that carries
 ``isoscope.encode.precision.INT8_RECIPE`` (so caches never mix precisions), and a ``model`` that answers the calls
