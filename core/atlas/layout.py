@@ -69,7 +69,9 @@ def umap_layout(
     n_epochs: int | None = None,
 ) -> np.ndarray:
     """UMAP coordinates (n, 2) float32 from the precomputed graph ``knn = (ids (n, k), dist (n, k))``."""
-    import umap
+    from isoscope.neighbours.umap_jit import import_umap
+
+    umap = import_umap()
 
     ids, dist = knn
     n, k = ids.shape

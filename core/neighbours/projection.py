@@ -68,7 +68,9 @@ def pca(X: np.ndarray, n_components: int = 2) -> np.ndarray:
 
 
 def _umap(X: np.ndarray, n_components: int, seed: int, params: dict) -> np.ndarray:
-    import umap
+    from isoscope.neighbours.umap_jit import import_umap
+
+    umap = import_umap()
 
     n = X.shape[0]
     params = {**DEFAULT_PARAMS["umap"], **params}

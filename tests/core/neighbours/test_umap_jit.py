@@ -1,0 +1,46 @@
+"""isoscope.neighbours.umap_jit: umap's kernels compile once per machine, not once per process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+# one cheap umap kernel: compile it, call it, report numba's cache counters for it
+PROBE = """
+import json, sys
+import numpy as np
+from isoscope.neighbours.umap_jit import import_umap
+umap = import_umap()
+from umap.distances import euclidean
+d = float(euclidean(np.array([3.0, 4.0], np.float32), np.zeros(2, np.float32)))
+print(json.dumps({"d": d, "hits": sum(euclidean.stats.cache_hits.values())}))
+"""
+
+
+def _probe(cache_dir: Path) -> dict:
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_layout_kernels_get_a_disk_cache():
+    from numba.core.caching import NullCache
+
+    from isoscope.neighbours.umap_jit import import_umap
+
+    umap = import_umap()
+    for kernel in (umap.umap_.smooth_knn_dist, umap.umap_.compute_membership_strengths, umap.umap_.fast_knn_indices):
+        assert not isinstance(kernel._cache, NullCache), kernel
+    assert import_umap() is umap  # idempotent
+
+
+def test_a_second_process_loads_the_kernel_instead_of_compiling(tmp_path):
+    first = _probe(tmp_path / "numba")
+    assert first == {"d": 5.0, "hits": 0}  # compiled here, and written
+    assert list((tmp_path / "numba").rglob("*.nbi")), "numba wrote no cache index"
+    second = _probe(tmp_path / "numba")
+    assert second == {"d": 5.0, "hits": 1}  # loaded from disk (umap as it comes compiles it again: 0 hits)
