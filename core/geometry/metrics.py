@@ -338,17 +338,23 @@ def alignment(A: np.ndarray, B: np.ndarray, alpha: float = 2) -> float:
 def _uniformity_unit(U: np.ndarray, t: float) -> float:
     """``log( 2 / (n (n - 1)) * sum_{i < j} exp(-t ||u_i - u_j||^2) )`` for unit rows ``U``.
 
-    Uses ``||u_i - u_j||^2 = 2 - 2 u_i . u_j``, accumulated over row blocks of the upper triangle so
-    memory stays ``O(block * n)``.
+    Uses ``||u_i - u_j||^2 = 2 - 2 u_i . u_j`` over row blocks of the upper triangle only: block ``[s, e)`` is
+    multiplied with rows ``s:`` (the columns before ``s`` were counted by earlier blocks), so memory stays
+    ``O(block * n)`` and the work is half of the full ``(n, n)`` product. The exponentials are summed in float64.
     """
     n = U.shape[0]
     acc = 0.0
-    cols = np.arange(n)  # (n,)
     for start in range(0, n - 1, _ROW_BLOCK):
-        rows = np.arange(start, min(start + _ROW_BLOCK, n - 1))  # (b,)
-        sq_dist = np.clip(2.0 - 2.0 * (U[rows] @ U.T), 0.0, 4.0)  # (b, n)
-        upper = cols[None, :] > rows[:, None]  # (b, n)
-        acc += float(np.exp(-t * sq_dist[upper]).sum())
+        stop = min(start + _ROW_BLOCK, n - 1)
+        b = stop - start
+        e = U[start:stop] @ U[start:].T  # (b, n - start): column c is row start + c
+        e *= -2.0
+        e += 2.0
+        np.clip(e, 0.0, 4.0, out=e)  # squared distances
+        e *= -t
+        np.exp(e, out=e)
+        acc += float(np.triu(e[:, :b], k=1).sum(dtype=np.float64))  # the diagonal block: j > i only
+        acc += float(e[:, b:].sum(dtype=np.float64))  # every column after the block: j > i
     return float(np.log(acc) - np.log(n * (n - 1) / 2))
 
 

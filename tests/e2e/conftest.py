@@ -180,12 +180,16 @@ def seed_landscape_result(root: Path) -> None:
     run_landscape(encoder, task1, task2, config, root / experiment_key(encoder, task1, task2, config))
 
 
+SHARED_WITH_SERVER = ("embeddings", "onnx", "int8", "calibrators")  # content-keyed and verified on every read
+
+
 @pytest.fixture(scope="session")
 def streamlit_server(
     chromium_executable: str, tmp_path_factory: pytest.TempPathFactory, session_cache: Path
 ) -> Iterator[Server]:
-    """The app on a private cache folder that holds one small stored landscape experiment, its embeddings
-    shared with the rest of the session (the demo is embedded once per session, not once more for the browser).
+    """The app on a private cache folder that holds one small stored landscape experiment; what is keyed by its
+    content is shared with the rest of the session (``SHARED_WITH_SERVER``: the demo is embedded, the ONNX and
+    int8 models are built and each calibrator is fitted once per session, not once more for the browser).
 
     Under ``make screenshots`` (ISOSCOPE_SCREENSHOTS=1) it uses the user's own cache instead, so the README
     shows the experiment made with the real model (``python -m isoscope landscape ...``, see the README).
@@ -193,8 +197,9 @@ def streamlit_server(
     env = {}
     if os.environ.get("ISOSCOPE_SCREENSHOTS") != "1":
         cache = tmp_path_factory.mktemp("isoscope-cache")
-        (session_cache / "embeddings").mkdir(exist_ok=True)
-        (cache / "embeddings").symlink_to(session_cache / "embeddings", target_is_directory=True)
+        for name in SHARED_WITH_SERVER:
+            (session_cache / name).mkdir(exist_ok=True)
+            (cache / name).symlink_to(session_cache / name, target_is_directory=True)
         seed_landscape_result(cache / "landscape")
         env["ISOSCOPE_CACHE"] = str(cache)
     server = start_server(tmp_path_factory.mktemp("streamlit") / "server.log", env)
