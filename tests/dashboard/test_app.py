@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from isoscope.dashboard.services import geometry
 from tests.dashboard.conftest import open_page
 
 
@@ -19,7 +19,7 @@ def test_a_bug_in_core_is_shown_as_a_bug_with_its_traceback(app: AppTest, monkey
     import isoscope.geometry.metrics
 
     monkeypatch.setattr(isoscope.geometry.metrics, "all_metrics", _bug)  # a deliberate bug, injected
-    st.cache_data.clear()  # no cached metrics from other tests may hide it
+    geometry.metrics_of.clear()  # no cached metrics from other tests may hide it (the rest of the cache stays)
     at = app.switch_page("views/anisotropy.py").run()
     errors = [e.value for e in at.error]
     assert any("bug in Isoscope" in e and "ValueError" in e and "broadcast" in e for e in errors), errors
