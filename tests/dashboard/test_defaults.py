@@ -14,6 +14,8 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import isoscope.cache as cache_mod
+from isoscope.dashboard.launch import ENV_DATA_FILE
+from isoscope.paths import DEMO_PAIRS
 from tests.dashboard.conftest import APP, open_page
 
 TOUR = ("home", "similarity", "anisotropy", "neighbours", "projection", "overlap", "calibration")
@@ -81,10 +83,19 @@ def test_pages_survive_an_unreadable_cache(monkeypatch, tmp_path: Path) -> None:
 
 def test_a_damaged_cache_entry_is_recomputed_not_served(monkeypatch, tmp_path: Path) -> None:
     """Issue 17: an embedding entry half overwritten with zeros was served (Spearman null); now its checksum
-    fails, it is dropped, recomputed, and the page shows the same numbers as before."""
+    fails, it is dropped, recomputed, and the page shows the same numbers as before. On 60 of the demo pairs,
+    launched as the session's data (the cache, not the demo, is what is checked)."""
     root = tmp_path / "cache"
+    root.mkdir()
+    exports = Path(os.environ["ISOSCOPE_CACHE"]) / "onnx"  # the session's ONNX exports: the model is exported once
+    exports.mkdir(parents=True, exist_ok=True)
+    (root / "onnx").symlink_to(exports, target_is_directory=True)
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("".join(DEMO_PAIRS.read_text(encoding="utf-8").splitlines(keepends=True)[:61]), encoding="utf-8")
+    monkeypatch.setenv(ENV_DATA_FILE, str(pairs))
     at = _fresh(monkeypatch, root)
     clean = _state(open_page(at, "similarity"))[2]
+    assert clean and "60 pairs" in " ".join(c.value for c in at.caption), "the launched pairs are not the page's data"
     entries = sorted((root / "embeddings").glob("*.npy"))
     assert entries
     for p in entries:
