@@ -44,7 +44,9 @@ class Lab:
     log: Path
 
     def open_url(self, notebook: str) -> str:
-        return f"{self.url}/lab/tree/{notebook}?token={self.token}"
+        """The notebook in a workspace of its own: JupyterLab restores a workspace's open tabs (and starts their
+        kernels), so a second notebook opened in the default one would find the first beside it."""
+        return f"{self.url}/lab/workspaces/{Path(notebook).stem}/tree/{notebook}?token={self.token}"
 
 
 def lab_executable(given: str | None = None) -> Path | None:

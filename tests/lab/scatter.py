@@ -36,7 +36,7 @@ WATCH_FIRST_DRAW = (
 # what the scatterplot holds and would draw: every point given, none filtered out, all inside the first view
 POINTS = """() => {
     const api = window.__map.api;
-    return {points: api.get('points').length, filtered: api.get('filteredPoints').length,
+    return {points: api.get('points').length, filtered: api.get('isPointsFiltered'),
             in_view: api.get('pointsInView').length, drawn: api.get('isPointsDrawn'),
             performance_mode: api.get('performanceMode'), point_size: api.get('pointSize'),
             opacity: api.get('opacity')};
