@@ -7,8 +7,8 @@ m.observe(lambda rows: print(rows))   # called with the row ids whenever the sel
 m.selected()                          # the selected rows as a new Space
 
 jupyter-scatter ships its JavaScript inside its wheel (``jscatter/bundle.js``, loaded by anywidget from the
-kernel), draws every point (1M drew in 45 s in software WebGL, bench/widget.py), and keeps the data frame in Python: a hover asks the kernel
-for that one point's text, so texts never travel to the page in bulk. User text reaches the page only as text
+kernel), draws every point (1M drew in 45 s in software WebGL, ``bench/widget.py``), and keeps the data frame
+in Python: a hover asks the kernel for that one point's text, so texts never travel to the page in bulk. User text reaches the page only as text
 (the widget sets ``textContent``); titles are escaped here. Embedding Atlas's widget was the alternative: it
 needs WebGPU (not in headless or older browsers) and a much heavier dependency tree.
 
