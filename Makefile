@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test test-heavy test-fast test-compat test-remote test-lab lint format bench bench-peers screenshots browser lock lock-peers clean
+.PHONY: run test test-heavy test-fast test-compat test-remote test-lab lint format bench bench-peers bench-widget screenshots browser lock lock-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,9 @@ $(LAB)/.installed: requirements-lab.txt
 
 test-lab: $(VENV)/.notebook-installed $(LAB)/.installed browser  # the map widget in a real JupyterLab (tests/lab)
 	ISOSCOPE_LAB=$(abspath $(LAB))/bin/jupyter-lab $(BIN)/pytest tests/lab -q
+
+bench-widget: $(VENV)/.notebook-installed $(LAB)/.installed browser  # the map widget's first draw and pan frame rates in JupyterLab
+	ISOSCOPE_LAB=$(abspath $(LAB))/bin/jupyter-lab $(BIN)/python bench/widget.py $(ARGS)
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .

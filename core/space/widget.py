@@ -7,10 +7,16 @@ m.observe(lambda rows: print(rows))   # called with the row ids whenever the sel
 m.selected()                          # the selected rows as a new Space
 
 jupyter-scatter ships its JavaScript inside its wheel (``jscatter/bundle.js``, loaded by anywidget from the
-kernel), draws 1M points and pans 100k smoothly, and keeps the data frame in Python: a hover asks the kernel
-for that one point's text, so texts never travel to the page in bulk. User text reaches the page only as text
+kernel), draws every point (1M drew in 45 s in software WebGL, ``bench/widget.py``), and keeps the data frame
+in Python: a hover asks the kernel for that one point's text, so texts never travel to the page in bulk. User text reaches the page only as text
 (the widget sets ``textContent``); titles are escaped here. Embedding Atlas's widget was the alternative: it
 needs WebGPU (not in headless or older browsers) and a much heavier dependency tree.
+
+Drawing cost (``bench/widget.py``, software WebGL): every frame regl-scatterplot clears and composites a
+framebuffer the size of the browser window, whatever the number of points, then draws the points. Big maps
+therefore draw lean (``render_options``): from ``LEAN_ROWS`` points 1-pixel points at one opacity (no
+density-dependent opacity, which queries the points in view after every move), from ``SQUARE_ROWS`` also
+regl-scatterplot's ``performanceMode`` (square points, no alpha blending).
 
 Colours: a metadata column (categories or a scale, ``isoscope.space.figures.meta_colours``), or ``norm`` (L2 norm
 of each vector), ``length`` (characters of the text), ``hubness`` (k-occurrence N_k of the k-NN graph,
@@ -21,6 +27,7 @@ of each vector), ``length`` (characters of the text), ``hubness`` (k-occurrence 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,6 +46,9 @@ MEASURES: tuple[str, ...] = ("norm", "length", "hubness", "overlap")
 AUTO_UMAP_ROWS = 50_000  # method="auto": UMAP up to this many points, PCA (instant) beyond
 PREVIEW_CHARS = 600  # hover text is cut here
 BUTTONS = ["pan_zoom", "lasso", "divider", "full_screen", "download", "reset"]
+LEAN_ROWS = 100_000  # from here: 1-px points at one opacity
+SQUARE_ROWS = 500_000  # from here also square points without alpha blending (regl-scatterplot's performanceMode)
+FLAT_OPACITY = 0.66  # jupyter-scatter's default opacity, kept when the density-dependent one is switched off
 
 
 def jscatter() -> Any:
@@ -93,10 +103,34 @@ def _frame(space: Space, xy: np.ndarray, rows: np.ndarray, colour: np.ndarray | 
     return frame
 
 
+@dataclass(frozen=True)
+class RenderOptions:
+    """How the points of a map are drawn (see the module docstring): size in pixels, opacity by the density of
+    the points in view (jupyter-scatter's default) or one ``FLAT_OPACITY``, regl-scatterplot's performanceMode."""
+
+    point_size: float
+    density_opacity: bool
+    performance_mode: bool
+
+
+def render_options(n: int, point_size: float | None = None) -> RenderOptions:
+    """The drawing options of a map of ``n`` points; ``point_size`` overrides the size chosen for ``n``."""
+    return RenderOptions(
+        point_size=float(point_size or _point_size(n)),
+        density_opacity=n < LEAN_ROWS,
+        performance_mode=n >= SQUARE_ROWS,
+    )
+
+
 def _scatter(frame: pd.DataFrame, colour_name: str, categorical: bool, height: int, size: float | None) -> Any:
     js = jscatter()
     scatter = js.Scatter(x="x", y="y", data=frame, height=height, axes=False, lasso_initiator=False)
-    scatter.size(default=size or _point_size(len(frame)))
+    drawing = render_options(len(frame), size)
+    scatter.size(default=drawing.point_size)
+    if not drawing.density_opacity:
+        scatter.opacity(default=FLAT_OPACITY, by=None)
+    if drawing.performance_mode:  # read when the page creates the scatterplot
+        scatter.options(regl_scatterplot_options={"performanceMode": True})
     if colour_name:
         scatter.color(by=colour_name, map="auto" if categorical else "viridis")
         scatter.legend(True)
@@ -106,7 +140,7 @@ def _scatter(frame: pd.DataFrame, colour_name: str, categorical: bool, height: i
 
 
 def _point_size(n: int) -> float:
-    return 6.0 if n <= 2_000 else 4.0 if n <= 20_000 else 2.0 if n <= 200_000 else 1.0
+    return 6.0 if n <= 2_000 else 4.0 if n <= 20_000 else 2.0 if n < LEAN_ROWS else 1.0
 
 
 class SpaceMap:

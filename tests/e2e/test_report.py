@@ -11,7 +11,8 @@ import pytest
 
 import isoscope
 from isoscope.paths import DEMO_CORPUS, DEMO_PAIRS
-from tests.e2e.conftest import VIEWPORT
+from isoscope.space.pairs import as_pairs
+from tests.e2e.conftest import ROOT, VIEWPORT
 
 ALLOWED = ("file:", "data:", "blob:", "about:")
 
@@ -79,7 +80,7 @@ def test_the_report_opens_offline_with_every_figure_drawn(browser, encoder, tmp_
 @pytest.mark.skipif(os.environ.get("ISOSCOPE_SCREENSHOTS") != "1", reason="README screenshot: make screenshots")
 def test_readme_screenshot_of_the_stsb_report(browser, encoder, stsb_dir: Path, screenshots: Path) -> None:
     test = stsb_dir / "stsb-en-test.csv"
-    pairs = isoscope.space.pairs.as_pairs(test)
+    pairs = as_pairs(test)
     space = isoscope.embed(list(dict.fromkeys(pairs.texts)), encoder, name="STS-B test sentences", progress=False)
     out = screenshots / "report.html"
     space.report(out, vs="whitening", pairs=pairs, command="isoscope report --pairs stsb-en-test.csv --out report.html")
@@ -87,9 +88,19 @@ def test_readme_screenshot_of_the_stsb_report(browser, encoder, stsb_dir: Path, 
     try:
         check_drawn(page, out.read_text(encoding="utf-8"))
         page.screenshot(path=str(screenshots / "report.png"), full_page=False)
+        tiles = page.evaluate(
+            "() => [...document.querySelectorAll('.tile')].map(t => [t.querySelector('.v').textContent, "
+            "t.querySelector('.n').textContent])"
+        )
         page.locator("#map").scroll_into_view_if_needed()
         page.locator("#map").screenshot(path=str(screenshots / "report-map.png"))
     finally:
         context.close()
         out.unlink()  # the report itself is not kept in the repository (it is rebuilt from STS-B)
     assert not outside and not failed and not errors
+    # the README's paragraph under the screenshot states every headline number of this report
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("\n\n", readme.index("](docs/screenshots/report.png)")) + 2  # the paragraph below it
+    paragraph = readme[start : readme.index("\n\n", start)].replace("\n", " ")
+    numbers = [value for value, _ in tiles] + [n.split(": ")[1] for _, n in tiles if n.startswith("whitening: ")]
+    assert len(numbers) >= 6 and not [x for x in numbers if x not in paragraph], (numbers, paragraph)

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import time
-from pathlib import Path
 
-from tests.lab.conftest import KERNEL, Lab
+from tests.lab.jupyter import Lab, offline_context, open_notebook, run_cell, wait_for_prompt, write_notebook
+from tests.lab.scatter import wait_first_draw, watch_first_draw
 
 SETUP = """\
 import json
@@ -27,43 +26,19 @@ m"""
 READ = 'print("SELECTED", json.dumps(m.selection.tolist()))'
 
 
-def notebook(path: Path) -> None:
-    cells = [
-        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": src, "id": f"c{i}"}
-        for i, src in enumerate((SETUP, READ))
-    ]
-    meta = {"kernelspec": {"name": KERNEL, "display_name": "isoscope (test)", "language": "python"}}
-    path.write_text(json.dumps({"cells": cells, "metadata": meta, "nbformat": 4, "nbformat_minor": 5}))
-
-
 def test_a_lasso_in_jupyterlab_comes_back_as_row_ids(lab: Lab, lab_browser) -> None:
-    notebook(lab.root / "widget.ipynb")
-    context = lab_browser.new_context(viewport={"width": 1400, "height": 1000})
-    outside: list[str] = []
-    context.route(
-        "**/*",
-        lambda r: (
-            r.continue_()
-            if r.request.url.startswith((lab.url, "data:", "blob:", "about:"))
-            else (outside.append(r.request.url), r.abort())
-        ),
-    )
+    write_notebook(lab.root / "widget.ipynb", (SETUP, READ))
+    context, outside = offline_context(lab_browser, lab, {"width": 1400, "height": 1000})
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     try:
-        page.goto(lab.open_url("widget.ipynb"), wait_until="domcontentloaded")
-        page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
-        # the kernel is connected and idle (the status bar says so), then the set-up cell runs (the map is its output)
-        page.locator(".jp-StatusBar-Widget", has_text=re.compile(r"isoscope \(test\) \| Idle")).wait_for(
-            timeout=120_000
-        )
-        page.locator(".jp-Notebook .jp-Cell").first.click()
-        page.keyboard.press("Shift+Enter")
-        page.locator(".jp-Notebook .jp-Cell .jp-InputPrompt", has_text="[1]").wait_for(timeout=120_000)
+        open_notebook(page, lab, "widget.ipynb")
+        watch_first_draw(page, 80)
+        run_cell(page, 0)  # the set-up cell: the map is its output
+        wait_for_prompt(page, 0, 1)
+        wait_first_draw(page, 120_000)  # a frame with all 80 points
         canvas = page.locator(".jp-OutputArea-output canvas").first
-        canvas.wait_for(timeout=120_000)
-        time.sleep(2.0)  # the first frame is drawn after the points arrive
         box = canvas.bounding_box()
         assert box and box["width"] > 200 and box["height"] > 200, box
         # the lasso tool from the widget's toolbar, then a drag around the left half of the map, inside the canvas
@@ -93,9 +68,8 @@ def test_a_lasso_in_jupyterlab_comes_back_as_row_ids(lab: Lab, lab_browser) -> N
         )
         got = json.loads(chosen.read_text())
         assert got["rows"] == got["left"] and len(got["rows"]) == 40, got
-        # the same ids from the widget's .selection in a later cell (focus is on the map now: select the cell)
-        page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-InputPrompt").click()
-        page.keyboard.press("Shift+Enter")
+        # the same ids from the widget's .selection in a later cell
+        run_cell(page, 1)
         output = page.locator(".jp-OutputArea-output", has_text="SELECTED").first
         output.wait_for(timeout=60_000)
         printed = json.loads(output.inner_text().split("SELECTED", 1)[1].strip())

@@ -84,3 +84,33 @@ def test_without_the_extras_the_map_says_what_to_install(space, monkeypatch) -> 
     monkeypatch.setitem(sys.modules, "jscatter", None)
     with pytest.raises(InputError, match=r'pip install "isoscope\[notebook\]"'):
         space.map()
+
+
+def test_big_maps_draw_lean() -> None:
+    """From LEAN_ROWS points: 1-px points at one opacity; from SQUARE_ROWS also performanceMode (bench/widget.py)."""
+    from isoscope.space.widget import FLAT_OPACITY, LEAN_ROWS, SQUARE_ROWS, render_options
+
+    small, lean, square = render_options(LEAN_ROWS - 1), render_options(LEAN_ROWS), render_options(SQUARE_ROWS)
+    assert small.density_opacity and not small.performance_mode and small.point_size == 2
+    assert not lean.density_opacity and not lean.performance_mode and lean.point_size == 1
+    assert not square.density_opacity and square.performance_mode and square.point_size == 1
+    assert render_options(SQUARE_ROWS, point_size=3).point_size == 3  # the caller's size wins
+    X = np.random.default_rng(1).normal(size=(LEAN_ROWS, 2)).astype(np.float32)
+    m = isoscope.Space(X, cache=False).map(coords=X)
+    assert len(m.scatter._data) == LEAN_ROWS  # every point, none sampled
+    assert m.scatter.opacity()["by"] is None and m.scatter.opacity()["default"] == FLAT_OPACITY
+    assert m.scatter.size()["default"] == 1 and "performanceMode" not in m.widget.regl_scatterplot_options
+
+
+def test_a_small_map_keeps_the_default_look(space) -> None:
+    m = space.map(method="pca")
+    assert m.scatter.opacity()["by"] == "density" and m.scatter.size()["default"] == 6
+    assert "performanceMode" not in m.widget.regl_scatterplot_options
+
+
+def test_square_points_reach_the_page_as_performance_mode(monkeypatch, space) -> None:
+    from isoscope.space import widget
+
+    monkeypatch.setattr(widget, "SQUARE_ROWS", len(space))  # the rule at the size of this small space
+    m = space.map(method="pca")
+    assert m.widget.regl_scatterplot_options == {"performanceMode": True}
