@@ -12,6 +12,8 @@ LAB    := .venv-lab
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+# pip byte-compiles every file it installs (2 CPU-minutes for torch and the rest); Python compiles what it imports
+PIP_FAST := --no-compile --disable-pip-version-check
 
 .PHONY: run test test-heavy test-fast test-compat test-remote test-lab lint format bench bench-peers bench-widget screenshots browser lock lock-peers clean
 
@@ -19,16 +21,16 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed: requirements.txt pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -r requirements.txt
-	$(BIN)/pip install -q --no-deps -e .
+	$(BIN)/pip install -q $(PIP_FAST) -r requirements.txt
+	$(BIN)/pip install -q $(PIP_FAST) --no-deps -e .
 	@touch $@
 
 $(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.installed
-	$(BIN)/pip install -q -r requirements-dev.txt
+	$(BIN)/pip install -q $(PIP_FAST) -r requirements-dev.txt
 	@touch $@
 
 $(VENV)/.notebook-installed: requirements-notebook.txt $(VENV)/.dev-installed  # the map widget, nbclient, ipykernel
-	$(BIN)/pip install -q -c requirements-dev.txt -r requirements-notebook.txt
+	$(BIN)/pip install -q $(PIP_FAST) -c requirements-dev.txt -r requirements-notebook.txt
 	@touch $@
 
 run: $(VENV)/.installed
