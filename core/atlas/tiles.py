@@ -29,6 +29,7 @@ MAX_RADIUS = 3.5  # pixels: a single point at depth is a disc of 7 pixels
 SPACING_PX = 24.0  # the deepest level shows neighbouring points at least this far apart (median)
 MIN_LEVELS = 10  # levels served at least (1,024 x the whole map on one tile)
 MAX_LEVEL = 16
+SPACING_SAMPLE = 50_000  # points whose nearest neighbours set the typical spacing
 FULL_COUNT = 40  # points in a pixel for full opacity
 TOP_MIN_ALPHA = 110  # one point in a pixel of an aggregated level
 DISC_MIN_ALPHA = 215  # one point drawn as a disc
@@ -40,7 +41,8 @@ CONTOUR_RGBA = (40, 40, 60, 170)
 @dataclass(frozen=True)
 class TileGrid:
     """The tile pyramid of one layout: its world square, the typical distance between neighbouring points
-    (``spacing``, world units, from the occupied share of a 256 x 256 grid) and the deepest level served."""
+    (``spacing``, world units: the median distance from a point to its nearest other point, on a seeded
+    sample) and the deepest level served."""
 
     world: World
     spacing: float
@@ -48,9 +50,7 @@ class TileGrid:
 
     @classmethod
     def build(cls, index: SpatialIndex) -> TileGrid:
-        n = max(index.n, 1)
-        occupied = len(np.unique(index.codes >> np.uint32(16))) / 65536 if index.n else 1.0  # level-8 cells
-        spacing = index.world.size * math.sqrt(max(occupied, 1e-6) / n)
+        spacing = nearest_spacing(index.xy, index.world.size)
         px0 = spacing * TILE / index.world.size  # spacing in pixels at level 0
         deep = math.ceil(math.log2(SPACING_PX / px0)) if px0 < SPACING_PX else 0
         return cls(index.world, spacing, int(min(MAX_LEVEL, max(MIN_LEVELS, deep + 2))))
@@ -66,6 +66,29 @@ class TileGrid:
 
     def to_dict(self) -> dict:
         return {**self.world.to_dict(), "tile": TILE, "maxLevel": self.max_level}
+
+
+def nearest_spacing(xy: np.ndarray, size: float, sample: int = SPACING_SAMPLE, seed: int = 0) -> float:
+    """Median distance from a point of ``xy`` (n, 2) to its nearest point at another position. Above
+    ``sample`` points it is measured on a seeded sample of that many and scaled by sqrt(sample / n) (the
+    nearest-neighbour distance of a point process goes as 1 / sqrt(density)); ``size`` / 65,536 when no two
+    positions differ."""
+    from scipy.spatial import cKDTree
+
+    from isoscope.sampling import sample_indices
+
+    n = len(xy)
+    if n < 2:
+        return size
+    floor = size / (1 << 16)
+    rows = sample_indices(n, sample, seed)  # (s,)
+    part = np.asarray(xy[rows], np.float64)  # (s, 2)
+    d, _ = cKDTree(part).query(part, k=min(8, len(part)))  # (s, k): self (0) first
+    d = np.where(d > floor, d, np.inf).min(axis=1)  # nearest other position (duplicates share one)
+    d = d[np.isfinite(d)]
+    if len(d) == 0:
+        return floor
+    return max(floor, float(np.median(d)) * math.sqrt(len(rows) / n))
 
 
 def disc_kernel(radius: float) -> np.ndarray:

@@ -131,3 +131,15 @@ def test_contours_are_drawn_where_a_level_is_crossed():
     assert len(xs) > 100 and np.abs(radius - want).max() < 2.5  # a circle of the right size, a pixel wide
     deep = field.lines(grid, 3, 2, 3)[..., 3] > 0  # 8x deeper: still a line one pixel wide, not a staircase
     assert deep.any() and deep.sum() < 4 * TILE
+
+
+def test_spacing_is_the_median_nearest_neighbour_distance_also_when_sampled():
+    from isoscope.atlas.tiles import nearest_spacing
+
+    lattice = np.stack(np.meshgrid(np.arange(300.0), np.arange(300.0)), -1).reshape(-1, 2) * 0.5  # 90,000 points
+    assert nearest_spacing(lattice, 150.0, sample=len(lattice)) == pytest.approx(0.5)
+    cloud = points(90_000)  # random clusters (a lattice is more regular than any sample of it)
+    exact = nearest_spacing(cloud, 40.0, sample=len(cloud))
+    assert nearest_spacing(cloud, 40.0, sample=10_000) == pytest.approx(exact, rel=0.1)  # sampled, rescaled
+    twice = np.concatenate([lattice, lattice])  # duplicates share a position: the spacing is to the next one
+    assert nearest_spacing(twice, 150.0, sample=len(twice)) == pytest.approx(0.5)
