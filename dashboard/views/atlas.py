@@ -123,11 +123,11 @@ here = (path, space)
 MAP_KEY = f"atlas_map_{space}"
 
 
-def _on_map_event() -> None:
-    """A click or a box on the map (a callback: it runs before the rerun, so the map shows the new selection)."""
-    event = figures.selection_event(st.session_state.get(MAP_KEY))
-    if event is None:
-        return
+HANDLED = "_atlas_map_event_handled"
+
+
+def _select(event: tuple[str, object]) -> None:
+    """Keep the rows a click or a box on the map selected."""
     kind, value = event
     before = st.session_state.get(SELECTION, {})
     rows = before.get("rows", []) if before.get("at") == here else []
@@ -140,6 +140,14 @@ def _on_map_event() -> None:
     st.session_state[SELECTION] = {"at": here, "rows": rows, "how": how}
 
 
+def _on_map_event() -> None:
+    """A click or a box on the map (a callback: it runs before the rerun, so the map shows the new selection)."""
+    event = figures.selection_event(st.session_state.get(MAP_KEY))
+    if event is not None:
+        _select(event)
+        st.session_state[HANDLED] = True
+
+
 chosen = st.session_state.get(SELECTION, {})
 map_rows = np.asarray(chosen.get("rows", []), np.int64) if chosen.get("at") == here else np.zeros(0, np.int64)
 colors, legend = svc.colour_table(path, space, colour_by)
@@ -147,7 +155,10 @@ tmap = svc.tile_map(path, space)
 urls = tiles.publish(path, space, colour_by, show_contours, filtered)
 labels = figures.map_labels(sp) if show_labels else None
 data = figures.map_data(MAP_KEY, tmap.grid.to_dict(), sp.bounds, urls, labels, sp.xy[map_rows])
-ui.atlas_map(data, key=MAP_KEY, on_change=_on_map_event)
+result = ui.atlas_map(data, key=MAP_KEY, on_change=_on_map_event)
+if not st.session_state.pop(HANDLED, False) and (event := figures.selection_event(result)) is not None:
+    _select(event)  # the trigger reached this run but not the callback's view of the state: apply it, redraw
+    st.rerun()
 
 deepest = tmap.grid.max_level
 found = ""
