@@ -5,12 +5,15 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
 COMPAT := .venv-compat
+PEERS  := .venv-peers
+REMOTE := .venv-remote
+LAB    := .venv-lab
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test test-fast test-compat lint format bench screenshots browser lock clean
+.PHONY: run test test-heavy test-fast test-compat test-remote test-lab lint format bench bench-peers screenshots browser lock lock-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,16 +27,23 @@ $(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.installed
 	$(BIN)/pip install -q -r requirements-dev.txt
 	@touch $@
 
+$(VENV)/.notebook-installed: requirements-notebook.txt $(VENV)/.dev-installed  # the map widget, nbclient, ipykernel
+	$(BIN)/pip install -q -c requirements-dev.txt -r requirements-notebook.txt
+	@touch $@
+
 run: $(VENV)/.installed
 	$(BIN)/isoscope app --port $(PORT)
 
 browser:
 	@bash scripts/ensure_browser.sh
 
-test: $(VENV)/.dev-installed browser  # two workers (pytest-xdist); the browser tests share one of them
+test: $(VENV)/.notebook-installed browser  # the gate CI runs: two workers (pytest-xdist), the browser tests share one
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -n 2 --dist loadgroup
+	$(BIN)/pytest -n 2 --dist loadgroup -m "not heavy" --durations=40  # the slowest, in every CI log
+
+test-heavy: $(VENV)/.notebook-installed browser  # the heavy tier (tests/heavy.py): whole-demo, server, notebook, README runs
+	$(BIN)/pytest -n 2 --dist loadgroup -m heavy
 
 test-fast: $(VENV)/.dev-installed  # the edit-test loop: no slow model runs, no browser
 	$(BIN)/pytest -m "not slow and not e2e" -q -n 2
@@ -46,6 +56,19 @@ test-compat: requirements-dev.txt  # tests/core against the newest transformers 
 	$(COMPAT)/bin/python -c "import transformers; print('transformers', transformers.__version__)"
 	$(COMPAT)/bin/pytest tests/core -q
 
+test-remote: $(VENV)/.dev-installed requirements-remote.txt  # the endpoint client against a real local server
+	test -x $(REMOTE)/bin/python || $(PYTHON) -m venv $(REMOTE)
+	$(REMOTE)/bin/pip install -q -r requirements-remote.txt  # infinity-emb pins numpy<2: its own venv
+	ISOSCOPE_TEST_REMOTE=$(abspath $(REMOTE))/bin/infinity_emb $(BIN)/pytest tests/remote -q
+
+$(LAB)/.installed: requirements-lab.txt
+	test -x $(LAB)/bin/python || $(PYTHON) -m venv $(LAB)
+	$(LAB)/bin/pip install -q -r requirements-lab.txt
+	@touch $@
+
+test-lab: $(VENV)/.notebook-installed $(LAB)/.installed browser  # the map widget in a real JupyterLab (tests/lab)
+	ISOSCOPE_LAB=$(abspath $(LAB))/bin/jupyter-lab $(BIN)/pytest tests/lab -q
+
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -57,11 +80,24 @@ format: $(VENV)/.dev-installed
 bench: $(VENV)/.dev-installed
 	$(BIN)/python bench/run_all.py
 
+$(PEERS)/.installed: bench/peers/requirements.lock pyproject.toml  # its own venv: optimum-onnx pins transformers 4.x
+	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/pip install -q torch==2.13.0  # the CPU wheel on disk first: nothing may resolve a CUDA build
+	$(PEERS)/bin/pip install -q -r bench/peers/requirements.lock
+	$(PEERS)/bin/pip install -q --no-deps -e .
+	@touch $@
+
+bench-peers: $(PEERS)/.installed  # Isoscope against sentence-transformers' ONNX backends and fastembed (not in make test)
+	$(PEERS)/bin/python bench/encode_peers.py $(ARGS)
+
 screenshots: $(VENV)/.dev-installed browser
 	CI=true ISOSCOPE_SCREENSHOTS=1 $(BIN)/pytest tests/e2e -q  # CI=true: no browser is a failure, not a skip
 
 lock:  # re-resolve pyproject.toml's ranges and pin them (scripts/lock.sh)
 	PYTHON=$(PYTHON) bash scripts/lock.sh
 
+lock-peers:  # re-resolve bench/peers/requirements.in (bench/peers/lock.sh)
+	PYTHON=$(PYTHON) bash bench/peers/lock.sh
+
 clean:
-	rm -rf $(VENV) $(COMPAT) .pytest_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) $(COMPAT) $(PEERS) $(REMOTE) $(LAB) .pytest_cache .ruff_cache build *.egg-info

@@ -33,7 +33,8 @@ import numpy as np  # noqa: E402
 from isoscope.data import load_pairs  # noqa: E402
 from isoscope.encode.embed import encode  # noqa: E402
 from isoscope.encode.models import load_encoder  # noqa: E402
-from isoscope.encode.quantize import Int8Config, encoder_from_onnx, export_onnx, quantize_onnx  # noqa: E402
+from isoscope.encode.onnx_runtime import export_onnx, onnx_encoder  # noqa: E402
+from isoscope.encode.quantize import Int8Config, quantize_onnx  # noqa: E402
 from isoscope.evaluate.similarity import correlations, cosine_pairs  # noqa: E402
 from isoscope.paths import stsb_dir  # noqa: E402
 
@@ -67,10 +68,11 @@ def run(quick: bool) -> dict[str, object]:
     base = spearman(encoder)
     rows = {}
     tmp = Path(tempfile.mkdtemp(prefix="isoscope-sensitivity-"))
-    export_onnx(encoder, tmp / "fp32.onnx")  # once; each group is quantised from it
+    export_onnx(encoder, tmp / "fp32.onnx", "last")  # once; each group is quantised from it
     for i, (name, config) in enumerate(groups(encoder.num_layers).items()):
         quantize_onnx(tmp / "fp32.onnx", tmp / f"{i}.onnx", config)
-        score = spearman(encoder_from_onnx(encoder, tmp / f"{i}.onnx", f"{encoder.fingerprint}+sens{i}"))
+        model = (tmp / f"{i}.onnx").read_bytes()
+        score = spearman(onnx_encoder(encoder, lambda _kind, m=model: m, f"{encoder.fingerprint}+sens{i}", "int8"))
         rows[name] = {"spearman": round(score, 2), "drop": round(base - score, 2)}
         logging.info("%-22s %.2f (drop %.2f)", name, score, base - score)
     return {

@@ -1,8 +1,46 @@
 """Isoscope core: a library for seeing and fixing the geometry of sentence-embedding spaces.
 
-Never imports streamlit; the dashboard is a thin layer over this package.
+Never imports streamlit; the dashboard is a thin layer over this package. The notebook API is at the top:
+
+import isoscope
+space = isoscope.embed(texts)                 # or isoscope.Space(vectors, texts=None, metadata=None, name=None)
+space.geometry(); white = space.calibrate("whitening"); cmp = isoscope.compare(space, white)
+space.map(color="topic"); space.report("report.html")
+
+These names are imported on first use (PEP 562), so ``import isoscope`` and ``isoscope --help`` stay instant.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.2.0"
+
+# name -> module that defines it; ``compare`` is the package isoscope.compare, callable as compare(a, b)
+_EXPORTS: dict[str, str] = {
+    "Space": "isoscope.space.space",
+    "embed": "isoscope.space.space",
+    "Comparison": "isoscope.space.comparison",
+}
+__all__ = ["Comparison", "Space", "__version__", "compare", "embed"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "compare":
+        return importlib.import_module("isoscope.compare")  # the import sets it as this package's attribute
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'isoscope' has no attribute '{name}'")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS, "compare"])
+
+
+if TYPE_CHECKING:
+    from isoscope import compare
+    from isoscope.space.comparison import Comparison
+    from isoscope.space.space import Space, embed

@@ -1,5 +1,10 @@
-"""On-disk cache of arrays, keyed by content; atomic writes that follow the umask; every entry carries a
-checksum that is verified on read, so a damaged entry is dropped and recomputed, never served.
+"""On-disk cache of arrays, keyed by content; atomic writes that follow the umask; every entry carries its key
+and a checksum, both verified on read, so a damaged entry, or a valid entry under another entry's name (two
+files swapped), is dropped and recomputed, never served.
+
+Only regular files are read back (a FIFO or a device under an entry's name would hang or never end), and an
+entry's size is checked against the shape its header gives (and the shape the caller expects) before the
+file is read.
 
 A cache must never break the computation it speeds up: an entry or folder that cannot be read or written
 (permissions, a read-only or full disk) is skipped with one warning per folder, and the work is done anyway.
@@ -7,21 +12,30 @@ A cache must never break the computation it speeds up: an entry or folder that c
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import logging
+import math
 import os
 import secrets
+import stat
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 
+try:
+    import fcntl
+except ImportError:  # not on Windows: nothing is locked there
+    fcntl = None
+
 log = logging.getLogger(__name__)
 
-CHECKSUM_MAGIC = b"ISOSHA2\x00"  # then the 32-byte SHA-256 of every byte before it
-TRAILER_BYTES = len(CHECKSUM_MAGIC) + 32
+CHECKSUM_MAGIC = b"ISOSHA3\x00"  # then the SHA-256 of the entry's key, then the SHA-256 of (that + the payload)
+TRAILER_BYTES = len(CHECKSUM_MAGIC) + 64
+MAX_NPY_HEADER = 65_536  # bytes of a .npy header read before its shape is checked
 _warned: set[tuple[str, str]] = set()
 _warned_lock = threading.Lock()
 
@@ -98,19 +112,71 @@ def atomic_save_npy(path: Path, array: np.ndarray) -> None:
     atomic_write_bytes(path, npy_bytes(array))
 
 
-def with_checksum(data: bytes) -> bytes:
-    """``data`` followed by a checksum trailer (a .npy stays loadable: numpy ignores bytes after the array)."""
-    return data + CHECKSUM_MAGIC + hashlib.sha256(data).digest()
+def _key_digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
 
 
-def verified(data: bytes) -> bytes:
-    """The payload of ``with_checksum(payload)``; ValueError when the trailer is missing or does not match."""
-    if len(data) < TRAILER_BYTES or data[-TRAILER_BYTES:-32] != CHECKSUM_MAGIC:
+def with_checksum(data: bytes, key: str = "") -> bytes:
+    """``data`` followed by a trailer naming ``key`` and checksumming both (a .npy stays loadable: numpy ignores
+    bytes after the array)."""
+    kd = _key_digest(key)
+    return data + CHECKSUM_MAGIC + kd + hashlib.sha256(kd + data).digest()
+
+
+def verified(data: bytes, key: str | None = None) -> bytes:
+    """The payload of ``with_checksum(payload, key)``; ValueError when the trailer is missing, does not match
+    the bytes, or (``key`` given) belongs to another key."""
+    if len(data) < TRAILER_BYTES or data[-TRAILER_BYTES:-64] != CHECKSUM_MAGIC:
         raise ValueError("no checksum (written by an older version, or cut short)")
-    payload = data[:-TRAILER_BYTES]
-    if hashlib.sha256(payload).digest() != data[-32:]:
+    payload, kd = data[:-TRAILER_BYTES], data[-64:-32]
+    if hashlib.sha256(kd + payload).digest() != data[-32:]:
         raise ValueError("checksum mismatch (the file was changed or damaged after it was written)")
+    if key is not None and kd != _key_digest(key):
+        raise ValueError("the entry was written for another key (files renamed or swapped)")
     return payload
+
+
+def _npy_layout(head: bytes) -> tuple[tuple[int, ...], np.dtype, int]:
+    """(shape, dtype, header length) of the .npy whose first bytes are ``head``; ValueError when malformed."""
+    stream = io.BytesIO(head)
+    version = np.lib.format.read_magic(stream)
+    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, _, dtype = read(stream, max_header_size=MAX_NPY_HEADER)
+    if dtype.hasobject:
+        raise ValueError("an object array (would need pickle)")
+    return tuple(shape), dtype, stream.tell()
+
+
+def read_entry(path: Path, key: str, shape: tuple[int | None, ...] | None = None) -> bytes | None:
+    """The verified .npy bytes of the cache entry ``path`` written for ``key``, or None when there is none.
+
+    ValueError when the entry is not a regular file, its header's shape differs from ``shape`` (``None``
+    dimensions match anything), its size is not what that header implies, or its trailer does not match:
+    all checked before the data is read.
+    """
+    from isoscope.paths import NotRegularFile, open_regular
+
+    try:
+        f = open_regular(path)
+    except FileNotFoundError:
+        return None
+    except NotRegularFile as exc:
+        raise ValueError(exc.strerror) from None
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        head = f.read(min(size, MAX_NPY_HEADER))
+        got, dtype, header = _npy_layout(head)
+        if shape is not None and (
+            len(got) != len(shape) or any(w is not None and g != w for g, w in zip(got, shape, strict=True))
+        ):
+            raise ValueError(f"shape {got} does not match the expected {shape}")
+        expected = header + math.prod(got) * dtype.itemsize + TRAILER_BYTES
+        if size != expected:
+            raise ValueError(f"{size:,} bytes where its header implies {expected:,}")
+        data = head + f.read(size - len(head) + 1)
+    if len(data) != size:
+        raise ValueError("the file changed while it was read")
+    return verified(data, key)
 
 
 class ArrayCache:
@@ -127,26 +193,23 @@ class ArrayCache:
         return self.root / f"{key}.npy"
 
     def get(self, key: str, expected_rows: int | None = None, expected_cols: int | None = None) -> np.ndarray | None:
-        """The cached array, or None when absent, unreadable, damaged, of the wrong shape or not finite."""
+        """The cached array, or None when absent, unreadable, damaged, written for another key, of the wrong
+        shape or not finite. With ``expected_rows`` or ``expected_cols`` the entry must be 2-D."""
         p = self.path(key)
+        shape = None if expected_rows is None and expected_cols is None else (expected_rows, expected_cols)
         try:
-            if not p.exists():
+            data = read_entry(p, key, shape)
+            if data is None:
                 return None
-            data = p.read_bytes()
+            arr = np.load(io.BytesIO(data), allow_pickle=False)
+            if not isinstance(arr, np.ndarray):  # an .npz archive under our name
+                raise ValueError("not a single array")
+            if arr.dtype.kind not in "fiub" or not np.isfinite(arr).all():
+                raise ValueError("not finite numbers")
         except OSError as exc:  # no permission, an I/O error: compute instead
             warn_once(self.root, "unusable", "cannot use the cache in %s (%s); computing without it", self.root, exc)
             return None
-        try:
-            arr = np.load(io.BytesIO(verified(data)), allow_pickle=False)
-            if not isinstance(arr, np.ndarray):  # an .npz archive under our name
-                raise ValueError("not a single array")
-            if expected_rows is not None and (arr.ndim != 2 or arr.shape[0] != expected_rows):
-                raise ValueError(f"shape {arr.shape} does not match {expected_rows} rows")
-            if expected_cols is not None and (arr.ndim != 2 or arr.shape[1] != expected_cols):
-                raise ValueError(f"shape {arr.shape} does not match {expected_cols} columns")
-            if arr.dtype.kind not in "fiub" or not np.isfinite(arr).all():
-                raise ValueError("not finite numbers")
-        except Exception as exc:  # damaged or foreign file: drop it and recompute
+        except Exception as exc:  # damaged, foreign, swapped or special file: drop it and recompute
             log.warning("dropping the damaged cache file %s: %s", p, exc)
             try:
                 p.unlink(missing_ok=True)
@@ -155,8 +218,33 @@ class ArrayCache:
             return None
         return arr
 
+    @contextlib.contextmanager
+    def lock(self, name: str) -> Iterator[None]:
+        """Held by one process at a time (an advisory ``flock`` on ``.locks/<name>.lock``), so that two
+        processes asking for the same cold entries compute them once: the second waits, then reads. Where no
+        lock can be had (no ``fcntl``, a folder that cannot be written, a lock path that is not a regular file:
+        a FIFO there must not hang us) nothing is locked."""
+        fd = -1
+        if fcntl is not None:
+            try:
+                (self.root / ".locks").mkdir(parents=True, exist_ok=True)
+                flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+                fd = os.open(self.root / ".locks" / f"{name}.lock", flags, 0o600)
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    os.close(fd)
+                    fd = -1
+            except OSError:
+                fd = -1
+        try:
+            if fd >= 0:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            if fd >= 0:
+                os.close(fd)  # releases the lock
+
     def put(self, key: str, array: np.ndarray) -> None:
         try:
-            atomic_write_bytes(self.path(key), with_checksum(npy_bytes(array)))
+            atomic_write_bytes(self.path(key), with_checksum(npy_bytes(array), key))
         except OSError as exc:  # a read-only or full disk must not break the computation
             warn_once(self.root, "unusable", "cannot use the cache in %s (%s); computing without it", self.root, exc)

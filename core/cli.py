@@ -18,7 +18,7 @@ import sys
 import traceback
 from typing import NoReturn
 
-from isoscope.errors import InputError, first_line
+from isoscope.errors import InputError, first_line, printable
 
 PROG = "isoscope"
 
@@ -57,6 +57,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": (
         "isoscope.commands.sweep",
         "geometry and STS score as vectors shrink: fp32, int8, binary, first-k and PCA-k",
+    ),
+    "report": (
+        "isoscope.commands.report",
+        "write one self-contained HTML report of a space: anisotropy, layers, hubness, what whitening changes, a map",
     ),
     "app": (
         "isoscope.commands.app",
@@ -103,6 +107,7 @@ def main(argv: list[str] | None = None, encoder: object | None = None) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     args.preloaded_encoder = encoder
+    args.argv = argv  # the command line as given (the report records how it was made)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:
         args._run(args)
@@ -110,11 +115,11 @@ def main(argv: list[str] | None = None, encoder: object | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except InputError as exc:  # the user's mistake: one line that says what to fix
-        print(f"error: {first_line(exc)}", file=sys.stderr)
+        print(f"error: {printable(first_line(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:  # unreadable input, unwritable output folder, full disk
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
-        print(f"error: {first_line(exc.strerror or exc)}{where}", file=sys.stderr)
+        print(f"error: {printable(first_line(exc.strerror or exc) + where)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"interrupted; {getattr(args, 'interrupt_note', 'nothing was written')}", file=sys.stderr)
@@ -123,7 +128,7 @@ def main(argv: list[str] | None = None, encoder: object | None = None) -> int:
         if args.verbose:
             traceback.print_exc()
         print(
-            f"error: internal error, a bug in Isoscope ({type(exc).__name__}: {first_line(exc)})"
+            f"error: internal error, a bug in Isoscope ({type(exc).__name__}: {printable(first_line(exc))})"
             + ("" if args.verbose else "; run with -v for the traceback"),
             file=sys.stderr,
         )

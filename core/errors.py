@@ -1,13 +1,30 @@
-"""User-facing errors: one line that says what to fix."""
+"""User-facing errors: one line that says what to fix, with nothing in it a terminal would act on."""
 
 from __future__ import annotations
+
+import re
+
+# C0 and C1 controls (ESC starts terminal sequences), lone surrogates (a file name that is not UTF-8), and the
+# bidirectional overrides and isolates that reorder how the rest of a line is shown
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def printable(text: object) -> str:
+    """``text`` with every control character escaped (``\\x1b``, ``\\u202e``): safe to print or show, and
+    idempotent. Every message that echoes a name (a file, a column, a model) goes through here."""
+    return _UNSAFE.sub(_escape, str(text))
 
 
 class InputError(ValueError):
     """Bad user input (file, option, model id). Its message is one line, shown as is to the user."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(" ".join(str(message).split()))
+        super().__init__(printable(" ".join(str(message).split())))
 
 
 def first_line(message: BaseException | str, limit: int = 300) -> str:

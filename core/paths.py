@@ -1,10 +1,14 @@
-"""Locations of data: the demo data shipped inside the package, and STS-B next to the checkout (not shipped)."""
+"""Locations of data: the demo data shipped inside the package, and STS-B next to the checkout (not shipped);
+and the one way files are opened for reading: only regular files, never a FIFO, a device or a socket."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from importlib import resources
 from pathlib import Path
+from typing import BinaryIO
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout (or site-packages when installed)
 ASSETS = Path(str(resources.files("isoscope.assets")))  # assets/ at the top of the checkout, package data in a wheel
@@ -15,3 +19,54 @@ DEMO_PAIRS = ASSETS / "demo_pairs.csv"
 def stsb_dir() -> Path:
     """``$ISOSCOPE_STSB_DIR`` or ``../shared/data/stsb`` next to the checkout (read, never copied)."""
     return Path(os.environ.get("ISOSCOPE_STSB_DIR") or ROOT.parent / "shared" / "data" / "stsb")
+
+
+class NotRegularFile(OSError):
+    """A path that names a FIFO, a device, a socket or a folder: reading it could block or never end."""
+
+    def __init__(self, path: str | Path, kind: str) -> None:
+        super().__init__(errno.EINVAL, f"a {kind}, not a regular file", str(path))
+        self.kind = kind
+
+
+def file_kind(mode: int) -> str:
+    """What an ``st_mode`` names, in words."""
+    for test, kind in (
+        (stat.S_ISREG, "file"),
+        (stat.S_ISDIR, "folder"),
+        (stat.S_ISFIFO, "FIFO (named pipe)"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+    ):
+        if test(mode):
+            return kind
+    return "special file"
+
+
+def check_regular(path: str | Path) -> os.stat_result:
+    """``os.stat(path)`` (symlinks followed) of a regular file; ``NotRegularFile`` naming what it is otherwise."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFile(path, file_kind(st.st_mode))
+    return st
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """``path`` opened for binary reading, after checking (before opening) that it is a regular file.
+
+    Opened without blocking and checked again on the open descriptor, so a path swapped for a FIFO in
+    between cannot hang the reader.
+    """
+    check_regular(path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(path, file_kind(mode))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

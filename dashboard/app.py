@@ -1,7 +1,7 @@
 """Isoscope dashboard entry point: ``isoscope app`` (or ``streamlit run dashboard/app.py``).
 
-An ``st.navigation`` router. The sidebar (model, pooling, max length) is drawn here once and shared by
-every page through ``isoscope.dashboard.ui.settings()``. Anything a page raises that is not the user's mistake
+An ``st.navigation`` router. The sidebar (the space: the model or a vectors file; model, pooling, max length)
+is drawn here once and shared by every page through ``ui.space()`` and ``ui.settings()``. Anything a page raises that is not the user's mistake
 (``InputError``, which pages show as one line) is a bug: shown as a short box with the traceback in an
 expander, and logged on the server.
 """
@@ -9,6 +9,7 @@ expander, and logged on the server.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -16,7 +17,8 @@ import streamlit as st
 
 from isoscope.dashboard import classroom, heap, ui
 
-st.set_page_config(page_title="Isoscope", page_icon=":material/blur_on:", layout="wide")
+# a file, served by this server: a ":material/...:" page icon is fetched from a font CDN (fails offline)
+st.set_page_config(page_title="Isoscope", page_icon=str(Path(__file__).with_name("favicon.png")), layout="wide")
 classroom.gate()  # classroom mode: nothing below runs until this session has given the access code
 
 PAGES = {
@@ -47,7 +49,11 @@ PAGES = {
 }
 
 nav = st.navigation(PAGES, expanded=True)  # every page listed (the default folds all past the 10th)
+with st.sidebar:
+    space_slot = st.container()  # the space choice sits above the model box, and may use the model's settings
 ui.sidebar()
+with space_slot:
+    ui.space_box()
 heap.freeze_once()  # the libraries and the model are loaded: later full collections skip them
 try:
     nav.run()

@@ -2,7 +2,9 @@
 
 What it changes, read from the environment the ``app`` command sets (so it holds for every session):
 
-- an access code before any page (``gate``); the server only knows the code's SHA-256;
+- an access code before any page (``gate``); the server only knows the code's SHA-256; until the code is
+  given, the server layer (``isoscope.dashboard.guard``, installed by ``dashboard/serve.py``) passes nothing
+  but the code form's runs to the session, and throttles guesses per client address and for the server;
 - the model box offers the embedded model and the teacher's allowlist, nothing else on disk (``allowed_models``);
   a model that fails to load is named by its label, never by its path;
 - a bug is shown without its traceback (which names server files) and logged on the server (``bug_report``);
@@ -17,17 +19,18 @@ import hmac
 import json
 import logging
 import os
-import time
+import re
 
 import streamlit as st
 
+from isoscope.dashboard import guard
 from isoscope.dashboard.bugs import log_bug
 from isoscope.dashboard.launch import ENV_CLASSROOM, ENV_CODE_HASH, ENV_MODELS, code_hash
 
 log = logging.getLogger("isoscope.dashboard")
 
-MAX_ATTEMPTS = 20  # wrong codes per session before the form stops answering
-WRONG_CODE_DELAY = 1.0  # seconds each wrong code costs (brute force: one guess per second per session)
+MAX_ATTEMPTS = 20  # wrong codes per session before its form stops answering (guesses are throttled per
+# client address and for the whole server by isoscope.dashboard.guard, which a new session does not reset)
 _OK = "_classroom_admitted"
 _TRIES = "_classroom_attempts"
 
@@ -53,7 +56,10 @@ def allowed_models() -> list[tuple[str, str]]:
 
 def gate() -> None:
     """In classroom mode, stop the script here until this session has given the access code."""
-    if not enabled() or st.session_state.get(_OK):
+    if not enabled():
+        return
+    if st.session_state.get(_OK):
+        _admit_this_session()
         return
     st.title("Isoscope")
     st.caption("This dashboard is shared with a class. Type the access code your teacher gave you.")
@@ -65,13 +71,49 @@ def gate() -> None:
         if check_code(code):
             st.session_state[_OK] = True
             st.session_state.pop(_TRIES, None)
+            _admit_this_session()
             st.rerun()
         st.session_state[_TRIES] = tries + 1
-        time.sleep(WRONG_CODE_DELAY)
         st.error("That is not the access code.", icon=":material/lock:")
     if tries >= MAX_ATTEMPTS:
         st.error("Too many wrong codes in this session; ask your teacher for the code.", icon=":material/lock:")
     st.stop()
+
+
+_ABSOLUTE_PATH = re.compile(r"""(?<![\w.])(?:~|[A-Za-z]:)?(?:[/\\][^\s/\\'"`:;,()]+){2,}[/\\]?""")
+
+
+def shown_path(path: object, what: str = "the server's results folder") -> str:
+    """``path`` for a message, or in classroom mode ``what`` (students never see where the server keeps files)."""
+    return what if enabled() else str(path)
+
+
+def shown_name(name: str) -> str:
+    """A model's or a task's name for a message: in classroom mode an allowed model folder is named by its
+    label, and any other path by its last part."""
+    if not enabled():
+        return name
+    labels = {path: label for label, path in allowed_models()}
+    if name in labels:
+        return labels[name]
+    return os.path.basename(name.rstrip("/\\")) if _ABSOLUTE_PATH.fullmatch(name) else name
+
+
+def without_server_paths(text: str) -> str:
+    """``text`` with every absolute path replaced by its last part, in classroom mode (messages that name a
+    result folder or a file on the server)."""
+    if not enabled():
+        return text
+    return _ABSOLUTE_PATH.sub(lambda m: "…/" + os.path.basename(m.group().rstrip("/\\")), text)
+
+
+def _admit_this_session() -> None:
+    """Tell the server layer that this session gave the code (its uploads and other messages now pass)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        guard.admit(ctx.session_id)
 
 
 def bug_report(exc: BaseException) -> None:

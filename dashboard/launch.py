@@ -7,11 +7,13 @@ named here. Never imports streamlit, so ``isoscope app --help`` answers at once.
 - ``streamlit run`` on the installed ``dashboard/serve.py`` (``app.py`` as an ``st.App`` with the Atlas map's
   routes) with the settings of ``dashboard/config.toml`` given as command-line options (so the installed
   package works from any folder), bound to 127.0.0.1 unless ``host`` says otherwise;
-- a data file is checked before the server starts (under the limits the server will have, so a typo or an
-  oversized file fails at once, not in the browser) and handed to the app through ``ENV_DATA_FILE``;
+- a data file (a corpus, a pairs file or a vectors file: ``isoscope.data.data_kind``) is checked before the
+  server starts (under the limits the server will have, so a typo or an oversized file fails at once, not in the
+  browser) and handed to the app through ``ENV_DATA_FILE`` and ``ENV_DATA_KIND``: the session's data on every
+  page that can use it (a vectors file is the session's space);
 - classroom mode binds every interface (unless ``host``), gives the server the SHA-256 of an access code (never
   the code), the teacher's model allowlist, lower upload and decode limits, hides Streamlit's error details,
-  and puts the app behind headers that forbid framing (``dashboard/serve.py`` reads ``ENV_CLASSROOM``).
+  and puts the app behind the classroom's server layer (``dashboard/serve.py`` reads ``ENV_CLASSROOM``).
 
 Messages name the ``isoscope app`` options, the one way a user reaches this module.
 """
@@ -30,16 +32,20 @@ from importlib import resources
 from pathlib import Path
 
 from isoscope.data.limits import ENV_VARS as LIMIT_ENV_VARS
+from isoscope.encode.endpoints import ENV_ALLOW_ENDPOINTS, ENV_CLASSROOM
 from isoscope.errors import InputError
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud or from a board
 MIN_CODE_CHARS = 6  # letters or digits of an access code
 # what the server process reads (dashboard/classroom.py, dashboard/services/data.py)
-ENV_CLASSROOM = "ISOSCOPE_CLASSROOM"  # "1" in classroom mode
+# ENV_CLASSROOM ("1" in classroom mode) and ENV_ALLOW_ENDPOINTS ("1": students may use embeddings endpoints, which
+# spend the server's API key) are defined in isoscope.encode.endpoints, whose client enforces them
 ENV_CODE_HASH = "ISOSCOPE_ACCESS_CODE_SHA256"  # hex SHA-256 of the access code: the server never holds the code
 ENV_MODELS = "ISOSCOPE_ALLOWED_MODELS"  # JSON list of [label, path]
 ENV_DATA_FILE = "ISOSCOPE_DATA_FILE"  # the file `isoscope app DATA_FILE` opens
 ENV_TEXT_COLUMN = "ISOSCOPE_TEXT_COLUMN"  # its text column (--text-column)
+ENV_VECTOR_COLUMN = "ISOSCOPE_VECTOR_COLUMN"  # a vectors file's vector column (--vector-column)
+ENV_DATA_KIND = "ISOSCOPE_DATA_KIND"  # what DATA_FILE holds: corpus, pairs or vectors (isoscope.data.data_kind)
 ENV_MAX_BYTES = LIMIT_ENV_VARS["max_bytes"]  # isoscope.data's decode limits (ISOSCOPE_MAX_BYTES, ...)
 ENV_MAX_ROWS = LIMIT_ENV_VARS["max_rows"]
 # what the command reads
@@ -65,6 +71,8 @@ class ServerOptions:
     max_rows: int | None = None  # default: ISOSCOPE_MAX_ROWS or 50,000, classroom 20,000
     data_file: str | None = None
     text_column: str | None = None
+    vector_column: str | None = None  # DATA_FILE is a vectors file; this is its vector column
+    allow_endpoints: bool = False  # classroom: students may use embeddings endpoints (openai:NAME)
 
     @property
     def bind_host(self) -> str:
@@ -104,6 +112,39 @@ def prepare(options: ServerOptions, environ: Mapping[str, str] | None = None) ->
     env = {**limits_environment(options), **classroom_env}
     env.update(data_file_environment(options, {**environ, **env}))
     return Launch(streamlit_command(options), env, code, options.bind_host, options.port)
+
+
+def port_taken(host: str, port: int) -> bool:
+    """Whether ``port`` cannot be served on ``host``: binding fails (as Streamlit's server would, SO_REUSEADDR
+    set like tornado's) or something already answers there on localhost (IPv4 or IPv6, where a browser goes)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    for family, address in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as s:
+                s.settimeout(0.5)
+                if s.connect_ex((address, port)) == 0:
+                    return True
+        except OSError:  # no IPv6 on this machine
+            continue
+    return False
+
+
+def check_port(host: str, port: int, tries: int = 100) -> None:
+    """InputError naming the next free port when ``port`` is taken on ``host`` (``isoscope app`` exits 2 with it
+    before printing an address, instead of sending the browser to whatever listens there)."""
+    if not port_taken(host, port):
+        return
+    free = next((p for p in range(port + 1, min(port + 1 + tries, 65536)) if not port_taken(host, p)), None)
+    hint = f"; the next free port is {free}: isoscope app --port {free}" if free else "; choose another with --port"
+    raise InputError(f"port {port} is already in use on {host} (another program listens there){hint}")
 
 
 def start(launch: Launch) -> int:
@@ -150,17 +191,29 @@ def limits_environment(options: ServerOptions) -> dict[str, str]:
 def data_file_environment(options: ServerOptions, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The data file for the app, loaded now under the limits of ``environ`` (the server's environment)."""
     if options.data_file is None:
-        if options.text_column:
-            raise InputError("--text-column needs a DATA_FILE")
+        given = [f"--{o}" for o in ("text-column", "vector-column") if getattr(options, o.replace("-", "_"))]
+        if given:
+            raise InputError(f"{' and '.join(given)} need{'s' if len(given) == 1 else ''} a DATA_FILE")
         return {}
-    from isoscope.data import DecodeLimits, load_corpus
+    from isoscope.data import DecodeLimits, data_kind, load_corpus, load_pairs, load_vector_file
 
     path = Path(options.data_file).expanduser().resolve()
+    if not path.exists():
+        raise InputError(f"DATA_FILE not found: {options.data_file}")
     limits = DecodeLimits.from_env(os.environ if environ is None else environ)
-    load_corpus(path, text_column=options.text_column, limits=limits)  # InputError: one line that says what to fix
-    env = {ENV_DATA_FILE: str(path)}
+    kind = data_kind(path, options.vector_column, options.text_column)
+    # InputError: one line that says what to fix
+    if kind == "vectors":
+        load_vector_file(path, options.vector_column, options.text_column, limits=limits)
+    elif kind == "pairs":
+        load_pairs(path, limits=limits)
+    else:
+        load_corpus(path, text_column=options.text_column, limits=limits)
+    env = {ENV_DATA_FILE: str(path), ENV_DATA_KIND: kind}
     if options.text_column:
         env[ENV_TEXT_COLUMN] = options.text_column
+    if options.vector_column:
+        env[ENV_VECTOR_COLUMN] = options.vector_column
     return env
 
 
@@ -169,8 +222,8 @@ def classroom_environment(
 ) -> tuple[dict[str, str], str | None]:
     """(environment for the server, the access code to print) in classroom mode; ({}, None) otherwise."""
     if not options.classroom:
-        if options.access_code or options.allow_models:
-            raise InputError("--access-code and --allow-model need --classroom")
+        if options.access_code or options.allow_models or options.allow_endpoints:
+            raise InputError("--access-code, --allow-model and --allow-endpoints need --classroom")
         return {}, None
     environ = os.environ if environ is None else environ
     code = options.access_code or environ.get(ENV_ACCESS_CODE) or new_access_code()
@@ -181,6 +234,8 @@ def classroom_environment(
         ENV_CODE_HASH: code_hash(code),
         ENV_MODELS: json.dumps(allowed_models(options.allow_models)),
     }
+    if options.allow_endpoints:
+        env[ENV_ALLOW_ENDPOINTS] = "1"
     return env, code
 
 
@@ -191,7 +246,8 @@ def code_hash(code: str) -> str:
 
 
 def new_access_code() -> str:
-    """Eight characters in two groups, e.g. ``K7QM-3XHD`` (40 bits; the app answers one guess per second)."""
+    """Eight characters in two groups, e.g. ``K7QM-3XHD`` (40 bits; guesses are throttled per client address and
+    for the whole server)."""
     raw = "".join(secrets.choice(CODE_ALPHABET) for _ in range(8))
     return f"{raw[:4]}-{raw[4:]}"
 

@@ -14,6 +14,32 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs 2 workers on 2 cor
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")  # UMAP's numba; isoscope.threads keeps torch's count anyway
 
 ROOT = Path(__file__).resolve().parents[1]
+# tests/remote start a real embeddings server from its own venv: only `make test-remote` sets ISOSCOPE_TEST_REMOTE
+collect_ignore = [] if os.environ.get("ISOSCOPE_TEST_REMOTE") else ["remote"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ISOSCOPE_CACHE for the whole test session, shared by the xdist workers, the in-process app and the
+    CLI: each distinct embedding (model, pooling, texts) and fitted calibrator is computed once per session,
+    never read from or written to the user's own cache. ``ISOSCOPE_TEST_CACHE`` names a folder to keep across
+    sessions instead. A test that needs an empty cache asks for ``tmp_cache`` (or sets its own folder)."""
+    given = os.environ.get("ISOSCOPE_TEST_CACHE")
+    base = tmp_path_factory.getbasetemp()
+    root = Path(given) if given else (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "cache"
+    root.mkdir(parents=True, exist_ok=True)
+    os.environ["ISOSCOPE_CACHE"] = str(root)
+    return root
+
+
+def private_cache(root: Path) -> Path:
+    """A new ISOSCOPE_CACHE folder at ``root`` (no atlas, landscape run or calibrator in it) whose embeddings are
+    the session's: a test that needs an empty cache for what it checks still embeds nothing twice."""
+    shared = Path(os.environ["ISOSCOPE_CACHE"]) / "embeddings"
+    shared.mkdir(parents=True, exist_ok=True)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "embeddings").symlink_to(shared, target_is_directory=True)
+    return root
 
 
 @pytest.fixture(scope="session")
@@ -48,8 +74,9 @@ def tmp_cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture()
-def cli_main(encoder, tmp_cache):
-    """``isoscope.cli.main`` on the session's real encoder (handed to it, not reloaded per call), private cache."""
+def cli_main(encoder):
+    """``isoscope.cli.main`` on the session's real encoder (handed to it, not reloaded per call), on the session's
+    cache (``session_cache``; with ``tmp_cache`` too, a private one)."""
     import functools
 
     from isoscope.cli import main
@@ -66,3 +93,15 @@ def pytest_terminal_summary(terminalreporter) -> None:
             crash = getattr(report.longrepr, "reprcrash", None)
             why = crash.message if crash is not None else str(report.longrepr).strip()
             terminalreporter.write_line(f"{report.nodeid}: {' '.join(why.split())[:400]}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the heavy tier (tests/heavy.py: ``make test`` leaves it out, ``make test-heavy`` runs it). The browser
+    tests stay last: put first, their server computed every page cold beside the other worker (two reruns on
+    timeouts, 1,121 s instead of less), and Playwright's event loop stayed in that worker's main thread."""
+    from tests.heavy import HEAVY
+
+    heavy = set(HEAVY)
+    for item in items:
+        if item.nodeid in heavy:
+            item.add_marker(pytest.mark.heavy)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 
@@ -44,3 +46,12 @@ def assert_valid_topk(ids: np.ndarray, scores64: np.ndarray, tol: float) -> None
     best = -np.sort(-scores64, axis=1)[:, :k]  # (q, k) the k largest true scores
     np.testing.assert_allclose(got, best, rtol=0, atol=tol)
     assert (np.diff(got, axis=1) <= tol).all(), "not best first"
+
+
+def demo_head(source: Path, n: int, path: Path) -> Path:
+    """The first ``n`` rows of a shipped demo CSV (``isoscope.paths.DEMO_PAIRS`` / ``DEMO_CORPUS``) written to
+    ``path``: a small input file in the demo's own format."""
+    import pandas as pd
+
+    pd.read_csv(source).head(n).to_csv(path, index=False)
+    return path

@@ -135,6 +135,22 @@ def check_calibrations(
     return methods, factory
 
 
+def fit_size_warnings(methods: Sequence[str], n_fit: int, d: int) -> list[str]:
+    """``isoscope.evaluate.sts.fit_size_warning`` of each method fitted on ``n_fit`` vectors (one per method;
+    judged by the method string, whichever factory fits it)."""
+    from isoscope.evaluate.sts import fit_size_warning
+
+    out = []
+    for method in methods:
+        try:
+            warning = fit_size_warning(make_calibrator(method), n_fit, d)
+        except InputError:  # a custom factory's own method name: no known size rule
+            continue
+        if warning:
+            out.append(warning)
+    return out
+
+
 def explore_poolings(
     encoder: Encoder,
     pairs: Pairs,
@@ -176,13 +192,7 @@ def explore_poolings(
             )
     table = pd.DataFrame(rows, columns=list(COLUMNS))
     table["layer"] = table["layer"].astype("Int64")
-    warnings = []
-    if len(methods) > 1 and len(texts) <= encoder.hidden_size:
-        warnings.append(
-            f"only {len(texts)} unique sentences for {encoder.hidden_size} dimensions: a full whitening or flow "
-            "fitted on them maps the sentences to near-orthogonal vectors; use more pairs or whitening:K with "
-            f"K < {len(texts)}"
-        )
+    warnings = fit_size_warnings(methods[1:], len(texts), encoder.hidden_size)
     if not positive.any():
         warnings.append(f"no pair has a gold score above {POSITIVE_THRESHOLD:g}, so alignment is undefined")
     return PoolingReport(table, best_row(table), n, int(positive.sum()), len(texts), warnings)

@@ -132,6 +132,7 @@ class AtlasRun:
     seconds: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     waited_seconds: float = 0.0  # for another build of the same folder
+    engine: str = ""  # what embedded the texts in this run (isoscope.encode.engines); "" when nothing was embedded
 
 
 def _check_manifest(out: Path, signature: dict, config: AtlasConfig) -> None:
@@ -346,9 +347,16 @@ def _run_stages(run, encoder, texts, meta, vectors, config: AtlasConfig, progres
         if vectors is not None:
             atomic_save_npy(out / "vectors.npy", vectors)
             return
+        from isoscope.encode.engines import engine_in_use, fastest_fp32_encoder
+        from isoscope.encode.pooling import parse_pooling
+
+        fast = fastest_fp32_encoder(encoder)  # the fp32 vectors within FP32_ENGINE_TOLERANCE, faster; int8 as asked
+        spec = parse_pooling(config.pooling, encoder.num_layers, encoder.is_encoder_decoder)
+        run.engine = engine_in_use(fast, spec.needs_hidden_states)
+        log.info("atlas: embedding %d texts with %s", len(texts), run.engine)
         cfg = EmbedConfig(batch_size=config.batch_size, max_length=config.max_length)
         report = None if progress is None else (lambda d, t: progress("embed", d, t))
-        embed_to_npy(encoder, texts, out / "vectors.npy", config.pooling, cfg, config.embed_chunk, report)
+        embed_to_npy(fast, texts, out / "vectors.npy", config.pooling, cfg, config.embed_chunk, report)
 
     stage("embed", [], [out / "vectors.npy"], embed)
     spaces = ["raw"] + ([] if config.calibrate == "none" else ["cal"])

@@ -12,6 +12,7 @@ On disk, a fitted calibrator is a folder with ``calibrator.safetensors`` (its ar
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -33,14 +34,29 @@ EpochProgressFn = Callable[[int, int, float], None]  # (epoch, n_epochs, bits_pe
 
 __all__ = ["Calibrator", "EpochProgressFn", "NotFittedError", "check_array", "load_calibrator", "register"]
 
-# class name -> class, for load(); filled by ``register``
+# class name -> class, for load(); filled by ``register`` as the defining modules are imported
 CALIBRATORS: dict[str, type[Calibrator]] = {}
+# class name -> the module defining it, for the calibrators Isoscope ships: a saved folder loads in a fresh
+# process whatever was imported before (the module is imported by name, as the command line imports commands)
+BUILTIN_CALIBRATORS: dict[str, str] = {
+    **dict.fromkeys(
+        ("Identity", "Whitening", "StandardNormalization", "AllButTheTop", "Chain"), "isoscope.calibrate.linear"
+    ),
+    "Flow": "isoscope.calibrate.flow",
+}
 
 
 def register(cls: type[Calibrator]) -> type[Calibrator]:
     """Class decorator: make ``cls`` loadable by name from a saved ``calibrator.json``."""
     CALIBRATORS[cls.__name__] = cls
     return cls
+
+
+def calibrator_class(name: str) -> type[Calibrator] | None:
+    """The calibrator class saved under ``name`` (its module imported when it is one of Isoscope's), or None."""
+    if name not in CALIBRATORS and name in BUILTIN_CALIBRATORS:
+        importlib.import_module(BUILTIN_CALIBRATORS[name])
+    return CALIBRATORS.get(name)
 
 
 def check_array(X: object, name: str = "X", min_rows: int = 1) -> np.ndarray:
@@ -135,9 +151,10 @@ class Calibrator(TransformerMixin, BaseEstimator):
     def _from_record(cls, record: Any, tensors: dict[str, np.ndarray], prefix: str, where: str) -> Calibrator:
         if not isinstance(record, dict) or not {"class", "params", "state"} <= set(record):
             raise InputError(f"{where}: not an Isoscope calibrator record (class, params, state)")
-        klass = CALIBRATORS.get(str(record["class"]))
+        klass = calibrator_class(str(record["class"]))
         if klass is None:
-            raise InputError(f"{where}: unknown calibrator class '{record['class']}'; known: {', '.join(CALIBRATORS)}")
+            known = ", ".join(sorted({*BUILTIN_CALIBRATORS, *CALIBRATORS}))
+            raise InputError(f"{where}: unknown calibrator class '{str(record['class'])[:60]}'; known: {known}")
         params, state = record["params"], record["state"]
         if not isinstance(params, dict) or not isinstance(state, dict):
             raise InputError(f"{where}: params and state must be JSON objects")

@@ -34,6 +34,15 @@ FLOW_LINEARS: tuple[str, ...] = ("lu", "permutation")
 FlowCoupling = Literal["additive", "affine"]
 FLOW_COUPLINGS: tuple[str, ...] = ("additive", "affine")
 EVAL_ROWS = 4096  # rows of the fit data used for actnorm init and the flow's bits/dim summaries
+# (lowest, highest) of each whole-number FlowConfig field: the defaults are 4 steps, 1 level, 256 hidden
+FLOW_BOUNDS: dict[str, tuple[int, int]] = {
+    "n_steps": (1, 256),
+    "n_levels": (1, 16),
+    "hidden": (1, 65_536),
+    "batch_size": (1, 10_000_000),
+    "epochs": (0, 100_000),
+    "seed": (-(2**63), 2**64 - 1),  # what torch.Generator.manual_seed accepts
+}
 
 
 class _ActNorm(nn.Module):
@@ -201,20 +210,36 @@ class FlowConfig:
     divergence_bits: float = 2.0  # an epoch this many bits/dim worse than the start counts as diverged
 
     def validate(self) -> None:
+        """Every field of the right type and within ``FLOW_BOUNDS`` (checked before a network is built, so a
+        hand-edited ``calibrator.json`` cannot make loading allocate without bound)."""
         if self.coupling not in FLOW_COUPLINGS:
             raise InputError(f"unknown coupling '{self.coupling}'; valid choices: {', '.join(FLOW_COUPLINGS)}")
         if self.linear not in FLOW_LINEARS:
             raise InputError(f"unknown linear '{self.linear}'; valid choices: {', '.join(FLOW_LINEARS)}")
-        for name in ("n_steps", "n_levels", "hidden", "batch_size"):
-            if int(getattr(self, name)) < 1:
-                raise InputError(f"FlowConfig.{name} must be >= 1; got {getattr(self, name)}")
-        if self.epochs < 0:
-            raise InputError(f"FlowConfig.epochs must be >= 0; got {self.epochs}")
-        if not float(self.noise_std) >= 0:
-            raise InputError(f"FlowConfig.noise_std must be >= 0; got {self.noise_std}")
-        for name in ("lr", "scale_bound", "whiten_eps", "clip_grad_norm", "divergence_bits"):
-            if not float(getattr(self, name)) > 0:
-                raise InputError(f"FlowConfig.{name} must be > 0; got {getattr(self, name)}")
+        if not isinstance(self.whiten, bool):
+            raise InputError(f"FlowConfig.whiten must be true or false; got {self.whiten!r:.40}")
+        for name, (lo, hi) in FLOW_BOUNDS.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InputError(f"FlowConfig.{name} must be a whole number; got {value!r:.40}")
+            if not lo <= value <= hi:
+                raise InputError(f"FlowConfig.{name} must be between {lo:,} and {hi:,}; got {value:,}")
+        for name in (
+            "noise_std",
+            "weight_decay",
+            "lr",
+            "scale_bound",
+            "whiten_eps",
+            "clip_grad_norm",
+            "divergence_bits",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise InputError(f"FlowConfig.{name} must be a finite number; got {value!r:.40}")
+            if value < 0 or (value == 0 and name not in ("noise_std", "weight_decay")):
+                raise InputError(
+                    f"FlowConfig.{name} must be {'>= 0' if name in ('noise_std', 'weight_decay') else '> 0'}; got {value}"
+                )
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> FlowConfig:
@@ -253,6 +278,32 @@ class _FlowNet(nn.Module):
                     )
                 )
             self.levels.append(steps)
+
+    @staticmethod
+    def shapes(d: int, config: FlowConfig) -> dict[str, tuple[int, ...]]:
+        """The names and shapes of ``_FlowNet(d, config).state_dict()``, without building it (nothing allocated)."""
+        out: dict[str, tuple[int, ...]] = {}
+        width, h = d, config.hidden
+        for level in range(config.n_levels):
+            if level > 0:
+                width = width - width // 2
+            d_a = width // 2
+            d_b = width - d_a
+            n_out = 2 * d_b if config.coupling == "affine" else d_b
+            for step in range(config.n_steps):
+                pre = f"levels.{level}.{step}."
+                out.update({pre + "0.bias": (width,), pre + "0.log_scale": (width,)})
+                if config.linear == "lu":
+                    square, vector = (width, width), (width,)
+                    for k in ("lower", "upper", "rotation", "lower_mask"):
+                        out[pre + "1." + k] = square
+                    out.update({pre + "1.log_s": vector, pre + "1.sign_s": vector})
+                else:
+                    out.update({pre + "1.perm": (width,), pre + "1.inv_perm": (width,)})
+                for i, (n_in, n_o) in enumerate(((d_a, h), (h, h), (h, n_out))):
+                    out[f"{pre}2.net.{2 * i}.weight"] = (n_o, n_in)
+                    out[f"{pre}2.net.{2 * i}.bias"] = (n_o,)
+        return out
 
     @torch.no_grad()
     def data_init(self, x: torch.Tensor) -> None:
@@ -508,8 +559,7 @@ class Flow(Calibrator):
         if not 1 <= d <= 1_000_000:
             raise ValueError(f"implausible dimension {d}")
         cfg = self._config()
-        net = _FlowNet(d, cfg)
-        shapes = {f"net.{k}": tuple(v.shape) for k, v in net.state_dict().items()}
+        shapes = {f"net.{k}": v for k, v in _FlowNet.shapes(d, cfg).items()}  # from the config: nothing is built
         if cfg.whiten:
             w = Whitening(eps=cfg.whiten_eps)
             shapes.update({f"whiten.{k}": s for k, s in w._expected_shapes({"n_features_in_": d}).items()})

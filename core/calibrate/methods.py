@@ -21,3 +21,19 @@ METHOD_DESCRIPTIONS: dict[str, str] = {
 def methods_help() -> str:
     """``none, flow, whitening, whitening:K, sn, abtt:D, sn+abtt:D`` for a CLI help text."""
     return ", ".join(CALIBRATION_METHODS)
+
+
+def describe_method(method: str) -> str:
+    """A concrete method string in words, for tooltips and captions (the one glossary of calibrators):
+    ``sn+abtt:3`` -> "sn+abtt:3: standard normalization per dimension, then all-but-the-top: remove the mean
+    and the top 3 principal directions"."""
+    parts = []
+    for step in method.strip().split("+"):
+        name, _, value = step.strip().partition(":")
+        if name == "whitening" and value:
+            parts.append(f"whitening that keeps the top {value} principal components")
+        elif name == "abtt":
+            parts.append(f"all-but-the-top: remove the mean and the top {value or 'D'} principal directions")
+        else:
+            parts.append(METHOD_DESCRIPTIONS.get(name, name))
+    return f"{method}: " + ", then ".join(parts)

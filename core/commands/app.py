@@ -22,8 +22,20 @@ from isoscope.errors import InputError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data_file", nargs="?", default=None, metavar="DATA_FILE", help="a corpus or pairs file to open")
+    p.add_argument(
+        "data_file",
+        nargs="?",
+        default=None,
+        metavar="DATA_FILE",
+        help="a corpus, a pairs file or a vectors file (.npy, .parquet, .feather, .safetensors, a datasets folder) to "
+        "open: the data of every page",
+    )
     p.add_argument("--text-column", default=None, help="column of DATA_FILE holding the texts (default: text)")
+    p.add_argument(
+        "--vector-column",
+        default=None,
+        help="DATA_FILE is a vectors file and this is its vector column (default: its only list column)",
+    )
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to serve on (default: {DEFAULT_PORT})")
     p.add_argument(
         "--host",
@@ -46,6 +58,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=[],
         metavar="PATH",
         help="classroom: a model folder students may choose besides the embedded one (repeat for more)",
+    )
+    p.add_argument(
+        "--allow-endpoints",
+        action="store_true",
+        help="classroom: let students use embeddings endpoints (openai:NAME models), which spend this server's API "
+        "key (off by default)",
     )
     p.add_argument(
         "--max-upload-mb",
@@ -79,6 +97,8 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         max_rows=args.max_rows,
         data_file=args.data_file,
         text_column=args.text_column,
+        vector_column=args.vector_column,
+        allow_endpoints=args.allow_endpoints,
     )
 
 
@@ -91,6 +111,7 @@ def run(args: argparse.Namespace) -> dict:
         if plan.access_code is not None:
             print(f"access code: {plan.access_code}")
         return {"command": plan.command, "env": plan.env, "access_code": plan.access_code}
+    launch.check_port(plan.host, plan.port)  # before the address is printed: exit 2, not someone else's app
     print(f"Isoscope at {plan.url()}", file=sys.stderr)
     if plan.access_code is not None:
         print(

@@ -1,25 +1,44 @@
 """``python -m isoscope atlas``: the whole-corpus atlas (embeddings, kNN graph, 2-D layout, density, clusters),
-raw and calibrated, into a folder; rerun to resume (finished stages are skipped)."""
+raw and calibrated, into a folder; rerun to resume (finished stages are skipped).
+
+``--vectors FILE[:COLUMN]`` builds it from vectors computed elsewhere (the file's texts and metadata columns, or
+with ``--input`` the vectors of its texts); ``--model openai:NAME`` from an endpoint's vectors of the corpus."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from isoscope.commands.common import PRECISION_HELP, add_json_argument, emit, encoder_from_args
-from isoscope.encode.precision import PRECISIONS
+from isoscope.commands.common import (
+    MODEL_HELP,
+    PRECISION_HELP,
+    add_endpoint_arguments,
+    add_json_argument,
+    add_vectors_argument,
+    check_space_options,
+    emit,
+    encoder_from_args,
+)
+from isoscope.encode.precision import FP32_ENGINE_TOLERANCE, PRECISIONS
 
 LAYOUTS: tuple[str, ...] = ("umap", "pca")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--input", required=True, help="corpus file: .txt, .csv, .tsv, .jsonl or .parquet")
-    p.add_argument("--text-column", default=None, help="column holding the texts (default: text)")
-    p.add_argument("--out", required=True, help="folder for the atlas (created; rerun with the same folder to resume)")
     p.add_argument(
-        "--model", default="", help="model directory or Hugging Face id (default: embedded all-MiniLM-L6-v2)"
+        "--input", default=None, help="corpus file: .txt, .csv, .tsv, .jsonl or .parquet (optional with --vectors)"
     )
-    p.add_argument("--precision", choices=PRECISIONS, default="fp32", help=PRECISION_HELP)
+    p.add_argument("--text-column", default=None, help="column holding the texts (default: text)")
+    add_vectors_argument(p)
+    p.add_argument("--out", required=True, help="folder for the atlas (created; rerun with the same folder to resume)")
+    p.add_argument("--model", default="", help=MODEL_HELP)
+    p.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="fp32",
+        help=f"{PRECISION_HELP}; fp32 embeds on the fastest engine whose vectors equal PyTorch's within "
+        f"{FP32_ENGINE_TOLERANCE:g} (ONNX Runtime on the CPU), and the result names it",
+    )
     p.add_argument("--pooling", default="mean", help="pooling mode (default: mean)")
     p.add_argument("--max-length", type=int, default=128, help="max tokens per text (default: 128)")
     p.add_argument("--batch-size", type=int, default=64, help="texts per forward pass at least (default: 64)")
@@ -38,6 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "neighbour graph (0: full UMAP at any size; default: 100,000)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--no-cache", action="store_true", help="endpoints: do not read or write the endpoint cache")
+    add_endpoint_arguments(p)
     add_json_argument(p)
 
 
@@ -52,6 +73,28 @@ def _progress(args: argparse.Namespace):
         bars[stage](done, total)  # type: ignore[operator]
 
     return update
+
+
+def _given(args: argparse.Namespace):
+    """(texts, vectors, metadata, warnings) of --vectors or an endpoint model; None for a model that runs here.
+
+    Vectors files are bounded by ISOSCOPE_MAX_ROWS and ISOSCOPE_MAX_VECTOR_BYTES like every vectors file."""
+    from isoscope.commands.common import vector_input
+    from isoscope.encode.endpoints import is_endpoint_model
+    from isoscope.errors import InputError
+
+    if not args.vectors and not is_endpoint_model(args.model):
+        return None
+    if args.pooling != "mean" and not args.vectors:
+        raise InputError(f"--pooling is a model's; {args.model} is pooled by its server")
+    given = vector_input(args, args.input, "corpus")
+    assert given is not None
+    if not given.has_texts:
+        raise InputError(
+            f"{given.name}: an atlas shows texts; name the file's text column (--text-column) or give --input"
+        )
+    meta = given.table.meta if given.table is not None and args.input is None else None
+    return given.texts.texts, given.vectors, meta, given.texts.warnings
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -77,9 +120,18 @@ def run(args: argparse.Namespace) -> dict:
         from isoscope.calibrate import make_calibrator
 
         make_calibrator(config.calibrate)  # a bad name fails before any embedding
-    corpus = load_corpus(args.input, text_column=args.text_column, max_rows=MAX_ATLAS_ROWS)
-    run_ = build_atlas(encoder_from_args(args), corpus.texts, Path(args.out), config, corpus.meta, _progress(args))
-    warnings = [*corpus.warnings, *run_.warnings]
+    check_space_options(args, "atlas")
+    given = _given(args)
+    if given is not None:
+        texts, vectors, meta, load_warnings = given
+        run_ = build_atlas(None, texts, Path(args.out), config, meta, _progress(args), vectors=vectors)
+    else:
+        if args.input is None:
+            raise InputError("give --input (a corpus), or --vectors")
+        corpus = load_corpus(args.input, text_column=args.text_column, max_rows=MAX_ATLAS_ROWS)
+        load_warnings = corpus.warnings
+        run_ = build_atlas(encoder_from_args(args), corpus.texts, Path(args.out), config, corpus.meta, _progress(args))
+    warnings = [*load_warnings, *run_.warnings]
     result = {
         "out": str(run_.path),
         "n": run_.n,
@@ -87,9 +139,11 @@ def run(args: argparse.Namespace) -> dict:
         "skipped": run_.skipped,
         "seconds": run_.seconds,
         "warnings": warnings,
+        "engine": run_.engine or None,  # what embedded (None: the vectors were already there)
     }
     done = (
         f"atlas of {run_.n:,} texts in {run_.path} ({len(run_.computed)} stages computed, {len(run_.skipped)} reused)"
     )
-    emit(args, result, [done, *warnings])
+    used = [f"embedded with {run_.engine}"] if run_.engine else []
+    emit(args, result, [done, *used, *warnings])
     return result

@@ -1,6 +1,10 @@
 """``python -m isoscope calibrate``: embed a corpus, fit a calibrator on it, save it (safetensors + JSON).
 
 python -m isoscope calibrate --input corpus.txt --method flow --out calibrators/flow-mean
+python -m isoscope calibrate --vectors openai.parquet:emb --method whitening --out calibrators/openai-whitening
+
+With ``--vectors`` the calibrator is fitted on the file's rows (with ``--input``, on the vectors of its texts);
+with ``--model openai:NAME`` on the endpoint's vectors of the corpus. The vectors' provenance is saved with it.
 """
 
 from __future__ import annotations
@@ -11,14 +15,18 @@ from typing import TYPE_CHECKING
 
 from isoscope.calibrate.methods import methods_help
 from isoscope.commands.common import (
+    add_endpoint_arguments,
     add_json_argument,
     add_model_arguments,
+    add_vectors_argument,
     cache_from_args,
+    check_space_options,
     embed_config,
     emit,
     encoder_from_args,
     epoch_bar,
     progress_bar,
+    vector_input,
 )
 from isoscope.errors import InputError
 
@@ -48,12 +56,18 @@ def calibrator_from_args(args: argparse.Namespace, method: str) -> Calibrator:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--input", required=True, help="corpus: one text per line (.txt) or a table with a text column")
+    p.add_argument(
+        "--input",
+        default=None,
+        help="corpus: one text per line (.txt) or a table with a text column (optional with --vectors)",
+    )
     p.add_argument("--text-column", default=None, help="column holding the texts (default: text, sentence, ...)")
+    add_vectors_argument(p)
     p.add_argument("--method", default="flow", help=f"calibration method: {METHOD_HELP} (default: flow)")
     p.add_argument("--out", required=True, help="folder to write calibrator.safetensors and calibrator.json to")
     add_flow_arguments(p)
     add_model_arguments(p)
+    add_endpoint_arguments(p)
     add_json_argument(p)
 
 
@@ -69,22 +83,41 @@ def run(args: argparse.Namespace) -> dict:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file; give a folder")
-    corpus = load_corpus(args.input, text_column=args.text_column)
-    check_fit_corpus(corpus)
-    encoder = encoder_from_args(args)
-    result = fit_and_save(
-        encoder,
-        corpus,
-        calibrator,
-        out,
-        args.pooling,
-        embed_config(args),
-        cache_from_args(args),
-        lambda stage: _progress(args, stage),
-        args.seed,
-    )
+    check_space_options(args, "calibrate")
+    given = vector_input(args, args.input, "corpus")
+    if given is not None:
+        from isoscope.evaluate.sts import fit_and_save_vectors
+
+        space = {"model": given.name, "model_fingerprint": given.fingerprint, "pooling": None}
+        if given.origin is not None:
+            space["vectors"] = given.origin.to_dict()
+        name = given.texts.name or given.name
+        stage = lambda s: _progress(args, s)  # noqa: E731
+        result = fit_and_save_vectors(
+            given.vectors, name, calibrator, out, space, given.texts.warnings, stage, args.seed
+        )
+        n_texts = len(given)
+    else:
+        if args.input is None:
+            raise InputError("give --input (a corpus), or --vectors")
+        corpus = load_corpus(args.input, text_column=args.text_column)
+        check_fit_corpus(corpus)
+        encoder = encoder_from_args(args)
+        result = fit_and_save(
+            encoder,
+            corpus,
+            calibrator,
+            out,
+            args.pooling,
+            embed_config(args),
+            cache_from_args(args),
+            lambda stage: _progress(args, stage),
+            args.seed,
+        )
+        name, n_texts = corpus.name, len(corpus)
+    pooling = f", pooling {result['pooling']}" if result["pooling"] else ""
     lines = [
-        f"{corpus.name}: {len(corpus)} texts, {encoder.name}, pooling {args.pooling}",
+        f"{name}: {n_texts} texts, {result['model']}{pooling}",
         f"{calibrator.method} fitted in {result['fit_seconds']:.1f} s, saved to {out}",
         f"avg cosine of random pairs {result['avg_cosine_before']:.3f} -> {result['avg_cosine_after']:.3f}",
         *([f"bits/dim {result['bits_per_dim']:.4f}"] if result["bits_per_dim"] is not None else []),

@@ -12,19 +12,36 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from isoscope.encode.endpoints import DEFAULT_BASE_URL, DEFAULT_KEY_ENV, is_endpoint_model
 from isoscope.encode.pooling import pooling_help
 from isoscope.encode.precision import PRECISIONS
-from isoscope.errors import InputError
+from isoscope.errors import InputError, printable
 
 PRECISION_HELP = (
-    "weights and arithmetic of the encoder's Linear layers: fp32, or int8 (dynamic int8 quantisation on the CPU: "
-    "about 2x faster, a few tenths of a Spearman point; cached separately) (default: fp32)"
+    "weights and arithmetic of the encoder's Linear layers: fp32, or int8 (dynamic int8 quantisation in ONNX Runtime "
+    "on the CPU: about 1.7x the fp32 ONNX speed and 5x PyTorch's, a few hundredths of a Spearman point on STS-B; "
+    "cached separately) (default: fp32)"
+)
+
+VECTORS_HELP = (
+    "vectors computed elsewhere instead of a model: FILE or FILE:COLUMN (.npy, .parquet, .feather/.arrow, "
+    ".safetensors, or a Hugging Face datasets folder); its rows are the texts (its text column: --text-column), "
+    "or with --input the vectors of those texts are looked up in it (by its text column, else row by row)"
+)
+MODEL_HELP = (
+    "model directory or Hugging Face id (default: embedded all-MiniLM-L6-v2), or openai:NAME: an embeddings "
+    "endpoint (see --base-url)"
 )
 
 if TYPE_CHECKING:
     from isoscope.cache import ArrayCache
+    from isoscope.compare.spaces import SpaceSources
+    from isoscope.compare.spec import SpaceSpec
+    from isoscope.data.inputs import InputKind, VectorInput
     from isoscope.encode.embed import EmbedConfig
+    from isoscope.encode.endpoints import Endpoint
     from isoscope.encode.models import Encoder
+    from isoscope.encode.remote import EndpointCache
 
 
 def add_model_arguments(
@@ -40,8 +57,7 @@ def add_model_arguments(
     """Model options; ``precision=False`` leaves ``--precision`` out (a command that needs fp32 weights, or that
     compares both precisions itself) and sets ``args.precision = "fp32"``; ``fp32_note`` says why in the
     ``--model`` help."""
-    model_help = "model directory or Hugging Face id (default: embedded all-MiniLM-L6-v2)"
-    p.add_argument("--model", default="", help=f"{model_help}; {fp32_note}" if fp32_note else model_help)
+    p.add_argument("--model", default="", help=f"{MODEL_HELP}; {fp32_note}" if fp32_note else MODEL_HELP)
     if precision:
         p.add_argument("--precision", choices=PRECISIONS, default="fp32", help=precision_help)
     else:
@@ -58,6 +74,99 @@ def add_model_arguments(
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
+def add_endpoint_arguments(p: argparse.ArgumentParser) -> None:
+    """``--base-url`` and ``--api-key-env``, for ``--model openai:NAME`` (and ``model=openai:NAME`` specs)."""
+    p.add_argument(
+        "--base-url",
+        default=None,
+        help=f"with openai:NAME models: the server's address, any server speaking OpenAI's /v1/embeddings "
+        f"(Ollama, vLLM, text-embeddings-inference, infinity, ...) (default: {DEFAULT_BASE_URL})",
+    )
+    p.add_argument(
+        "--api-key-env",
+        default=None,
+        metavar="NAME",
+        help=f"with openai:NAME models: the environment variable holding the API key (default: {DEFAULT_KEY_ENV}); "
+        "the key is sent to the server only, never printed, cached or saved",
+    )
+
+
+def add_vectors_argument(p: argparse.ArgumentParser, help_text: str = VECTORS_HELP) -> None:
+    p.add_argument("--vectors", default=None, metavar="FILE[:COLUMN]", help=help_text)
+
+
+def check_space_options(args: argparse.Namespace, command: str) -> None:
+    """InputError for model options given with ``--vectors`` (the file is the space)."""
+    if not getattr(args, "vectors", None):
+        return
+    if (getattr(args, "model", "") or "").strip():
+        raise InputError(f"{command}: --vectors is the space; drop --model (or drop --vectors to embed with it)")
+    if getattr(args, "precision", "fp32") != "fp32":
+        raise InputError(f"{command}: --precision is a model's; the vectors of --vectors are used as they are")
+    if getattr(args, "pooling", "mean") != "mean":
+        raise InputError(f"{command}: --pooling is a model's; the vectors of --vectors are pooled already")
+
+
+def endpoint_from_args(args: argparse.Namespace, model: str | None = None, base_url: str | None = None) -> Endpoint:
+    """The endpoint of ``--model openai:NAME`` (or of ``model``), at ``base_url`` or ``--base-url``."""
+    from isoscope.encode.endpoints import endpoint_for
+
+    return endpoint_for(
+        model or args.model, base_url or getattr(args, "base_url", None), getattr(args, "api_key_env", None)
+    )
+
+
+def endpoint_cache(args: argparse.Namespace) -> EndpointCache | None:
+    from isoscope.encode.remote import EndpointCache
+
+    return None if getattr(args, "no_cache", False) else EndpointCache()
+
+
+def space_sources(args: argparse.Namespace) -> SpaceSources:
+    """build_spaces' sources: endpoints with the command's --base-url and --api-key-env, its endpoint cache."""
+    from isoscope.compare.spaces import SpaceSources
+
+    return SpaceSources(
+        endpoints=lambda spec: endpoint_from_args(args, spec.model, spec.base_url or None),
+        endpoint_cache=endpoint_cache(args),
+    )
+
+
+def space_from_args(args: argparse.Namespace) -> SpaceSpec:
+    """The space ``--vectors`` or ``--model`` / ``--pooling`` describe (no --calibrate: commands fit their own)."""
+    from isoscope.compare.spec import SpaceSpec
+    from isoscope.data.vectors import parse_vectors_ref
+
+    if getattr(args, "vectors", None):
+        file, column = parse_vectors_ref(args.vectors)
+        return SpaceSpec(vectors=file, column=column)
+    model = (getattr(args, "model", "") or "").strip()
+    if is_endpoint_model(model):
+        return SpaceSpec(model=model)
+    return SpaceSpec(model=model, pooling=getattr(args, "pooling", "mean"))
+
+
+def vector_input(
+    args: argparse.Namespace, source: str | None, kind: InputKind = "auto", desc: str = "embed"
+) -> VectorInput | None:
+    """The texts and vectors of ``--vectors`` (``isoscope.data.load_vector_input``) or of ``--model openai:NAME``
+    (``source``'s texts through the endpoint, with a progress bar); None for a model this process runs."""
+    from isoscope.data.inputs import VectorInput, load_input, load_vector_input
+
+    if getattr(args, "vectors", None):
+        return load_vector_input(args.vectors, source, kind, args.text_column)
+    if not is_endpoint_model(getattr(args, "model", "")):
+        return None
+    from isoscope.encode.remote import embed_endpoint
+
+    endpoint = endpoint_from_args(args)
+    if source is None:
+        raise InputError(f"--model {args.model} embeds texts: give --input")
+    texts = load_input(source, kind, args.text_column)
+    vectors = embed_endpoint(endpoint, texts.texts, progress_bar(args, desc), endpoint_cache(args))
+    return VectorInput(texts, vectors, endpoint.name, endpoint.fingerprint)
+
+
 def option_name(field: str) -> str:
     """The option that sets a config field: ``knn_k`` -> ``--knn-k`` (for a library check's messages)."""
     return "--" + field.replace("_", "-")
@@ -72,6 +181,10 @@ def encoder_from_args(args: argparse.Namespace) -> Encoder:
     it names the default (so tests and notebooks load the model once), quantised when int8 is asked for."""
     from isoscope.encode.models import DEFAULT_MODEL_ALIASES, load_encoder, with_precision
 
+    if is_endpoint_model(getattr(args, "model", "")):
+        raise InputError(
+            f"{args.model} is an embeddings endpoint; this needs a model that runs here (its layers or tokens)"
+        )
     precision = getattr(args, "precision", "fp32")
     given = getattr(args, "preloaded_encoder", None)
     if given is not None and (getattr(args, "model", "") or "").strip() in DEFAULT_MODEL_ALIASES:
@@ -113,27 +226,19 @@ def cache_from_args(args: argparse.Namespace) -> ArrayCache | None:
 def progress_bar(
     args: argparse.Namespace, desc: str, unit: str = "text", postfix: str = "value"
 ) -> Callable[..., None]:
-    """A (done, total[, value]) callback drawing a tqdm bar of ``unit`` on stderr.
+    """A (done, total[, value]) callback drawing a tqdm bar of ``unit`` on stderr (nothing with ``--quiet``).
 
-    A third value (a flow's bits/dim) is shown after the bar as ``postfix=value``.
+    A third value (a flow's bits/dim) is shown after the bar as ``postfix=value``
+    (``isoscope.space.progress.progress_callback``, the library's bars).
     """
-    from tqdm.auto import tqdm
+    from isoscope.space.progress import progress_callback
 
-    state: dict[str, object] = {}
+    bar = progress_callback(desc, unit, postfix, enabled=not getattr(args, "quiet", False), file=sys.stderr)
+    return bar or _no_progress
 
-    def update(done: int, total: int, value: float | None = None) -> None:
-        if getattr(args, "quiet", False):
-            return
-        bar = state.get("bar")
-        if bar is None:
-            bar = state["bar"] = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False)
-        if value is not None:
-            bar.set_postfix({postfix: f"{value:.4f}"})
-        bar.update(done - bar.n)
-        if done >= total:
-            bar.close()
 
-    return update
+def _no_progress(*_args: object) -> None:
+    return None
 
 
 def epoch_bar(args: argparse.Namespace, desc: str = "flow") -> Callable[[int, int, float], None]:
@@ -148,4 +253,4 @@ def emit(args: argparse.Namespace, result: dict, text_lines: list[str]) -> None:
 
         print(json.dumps(to_jsonable(result)))
     else:
-        print("\n".join(text_lines))
+        print("\n".join(printable(line) for line in text_lines))  # names echoed in lines cannot drive the terminal

@@ -1,8 +1,11 @@
 """``python -m isoscope compare``: how two spaces of the same texts differ (CKA, neighbour overlap, hubness, maps).
 
-A space is ``model=...,init=pretrained|random,pooling=mean,calibrate=none`` (``isoscope.compare.spaces``), e.g.
-``--a pooling=mean --b pooling=cls,calibrate=whitening``. With ``--layers`` also the linear CKA of every
-mean-pooled layer of A's model against every layer of B's (embeddings first), one forward pass per model.
+A space is ``model=...,init=pretrained|random,pooling=mean,calibrate=none``, ``vectors=FILE[:COLUMN]`` or
+``model=openai:NAME`` (``isoscope.compare.spec``), e.g. ``--a pooling=mean --b pooling=cls,calibrate=whitening``
+or ``--a vectors=openai.parquet:emb --b pooling=mean``. A vectors file gives the vectors of the --input texts by
+its text column (or row by row when it has none); without --input its own texts (rows) are compared. With
+``--layers`` also the linear CKA of every mean-pooled layer of A's model against every layer of B's (embeddings
+first), one forward pass per model.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import argparse
 import time
 
 from isoscope.commands.common import (
+    add_endpoint_arguments,
     add_json_argument,
     add_model_arguments,
     cache_from_args,
@@ -18,19 +22,26 @@ from isoscope.commands.common import (
     emit,
     encoder_loader,
     progress_bar,
+    space_sources,
 )
 from isoscope.data.inputs import INPUT_KINDS
 from isoscope.errors import InputError
 
 MAP_CHOICES: tuple[str, ...] = ("pca", "umap", "tsne", "none")
 SPEC_HELP = (
-    "comma-separated key=value: model= (folder, hub id or landscape:FOLDER[:INIT[:EPOCH[:TASK]]]; default --model), "
-    "init=pretrained|random[:SEED], pooling= (default mean), calibrate= (default none)"
+    "comma-separated key=value: model= (folder, hub id, landscape:FOLDER[:INIT[:EPOCH[:TASK]]] or openai:NAME; "
+    "default --model), init=pretrained|random[:SEED], pooling= (default mean), calibrate= (default none); or "
+    "vectors=FILE[:COLUMN] (text=COLUMN: its text column), vectors computed elsewhere"
 )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--input", required=True, help="texts: corpus (.txt/.csv/.tsv/.jsonl/.parquet) or pairs file")
+    p.add_argument(
+        "--input",
+        default=None,
+        help="texts: corpus (.txt/.csv/.tsv/.jsonl/.parquet) or pairs file (optional when a space is vectors=: "
+        "then its file's rows)",
+    )
     p.add_argument("--kind", choices=INPUT_KINDS, default="auto", help="how to read --input (default: auto)")
     p.add_argument("--text-column", default=None, help="corpus: column holding the texts (default: text)")
     p.add_argument("--a", default="", metavar="SPEC", help=f"space A: {SPEC_HELP}")
@@ -45,6 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the map samples (default: 0)")
     add_model_arguments(p, pooling=False)
+    add_endpoint_arguments(p)
     add_json_argument(p)
 
 
@@ -108,9 +120,29 @@ def _lines(result: dict) -> list[str]:
     return lines + result["warnings"]
 
 
+def _texts(args: argparse.Namespace, specs: list, sources):
+    """(the texts read, the name they are reported under): --input, or the first vectors file's rows."""
+    from isoscope.data import TextInput, load_input
+
+    if args.input is not None:
+        return load_input(args.input, args.kind, args.text_column), args.input  # a pairs file gives its sentences
+    files = [s for s in specs if s.kind == "vectors"]
+    if not files:
+        raise InputError("give --input: the texts to embed in both spaces (optional only when a space is vectors=)")
+    table = sources.table(files[0])
+    texts = table.texts if table.texts is not None else [f"row {i}" for i in range(len(table))]
+    return TextInput(list(texts), None, [], table.origin.file), table.name
+
+
+def _side(space) -> dict:
+    side = {"spec": space.spec.label(), "model": space.model_name, "dims": int(space.vectors.shape[1])}
+    if space.origin is not None:
+        side["vectors"] = space.origin.to_dict()
+    return side
+
+
 def run(args: argparse.Namespace) -> dict:
     from isoscope.compare import build_spaces, compare_spaces, parse_space
-    from isoscope.data import load_input
 
     _check_options(args)
     specs = [parse_space(args.a), parse_space(args.b)]  # before loading anything
@@ -119,10 +151,12 @@ def run(args: argparse.Namespace) -> dict:
             f"--precision {args.precision} quantises pretrained models only; compare random-init or "
             "landscape spaces with --precision fp32"
         )
-    read = load_input(args.input, args.kind, args.text_column)  # a pairs file gives its sentences
+    sources = space_sources(args)  # reads each vectors file once (the texts may come from one)
+    read, input_name = _texts(args, specs, sources)
     texts = read.texts if args.keep_duplicates else read.distinct_texts()
+    rows = None if args.keep_duplicates else read.distinct_rows()
     if len(texts) < args.k + 1:
-        raise InputError(f"--k {args.k} needs at least {args.k + 1} distinct texts; {args.input} has {len(texts)}")
+        raise InputError(f"--k {args.k} needs at least {args.k + 1} distinct texts; {input_name} has {len(texts)}")
     start = time.perf_counter()
     spaces = build_spaces(
         specs,
@@ -132,6 +166,9 @@ def run(args: argparse.Namespace) -> dict:
         config=embed_config(args),
         progress=lambda stage: progress_bar(args, stage, unit="epoch" if stage.startswith("calibrate") else "text"),
         cache=cache_from_args(args),
+        sources=sources,
+        rows=rows,
+        n_input=len(read),
     )
     embed_seconds = time.perf_counter() - start
     a, b = spaces
@@ -146,10 +183,10 @@ def run(args: argparse.Namespace) -> dict:
         progress=lambda stage: progress_bar(args, stage),
     )
     result = {
-        "input": args.input,
+        "input": input_name,
         "n_read": len(read),
-        "a": {"spec": a.spec.label(), "model": a.model_name, "dims": int(a.vectors.shape[1])},
-        "b": {"spec": b.spec.label(), "model": b.model_name, "dims": int(b.vectors.shape[1])},
+        "a": _side(a),
+        "b": _side(b),
         **report.to_dict(texts, args.top),
     }
     if args.layers:

@@ -1,18 +1,29 @@
-"""``python -m isoscope embed``: embed a corpus to a .npy file, in resumable chunks, or in shards through Ray."""
+"""``python -m isoscope embed``: embed a corpus to a .npy file, in resumable chunks, or in shards through Ray.
+
+``--calibrate METHOD`` fits a calibrator on the vectors and writes the calibrated ones. ``--vectors FILE[:COLUMN]``
+passes vectors computed elsewhere through (``embed --vectors V.parquet:emb --calibrate whitening --out Z.npy``);
+``--model openai:NAME`` embeds through an endpoint.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from isoscope.calibrate.methods import methods_help
 from isoscope.commands.common import (
+    add_endpoint_arguments,
     add_json_argument,
     add_model_arguments,
+    add_vectors_argument,
     cache_from_args,
+    check_space_options,
     embed_config,
     emit,
     encoder_from_args,
+    epoch_bar,
     progress_bar,
+    vector_input,
 )
 from isoscope.errors import InputError
 
@@ -20,8 +31,21 @@ ENGINES: tuple[str, ...] = ("local", "ray")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--input", required=True, help="corpus file: .txt, .csv, .tsv, .jsonl or .parquet")
+    p.add_argument(
+        "--input", default=None, help="corpus file: .txt, .csv, .tsv, .jsonl or .parquet (optional with --vectors)"
+    )
     p.add_argument("--text-column", default=None, help="column holding the texts (default: text)")
+    add_vectors_argument(
+        p,
+        "vectors computed elsewhere to pass through (with --calibrate: calibrated): FILE[:COLUMN] (.npy, .parquet, "
+        ".feather, .safetensors, a datasets folder); with --input, the vectors of its texts",
+    )
+    p.add_argument(
+        "--calibrate",
+        default="none",
+        metavar="METHOD",
+        help=f"fit a calibrator on the vectors and write the calibrated ones: {methods_help()} (default: none)",
+    )
     p.add_argument(
         "--out",
         default=None,
@@ -49,6 +73,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--actors", type=int, default=2, help="ray: number of actors, one model each (default: 2)")
     p.add_argument("--num-cpus", type=int, default=2, help="ray with a local address: CPUs Ray may use (default: 2)")
     add_model_arguments(p)
+    add_endpoint_arguments(p)
     add_json_argument(p)
 
 
@@ -136,8 +161,56 @@ def _run_chunked(args: argparse.Namespace, out: Path) -> dict:
     return result
 
 
+def _calibrated(args: argparse.Namespace, vectors, result: dict, lines: list[str]):
+    """``vectors`` calibrated with --calibrate (fitted on themselves); the result says what was done."""
+    if args.calibrate == "none":
+        return vectors
+    from isoscope.compare.spaces import SpaceSpec, calibrate_space
+    from isoscope.evaluate.sts import avg_cosine_or_nan
+
+    out, warnings = calibrate_space(SpaceSpec(calibrate=args.calibrate), vectors, epoch_bar(args))  # (n, k)
+    before, after = avg_cosine_or_nan(vectors), avg_cosine_or_nan(out)
+    result.update(
+        calibrate=args.calibrate, dim_in=int(vectors.shape[1]), avg_cosine_before=before, avg_cosine_after=after
+    )
+    result["warnings"] = [*result["warnings"], *warnings]
+    lines.append(f"{args.calibrate}: avg cosine of random pairs {before:.3f} -> {after:.3f}")
+    return out
+
+
+def _write(args: argparse.Namespace, out: Path, vectors, warnings: list[str], extra: dict | None = None) -> dict:
+    from isoscope.cache import atomic_save_npy
+
+    result = {"out": str(out), "n": int(vectors.shape[0]), "dim": 0, **(extra or {}), "warnings": list(warnings)}
+    lines: list[str] = []
+    vectors = _calibrated(args, vectors, result, lines)
+    atomic_save_npy(out, vectors)
+    result["dim"] = int(vectors.shape[1])
+    lines.insert(0, f"wrote {vectors.shape[0]} x {vectors.shape[1]} vectors to {out}")
+    emit(args, result, [*lines, *result["warnings"]])
+    return result
+
+
 def run(args: argparse.Namespace) -> dict:
     out = _check_out(args.out)
+    if args.calibrate != "none":
+        from isoscope.calibrate import make_calibrator
+
+        make_calibrator(args.calibrate)  # a bad method fails before anything is read
+        if args.engine == "ray" or args.chunk_size is not None:
+            raise InputError("--calibrate needs every vector in memory: drop --engine ray and --chunk-size")
+    check_space_options(args, "embed")
+    if args.vectors or args.model.strip().startswith("openai:"):
+        if out is None:
+            raise InputError("--out is required (a .npy file)")
+        if args.engine == "ray" or args.chunk_size is not None:
+            raise InputError("--vectors and endpoints are written whole: drop --engine ray and --chunk-size")
+        given = vector_input(args, args.input, "corpus")
+        assert given is not None
+        origin = given.origin.to_dict() if given.origin is not None else None
+        return _write(args, out, given.vectors, given.texts.warnings, {"source": given.name, "vectors": origin})
+    if args.input is None:
+        raise InputError("give --input (a corpus), or --vectors")
     if args.chunk_size is not None and args.chunk_size < 1:
         raise InputError("--chunk-size must be at least 1")
     if args.engine == "ray":
@@ -158,9 +231,4 @@ def run(args: argparse.Namespace) -> dict:
     vectors = encode(
         encoder, corpus.texts, args.pooling, embed_config(args), progress_bar(args, "embed"), cache_from_args(args)
     )
-    from isoscope.cache import atomic_save_npy
-
-    atomic_save_npy(out, vectors)
-    result = {"out": str(out), "n": int(vectors.shape[0]), "dim": int(vectors.shape[1]), "warnings": corpus.warnings}
-    emit(args, result, [f"wrote {vectors.shape[0]} x {vectors.shape[1]} vectors to {out}", *corpus.warnings])
-    return result
+    return _write(args, out, vectors, corpus.warnings)

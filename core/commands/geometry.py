@@ -1,7 +1,9 @@
 """``python -m isoscope geometry``: isotropy metrics, word-frequency bias and lexical-overlap bias of a space.
 
 Parses the options, reads the input (``isoscope.data.load_input``: a corpus or a pairs file, auto-detected)
-and prints ``isoscope.geometry.report.analyse_geometry``'s report (its ``to_dict()`` with ``--json``).
+and prints ``isoscope.geometry.report.analyse_geometry``'s report (its ``to_dict()`` with ``--json``). With
+``--vectors FILE[:COLUMN]`` (or ``--model openai:NAME``) the vectors come from the file (or the endpoint) and
+``analyse_vectors`` measures them: the same report without the per-layer metrics and the frequency table.
 """
 
 from __future__ import annotations
@@ -12,17 +14,22 @@ from typing import TYPE_CHECKING, Any
 
 from isoscope.calibrate.methods import methods_help
 from isoscope.commands.common import (
+    add_endpoint_arguments,
     add_json_argument,
     add_model_arguments,
+    add_vectors_argument,
     cache_from_args,
+    check_space_options,
     embed_config,
     emit,
     encoder_from_args,
     epoch_bar,
     option_name,
     progress_bar,
+    vector_input,
 )
 from isoscope.data.inputs import INPUT_KINDS
+from isoscope.errors import InputError
 from isoscope.geometry.options import CONTEXTUAL_MODES, EDIT_LEVELS, FREQUENCY_CHOICES
 
 if TYPE_CHECKING:
@@ -32,14 +39,19 @@ METRIC_KEYS: tuple[str, ...] = ("avg_cosine", "isoscore", "partition_isotropy", 
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--input", required=True, help="corpus (.txt/.csv/.tsv/.jsonl/.parquet) or pairs file")
+    p.add_argument(
+        "--input", default=None, help="corpus (.txt/.csv/.tsv/.jsonl/.parquet) or pairs file (optional with --vectors)"
+    )
     p.add_argument(
         "--kind",
         choices=INPUT_KINDS,
         default="auto",
         help="auto: a file with scores or sentence1/sentence2 columns is pairs, anything else a corpus (default: auto)",
     )
-    p.add_argument("--text-column", default=None, help="corpus: column holding the texts (default: text)")
+    p.add_argument(
+        "--text-column", default=None, help="column holding the texts: of --input, or of --vectors without --input"
+    )
+    add_vectors_argument(p)
     p.add_argument(
         "--calibrate",
         default="none",
@@ -51,9 +63,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--frequency",
         choices=FREQUENCY_CHOICES,
-        default="both",
+        default=None,
         help="token spaces for the frequency table: static input embeddings, contextual vectors, both, "
-        "or none (default: both)",
+        "or none (default: both; none for --vectors and endpoints, which have no token vectors)",
     )
     p.add_argument(
         "--frequency-input",
@@ -88,6 +100,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--edit-level", choices=EDIT_LEVELS, default="word", help="edit distance over words or characters")
     p.add_argument("--seed", type=int, default=0, help="seed of sampled pairs and occurrences (default: 0)")
     add_model_arguments(p)
+    add_endpoint_arguments(p)
     add_json_argument(p)
 
 
@@ -99,7 +112,7 @@ def config_from_args(args: argparse.Namespace) -> GeometryConfig:
         pooling=args.pooling,
         calibrate=args.calibrate,
         layers=args.layers,
-        frequency=args.frequency,
+        frequency=args.frequency or "both",
         knn_k=args.knn_k,
         rank_edges=args.rank_edges,
         token_layer=args.token_layer,
@@ -115,10 +128,39 @@ def _progress(args: argparse.Namespace, stage: str):
     return epoch_bar(args, stage) if stage.startswith("fit ") else progress_bar(args, stage)
 
 
+def _run_vectors(args: argparse.Namespace) -> dict | None:
+    """The report of --vectors or of an endpoint model (None for a model that runs here)."""
+    import dataclasses
+
+    from isoscope.encode.endpoints import is_endpoint_model
+    from isoscope.geometry.report import analyse_vectors
+
+    if not args.vectors and not is_endpoint_model(args.model):
+        return None
+    check_space_options(args, "geometry")
+    for option, value in (("--layers", args.layers), ("--frequency-input", args.frequency_input)):
+        if value:
+            raise InputError(f"{option} needs a model's layers and token vectors; --vectors and endpoints have none")
+    if args.frequency not in (None, "none"):
+        raise InputError("--frequency needs a model's token vectors; --vectors and endpoints have none")
+    config = dataclasses.replace(config_from_args(args), frequency="none")
+    given = vector_input(args, args.input, args.kind)
+    assert given is not None
+    origin = given.origin.to_dict() if given.origin is not None else None
+    report = analyse_vectors(given.vectors, given.texts, config, given.name, lambda s: _progress(args, s), origin)
+    result = report.to_dict()
+    emit(args, result, _text_lines(result))
+    return result
+
+
 def run(args: argparse.Namespace) -> dict:
     from isoscope.data import load_input, load_texts
     from isoscope.geometry.report import analyse_geometry, check_input
 
+    if (done := _run_vectors(args)) is not None:
+        return done
+    if args.input is None:
+        raise InputError("give --input (a corpus or a pairs file), or --vectors")
     config = config_from_args(args)
     texts = load_input(args.input, args.kind, args.text_column)
     check_input(texts)
@@ -144,7 +186,8 @@ def _fmt(value: Any) -> str:
 
 
 def _text_lines(result: dict) -> list[str]:
-    lines = [f"{result['input']}: {result['n_texts']} texts ({result['kind']}), {result['model']}, {result['pooling']}"]
+    pooling = f", {result['pooling']}" if result["pooling"] else ""
+    lines = [f"{result['input']}: {result['n_texts']} texts ({result['kind']}), {result['model']}{pooling}"]
     stages = ["raw"] + (["calibrated"] if "calibrated" in result else [])
     lines.append(f"{'metric':<20}" + "".join(f"{s:>12}" for s in stages))
     for key in METRIC_KEYS:

@@ -1,6 +1,11 @@
 """``python -m isoscope sts``: STS evaluation of a pairs file (Spearman and Pearson x100), optionally calibrated.
 
 python -m isoscope sts --pairs stsb-en-test.csv --pooling cls --calibrate flow --fit-on target --json
+
+With vectors computed elsewhere (``isoscope.data.load_pair_vectors``): ``--vectors V`` gives each sentence's vector
+by its text (V's text column), or by row ids (``--pair-ids``: the pairs' two text columns hold row numbers of V),
+or V holds the sentence1 rows then the sentence2 rows; ``--vectors A --vectors-b B``: A holds sentence1's vectors
+and B sentence2's. ``--model openai:NAME`` embeds the pairs through an endpoint.
 """
 
 from __future__ import annotations
@@ -9,15 +14,21 @@ import argparse
 
 from isoscope.commands.calibrate import METHOD_HELP, add_flow_arguments, calibrator_from_args
 from isoscope.commands.common import (
+    add_endpoint_arguments,
     add_json_argument,
     add_model_arguments,
+    add_vectors_argument,
     cache_from_args,
+    check_space_options,
     embed_config,
     emit,
     encoder_from_args,
+    endpoint_cache,
+    endpoint_from_args,
     epoch_bar,
     progress_bar,
 )
+from isoscope.errors import InputError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,15 +37,63 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fit-on",
         default="target",
-        help="fit the calibrator on 'target' (all sentences of the pairs, no labels; default) or on a corpus FILE",
+        help="fit the calibrator on 'target' (all sentences of the pairs, no labels; default) or on a corpus FILE "
+        "(with --vectors: its texts' vectors, looked up in the vectors file)",
+    )
+    add_vectors_argument(
+        p,
+        "vectors computed elsewhere: FILE[:COLUMN] (.npy, .parquet, .feather, .safetensors, a datasets folder); "
+        "each sentence's vector is found by its text, or by --pair-ids, or the file holds the sentence1 rows then "
+        "the sentence2 rows",
+    )
+    p.add_argument(
+        "--vectors-b",
+        default=None,
+        metavar="FILE[:COLUMN]",
+        help="with --vectors: sentence2's vectors (--vectors: sentence1's)",
+    )
+    p.add_argument(
+        "--pair-ids",
+        action="store_true",
+        help="with --vectors: the pairs' two text columns are row numbers of the file",
     )
     add_flow_arguments(p)
     add_model_arguments(p)
+    add_endpoint_arguments(p)
     add_json_argument(p)
 
 
 def _progress(args: argparse.Namespace, stage: str):
     return epoch_bar(args) if stage == "fit" else progress_bar(args, stage)
+
+
+def _given(args: argparse.Namespace, pairs, corpus, calibrator) -> dict | None:
+    """The report for --vectors or an endpoint model; None for a model that runs here."""
+    from isoscope.data import load_pair_vectors
+    from isoscope.encode.endpoints import is_endpoint_model
+    from isoscope.evaluate.sts import sts_of_vectors
+
+    if (args.vectors_b and not args.vectors) or (args.pair_ids and not args.vectors):
+        raise InputError("--vectors-b and --pair-ids go with --vectors")
+    if not args.vectors and not is_endpoint_model(args.model):
+        return None
+    check_space_options(args, "sts")
+    stage = lambda s: _progress(args, s)  # noqa: E731
+    fit_on = None if corpus is None else (corpus.name, corpus.warnings)
+    if args.vectors:
+        given = load_pair_vectors(pairs, args.vectors, args.vectors_b, args.pair_ids)
+        fit = None if corpus is None else given.table.vectors_for(corpus.texts)  # (m, d), the file read once
+        result = sts_of_vectors(given.a, given.b, pairs, calibrator, fit, fit_on, given.name, None, stage, args.seed)
+        result["vectors"] = given.origin.to_dict()
+        result["warnings"] = [*given.warnings, *result["warnings"]]
+        return result
+    from isoscope.encode.remote import embed_endpoint
+
+    endpoint, store = endpoint_from_args(args), endpoint_cache(args)
+    both = embed_endpoint(endpoint, pairs.texts, progress_bar(args, "embed"), store)  # (2n, d)
+    fit = None if corpus is None else embed_endpoint(endpoint, corpus.texts, progress_bar(args, "embed corpus"), store)
+    n = len(pairs)
+    return sts_of_vectors(both[:n], both[n:], pairs, calibrator, fit, fit_on, endpoint.name, None, stage, args.seed)
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -47,20 +106,23 @@ def run(args: argparse.Namespace) -> dict:
     corpus = None if args.fit_on == "target" else load_corpus(args.fit_on)
     if corpus is not None:
         check_fit_corpus(corpus)
-    encoder = encoder_from_args(args)
-    result = sts_report(
-        encoder,
-        pairs,
-        calibrator,
-        corpus,
-        args.pooling,
-        embed_config(args),
-        cache_from_args(args),
-        lambda stage: _progress(args, stage),
-        args.seed,
-    )
+    result = _given(args, pairs, corpus, calibrator)
+    if result is None:
+        encoder = encoder_from_args(args)
+        result = sts_report(
+            encoder,
+            pairs,
+            calibrator,
+            corpus,
+            args.pooling,
+            embed_config(args),
+            cache_from_args(args),
+            lambda stage: _progress(args, stage),
+            args.seed,
+        )
+    pooling = f", pooling {result['pooling']}" if result["pooling"] else ""
     lines = [
-        f"{pairs.name}: {result['n_pairs']} pairs, {encoder.name}, pooling {args.pooling}",
+        f"{pairs.name}: {result['n_pairs']} pairs, {result['model']}{pooling}",
         f"spearman {result['spearman']:.2f}  pearson {result['pearson']:.2f}",
     ]
     c = result["calibrated"]

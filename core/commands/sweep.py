@@ -3,7 +3,9 @@
 python -m isoscope sweep --input corpus.csv --pairs ../shared/data/stsb/stsb-en-test.csv --dims 32,64,128,256 --json
 
 Rows: fp32, int8-model, int8-vectors, binary, truncate:K and pca:K; columns: IsoScore, average cosine, effective
-rank, neighbour overlap@k with the fp32 space, STS Spearman (x100, with --pairs) and bytes per vector.
+rank, neighbour overlap@k with the fp32 space, STS Spearman (x100, with --pairs) and bytes per vector. With
+``--vectors FILE[:COLUMN]`` (or ``--model openai:NAME``) the sweep starts from those vectors (no int8-model row:
+there is no model to quantise); the pairs' vectors are looked up in the file by text.
 """
 
 from __future__ import annotations
@@ -11,20 +13,29 @@ from __future__ import annotations
 import argparse
 
 from isoscope.commands.common import (
+    add_endpoint_arguments,
     add_json_argument,
     add_model_arguments,
+    add_vectors_argument,
     cache_from_args,
+    check_space_options,
     embed_config,
     emit,
     encoder_from_args,
+    endpoint_cache,
+    endpoint_from_args,
     progress_bar,
+    vector_input,
 )
 from isoscope.errors import InputError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--input", required=True, help="corpus file: .txt, .csv, .tsv, .jsonl or .parquet")
+    p.add_argument(
+        "--input", default=None, help="corpus file: .txt, .csv, .tsv, .jsonl or .parquet (optional with --vectors)"
+    )
     p.add_argument("--text-column", default=None, help="column holding the texts (default: text)")
+    add_vectors_argument(p)
     p.add_argument(
         "--pairs", default=None, help="scored pairs file (sentence1, sentence2, score) for the STS Spearman column"
     )
@@ -35,13 +46,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_arguments(
         p, precision=False, fp32_note="no --precision: the sweep encodes with the fp32 model and its int8 copy"
     )
+    add_endpoint_arguments(p)
     add_json_argument(p)
 
 
 def _lines(result: dict) -> list[str]:
     head = f"{'variant':14s} {'dims':>5s} {'bytes':>7s} {'IsoScore':>8s} {'avg cos':>8s} {'eff rank':>8s}"
     head += f" {'overlap@' + str(result['k']):>10s} {'Spearman':>8s}"
-    lines = [f"{result['corpus']}: {result['n_texts']} texts, {result['model']}, pooling {result['pooling']}", head]
+    pooling = f", pooling {result['pooling']}" if result["pooling"] else ""
+    lines = [f"{result['corpus']}: {result['n_texts']} texts, {result['model']}{pooling}", head]
     for r in result["rows"]:
         lines.append(
             f"{r['variant']:14s} {r['dims']:5d} {r['bytes_per_vector']:7.0f} {r['isoscore']:8.3f} "
@@ -50,18 +63,56 @@ def _lines(result: dict) -> list[str]:
     return lines + result["warnings"]
 
 
+def _given_pairs(args: argparse.Namespace, pairs):
+    """SweepPairs of --vectors (looked up by text) or of the endpoint."""
+    import numpy as np
+
+    from isoscope.geometry.sweep import SweepPairs
+
+    if pairs is None:
+        return None
+    gold = np.asarray(pairs.scores, np.float64)
+    if args.vectors:
+        from isoscope.data import load_pair_vectors
+
+        given = load_pair_vectors(pairs, args.vectors)
+        return SweepPairs(given.a, given.b, gold)
+    from isoscope.encode.remote import embed_endpoint
+
+    both = embed_endpoint(
+        endpoint_from_args(args), pairs.texts, progress_bar(args, "embed pairs"), endpoint_cache(args)
+    )
+    return SweepPairs(both[: len(pairs)], both[len(pairs) :], gold)
+
+
 def run(args: argparse.Namespace) -> dict:
     from isoscope.data import load_corpus, load_pairs
     from isoscope.geometry.sweep import SweepConfig, encode_for_sweep, parse_dims, run_sweep
 
-    corpus = load_corpus(args.input, text_column=args.text_column)
-    if len(corpus) < 3:
-        raise InputError(f"{corpus.name}: the sweep needs at least 3 texts, got {len(corpus)}")
     if args.k < 1:
         raise InputError("--k must be at least 1")
+    check_space_options(args, "sweep")
     pairs = load_pairs(args.pairs) if args.pairs else None
     if pairs is not None and pairs.scores is None:
         raise InputError(f"{pairs.name}: no score column; the Spearman column needs gold scores")
+    given = vector_input(args, args.input, "corpus")
+    if given is not None:
+        if len(given) < 3:
+            raise InputError(f"{given.name}: the sweep needs at least 3 texts, got {len(given)}")
+        dims = parse_dims(args.dims, given.vectors.shape[1])
+        table = run_sweep(
+            given.vectors,
+            None,
+            _given_pairs(args, pairs),
+            SweepConfig(dims=dims, k=args.k),
+            progress_bar(args, "sweep", unit="variant"),
+        )
+        return _emit(args, given.texts.name or given.name, given.name, None, given.texts.warnings, pairs, table)
+    if args.input is None:
+        raise InputError("give --input (a corpus), or --vectors")
+    corpus = load_corpus(args.input, text_column=args.text_column)
+    if len(corpus) < 3:
+        raise InputError(f"{corpus.name}: the sweep needs at least 3 texts, got {len(corpus)}")
     encoder = encoder_from_args(args)
     dims = parse_dims(args.dims, encoder.hidden_size)  # bad dimensions: fail before encoding
     vectors = encode_for_sweep(
@@ -80,12 +131,16 @@ def run(args: argparse.Namespace) -> dict:
         SweepConfig(dims=dims, k=args.k),
         progress_bar(args, "sweep", unit="variant"),
     )
-    warnings = corpus.warnings + (pairs.warnings if pairs is not None else []) + result_.warnings
+    return _emit(args, corpus.name, encoder.name, args.pooling, corpus.warnings, pairs, result_)
+
+
+def _emit(args: argparse.Namespace, corpus: str, model: str, pooling, warnings: list[str], pairs, result_) -> dict:
+    warnings = warnings + (pairs.warnings if pairs is not None else []) + result_.warnings
     result = {
-        "corpus": corpus.name,
+        "corpus": corpus,
         "pairs": None if pairs is None else pairs.name,
-        "model": encoder.name,
-        "pooling": args.pooling,
+        "model": model,
+        "pooling": pooling,
         "n_texts": result_.n_texts,
         "n_pairs": result_.n_pairs,
         "k": result_.k,

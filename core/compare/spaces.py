@@ -1,22 +1,19 @@
-"""A *space*: (model, init, pooling, calibration) applied to one list of texts.
+"""A *space* applied to one list of texts: a model's (model, init, pooling), a vectors file's rows, or an
+embeddings endpoint's answers, then a calibration fitted on the space's own vectors.
 
-SPEC strings (CLI ``--a`` / ``--b``) are comma-separated ``key=value`` lists; every key is optional::
+What a space comes from is a ``SpaceSpec`` (``isoscope.compare.spec``: the dataclass and ``parse_space``, the
+one parser of SPEC strings, re-exported here). ``build_spaces`` turns specs into ``Space``s: one forward pass
+per distinct encoder, one read per vectors file (``SpaceSources.tables``, default ``load_vector_file``), one
+batched, cached run per endpoint (``isoscope.encode.remote``).
 
-    model=...         empty (the embedded all-MiniLM-L6-v2), a local folder, a hub id, or
-                      landscape:FOLDER[:INIT[:EPOCH[:TASK]]]  a checkpoint of a loss-surface run
-    init=pretrained   or random, random:SEED: the model's architecture with seeded random weights
-    pooling=mean      any pooling mode, including layer:K
-    calibrate=none    any calibrator (none, flow, whitening, whitening:K, sn, abtt:D, sn+abtt:D), fitted
-                      on the space's own vectors of the texts (no labels)
-
-e.g. ``pooling=cls,calibrate=whitening`` or ``model=landscape:latest:pretrained:3``. Values cannot contain
-commas. Landscape checkpoints (written by ``python -m isoscope landscape``, see ``isoscope.landscape.train``):
-FOLDER is an experiment folder, its name under ``$ISOSCOPE_CACHE/landscape``, or ``latest`` (the newest
-finished one); INIT is ``pretrained`` (default) or ``scratch``; EPOCH a number or ``last`` (default; 0 is
-the run's starting point); TASK ``task1`` (default, the main task) or ``task2``. The run's
-``epoch_NNN.safetensors`` holds one flat vector ``theta``: the encoder's parameters in ``named_parameters``
-order without the unused pooler, then the linear head (``hidden * classes + classes`` values), which is
-dropped here. The base model is the experiment's (``summary.json``), and must be loadable.
+Landscape checkpoints (``model=landscape:FOLDER[:INIT[:EPOCH[:TASK]]]``, written by ``python -m isoscope
+landscape``, see ``isoscope.landscape.train``): FOLDER is an experiment folder, its name under
+``$ISOSCOPE_CACHE/landscape``, or ``latest`` (the newest finished one); INIT is ``pretrained`` (default) or
+``scratch``; EPOCH a number or ``last`` (default; 0 is the run's starting point); TASK ``task1`` (default, the
+main task) or ``task2``. The run's ``epoch_NNN.safetensors`` holds one flat vector ``theta``: the encoder's
+parameters in ``named_parameters`` order without the unused pooler, then the linear head (``hidden * classes
++ classes`` values), which is dropped here. The base model is the experiment's (``summary.json``), and must be
+loadable.
 
 Random init builds ``AutoModel.from_config(config)`` under ``torch.random.fork_rng``, so the global RNG
 of the process is left exactly as it was.
@@ -26,124 +23,58 @@ from __future__ import annotations
 
 import copy
 import logging
-import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, get_args
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from isoscope.cache import ArrayCache, make_key
+from isoscope.compare.spec import (
+    INITS,
+    LANDSCAPE_INITS,
+    LANDSCAPE_PREFIX,
+    LANDSCAPE_TASKS,
+    SPEC_KEYS,
+    LandscapeRef,
+    SpaceKind,
+    SpaceSpec,
+    parse_landscape_ref,
+    parse_space,
+)
 from isoscope.encode.models import Encoder
 from isoscope.errors import InputError, first_line
 
+if TYPE_CHECKING:
+    from isoscope.data.vectors import VectorOrigin, VectorTable
+    from isoscope.encode.endpoints import Endpoint
+    from isoscope.encode.remote import EndpointCache
+
+__all__ = [
+    "INITS",
+    "LANDSCAPE_INITS",
+    "LANDSCAPE_PREFIX",
+    "LANDSCAPE_TASKS",
+    "SPEC_KEYS",
+    "LandscapeRef",
+    "Space",
+    "SpaceKind",
+    "SpaceSources",
+    "SpaceSpec",
+    "build_spaces",
+    "calibrate_space",
+    "check_pooling",
+    "load_space_encoder",
+    "parse_landscape_ref",
+    "parse_space",
+    "random_encoder",
+]
+
 log = logging.getLogger(__name__)
 
-SpecKey = Literal["model", "init", "pooling", "calibrate"]
-SPEC_KEYS: tuple[str, ...] = get_args(SpecKey)
-Init = Literal["pretrained", "random"]
-INITS: tuple[str, ...] = get_args(Init)
-LANDSCAPE_PREFIX = "landscape:"
-LANDSCAPE_INITS: tuple[str, ...] = ("pretrained", "scratch")
-LANDSCAPE_TASKS: tuple[str, ...] = ("task1", "task2")
 Loader = Callable[[str], Encoder]  # model name -> Encoder (isoscope.encode.models.load_encoder)
 ProgressFn = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class SpaceSpec:
-    """What makes a space; ``seed`` is the random-init seed (``init=random:SEED``)."""
-
-    model: str = ""
-    init: str = "pretrained"
-    seed: int = 0
-    pooling: str = "mean"
-    calibrate: str = "none"
-
-    @property
-    def encoder_key(self) -> tuple[str, str, int]:
-        """Specs with the same key share one encoder and one forward pass."""
-        return (self.model, self.init, self.seed if self.init == "random" else 0)
-
-    def label(self) -> str:
-        init = f"random:{self.seed}" if self.init == "random" and self.seed else self.init
-        return f"model={self.model or 'default'},init={init},pooling={self.pooling},calibrate={self.calibrate}"
-
-
-def _bad(text: str, what: str) -> InputError:
-    return InputError(f"space '{text}': {what}; give key=value pairs separated by commas, keys {', '.join(SPEC_KEYS)}")
-
-
-def _parse_init(text: str, value: str) -> tuple[str, int]:
-    name, _, seed = value.partition(":")
-    if name not in INITS or (seed and name != "random"):
-        raise _bad(text, f"init must be one of {', '.join(INITS)} (or random:SEED), got '{value}'")
-    if not seed:
-        return name, 0
-    if not re.fullmatch(r"\d+", seed):
-        raise _bad(text, f"the seed in init=random:SEED must be a whole number >= 0, got '{seed}'")
-    return name, int(seed)
-
-
-def parse_space(text: str | None) -> SpaceSpec:
-    """Parse a SPEC string (see the module docstring) and check its values without loading anything."""
-    from isoscope.calibrate import make_calibrator
-    from isoscope.encode.pooling import parse_pooling
-
-    text = (text or "").strip()
-    values: dict[str, str] = {}
-    for item in filter(None, (p.strip() for p in text.split(","))):
-        key, eq, value = item.partition("=")
-        key = key.strip().lower()
-        if not eq:
-            raise _bad(text, f"'{item}' is not key=value")
-        if key not in SPEC_KEYS:
-            raise _bad(text, f"unknown key '{key}'")
-        if key in values:
-            raise _bad(text, f"'{key}' is given twice")
-        values[key] = value.strip()
-    init, seed = _parse_init(text, values.get("init") or "pretrained")
-    spec = SpaceSpec(values.get("model", ""), init, seed, values.get("pooling") or "mean", "none")
-    try:
-        parse_pooling(spec.pooling, None, True)  # the model's own limits are checked once it is loaded
-        calibrate = make_calibrator(values.get("calibrate") or "none").method
-    except ValueError as exc:
-        raise InputError(f"space '{text}': {first_line(exc)}") from None
-    if spec.model.startswith(LANDSCAPE_PREFIX):
-        parse_landscape_ref(spec.model)
-        if init == "random":
-            raise _bad(text, "init=random takes a model's architecture, not a landscape checkpoint (use its epoch 0)")
-    return replace(spec, calibrate=calibrate)
-
-
-# ---------------------------------------------------------------- encoders
-
-
-@dataclass(frozen=True)
-class LandscapeRef:
-    folder: str  # experiment folder, its name under the landscape root, or "latest"
-    init: str = "pretrained"
-    epoch: int | None = None  # None = last
-    task: str = "task1"
-
-
-def parse_landscape_ref(model: str) -> LandscapeRef:
-    """``landscape:FOLDER[:INIT[:EPOCH[:TASK]]]`` -> LandscapeRef (InputError listing the valid values)."""
-    parts = model[len(LANDSCAPE_PREFIX) :].split(":")
-    usage = "use landscape:FOLDER[:INIT[:EPOCH[:TASK]]], e.g. landscape:latest:pretrained:last:task1"
-    if not parts[0] or len(parts) > 4:
-        raise InputError(f"model '{model}': {usage}")
-    init = parts[1] if len(parts) > 1 and parts[1] else "pretrained"
-    epoch_text = parts[2] if len(parts) > 2 and parts[2] else "last"
-    task = parts[3] if len(parts) > 3 and parts[3] else "task1"
-    if init not in LANDSCAPE_INITS:
-        raise InputError(f"model '{model}': INIT must be one of {', '.join(LANDSCAPE_INITS)}; {usage}")
-    if task not in LANDSCAPE_TASKS:
-        raise InputError(f"model '{model}': TASK must be one of {', '.join(LANDSCAPE_TASKS)}; {usage}")
-    if epoch_text != "last" and not re.fullmatch(r"\d+", epoch_text):
-        raise InputError(f"model '{model}': EPOCH must be a whole number or 'last'; {usage}")
-    return LandscapeRef(parts[0], init, None if epoch_text == "last" else int(epoch_text), task)
 
 
 def landscape_folder(ref: LandscapeRef) -> Path:
@@ -285,18 +216,54 @@ def load_space_encoder(spec: SpaceSpec, loader: Loader | None = None) -> Encoder
 
 @dataclass
 class Space:
-    """One space's vectors of the texts."""
+    """One space's vectors of the texts, and what they came from (``fingerprint`` goes into cache keys)."""
 
     spec: SpaceSpec
-    model_name: str
-    raw: np.ndarray  # (n, d) pooled, before calibration
+    model_name: str  # the encoder's name, the vectors file's FILE:COLUMN, or the endpoint's openai:NAME
+    raw: np.ndarray  # (n, d) pooled (or as read), before calibration
     vectors: np.ndarray  # (n, d') after calibration (``raw`` itself for none)
     layers: list[np.ndarray] | None = None  # (n, d) mean-pooled layer:0..L of the same encoder, raw
     warnings: list[str] = field(default_factory=list)
+    fingerprint: str = ""  # of the raw vectors: encoder + pooling + max length, the file's origin, the endpoint
+    origin: VectorOrigin | None = None  # a vectors file's provenance (file, column, dtype, digest)
 
     @property
     def layer_names(self) -> list[str]:
         return [f"layer:{i}" for i in range(len(self.layers or []))]
+
+
+@dataclass
+class SpaceSources:
+    """Where ``build_spaces`` gets the spaces that are not models.
+
+    ``tables(spec)``: the VectorTable of a ``vectors=`` spec (default: ``load_vector_file`` of its file, column
+    and text column; the dashboard passes its upload); each is read once per SpaceSources. ``endpoints(spec)``:
+    the Endpoint of a ``model=openai:NAME`` spec (default: its base_url, or OpenAI's). ``endpoint_cache``: where
+    endpoint vectors are kept (default: next to the embedding cache, when there is one).
+    """
+
+    tables: Callable[[SpaceSpec], VectorTable] | None = None
+    endpoints: Callable[[SpaceSpec], Endpoint] | None = None
+    endpoint_cache: EndpointCache | None = None
+    _read: dict[tuple, VectorTable] = field(default_factory=dict, repr=False)
+
+    def table(self, spec: SpaceSpec) -> VectorTable:
+        """The table of a vectors spec, read on first use."""
+        if spec.encoder_key not in self._read:
+            if self.tables is not None:
+                self._read[spec.encoder_key] = self.tables(spec)
+            else:
+                from isoscope.data.vectors import load_vector_file
+
+                self._read[spec.encoder_key] = load_vector_file(spec.vectors, spec.column, spec.text_column)
+        return self._read[spec.encoder_key]
+
+    def endpoint(self, spec: SpaceSpec) -> Endpoint:
+        if self.endpoints is not None:
+            return self.endpoints(spec)
+        from isoscope.encode.endpoints import endpoint_for
+
+        return endpoint_for(spec.model, spec.base_url or None)
 
 
 def check_pooling(spec: SpaceSpec, encoder: Encoder, which: str = "") -> str:
@@ -322,6 +289,40 @@ def calibrate_space(spec: SpaceSpec, raw: np.ndarray, progress=None) -> tuple[np
     return np.asarray(cal.transform(raw), np.float32), [warning] if warning else []
 
 
+@dataclass
+class _Given:
+    """The raw vectors of a space that is not a model: a file's rows or an endpoint's answers."""
+
+    raw: np.ndarray  # (n, d)
+    name: str
+    fingerprint: str
+    origin: VectorOrigin | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def _given(
+    spec: SpaceSpec,
+    texts: Sequence[str],
+    sources: SpaceSources,
+    cache: ArrayCache | None,
+    progress: Callable[[str], ProgressFn | None] | None,
+    rows: Sequence[int] | None,
+    n_input: int | None,
+) -> _Given:
+    if spec.kind == "vectors":
+        table = sources.table(spec)
+        raw = table.vectors_for(texts, rows, n_input)  # (n, d)
+        return _Given(raw, table.name, table.origin.fingerprint, table.origin, list(table.warnings))
+    from isoscope.encode.remote import EndpointCache, embed_endpoint
+
+    endpoint = sources.endpoint(spec)
+    store = sources.endpoint_cache
+    if store is None and cache is not None:
+        store = EndpointCache(cache.root.parent / "endpoints.sqlite")
+    bar = progress(f"embed {endpoint.name}") if progress else None
+    return _Given(embed_endpoint(endpoint, texts, bar, store), endpoint.name, endpoint.fingerprint)
+
+
 def build_spaces(
     specs: Sequence[SpaceSpec],
     texts: Sequence[str],
@@ -330,20 +331,36 @@ def build_spaces(
     config=None,
     progress: Callable[[str], ProgressFn | None] | None = None,
     cache: ArrayCache | None = None,
+    sources: SpaceSources | None = None,
+    rows: Sequence[int] | None = None,
+    n_input: int | None = None,
 ) -> list[Space]:
     """Embed ``texts`` in every space of ``specs``: one forward pass per distinct encoder, giving every pooling
-    its specs need (and with ``layers`` mean-pooled ``layer:0..L``), then each space's calibration.
+    its specs need (and with ``layers`` mean-pooled ``layer:0..L``), one read per vectors file, one run per
+    endpoint; then each space's calibration.
 
+    A vectors file gives the rows of ``texts`` by text when it has a text column, else by position: ``rows[i]``
+    is the input row of ``texts[i]`` (default ``i``) of ``n_input`` rows (default ``len(texts)``).
     ``progress(stage)`` returns a ``(done, total)`` callback for that stage (or None).
     """
-    from isoscope.encode.embed import encode_many
+    from isoscope.encode.embed import EmbedConfig, encode_many
 
     if len(texts) < 2:
         raise InputError(f"need at least 2 texts to compare spaces, got {len(texts)}")
+    if layers and (without := [s for s in specs if not s.has_model]):
+        raise InputError(f"the layer CKA needs a model's layers; space {without[0].label()} has none")
+    sources = sources or SpaceSources()
+    given: dict[tuple, _Given] = {}
+    for spec in specs:  # files first: a bad file fails before any model is loaded
+        if spec.kind == "vectors" and spec.encoder_key not in given:
+            given[spec.encoder_key] = _given(spec, texts, sources, cache, progress, rows, n_input)
     encoders: dict[tuple, Encoder] = {}
     for spec in specs:
-        if spec.encoder_key not in encoders:
+        if spec.kind == "model" and spec.encoder_key not in encoders:
             encoders[spec.encoder_key] = load_space_encoder(spec, loader)
+    for spec in specs:
+        if spec.kind == "endpoint" and spec.encoder_key not in given:
+            given[spec.encoder_key] = _given(spec, texts, sources, cache, progress, rows, n_input)
     poolings = {
         key: {check_pooling(s, encoders[key], f"space {s.label()}: ") for s in specs if s.encoder_key == key}
         for key in encoders
@@ -353,13 +370,21 @@ def build_spaces(
         names = sorted(poolings[key]) + ([f"layer:{i}" for i in range(enc.num_layers + 1)] if layers else [])
         bar = progress(f"embed {enc.name}") if progress else None
         pooled[key] = encode_many(enc, texts, list(dict.fromkeys(names)), config, bar, cache)
+    max_length = (config or EmbedConfig()).max_length
     out = []
     for spec in specs:
-        enc = encoders[spec.encoder_key]
-        vectors = pooled[spec.encoder_key]
-        raw = vectors[check_pooling(spec, enc)]
+        stack = None
+        if spec.kind == "model":
+            enc = encoders[spec.encoder_key]
+            vectors = pooled[spec.encoder_key]
+            pooling = check_pooling(spec, enc)
+            raw, name, origin, warnings = vectors[pooling], enc.name, None, []
+            fingerprint = make_key("space", enc.fingerprint, pooling, max_length)
+            stack = [vectors[f"layer:{i}"] for i in range(enc.num_layers + 1)] if layers else None
+        else:
+            g = given[spec.encoder_key]
+            raw, name, origin, warnings, fingerprint = g.raw, g.name, g.origin, list(g.warnings), g.fingerprint
         bar = progress(f"calibrate {spec.calibrate}") if progress and spec.calibrate == "flow" else None
-        calibrated, warnings = calibrate_space(spec, raw, bar)
-        stack = [vectors[f"layer:{i}"] for i in range(enc.num_layers + 1)] if layers else None
-        out.append(Space(spec, enc.name, raw, calibrated, stack, warnings))
+        calibrated, cal_warnings = calibrate_space(spec, raw, bar)
+        out.append(Space(spec, name, raw, calibrated, stack, [*warnings, *cal_warnings], fingerprint, origin))
     return out

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from isoscope.data.limits import DecodeLimits, current_limits, resolve
-from isoscope.data.source import CORPUS_FORMATS, Source, as_source, file_format
+from isoscope.data.source import CORPUS_FORMATS, Source, as_source
 from isoscope.data.tables import TEXT_COLUMN_NAMES, check_rows, clean_texts, read_table, truncate_texts
 from isoscope.data.text import TextStats, decoded_pieces, iter_text_lines
 from isoscope.errors import InputError
@@ -61,8 +61,7 @@ def streamable_corpus(source: str | Path, text_column: str | None = None) -> tup
     a path, streamed later without a row or size limit; any other file is loaded with ``load_corpus``."""
     path = Path(source)
     if path.suffix.lower() in (".txt", ".text") and text_column is None:
-        if not path.is_file():
-            raise InputError(f"file not found: {source}")
+        as_source(path, None, streaming_limits())  # a missing file, a FIFO, a device: one line, at once
         return path, []
     corpus = load_corpus(source, text_column=text_column)
     return corpus.texts, corpus.warnings
@@ -82,7 +81,7 @@ def load_corpus(
     name = src.name
     if src.is_blank():
         raise InputError(f"{name}: the file is empty")
-    fmt = file_format(name, CORPUS_FORMATS)
+    fmt = src.format(CORPUS_FORMATS)
     if fmt == "txt":
         stats = TextStats(name)
         lines = list(stream_texts(src, name, limits, stats))

@@ -1,5 +1,6 @@
 """JSON Lines, bounded: each record's length and nesting depth are checked before it is parsed, text values
-are cut to the text limit, and the number of records and of distinct keys is capped."""
+are cut to the text limit, and the number of records and of distinct keys is capped. Keys and text values
+go through ``replace_surrogates`` (a ``\\ud800`` escape decodes to half a character)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Iterable, Iterator
 import pandas as pd
 
 from isoscope.data.limits import DecodeLimits, MiB
-from isoscope.data.text import CellBuilder, frame_of
+from isoscope.data.text import CellBuilder, TextStats, frame_of, replace_surrogates
 from isoscope.errors import InputError
 
 _STRUCTURE = re.compile(r'[\[\]{}"]')
@@ -60,15 +61,17 @@ def _lines(pieces: Iterable[str], name: str, max_chars: int) -> Iterator[tuple[i
         yield number, "".join(parts)
 
 
-def _clip(value: object, cell: CellBuilder) -> object:
+def _clip(value: object, cell: CellBuilder, stats: TextStats) -> object:
     if isinstance(value, str):
         cell.add(value)
-        return cell.finish()
+        return replace_surrogates(cell.finish(), stats)
     return value
 
 
-def read_jsonl(pieces: Iterable[str], name: str, limits: DecodeLimits) -> pd.DataFrame:
-    """One JSON object per line (blank lines skipped) as a frame, one column per key."""
+def read_jsonl(pieces: Iterable[str], name: str, limits: DecodeLimits, stats: TextStats | None = None) -> pd.DataFrame:
+    """One JSON object per line (blank lines skipped) as a frame, one column per key; ``stats`` counts the
+    surrogates replaced (for the file's warnings)."""
+    stats = stats if stats is not None else TextStats(name)
     records: list[dict] = []
     keys: dict[str, None] = {}
     cell = CellBuilder(limits.max_chars)
@@ -86,13 +89,14 @@ def read_jsonl(pieces: Iterable[str], name: str, limits: DecodeLimits) -> pd.Dat
             raise InputError(f"{name}: line {i} is not valid JSON; each line must be one JSON object") from None
         if not isinstance(obj, dict):
             raise InputError(f'{name}: line {i} is not a JSON object like {{"sentence1": ..., "sentence2": ...}}')
+        obj = {replace_surrogates(k, stats): v for k, v in obj.items()}
         keys.update(dict.fromkeys(obj))
         if len(keys) > limits.max_columns:
             raise InputError(
                 f"{name}: the records use more than {limits.max_columns} different keys; "
                 "keep the text and a few metadata fields (or raise ISOSCOPE_MAX_COLUMNS)"
             )
-        records.append({k: _clip(v, cell) for k, v in obj.items()})
+        records.append({k: _clip(v, cell, stats) for k, v in obj.items()})
         if len(records) > limits.max_rows:
             break
     if not records:

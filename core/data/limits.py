@@ -32,6 +32,7 @@ class DecodeLimits:
     max_json_depth: int = 64  # nesting of arrays/objects in one JSON value
     max_parquet_bytes: int = 512 * MiB  # uncompressed size of a Parquet file's data, from its metadata
     max_row_groups: int = 10_000  # row groups of a Parquet file
+    max_vector_bytes: int = 1024 * MiB  # one vectors file decoded to float32 (rows x dimensions x 4 bytes)
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -85,6 +86,7 @@ def limits_help() -> str:
         "max_json_depth": "nesting depth of a JSON value",
         "max_parquet_bytes": "uncompressed bytes of a Parquet file's data",
         "max_row_groups": "row groups of a Parquet file",
+        "max_vector_bytes": "bytes of one vectors file decoded to float32 (rows x dimensions x 4)",
     }
     default = DecodeLimits()
     return "\n".join(f"{ENV_VARS[k]} (default {getattr(default, k):,}): {v}" for k, v in doc.items())

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from isoscope.data.limits import DecodeLimits, resolve
-from isoscope.data.source import TABLE_FORMATS, as_source, file_format
+from isoscope.data.source import TABLE_FORMATS, as_source
 from isoscope.data.tables import check_rows, clean_texts, read_table, truncate_texts
 from isoscope.errors import InputError
 
@@ -59,7 +59,7 @@ def load_pairs(
     name = src.name
     if src.is_blank():
         raise InputError(f"{name}: the file is empty")
-    fmt = file_format(name, TABLE_FORMATS)
+    fmt = src.format(TABLE_FORMATS)
     df, has_header, warnings = read_table(src, name, fmt, limits=limits)
     df = _pair_columns(df, name, has_header)
     check_rows(len(df), name, limits.max_rows)
@@ -96,6 +96,15 @@ def _as_number(v: object) -> object:
     return v
 
 
+def _scores_under_a_header(df: pd.DataFrame) -> bool:
+    """A first row whose third cell is not a number above rows whose third cells are: the first row names the
+    columns (a header of unknown names), so reading it by position would drop it as a row without a score."""
+    if df.shape[1] < 3 or len(df) < 2:
+        return False
+    third = pd.to_numeric(df.iloc[:, 2].map(_as_number), errors="coerce")  # (rows,)
+    return bool(np.isnan(third.iloc[0]) and third.iloc[1:].notna().mean() > 0.5)
+
+
 def _pair_columns(df: pd.DataFrame, name: str, has_header: bool) -> pd.DataFrame:
     cols = {str(c).strip().lower(): c for c in df.columns}
     if "sentence1" in cols and "sentence2" in cols:
@@ -105,6 +114,9 @@ def _pair_columns(df: pd.DataFrame, name: str, has_header: bool) -> pd.DataFrame
                 out["score"] = df[cols[alias]]
                 break
         return out
+    if not has_header and _scores_under_a_header(df):  # e.g. question,answer,rating: a header, never data
+        df.columns = [str(c).strip() for c in df.iloc[0]]
+        has_header = True
     if has_header:
         raise InputError(
             f"{name}: missing columns; need sentence1 and sentence2 (and optionally score), found "

@@ -40,7 +40,7 @@ def read_table(
     with src.open() as stream:
         pieces = decoded_pieces(stream, stats)
         if fmt == "jsonl":
-            df = read_jsonl(pieces, name, limits)
+            df = read_jsonl(pieces, name, limits, stats)
             return df, True, stats.warnings()
         warnings: list[str] = []
         rows = read_delimited(pieces, "\t" if fmt == "tsv" else ",", name, limits, warnings)

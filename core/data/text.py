@@ -4,6 +4,10 @@
 - A NUL byte (outside UTF-16) or many control characters mean a binary file: refused.
 - Each line is UTF-8; a line that is not is decoded as Windows-1252 (Latin-1 plus curly quotes and dashes)
   and named in one warning; a line that is neither is refused with its number.
+- A UTF-16 surrogate is half of a character (an emoji cut in two, or encoded the way Java and JavaScript
+  encode them): a pair of halves is joined into its character, a lone half is replaced with U+FFFD, counted
+  in one warning (``replace_surrogates``; JSON strings, whose ``\\ud800`` escapes decode to such halves, go
+  through the same function). No text that a tokenizer cannot encode leaves the loaders.
 - Texts longer than ``max_chars`` are cut while they are read (never held whole), and counted for a warning.
 """
 
@@ -25,6 +29,8 @@ SNIFF_CHARS = 65_536  # after this many characters a binary-looking prefix is re
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")  # \t \n \f \r are text
 _NON_SPACE = re.compile(r"\S")
 _LINE_BREAK = re.compile(r"[\r\n]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_PAIR = re.compile("([\ud800-\udbff])([\udc00-\udfff])")
 
 
 class ClippedText(str):
@@ -55,11 +61,17 @@ class TextStats:
     chars: int = 0
     controls: int = 0
     lines: int = 0
+    n_surrogates: int = 0  # lone UTF-16 surrogates replaced with U+FFFD
 
     def warnings(self) -> list[str]:
         out = []
         if self.encoding == "UTF-16":
             out.append(f"{self.name}: decoded as UTF-16")
+        if self.n_surrogates:
+            out.append(
+                f"{self.name}: {self.n_surrogates} lone UTF-16 surrogate(s) (half of a character, such as an emoji "
+                "cut in two) replaced with U+FFFD"
+            )
         if self.n_fallback:
             where = ", ".join(map(str, self.fallback_lines)) + (
                 ", ..." if self.n_fallback > len(self.fallback_lines) else ""
@@ -74,6 +86,19 @@ class TextStats:
         if not self.n_truncated:
             return []
         return [f"{self.name}: {self.n_truncated} text(s) longer than {self.max_chars} characters were truncated"]
+
+
+def _join_pair(m: re.Match[str]) -> str:
+    return chr(0x10000 + ((ord(m.group(1)) - 0xD800) << 10) + (ord(m.group(2)) - 0xDC00))
+
+
+def replace_surrogates(text: str, stats: TextStats) -> str:
+    """``text`` with surrogate pairs joined and lone surrogates replaced by U+FFFD (counted in ``stats``)."""
+    if _SURROGATE.search(text) is None:
+        return text
+    fixed, n = _SURROGATE.subn("\ufffd", _SURROGATE_PAIR.sub(_join_pair, text))
+    stats.n_surrogates += n
+    return ClippedText(fixed) if isinstance(text, ClippedText) else fixed
 
 
 def _binary(name: str) -> InputError:
@@ -123,7 +148,7 @@ class _Decoder:
 
     def _utf16(self, head: bytes) -> Iterator[str]:
         self.stats.encoding = "UTF-16"
-        decoder = codecs.getincrementaldecoder("utf-16")()
+        decoder = codecs.getincrementaldecoder("utf-16")("surrogatepass")
         block = head
         while True:
             try:
@@ -146,7 +171,7 @@ class _Decoder:
         first = self.line
         self.line += data.count(b"\n")
         try:
-            return data.decode("utf-8")
+            return data.decode("utf-8", "surrogatepass")
         except UnicodeDecodeError:
             pass
         parts = []
@@ -154,7 +179,7 @@ class _Decoder:
             if i:
                 parts.append("\n")
             try:
-                parts.append(line.decode("utf-8"))
+                parts.append(line.decode("utf-8", "surrogatepass"))
             except UnicodeDecodeError:
                 parts.append(self._fallback(line, first + i))
         return "".join(parts)
@@ -164,7 +189,7 @@ class _Decoder:
         if b"\x00" in data:
             raise _binary(self.name)
         if self.tail_decoder is None:
-            self.tail_decoder, self.tail_fallback = codecs.getincrementaldecoder("utf-8")(), False
+            self.tail_decoder, self.tail_fallback = codecs.getincrementaldecoder("utf-8")("surrogatepass"), False
         if ends_line:
             end = data.find(b"\n") + 1 or len(data)
             rest, data = data[end:], data[:end]
@@ -197,6 +222,7 @@ class _Decoder:
         return text
 
     def _text(self, text: str) -> str:
+        text = replace_surrogates(text, self.stats)
         self.stats.chars += len(text)
         self.stats.controls += len(_CONTROL.findall(text))
         self._check_controls(final=False)

@@ -6,19 +6,23 @@ vectors = encode(load_encoder(), ["a sentence", "another"], pooling="mean")  # (
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import torch
 
 from isoscope.cache import ArrayCache, make_key, text_digest
 from isoscope.encode.models import Encoder
-from isoscope.encode.pooling import PoolingSpec, parse_pooling, pool
+from isoscope.encode.pooling import PoolingSpec, parse_pooling, pool, pooling_choices
 
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[int, int], None]  # (done, total)
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass
@@ -84,6 +88,32 @@ def _batches(ids: list, order: np.ndarray, config: EmbedConfig, pad_id: int):
         yield idx, torch.from_numpy(input_np), torch.from_numpy(mask_np.astype(np.int64))
 
 
+def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
+    """``map(fn, items)`` on ``workers`` threads, results in input order, at most ``2 * workers`` items in flight.
+
+    ONNX Runtime encoders run several batches at once, each on one thread (``concurrent_batches``, see
+    ``isoscope.encode.onnx_runtime``); torch encoders have none and run one batch at a time on all their threads.
+    """
+    if workers <= 1:
+        yield from map(fn, items)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers, thread_name_prefix="isoscope-embed") as pool:
+        pending: deque = deque()
+        for item in items:
+            pending.append(pool.submit(fn, item))
+            if len(pending) >= 2 * workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+def concurrent_batches(encoder: Encoder) -> int:
+    """How many batches ``encoder`` runs at once (1 for torch models)."""
+    return max(1, int(getattr(encoder.model, "concurrent_batches", 1)))
+
+
 def _forward(
     encoder: Encoder, specs: Sequence[PoolingSpec], input_ids: torch.Tensor, mask: torch.Tensor
 ) -> dict[str, torch.Tensor]:
@@ -120,36 +150,92 @@ def encode_many(
     config: EmbedConfig | None = None,
     progress: ProgressFn | None = None,
     cache: ArrayCache | None = None,
+    companions: bool = False,
 ) -> dict[str, np.ndarray]:
     """Embed ``texts`` once and pool them every requested way. Returns name -> (n, d) float32.
 
     Sentences are sorted by length so each batch pads only to its own longest sentence; results come
-    back in input order. With a cache, arrays already computed are read instead.
+    back in input order. With a cache, arrays already computed are read instead, and a process computing
+    these texts makes another that asks for them wait and read (``ArrayCache.lock``). With ``companions``
+    (the dashboard and ``isoscope.embed``, where one moves between poolings) the pass also caches every
+    ``companion_poolings``, so that the next pooling or layer of the same texts is read, not computed.
     """
     config = config or EmbedConfig()
     _check_config(config)
     specs = [parse_pooling(p, encoder.num_layers, encoder.is_encoder_decoder) for p in poolings]
     n = len(texts)
     digest = text_digest(texts) if cache is not None else ""
-    keys = {s.name: make_key("emb", encoder.fingerprint, s.name, config.max_length, digest) for s in specs}
-    out: dict[str, np.ndarray] = {}
-    if cache is not None:
-        for s in specs:
-            hit = cache.get(keys[s.name], expected_rows=n, expected_cols=encoder.hidden_size)
-            if hit is not None:
-                out[s.name] = hit.astype(np.float32, copy=False)
+    out = {} if cache is None else _read_cached(cache, encoder, specs, config, digest, n)
     todo = [s for s in specs if s.name not in out]
     if todo and n == 0:
         out.update({s.name: np.zeros((0, encoder.hidden_size), np.float32) for s in todo})
+    elif todo and cache is None:
+        out.update(_encode_uncached(encoder, texts, todo, config, progress))
     elif todo:
-        computed = _encode_uncached(encoder, texts, todo, config, progress)
-        for s in todo:
-            out[s.name] = computed[s.name]
-            if cache is not None:
-                cache.put(keys[s.name], computed[s.name])
+        with cache.lock(make_key("pass", encoder.fingerprint, config.max_length, digest)):
+            out.update(_encode_once(encoder, texts, todo, config, progress, cache, digest, companions))
     if progress is not None:
         progress(n, n)
     return {s.name: out[s.name] for s in specs}
+
+
+COMPANION_BYTES = 128 * 2**20  # what a pass may write besides what was asked: 17 arrays of the demo at d = 384
+
+
+def companion_poolings(encoder: Encoder, n: int) -> list[PoolingSpec]:
+    """What one forward pass over ``n`` texts also pools and caches, so that a later request for another pooling
+    of the same texts is a cache hit: every named pooling of an fp32 encoder (not ``encdec_first``, which runs
+    the decoder), then every ``layer:K``, while their (n, d) float32 arrays fit in ``COMPANION_BYTES``. None for
+    other precisions (their exports hold only the outputs asked for)."""
+    if encoder.precision != "fp32":
+        return []
+    one = n * encoder.hidden_size * 4
+    names = [m for m in pooling_choices(encoder.num_layers, encoder.is_encoder_decoder) if m != "encdec_first"]
+    fits = max(0, COMPANION_BYTES // max(one, 1))
+    return [parse_pooling(m, encoder.num_layers, encoder.is_encoder_decoder) for m in names[:fits]]
+
+
+def _entry_key(encoder: Encoder, name: str, config: EmbedConfig, digest: str) -> str:
+    return make_key("emb", encoder.fingerprint, name, config.max_length, digest)
+
+
+def _read_cached(
+    cache: ArrayCache, encoder: Encoder, specs: Sequence[PoolingSpec], config: EmbedConfig, digest: str, n: int
+) -> dict[str, np.ndarray]:
+    """name -> (n, d) float32 of the entries the cache holds and verifies (a damaged one is dropped)."""
+    out = {}
+    for s in specs:
+        hit = cache.get(_entry_key(encoder, s.name, config, digest), expected_rows=n, expected_cols=encoder.hidden_size)
+        if hit is not None:
+            out[s.name] = hit.astype(np.float32, copy=False)
+    return out
+
+
+def _encode_once(
+    encoder: Encoder,
+    texts: Sequence[str],
+    todo: list[PoolingSpec],
+    config: EmbedConfig,
+    progress: ProgressFn | None,
+    cache: ArrayCache,
+    digest: str,
+    companions: bool,
+) -> dict[str, np.ndarray]:
+    """Under the pass's lock: what another process computed meanwhile is read, the rest computed in one pass
+    (with the companions not cached yet, or damaged), and all of it cached."""
+    n = len(texts)
+    out = _read_cached(cache, encoder, todo, config, digest, n)
+    missing = [s for s in todo if s.name not in out]
+    if not missing:
+        return out
+    extra = [c for c in companion_poolings(encoder, n) if companions and c not in todo]
+    held = _read_cached(cache, encoder, extra, config, digest, n)
+    extra = [c for c in extra if c.name not in held]
+    computed = _encode_uncached(encoder, texts, missing + extra, config, progress)
+    for s in missing + extra:
+        cache.put(_entry_key(encoder, s.name, config, digest), computed[s.name])
+    out.update({s.name: computed[s.name] for s in missing})
+    return out
 
 
 def _encode_uncached(
@@ -163,17 +249,22 @@ def _encode_uncached(
     ids, order = _tokenize_sorted(encoder, texts, config.max_length)
     pad_id = encoder.tokenizer.pad_token_id or 0
     result = {s.name: np.empty((n, 0), np.float32) for s in specs}
-    done = 0
-    with torch.inference_mode():
-        for idx, input_ids, mask in _batches(ids, order, config, pad_id):
+
+    def run(batch: tuple[np.ndarray, torch.Tensor, torch.Tensor]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        idx, input_ids, mask = batch
+        with torch.inference_mode():  # thread-local: set in the thread that runs the batch
             pooled = _forward(encoder, specs, input_ids, mask)
-            for name, vec in pooled.items():
-                if result[name].shape[1] == 0:
-                    result[name] = np.empty((n, vec.shape[1]), np.float32)  # (n, d)
-                result[name][idx] = vec.float().numpy()
-            done += len(idx)
-            if progress is not None:
-                progress(done, n)
+            return idx, {name: vec.float().numpy() for name, vec in pooled.items()}  # name -> (b, d)
+
+    done = 0
+    for idx, pooled in ordered_map(run, _batches(ids, order, config, pad_id), concurrent_batches(encoder)):
+        for name, vec in pooled.items():
+            if result[name].shape[1] == 0:
+                result[name] = np.empty((n, vec.shape[1]), np.float32)  # (n, d)
+            result[name][idx] = vec
+        done += len(idx)
+        if progress is not None:
+            progress(done, n)
     return result
 
 
@@ -215,15 +306,21 @@ def token_vectors(
     done = 0
     model = encoder.model
     body = model.get_encoder() if encoder.is_encoder_decoder else model
-    with torch.inference_mode():
-        for idx, input_ids, mask in _batches(ids, order, config, pad_id):
+
+    def run(
+        batch: tuple[np.ndarray, torch.Tensor, torch.Tensor],
+    ) -> tuple[np.ndarray, torch.Tensor, torch.Tensor, np.ndarray]:
+        idx, input_ids, mask = batch
+        with torch.inference_mode():
             hs = body(input_ids=input_ids, attention_mask=mask, output_hidden_states=True).hidden_states
-            h = hs[layer].float().numpy()  # (b, t, d)
-            for row, i in enumerate(idx):
-                t = int(mask[row].sum())
-                out_ids[i] = input_ids[row, :t].numpy()
-                out_vecs[i] = h[row, :t]
-            done += len(idx)
-            if progress is not None:
-                progress(done, n)
+            return idx, input_ids, mask, hs[layer].float().numpy()  # (b, t, d)
+
+    for idx, input_ids, mask, h in ordered_map(run, _batches(ids, order, config, pad_id), concurrent_batches(encoder)):
+        for row, i in enumerate(idx):
+            t = int(mask[row].sum())
+            out_ids[i] = input_ids[row, :t].numpy()
+            out_vecs[i] = h[row, :t]
+        done += len(idx)
+        if progress is not None:
+            progress(done, n)
     return TokenVectors(out_ids, out_vecs)

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from isoscope.encode.precision import engine_label
+
 
 @dataclass
 class Encoder:
@@ -17,6 +19,7 @@ class Encoder:
     fingerprint: str  # stable id of the weights and the precision, for caches
     is_encoder_decoder: bool = False
     precision: str = "fp32"  # isoscope.encode.precision.PRECISIONS; int8 encoders come from isoscope.encode.quantize.quantize_encoder
+    engine: str = "torch"  # isoscope.encode.precision.ENGINES: what runs the forward pass (isoscope.encode.engines)
     num_layers: int = field(init=False)
     hidden_size: int = field(init=False)
 
@@ -26,3 +29,8 @@ class Encoder:
             getattr(cfg, "num_hidden_layers", None) or getattr(cfg, "num_layers", None) or cfg.n_layer
         )
         self.hidden_size = int(getattr(cfg, "hidden_size", None) or getattr(cfg, "d_model", None) or cfg.dim)
+
+    @property
+    def engine_label(self) -> str:
+        """What runs this encoder, for people: ``ONNX Runtime fp32``, ``PyTorch fp32``, ``ONNX Runtime int8``."""
+        return engine_label(self.precision, self.engine)

@@ -80,6 +80,59 @@ def _check_source(name: str) -> tuple[str, bool]:
     return name, False
 
 
+# config fields naming the sizes that decide how much a model allocates, by what architectures call them
+_SIZE_FIELDS: dict[str, tuple[str, ...]] = {
+    "vocab": ("vocab_size",),
+    "hidden": ("hidden_size", "d_model", "n_embd", "dim", "embed_dim"),
+    "layers": ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers"),
+    "inner": ("intermediate_size", "d_ff", "ffn_dim", "n_inner", "hidden_dim", "encoder_ffn_dim"),
+    "positions": ("max_position_embeddings", "n_positions"),
+    "embedding": ("embedding_size",),  # ALBERT: embeddings narrower than the layers
+    "groups": ("num_hidden_groups",),  # ALBERT: layers sharing one set of weights
+}
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
+MIN_BYTES_PER_PARAMETER = 0.4  # weights stored in 4 bits are 0.5 bytes per parameter; below that, the config lies
+PARAMETER_SLACK = 16_000_000  # parameters a config may describe beyond what the weights hold (buffers, heads)
+
+
+def _size(config: object, what: str) -> int:
+    """The first of the config's fields for ``what`` that is set; InputError when it is not a sane whole number."""
+    for field in _SIZE_FIELDS[what]:
+        value = getattr(config, field, None)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+            raise InputError(f"config.json: {field} must be a whole number below 2**31, got {str(value)[:40]}")
+        return value
+    return 0
+
+
+def parameters_lower_bound(config: object) -> int:
+    """Parameters a model of this config has at least: its embeddings and its transformer layers."""
+    hidden = _size(config, "hidden")
+    width = _size(config, "embedding") or hidden
+    inner = _size(config, "inner") or 4 * hidden
+    per_layer = 4 * hidden * hidden + 2 * hidden * inner  # attention projections and the feed-forward block
+    layers = _size(config, "layers")
+    if _size(config, "groups"):
+        layers = min(layers, _size(config, "groups"))
+    return (_size(config, "vocab") + _size(config, "positions")) * width + layers * per_layer
+
+
+def _check_config_size(name: str, folder: Path, config: object) -> None:
+    """A local folder's config.json must describe a model its weights can hold, before anything is allocated
+    (a config claiming a 4M-token vocabulary and hidden size 8192 would allocate 128 GB of embeddings)."""
+    held = sum(f.stat().st_size for pattern in WEIGHT_PATTERNS for f in folder.glob(pattern) if f.is_file())
+    if not held:  # no weights: transformers says so before it builds the model
+        return
+    params = parameters_lower_bound(config)
+    if params > held / MIN_BYTES_PER_PARAMETER + PARAMETER_SLACK:
+        raise InputError(
+            f"'{name}': its config.json describes at least {params / 1e9:,.2f} billion parameters but the weights "
+            f"hold {held / 2**20:,.0f} MB; the config does not belong to these weights (save the model again)"
+        )
+
+
 TOKENIZER_FILES: tuple[str, ...] = (
     "tokenizer.json",
     "tokenizer_config.json",
@@ -130,6 +183,8 @@ def load_encoder(name_or_path: str | None = None, device: str = "cpu", precision
     hf_logging.disable_progress_bar()  # our own bars show progress, not transformers' weight-loading bars
     try:
         config = AutoConfig.from_pretrained(source, trust_remote_code=False)
+        if is_local:
+            _check_config_size(name, Path(source), config)
         try:
             tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
         except (OSError, ValueError, KeyError, TypeError) as exc:  # TypeError: a folder without tokenizer files

@@ -40,13 +40,39 @@ def avg_cosine_or_nan(X: np.ndarray, n_pairs: int = 10_000, seed: int = 0) -> fl
         return float("nan")
 
 
-def fit_size_warning(calibrator: Calibrator, n_fit: int, d: int) -> str | None:
-    """A warning when there are too few fit vectors for the dimensions a calibrator whitens (n < 2k)."""
+SAFE_COMPONENTS = 64  # whitening:K's default K, lowered to what a small fit set supports (safe_components)
+
+
+def fit_too_small(calibrator: Calibrator, n_fit: int, d: int) -> bool:
+    """Whether ``n_fit`` vectors are too few for the dimensions ``calibrator`` whitens (n < 2k)."""
     k = whitened_dims(calibrator, d)
-    if k and n_fit < 2 * k:
+    return bool(k) and n_fit < 2 * k
+
+
+def safe_components(n_fit: int, d: int) -> int:
+    """The K of whitening:K that ``n_fit`` vectors of dimension ``d`` support with room to spare (n >= 4K):
+    ``SAFE_COMPONENTS``, fewer on a small fit set, at least 2 and at most ``d``."""
+    return max(2, min(SAFE_COMPONENTS, d, n_fit // 4))
+
+
+def safe_method(method: str, n_fit: int, d: int) -> str:
+    """``method`` when ``n_fit`` vectors suffice for it, else ``whitening:K`` with ``safe_components``: the
+    default a page picks instead of showing a degenerate fit as a success (``fit_size_warning`` says why)."""
+    from isoscope.calibrate import make_calibrator
+
+    if method == "none" or not fit_too_small(make_calibrator(method), n_fit, d):
+        return method
+    return f"whitening:{safe_components(n_fit, d)}"
+
+
+def fit_size_warning(calibrator: Calibrator, n_fit: int, d: int) -> str | None:
+    """The one warning (every page and command says it in these words) when there are too few fit vectors for
+    the dimensions a calibrator whitens (n < 2k)."""
+    k = whitened_dims(calibrator, d)
+    if fit_too_small(calibrator, n_fit, d):
         advice = "fit on a larger corpus"
         if "flow" not in calibrator.method:
-            advice += f" or use whitening:K with K well below {n_fit // 2}"
+            advice += f" or use whitening:K with K well below {n_fit // 2} (e.g. whitening:{safe_components(n_fit, d)})"
         return (
             f"{calibrator.method} was fitted on {n_fit} vectors for {k} whitened dimensions; it needs many more "
             f"vectors than dimensions (amplified noise directions make cosine unreliable): {advice}"
@@ -142,14 +168,45 @@ def sts_report(
     fit_vectors: np.ndarray | None = None
     if fit_corpus is not None:
         fit_vectors = encode(encoder, fit_corpus.texts, pooling, embed_config, stage("embed corpus"), cache)
-    cal = calibrated_sts(
-        vectors[:n], vectors[n:], pairs.scores, calibrator, fit_vectors, progress=stage("fit"), seed=seed
+    fit_on = None if fit_corpus is None else (fit_corpus.name, fit_corpus.warnings)
+    return sts_of_vectors(
+        vectors[:n], vectors[n:], pairs, calibrator, fit_vectors, fit_on, encoder.name, pooling, stage, seed
     )
+
+
+def sts_of_vectors(
+    a: np.ndarray,
+    b: np.ndarray,
+    pairs: Pairs,
+    calibrator: Calibrator,
+    fit_vectors: np.ndarray | None = None,
+    fit_on: tuple[str, list[str]] | None = None,
+    model: str = "vectors",
+    pooling: str | None = None,
+    progress: StageProgress | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """``sts_report`` on vectors computed elsewhere: ``a`` and ``b`` (n, d) the two sides of ``pairs``,
+    ``fit_vectors`` what to fit on (default: both sides), ``fit_on`` its (name, warnings); ``model`` names them."""
+    check_scored_pairs(pairs)
+    n = len(pairs)
+    if a.shape != b.shape or len(a) != n:
+        raise InputError(
+            f"{model}: the two sides of the pairs have vectors of shape {a.shape} and {b.shape} for {n} pairs; "
+            "both must come from one space (the same number of dimensions)"
+        )
+    if fit_vectors is not None and fit_vectors.shape[1] != a.shape[1]:
+        raise InputError(
+            f"{model}: the fit vectors have {fit_vectors.shape[1]} dimensions and the pairs {a.shape[1]}; "
+            "fit on vectors of the same space"
+        )
+    stage = progress or (lambda _: None)
+    cal = calibrated_sts(a, b, pairs.scores, calibrator, fit_vectors, progress=stage("fit"), seed=seed)
     return {
         "spearman": cal["raw_spearman"],
         "pearson": cal["raw_pearson"],
         "n_pairs": n,
-        "model": encoder.name,
+        "model": model,
         "pooling": pooling,
         "calibrated": {
             "method": cal["method"],
@@ -159,11 +216,11 @@ def sts_report(
             "bits_per_dim": cal["bits_per_dim"],
             "avg_cosine_before": cal["avg_cosine_before"],
             "avg_cosine_after": cal["avg_cosine_after"],
-            "fit_on": "target" if fit_corpus is None else fit_corpus.name,
+            "fit_on": "target" if fit_on is None else fit_on[0],
             "n_fit": cal["n_fit"],
             "diverged": cal["diverged"],
         },
-        "warnings": [*pairs.warnings, *(fit_corpus.warnings if fit_corpus is not None else []), *cal["warnings"]],
+        "warnings": [*pairs.warnings, *(fit_on[1] if fit_on is not None else []), *cal["warnings"]],
     }
 
 
@@ -183,34 +240,47 @@ def fit_and_save(
     from isoscope.encode.embed import EmbedConfig, encode
 
     check_fit_corpus(corpus)
-    out = Path(out)
     embed_config = embed_config or EmbedConfig()
     stage = progress or (lambda _: None)
     vectors = encode(encoder, corpus.texts, pooling, embed_config, stage("embed"), cache)  # (n, d)
+    space = {"model": encoder.name, "model_fingerprint": encoder.fingerprint, "pooling": pooling}
+    space["max_length"] = embed_config.max_length
+    return fit_and_save_vectors(vectors, corpus.name, calibrator, out, space, corpus.warnings, stage, seed)
+
+
+def fit_and_save_vectors(
+    vectors: np.ndarray,
+    name: str,
+    calibrator: Calibrator,
+    out: str | Path,
+    space: dict[str, Any],
+    warnings: list[str] | None = None,
+    progress: StageProgress | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Fit ``calibrator`` on ``vectors`` (n, d), the vectors of ``name``, and save it to ``out`` with ``space`` (what
+    the vectors came from: ``model``, ``model_fingerprint`` and ``pooling``, or a vectors file's provenance) in
+    its metadata: the JSON of ``isoscope calibrate``."""
+    if len(vectors) < MIN_FIT_TEXTS:
+        raise InputError(f"{name}: need at least {MIN_FIT_TEXTS} texts to fit a calibrator")
+    out = Path(out)
+    stage = progress or (lambda _: None)
     fit_seconds = fit_timed(calibrator, vectors, stage("fit"))
-    metadata = {
-        "model": encoder.name,
-        "model_fingerprint": encoder.fingerprint,
-        "pooling": pooling,
-        "max_length": embed_config.max_length,
-        "fit_on": corpus.name,
-        "n_fit": len(corpus),
-        "fit_seconds": fit_seconds,
-    }
-    warnings = [*corpus.warnings, *[w for w in [fit_size_warning(calibrator, len(vectors), vectors.shape[1])] if w]]
+    metadata = {**space, "fit_on": name, "n_fit": len(vectors), "fit_seconds": fit_seconds}
+    warnings = [*(warnings or []), *[w for w in [fit_size_warning(calibrator, len(vectors), vectors.shape[1])] if w]]
     calibrator.save(out, metadata)
     after = calibrator.transform(vectors)  # (n, k)
     return {
         "method": calibrator.method,
         "out": str(out),
-        "n_texts": len(corpus),
+        "n_texts": len(vectors),
         "dim": int(vectors.shape[1]),
         "fit_seconds": fit_seconds,
         "bits_per_dim": getattr(calibrator, "bits_per_dim_", None),
         "diverged": bool(getattr(calibrator, "diverged_", False)),
         "avg_cosine_before": avg_cosine_or_nan(vectors, seed=seed),
         "avg_cosine_after": avg_cosine_or_nan(after, seed=seed),
-        "model": encoder.name,
-        "pooling": pooling,
+        "model": space.get("model"),
+        "pooling": space.get("pooling"),
         "warnings": warnings,
     }

@@ -2,6 +2,7 @@
 
 report = analyse_geometry(encoder, load_input("pairs.csv"), GeometryConfig(calibrate="whitening", layers=True))
 report.to_dict()  # the keys of ``isoscope geometry --json``
+report = analyse_vectors(table.vectors, texts, GeometryConfig(calibrate="whitening", frequency="none"), table.name)
 
 - ``raw`` / ``calibrated``: avg cosine, IsoScore, partition isotropy, effective rank, ... of the sentence
   vectors (``isoscope.geometry.metrics.all_metrics``); the calibrator is fitted on those sentence vectors;
@@ -56,6 +57,7 @@ __all__ = [
     "GeometryReport",
     "StageProgress",
     "analyse_geometry",
+    "analyse_vectors",
     "check_input",
 ]
 
@@ -130,8 +132,8 @@ class GeometryReport:
     input: str  # the file's name
     kind: Literal["pairs", "corpus"]
     n_texts: int
-    model: str
-    pooling: str
+    model: str  # the encoder's name, or the vectors' (FILE:COLUMN, openai:NAME)
+    pooling: str | None  # None for vectors computed elsewhere
     calibrate: str | None  # the method, or None when uncalibrated
     raw: dict[str, float]
     calibrated: dict[str, float] | None = None  # the metrics after calibration, and fit_seconds
@@ -141,6 +143,7 @@ class GeometryReport:
     overlap: dict[str, Any] | None = None  # pairs only: isoscope.geometry.lexical.overlap_analysis's summary
     sts: dict[str, float] | None = None  # pairs only: Spearman x100 of each cosine with the gold (empty: no gold)
     warnings: list[str] = field(default_factory=list)
+    vectors: dict[str, Any] | None = None  # a vectors file's provenance (VectorOrigin.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -152,6 +155,8 @@ class GeometryReport:
             "calibrate": self.calibrate,
             "raw": self.raw,
         }
+        if self.vectors is not None:
+            out["vectors"] = self.vectors
         if self.calibrated is not None:
             out["calibrated"] = self.calibrated
         if self.layers is not None:
@@ -185,7 +190,7 @@ def analyse_geometry(
     embedding cache; ``progress(stage)`` returns the callback of one stage (``StageProgress``).
     """
     from isoscope.encode.embed import encode_many
-    from isoscope.geometry.metrics import all_metrics, per_layer_metrics
+    from isoscope.geometry.metrics import per_layer_metrics
 
     config = (config or GeometryConfig()).validate()
     check_input(texts)
@@ -194,13 +199,60 @@ def analyse_geometry(
     layer_names = [f"layer:{k}" for k in range(encoder.num_layers + 1)] if config.layers else []
     poolings += [name for name in layer_names if name != config.pooling]
     vectors = encode_many(encoder, texts.texts, poolings, embed_config, stage("embed"), cache)
-    X = next(iter(vectors.values())).astype(np.float64)  # (n, d), the requested pooling comes first
+    X = next(iter(vectors.values()))  # (n, d), the requested pooling comes first
+    report = _measure(X, texts, config, stage, encoder.name, config.pooling)
+    if config.layers:
+        report.layers = per_layer_metrics([vectors[name] for name in layer_names], seed=config.seed)
+    if config.spaces:
+        freq = frequency_texts if frequency_texts is not None else texts
+        if frequency_texts is not None:
+            report.warnings += frequency_texts.warnings
+        report.frequency = _frequency(encoder, freq.texts, config, embed_config, stage("tokens"))
+        report.frequency_texts = len(freq)
+    return report
+
+
+def analyse_vectors(
+    vectors: np.ndarray,
+    texts: TextInput,
+    config: GeometryConfig | None = None,
+    name: str = "vectors",
+    progress: StageProgress | None = None,
+    origin: dict[str, Any] | None = None,
+) -> GeometryReport:
+    """The geometry of vectors computed elsewhere (a vectors file, an endpoint), one row per text of ``texts``.
+
+    The same report as ``analyse_geometry`` without what needs a model's layers or token vectors (``layers``
+    and ``frequency`` must be off: InputError otherwise); ``name`` stands for the model, ``origin`` (e.g.
+    ``VectorOrigin.to_dict()``) is reported as ``vectors``.
+    """
+    config = (config or GeometryConfig()).validate()
+    if config.layers:
+        raise InputError(f"{name}: the per-layer metrics need a model's layers; a vectors space has none")
+    if config.spaces:
+        raise InputError(f"{name}: the frequency table needs a model's token vectors; set the frequency to none")
+    if len(vectors) != len(texts):
+        raise ValueError(f"{len(vectors)} vectors for {len(texts)} texts")
+    if len(vectors) < MIN_TEXTS:
+        raise InputError(f"{texts.name or name}: {len(vectors)} vector(s); geometry needs at least {MIN_TEXTS}")
+    report = _measure(np.asarray(vectors), texts, config, progress or (lambda _: None), name, None)  # type: ignore[arg-type]
+    report.vectors = origin
+    return report
+
+
+def _measure(
+    X: np.ndarray, texts: TextInput, config: GeometryConfig, stage: StageProgress, model: str, pooling: str | None
+) -> GeometryReport:
+    """The sentence-level parts of the report: raw and calibrated metrics, and for pairs the overlap and STS."""
+    from isoscope.geometry.metrics import all_metrics
+
+    X = X.astype(np.float64)  # (n, d)
     report = GeometryReport(
         input=texts.name,
         kind=texts.kind,
-        n_texts=len(texts),
-        model=encoder.name,
-        pooling=config.pooling,
+        n_texts=len(X),
+        model=model,
+        pooling=pooling,
         calibrate=config.calibrate if config.calibrated else None,
         raw=all_metrics(X, seed=config.seed),
     )
@@ -208,18 +260,9 @@ def analyse_geometry(
     if config.calibrated:
         Z, seconds = _fit_transform(config.calibrate, X, stage(f"fit {config.calibrate}"))  # (n, k)
         report.calibrated = {**all_metrics(Z, seed=config.seed), "fit_seconds": seconds}
-    if config.layers:
-        report.layers = per_layer_metrics([vectors[name] for name in layer_names], seed=config.seed)
-    warnings = list(texts.warnings)
-    if config.spaces:
-        freq = frequency_texts if frequency_texts is not None else texts
-        if frequency_texts is not None:
-            warnings += frequency_texts.warnings
-        report.frequency = _frequency(encoder, freq.texts, config, embed_config, stage("tokens"))
-        report.frequency_texts = len(freq)
     if texts.pairs is not None:
         report.overlap, report.sts = _overlap(texts.pairs, X, Z, config.edit_level)
-    report.warnings = warnings
+    report.warnings = list(texts.warnings)
     return report
 
 

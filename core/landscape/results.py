@@ -48,7 +48,7 @@ from isoscope.landscape.records import (
     TrajectoryPoint,
     metric_columns,
 )
-from isoscope.landscape.schema import Fields, ResultsSchemaError, arrays
+from isoscope.landscape.schema import RERUN, Fields, ResultsSchemaError, arrays
 from isoscope.landscape.store import read_json
 
 __all__ = ["GRID_METRICS", "METRICS", "ResultsSchemaError"]
@@ -137,8 +137,19 @@ class Grid:
 
     @classmethod
     def read(cls, path: Path, two_d: bool) -> Grid:
+        """The grid in ``path``, its arrays' shapes checked against its axes (ResultsSchemaError otherwise)."""
         got = arrays(path, ("alpha", *(("beta",) if two_d else ()), *GRID_METRICS))
-        return cls(got.pop("alpha"), got.pop("beta") if two_d else None, got)
+        alpha, beta = got.pop("alpha"), got.pop("beta") if two_d else None
+        if alpha.ndim != 1 or (beta is not None and beta.ndim != 1):
+            raise ResultsSchemaError(f"{path}: the grid's axes are not 1-D; {RERUN}")
+        for name, values in got.items():
+            shape = values.shape
+            ok = (
+                shape == (len(alpha), len(beta)) if beta is not None else shape[-1:] == alpha.shape and values.ndim <= 2
+            )
+            if not ok or values.dtype.kind not in "fiub":
+                raise ResultsSchemaError(f"{path}: array {name} of shape {shape} does not fit the grid's axes; {RERUN}")
+        return cls(alpha, beta, got)
 
 
 @dataclass(frozen=True)

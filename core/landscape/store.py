@@ -1,7 +1,11 @@
 """Files of the landscape tool: checkpoints (safetensors + JSON), arrays (npz) and JSON, all written atomically.
 
 Nothing is ever unpickled: safetensors for parameter vectors, ``np.load(allow_pickle=False)`` for arrays,
-plain JSON for metadata. A file that does not read back is treated as absent (and recomputed).
+plain JSON for metadata. A file that does not read back is treated as absent (and recomputed). Reading
+back is checked before anything is loaded: only regular files are opened (a FIFO or a device in a results
+folder would hang the reader or never end), JSON is at most ``MAX_JSON_BYTES``, and every array of an npz
+must be stored as it was written (uncompressed, at most ``MAX_ARRAY_BYTES``) with a header whose shape
+matches its size.
 """
 
 from __future__ import annotations
@@ -9,6 +13,8 @@ from __future__ import annotations
 import io
 import json
 import logging
+import math
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -19,8 +25,13 @@ from safetensors.torch import save as st_save
 
 from isoscope.cache import atomic_write_bytes
 from isoscope.data.export import to_jsonable
+from isoscope.paths import check_regular, open_regular
 
 log = logging.getLogger(__name__)
+
+MAX_JSON_BYTES = 64 * 2**20
+MAX_ARRAY_BYTES = 4 * 2**30  # one array of an npz (a grid of metrics is kilobytes, a trajectory megabytes)
+MAX_ARRAYS = 10_000  # arrays in one npz
 
 
 def write_json(path: Path, obj: object) -> None:
@@ -28,12 +39,16 @@ def write_json(path: Path, obj: object) -> None:
 
 
 def read_json(path: Path) -> dict | None:
-    """The JSON object in ``path``, or None when absent or unreadable."""
+    """The JSON object in ``path``, or None when absent or unreadable (not a regular file, too large, not JSON)."""
     try:
-        obj = json.loads(path.read_text("utf-8"))
+        with open_regular(path) as f:
+            raw = f.read(MAX_JSON_BYTES + 1)
+        if len(raw) > MAX_JSON_BYTES:
+            raise ValueError(f"larger than {MAX_JSON_BYTES:,} bytes")
+        obj = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         log.warning("ignoring unreadable %s: %s", path, exc)
         return None
     return obj if isinstance(obj, dict) else None
@@ -48,14 +63,36 @@ def write_arrays(path: Path, arrays: dict[str, np.ndarray]) -> None:
     atomic_write_bytes(path, buf.getvalue())
 
 
+def _check_npz(f) -> None:
+    """ValueError unless every member of the zip ``f`` is a stored .npy whose header matches its size."""
+    with zipfile.ZipFile(f) as z:
+        infos = z.infolist()
+        if len(infos) > MAX_ARRAYS:
+            raise ValueError(f"{len(infos):,} arrays")
+        for info in infos:
+            if info.compress_type != zipfile.ZIP_STORED or info.file_size > MAX_ARRAY_BYTES:
+                raise ValueError(f"array {info.filename} is compressed or larger than {MAX_ARRAY_BYTES:,} bytes")
+            with z.open(info) as member:
+                head = member.read(65_536)
+            stream = io.BytesIO(head)
+            version = np.lib.format.read_magic(stream)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read(stream, max_header_size=65_536)
+            if dtype.hasobject or stream.tell() + math.prod(shape) * dtype.itemsize != info.file_size:
+                raise ValueError(f"array {info.filename}: its header does not match its size")
+
+
 def read_arrays(path: Path) -> dict[str, np.ndarray] | None:
-    """Arrays of an npz file, or None when absent or unreadable."""
-    if not path.exists():
-        return None
+    """Arrays of an npz file, or None when absent or unreadable (checked before any array is loaded)."""
     try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except Exception as exc:  # corrupt or foreign file: recompute
+        with open_regular(path) as f:
+            _check_npz(f)
+            f.seek(0)
+            with np.load(f, allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # corrupt, foreign or special file: recompute
         log.warning("ignoring unreadable %s: %s", path, exc)
         return None
 
@@ -72,7 +109,8 @@ def read_tensors(path: Path) -> tuple[dict[str, torch.Tensor], dict] | None:
     if meta is None or not path.exists():
         return None
     try:
-        return st_load(path.read_bytes()), meta
+        with open_regular(path) as f:
+            return st_load(f.read()), meta
     except Exception as exc:
         log.warning("ignoring unreadable %s: %s", path, exc)
         return None
@@ -88,6 +126,7 @@ def read_tensor_names(path: Path) -> tuple[set[str], dict] | None:
     if meta is None or not path.exists():
         return None
     try:
+        check_regular(path)
         with safe_open(path, "pt") as f:
             return set(f.keys()), meta
     except Exception as exc:

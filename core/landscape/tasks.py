@@ -1,7 +1,7 @@
 """Labelled classification tasks for fine-tuning: single texts or sentence pairs, with a held-out split.
 
 Built in: ``stsb`` (STS-B pairs, label 1 when the score is >= 3; train file for training, dev file held
-out), ``demo-topic`` (topic of each text of assets/demo_corpus.csv, 8 classes) and ``demo-pairs``
+out), ``demo-topic`` (topic of each text of assets/demo_corpus.csv, one class per topic) and ``demo-pairs``
 (assets/demo_pairs.csv, similar when score >= 3). Anything else is a user file with a header row
 ``text,label`` or ``sentence1,sentence2,label`` (CSV, TSV, JSONL or Parquet).
 """
@@ -20,11 +20,10 @@ from isoscope.data import (
     MAX_ROWS,
     TABLE_FORMATS,
     TEXT_COLUMN_NAMES,
+    as_source,
     clean_texts,
-    file_format,
     load_corpus,
     load_pairs,
-    read_source,
     read_table,
     truncate_texts,
 )
@@ -116,7 +115,7 @@ def load_task(spec: str, seed: int = 0, data_dir: str | Path | None = None) -> T
         pairs = load_pairs(DEMO_PAIRS)
         return split_task(_binary_pairs(pairs, "demo-pairs"), seed, pairs.warnings)
     path = Path(spec).expanduser()
-    if not path.exists():
+    if spec != "-" and not path.exists():  # - is standard input
         raise InputError(f"unknown task '{spec}': use one of {', '.join(BUILTIN_TASKS)} or a path to a labelled file")
     task, warnings = load_task_file(path)
     return split_task(task, seed, warnings)
@@ -168,10 +167,11 @@ def load_task_file(source: str | Path | bytes, name: str | None = None) -> tuple
     Returns (task, warnings), ready for ``split_task``. Rows with an empty text or label are
     dropped with a warning; every class needs at least two rows.
     """
-    raw, name = read_source(source, name)
+    src = as_source(source, name)
+    raw, name = src.read_all(), src.name
     if not raw.strip():
         raise InputError(f"{name}: the file is empty")
-    fmt = file_format(name, TABLE_FORMATS)
+    fmt = src.format(TABLE_FORMATS)
     df, has_header, warnings = read_table(raw, name, fmt)
     cols = {str(c).strip().lower(): c for c in df.columns}
     if not has_header and len(df) and "label" in {str(v).strip().lower() for v in df.iloc[0]}:

@@ -66,7 +66,20 @@ def spectrum_figure(spectrum: EmbeddingSpectrum) -> go.Figure:
         height=360,
         xaxis_title="k",
         yaxis={"title": "singular value", "type": "log"},
-        yaxis2={"title": "energy kept", "overlaying": "y", "side": "right", "range": [0, 1]},
+        # issue 26: the right axis read garbled (crammed labels, top ticks 0): linear and explicit, in percent
+        yaxis2={
+            "title": "energy kept",
+            "overlaying": "y",
+            "side": "right",
+            "type": "linear",
+            "range": [0, 1.02],
+            "tickmode": "array",
+            "tickvals": [0, 0.25, 0.5, 0.75, 1.0],
+            "tickformat": ".0%",
+            "showgrid": False,
+        },
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+        margin={"r": 70},
     )
     return spec
 

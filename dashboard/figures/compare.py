@@ -11,10 +11,25 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from isoscope.compare import Comparison
-from isoscope.dashboard.text import plot_text
+from isoscope.space.figures import aligned_map as map_figure
+from isoscope.space.figures import heatmap, map_ranges, overlap_histogram
+
+__all__ = [
+    "describe",
+    "distinct",
+    "heatmap",
+    "hubness_table",
+    "map_figure",
+    "map_ranges",
+    "maps_table",
+    "matrix_table",
+    "most_changed_table",
+    "neighbour_list",
+    "overlap_histogram",
+    "per_text_table",
+]
 
 Ranges = tuple[tuple[float, float], tuple[float, float]]  # (x0, x1), (y0, y1)
 
@@ -34,23 +49,31 @@ def describe(name: str, init: str, pooling: str, calibration: str) -> str:
     return f"{name}{random} · {pooling}{cal}"
 
 
-def heatmap(matrix: np.ndarray, rows: list[str], cols: list[str], title: str) -> go.Figure:
-    """``matrix`` (len(rows), len(cols)) with its values written in the cells; A down, B across."""
-    fig = go.Figure(
-        go.Heatmap(
-            z=matrix,
-            x=[f"B {c}" for c in cols],
-            y=[f"A {r}" for r in rows],
-            zmin=0 if np.nanmin(matrix) >= 0 else None,
-            zmax=1,
-            colorscale="Viridis",
-            text=np.round(matrix, 2),
-            texttemplate="%{text}",
-            hovertemplate="%{y} × %{x}: %{z:.3f}<extra></extra>",
-        )
+HUB_SKEWNESS = 3.0  # k-occurrence skewness above this: hubs (a few texts are many texts' neighbour)
+
+
+def _hubs(skewness: float) -> str:
+    return "strong hubs" if skewness > HUB_SKEWNESS else "no strong hubs"
+
+
+def plain_summary(report: Comparison) -> str:
+    """What the headline numbers mean, in one paragraph built from them (issue 26: the page was 5,000 px of
+    numbers with no reading): neighbours kept, CKA, hubs on each side."""
+    k, kept = report.overlap.k, report.overlap_at_k
+    cka, debiased = report.cka_linear, report.cka_debiased
+    geometry = (
+        "nearly the same geometry (up to rotation and scale)"
+        if cka > 0.9
+        else "a related geometry"
+        if cka > 0.5
+        else "a largely different geometry"
     )
-    fig.update_layout(title={"text": title}, height=460, margin={"t": 50}, yaxis={"autorange": "reversed"})
-    return fig
+    a, b = report.hubness_a.skewness, report.hubness_b.skewness
+    return (
+        f"These two spaces share {kept:.0%} of each text's {k} nearest neighbours (Jaccard overlap@{k}). "
+        f"CKA says {cka:.2f} (debiased {debiased:.2f}): {geometry}. "
+        f"Hubs: A has {_hubs(a)} (skewness {a:.1f}), B has {_hubs(b)} (skewness {b:.1f})."
+    )
 
 
 def matrix_table(matrix: np.ndarray, rows: list[str], cols: list[str]) -> pd.DataFrame:
@@ -58,26 +81,6 @@ def matrix_table(matrix: np.ndarray, rows: list[str], cols: list[str]) -> pd.Dat
     return pd.DataFrame(
         matrix, index=pd.Index([f"A {r}" for r in rows], name="layer"), columns=[f"B {c}" for c in cols]
     ).reset_index()
-
-
-def overlap_histogram(report: Comparison) -> go.Figure:
-    """How many texts share 0..k of their k neighbours in A and in B (bars, labelled with the Jaccard)."""
-    hist = report.overlap.histogram()
-    fig = go.Figure(
-        go.Bar(
-            x=[f"{r.shared} ({r.jaccard:.2f})" for r in hist.itertuples()],
-            y=hist["texts"],
-            text=hist["texts"],
-            textposition="outside",
-        )
-    )
-    fig.update_layout(
-        height=320,
-        margin={"t": 30},
-        xaxis_title=f"neighbours shared of {report.overlap.k} (Jaccard)",
-        yaxis_title="texts",
-    )
-    return fig
 
 
 def most_changed_table(report: Comparison, texts: Sequence[str], keep: np.ndarray, moved: np.ndarray) -> pd.DataFrame:
@@ -117,89 +120,6 @@ def per_text_table(report: Comparison, texts: Sequence[str], keep: np.ndarray) -
             "row": keep[np.arange(report.n)],
         }
     )
-
-
-def map_ranges(a: np.ndarray, b: np.ndarray) -> list[list[float]]:
-    """One x and one y range covering both maps (m, 2), with a 5% margin, so they compare point by point."""
-    both = np.vstack([a, b])  # (2m, 2)
-    pad = 0.05 * (both.max(axis=0) - both.min(axis=0) + 1e-12)
-    return [[both[:, j].min() - pad[j], both[:, j].max() + pad[j]] for j in (0, 1)]
-
-
-def map_figure(
-    xy: np.ndarray,
-    hover: Sequence[str],
-    title: str,
-    colour: np.ndarray,
-    categorical: bool,
-    k: int,
-    ranges: list[list[float]],
-    lines: np.ndarray | None = None,
-) -> go.Figure:
-    """Scattergl of a map ``xy`` (m, 2), ``hover`` (m,) already safe for plotly (``text.plot_text``).
-
-    ``colour`` (m,): categories (``categorical``) or each text's overlap@``k`` in [0, 1]; ``lines`` (m, 2)
-    draws each point's displacement from there."""
-    hover = np.asarray(hover, dtype=object)
-    fig = go.Figure()
-    if lines is not None:
-        seg = np.full((3 * len(xy), 2), np.nan)  # (3m, 2): start, end, gap
-        seg[0::3], seg[1::3] = lines, xy
-        fig.add_trace(
-            go.Scattergl(
-                x=seg[:, 0],
-                y=seg[:, 1],
-                mode="lines",
-                line={"width": 0.7, "color": "rgba(120,120,120,0.5)"},
-                hoverinfo="skip",
-                name="A → B",
-            )
-        )
-    if categorical:
-        for cat in sorted(set(colour.tolist())):
-            mask = colour == cat
-            fig.add_trace(
-                go.Scattergl(
-                    x=xy[mask, 0],
-                    y=xy[mask, 1],
-                    mode="markers",
-                    name=plot_text(cat, 40),
-                    text=hover[mask],
-                    hovertemplate="%{text}<extra>%{fullData.name}</extra>",
-                    marker={"size": 6, "opacity": 0.85},
-                )
-            )
-    else:
-        fig.add_trace(
-            go.Scattergl(
-                x=xy[:, 0],
-                y=xy[:, 1],
-                mode="markers",
-                name="texts",
-                text=hover,
-                customdata=colour,
-                hovertemplate=f"%{{text}}<br>overlap@{k} %{{customdata:.2f}}<extra></extra>",
-                marker={
-                    "size": 6,
-                    "opacity": 0.85,
-                    "color": colour,
-                    "colorscale": "RdYlGn",
-                    "cmin": 0,
-                    "cmax": 1,
-                    "showscale": True,
-                    "colorbar": {"title": {"text": f"overlap@{k}"}},
-                },
-            )
-        )
-    fig.update_layout(
-        title={"text": title},
-        height=520,
-        margin={"t": 50, "l": 10, "r": 10, "b": 10},
-        xaxis={"range": ranges[0], "showticklabels": False},
-        yaxis={"range": ranges[1], "showticklabels": False},
-        legend={"itemsizing": "constant"},
-    )
-    return fig
 
 
 def maps_table(report: Comparison, texts: Sequence[str], keep: np.ndarray) -> pd.DataFrame:

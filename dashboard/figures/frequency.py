@@ -27,5 +27,11 @@ def norm_vs_rank(tokens: pd.DataFrame) -> go.Figure:
         render_mode="webgl",
     )
     fig.update_yaxes(matches=None, showticklabels=True)
+    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))  # "raw", not "stage=raw"
     fig.update_layout(height=440, xaxis_title="log10 frequency rank (0 = most frequent)")
     return fig
+
+
+def buckets_table(buckets: pd.DataFrame) -> pd.DataFrame:
+    """The per-bucket table narrow enough to read whole: numbers to 3 decimals (it was cut off on the right)."""
+    return buckets.round(3)

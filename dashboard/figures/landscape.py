@@ -7,7 +7,7 @@ Pure functions of typed results (``isoscope.landscape.results``) and their table
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
 import numpy as np
@@ -34,17 +34,19 @@ def pm(mean: float, sd: float, digits: int = 3) -> str:
     return fmt(mean, digits) if not np.isfinite(sd) else f"{fmt(mean, digits)} ± {fmt(sd, 2)}"
 
 
-def run_label(summary: Mapping) -> str:
-    """One line naming a finished run in the selector (from ``isoscope.landscape.results.list_results``)."""
+def run_label(summary: Mapping, shown_name: Callable[[str], str] = str) -> str:
+    """One line naming a finished run in the selector (from ``isoscope.landscape.results.list_results``);
+    its model and tasks as ``shown_name`` names them (classroom mode: no server path)."""
     cfg, train = summary.get("config", {}), summary.get("config", {}).get("train", {})
     g = summary.get("grid", {}).get("grid", "?")
     when = datetime.fromtimestamp(summary.get("mtime", 0)).strftime("%Y-%m-%d %H:%M")
     n = summary.get("n_train", ["?"])[0]
     seeds = summary.get("seeds", 1)
+    task, task2, model = (shown_name(str(summary.get(k, "?"))) for k in ("task", "task2", "model"))
     return (
-        f"{summary.get('task', '?')} + {summary.get('task2', '?')} · n={n} · {train.get('epochs', '?')} ep · "
+        f"{task} + {task2} · n={n} · {train.get('epochs', '?')} ep · "
         f"grid {g}x{g} · eval {cfg.get('eval_size', '?')} · {seeds} seed{'s' if seeds != 1 else ''} · "
-        f"{summary.get('model', '?')} · {when}"
+        f"{model} · {when}"
     )
 
 

@@ -28,9 +28,13 @@ def scatter_panels(
     hovertemplate: str,
     y_title: str | None = None,
     margin: dict | None = None,
+    shared_y: bool = True,
 ) -> go.Figure:
-    """One scatter panel per (title, values (n,)) against ``x`` (n,), side by side; ``hover`` (n,) per pair."""
-    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[name for name, _ in panels], shared_yaxes=False)
+    """One scatter panel per (title, values (n,)) against ``x`` (n,), side by side; ``hover`` (n,) per pair.
+
+    ``shared_y``: the panels show one quantity (cosines), on one y range titled ``y_title``; otherwise each
+    panel has its own range, titled with its name (gold scores next to cosines)."""
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[name for name, _ in panels], shared_yaxes=shared_y)
     for i, (name, y) in enumerate(panels, start=1):
         fig.add_trace(
             go.Scattergl(
@@ -46,7 +50,9 @@ def scatter_panels(
             col=i,
         )
         fig.update_xaxes(title_text=x_title, row=1, col=i)
-    if y_title is not None:
+        if not shared_y:
+            fig.update_yaxes(title_text=name, row=1, col=i)
+    if shared_y and y_title is not None:
         fig.update_yaxes(title_text=y_title, row=1, col=1)
     fig.update_layout(height=420, showlegend=False, **({"margin": margin} if margin else {}))
     return fig

@@ -27,6 +27,7 @@ from isoscope.atlas.pipeline import (
 from isoscope.atlas.tiles import TileMap
 from isoscope.cache import default_cache_dir, make_key, text_digest
 from isoscope.dashboard.figures import atlas as figures
+from isoscope.dashboard.services.space import Space
 from isoscope.data import Corpus, load_corpus
 
 ATLAS_DIR_ENV = "ISOSCOPE_ATLAS_DIR"  # a finished atlas folder (python -m isoscope atlas --out DIR) to open
@@ -91,7 +92,18 @@ def ensure_atlas(model: str, corpus: Corpus, config: AtlasConfig) -> str:
     from isoscope.dashboard.services import models
 
     encoder = models.encoder(model)
-    path = atlas_folder(encoder.fingerprint, corpus, config)
+    return _built(encoder, corpus, atlas_folder(encoder.fingerprint, corpus, config), config)
+
+
+def ensure_vectors_atlas(space: Space, corpus: Corpus, config: AtlasConfig) -> str:
+    """The folder of a finished atlas of the session's vectors file (``corpus``: its rows), keyed by the file's
+    provenance: found in the cache, or built now from its vectors (nothing is embedded)."""
+    assert space.table is not None
+    return _built(None, corpus, atlas_folder(space.key, corpus, config), config, space.table.vectors)
+
+
+def _built(encoder, corpus: Corpus, path: Path, config: AtlasConfig, vectors: np.ndarray | None = None) -> str:
+    """``path`` when it holds a finished atlas, else built now (``vectors``: nothing is embedded) with a bar."""
     if is_complete(path):
         try:
             open_atlas(str(path))  # every file checked once per load; a damaged one is rebuilt below
@@ -110,7 +122,7 @@ def ensure_atlas(model: str, corpus: Corpus, config: AtlasConfig) -> str:
         text = STAGE_TEXT.get(stage, stage)
         bar.progress(min(1.0, frac), text=text if stage == "wait" else f"{text}: {done:,} / {total:,}")
 
-    build_atlas(encoder, corpus.texts, path, config, corpus.meta, progress)
+    build_atlas(encoder, corpus.texts, path, config, corpus.meta, progress, vectors=vectors)
     bar.empty()
     return str(path)
 

@@ -96,9 +96,22 @@ def calibration_table(
     flow_json: str = "",
 ) -> pd.DataFrame:
     """Spearman (x100) of every pooling x calibrator on ``pairs``, each fitted on ``fit_on`` (cached pieces)."""
-    n = len(pairs)
     vecs = embed_many(model, pairs.texts, poolings, max_length)
     fits = embed_many(model, fit_on, poolings, max_length)
+    return spaces_table(pairs, vecs, fits, methods, flow_json)
+
+
+def spaces_table(
+    pairs: Pairs,
+    vecs: dict[str, Vectors],
+    fits: dict[str, Vectors],
+    methods: tuple[str, ...],
+    flow_json: str = "",
+) -> pd.DataFrame:
+    """Spearman (x100) of every space x calibrator on ``pairs``: ``vecs[p]`` (2n, d) the pairs' vectors in space
+    ``p`` (a pooling, or a vectors file), each calibrator fitted (cached) on ``fits[p]``."""
+    n = len(pairs)
+    poolings = tuple(vecs)
     rows = []
     bar = st.progress(0.0, text="Fitting calibrators…")
     total = max(len(poolings) * len(methods), 1)

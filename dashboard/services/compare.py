@@ -16,8 +16,11 @@ from isoscope.compare import CKAMatrix, Comparison, SpaceSpec, cka_matrix, compa
 from isoscope.dashboard.services.calibration import calibrated
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
 from isoscope.dashboard.services.models import encoder as base_encoder
+from isoscope.dashboard.services.space import Space, vectors_for
 from isoscope.encode.embed import EmbedConfig, encode_many
 from isoscope.encode.models import Encoder
+
+VECTORS_FILE = "vectors-file"  # SpaceChoice.model of the session's vectors file (services.space.Space)
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,9 @@ def _embed(model: str, init: str, seed: int, items: Texts, poolings: tuple[str, 
         bar.progress(done / max(total, 1), text=f"Embedding {done:,} / {total:,} texts with {enc.name}")
 
     try:
-        return encode_many(enc, items.items, poolings, EmbedConfig(max_length=max_length), progress, ArrayCache())
+        return encode_many(
+            enc, items.items, poolings, EmbedConfig(max_length=max_length), progress, ArrayCache(), companions=True
+        )
     finally:
         bar.empty()
 
@@ -80,6 +85,14 @@ def space_vectors(choice: SpaceChoice, items: Texts, max_length: int) -> SpaceVe
     raw = keyed[pooling]
     space = raw if choice.calibration == "none" else calibrated(choice.calibration, choice.flow_json, raw, raw)
     return SpaceVectors(enc.name, enc.num_layers, space, tuple(keyed[p] for p in layer_names))
+
+
+def file_space_vectors(space: Space, choice: SpaceChoice, items: Texts) -> SpaceVectors:
+    """The session's vectors file as one side: the vectors of ``items`` looked up in it (InputError for a text it
+    lacks), calibrated on themselves as a model's side is; no layers."""
+    raw = vectors_for(space, items)
+    out = raw if choice.calibration == "none" else calibrated(choice.calibration, choice.flow_json, raw, raw)
+    return SpaceVectors(space.label, 0, out, ())
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)

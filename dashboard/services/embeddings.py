@@ -1,4 +1,9 @@
-"""Sentence embeddings: one forward pass per list of texts, every requested pooling, cached in memory and on disk."""
+"""Sentence embeddings: one forward pass per list of texts, every requested pooling, cached in memory and on disk.
+
+An fp32 model embeds on its fastest engine whose vectors equal the torch model's within
+``isoscope.encode.precision.FP32_ENGINE_TOLERANCE`` (``isoscope.encode.engines``: ONNX Runtime on the CPU); the two
+share their cache entries, and the progress bar says which engine ran. int8 stays the sidebar's explicit choice.
+"""
 
 from __future__ import annotations
 
@@ -8,24 +13,50 @@ import numpy as np
 import streamlit as st
 
 from isoscope.cache import ArrayCache, make_key
-from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors, texts
+from isoscope.dashboard.services.keyed import HASH_FUNCS, Joined, Texts, Vectors, texts
 from isoscope.dashboard.services.models import encoder
 from isoscope.encode.embed import EmbedConfig, encode_many
+from isoscope.encode.engines import engine_in_use, fastest_fp32_encoder
+from isoscope.encode.models import Encoder
+from isoscope.encode.pooling import parse_pooling
+
+
+@st.cache_resource(show_spinner="Preparing the fast engine (once per model)…", max_entries=2)
+def _fast(model: str) -> Encoder:
+    return fastest_fp32_encoder(encoder(model))  # int8 keys come back as they are
+
+
+def engine_label(model: str, poolings: Sequence[str] = ("mean",)) -> str:
+    """What embeds for ``model`` (a ``model_key``) with these poolings: ``ONNX Runtime fp32``, ``PyTorch fp32``, ..."""
+    enc = _fast(model)
+    hidden = any(parse_pooling(p, enc.num_layers, enc.is_encoder_decoder).needs_hidden_states for p in poolings)
+    return engine_in_use(enc, hidden)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH_FUNCS)
 def _embed_many(model: str, items: Texts, poolings: tuple[str, ...], max_length: int) -> dict[str, np.ndarray]:
-    enc = encoder(model)
-    bar = st.progress(0.0, text=f"Embedding {len(items):,} texts…")
+    enc = _fast(model)
+    label = engine_label(model, poolings)
+    bar = st.progress(0.0, text=f"Embedding {len(items):,} texts ({label})…")
 
     def progress(done: int, total: int) -> None:
-        bar.progress(done / max(total, 1), text=f"Embedding {done:,} / {total:,} texts")
+        bar.progress(done / max(total, 1), text=f"Embedding {done:,} / {total:,} texts ({label})")
 
     try:
         config = EmbedConfig(max_length=max_length)
-        return encode_many(enc, items.items, poolings, config, progress, ArrayCache())
+        return encode_many(enc, items.items, poolings, config, progress, ArrayCache(), companions=True)
     finally:
         bar.empty()
+
+
+def _embed_joined(model: str, items: Joined, poolings: tuple[str, ...], max_length: int) -> dict[str, np.ndarray]:
+    """Each part embedded as itself (cached), then the rows of each text's first occurrence."""
+    parts = [_embed_many(model, part, poolings, max_length) for part in items.parts]
+    first: dict[str, int] = {}
+    for i, t in enumerate(t for part in items.parts for t in part.items):
+        first.setdefault(t, i)
+    rows = np.fromiter(first.values(), dtype=np.int64, count=len(first))  # (n,) in the order of items
+    return {p: np.concatenate([a[p] for a in parts])[rows] for p in poolings}
 
 
 def embed_many(
@@ -33,7 +64,10 @@ def embed_many(
 ) -> dict[str, Vectors]:
     """Pooled embeddings of ``items``, one (n, d) float32 ``Vectors`` per pooling, from one forward pass."""
     items = items if isinstance(items, Texts) else texts(items)
-    arrays = _embed_many(model, items, tuple(poolings), max_length)
+    if isinstance(items, Joined) and len(items.parts) > 1:
+        arrays = _embed_joined(model, items, tuple(poolings), max_length)
+    else:
+        arrays = _embed_many(model, items, tuple(poolings), max_length)
     return {p: Vectors(make_key("emb", model, p, max_length, items.key), a) for p, a in arrays.items()}
 
 

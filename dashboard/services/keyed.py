@@ -49,6 +49,22 @@ def texts(items: Sequence[str]) -> Texts:
     return Texts(text_digest(items), items)
 
 
+@dataclass(frozen=True, eq=False)
+class Joined(Texts):
+    """Several lists of texts one after the other, duplicates dropped (first occurrence kept): e.g. the demo
+    corpus + a page's sentences. ``services.embeddings`` embeds each part as itself (cached once) and joins
+    the rows, so a fit set built from texts already embedded costs no forward pass."""
+
+    parts: tuple[Texts, ...] = ()
+
+
+def joined(*lists: Sequence[str] | Texts) -> Joined:
+    """The texts of ``lists`` in order without duplicates, keyed like ``texts`` of the same items."""
+    parts = tuple(p if isinstance(p, Texts) else texts(p) for p in lists)
+    items = tuple(dict.fromkeys(t for p in parts for t in p.items))
+    return Joined(text_digest(items), items, parts)
+
+
 def vectors_of(array: np.ndarray, *parts: object) -> Vectors:
     """An array named by its content (e.g. uploaded vectors), optionally with more ``parts`` in the key."""
     arr = np.ascontiguousarray(array)

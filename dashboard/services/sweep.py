@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from isoscope.dashboard.services import embeddings
-from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts
+from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
 from isoscope.dashboard.services.models import model_key, split_key
 from isoscope.data import Pairs
 from isoscope.geometry.sweep import SweepConfig, SweepPairs, SweepResult, run_sweep
@@ -28,12 +28,30 @@ def sweep(
         m = len(pairs)
         gold = np.asarray(pairs.scores, np.float64)
         swept = SweepPairs(full[n : n + m], full[n + m :], gold, full8[n : n + m], full8[n + m :])
+    return _measured(full[:n], full8[:n], swept, dims, k)
+
+
+@st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
+def sweep_vectors(
+    corpus: Vectors, pairs: Pairs | None, pair_vectors: Vectors | None, dims: tuple[int, ...], k: int
+) -> SweepResult:
+    """``run_sweep`` from vectors computed elsewhere (no int8-model row: there is no model to quantise);
+    ``pair_vectors`` (2m, d): the pairs' sentence1 rows then their sentence2 rows."""
+    swept = None
+    if pairs is not None and pair_vectors is not None:
+        m = len(pairs)
+        gold = np.asarray(pairs.scores, np.float64)
+        swept = SweepPairs(pair_vectors.array[:m], pair_vectors.array[m:], gold)
+    return _measured(corpus.array, None, swept, dims, k)
+
+
+def _measured(X: np.ndarray, X8: np.ndarray | None, pairs: SweepPairs | None, dims: tuple[int, ...], k: int):
     bar = st.progress(0.0, text="Measuring each variant…")
     try:
         return run_sweep(
-            full[:n],
-            full8[:n],
-            swept,
+            X,
+            X8,
+            pairs,
             SweepConfig(dims=dims, k=k),
             lambda d, t: bar.progress(d / max(t, 1), text=f"Measuring variant {d} / {t}"),
         )

@@ -1,10 +1,12 @@
 """Shared widgets, one concern per module; pages use them as ``from isoscope.dashboard import ui`` + ``ui.xxx``.
 
 - ``sidebar``: the shared sidebar and its ``Settings`` (``ui.sidebar()`` in the router, ``ui.settings()`` in pages)
+- ``space``: the session's space, the model or a vectors file (``ui.space_box()`` in the router, ``ui.space()``,
+  ``ui.space_corpus``, ``ui.space_vectors`` and ``ui.needs_model`` in pages)
 - ``pickers``: demo data, uploads kept in the session, typed sentences
 - ``calibration``: calibration controls, fit texts, the calibrated space
 - ``controls``: widget state (``clamp``, ``run_button``)
-- ``outputs``: charts with PNG + HTML downloads, CSV tables
+- ``outputs``: charts with PNG + HTML downloads, CSV tables, the one-file report's build and download
 - ``errors``: the user's mistake in one line, a bug shown as a bug, warnings
 - ``atlas_map``: the Atlas's tiled map (a custom component with its JavaScript in the package)
 - ``isoscope.dashboard.text``: user text shown literally (``literal``, ``plot_text``), never as HTML
@@ -24,13 +26,15 @@ from isoscope.dashboard.ui.calibration import (
     calibrated_space,
     calibration_controls,
     fit_texts,
+    safe_default,
     warn_fit_size,
 )
 from isoscope.dashboard.ui.controls import clamp, run_button
 from isoscope.dashboard.ui.errors import bug_report, show_warnings, user_error
-from isoscope.dashboard.ui.outputs import chart, download_table
+from isoscope.dashboard.ui.outputs import chart, download_table, report_download
 from isoscope.dashboard.ui.pickers import (
     CORPUS_SOURCES,
+    PRELOADED,
     corpus_from,
     corpus_input,
     corpus_source,
@@ -40,6 +44,15 @@ from isoscope.dashboard.ui.pickers import (
     uploaded,
 )
 from isoscope.dashboard.ui.sidebar import MAX_LENGTHS, PRECISION_HELP, Settings, settings, sidebar
+from isoscope.dashboard.ui.space import (
+    Space,
+    needs_model,
+    space,
+    space_box,
+    space_corpus,
+    space_name,
+    space_vectors,
+)
 
 __all__ = [
     "CALIBRATION_CHOICES",
@@ -48,9 +61,11 @@ __all__ = [
     "FIT_CHOICES",
     "MAX_LENGTHS",
     "PRECISION_HELP",
+    "PRELOADED",
     "CalibratedSpace",
     "Calibration",
     "Settings",
+    "Space",
     "atlas_map",
     "bug_report",
     "calibrate",
@@ -65,13 +80,21 @@ __all__ = [
     "fit_texts",
     "literal",
     "meta_columns",
+    "needs_model",
     "pairs_input",
     "plot_text",
+    "report_download",
     "run_button",
+    "safe_default",
     "scored_pairs_input",
     "settings",
     "show_warnings",
     "sidebar",
+    "space",
+    "space_box",
+    "space_corpus",
+    "space_name",
+    "space_vectors",
     "uploaded",
     "user_error",
     "warn_fit_size",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -11,18 +12,20 @@ import streamlit as st
 from isoscope.calibrate.methods import CALIBRATION_METHODS, METHOD_DESCRIPTIONS
 from isoscope.dashboard.services import calibration as calibration_service
 from isoscope.dashboard.services import data as data_service
-from isoscope.dashboard.services import embeddings
-from isoscope.dashboard.services.keyed import Vectors
+from isoscope.dashboard.services.keyed import Texts, Vectors, joined
+from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.dashboard.text import literal
 from isoscope.dashboard.ui.errors import user_error
 from isoscope.dashboard.ui.pickers import uploaded
 from isoscope.dashboard.ui.sidebar import settings
+from isoscope.dashboard.ui.space import space, space_vectors
 from isoscope.data import CORPUS_FORMATS
 from isoscope.errors import InputError
 
 CALIBRATION_CHOICES = CALIBRATION_METHODS
 CALIBRATION_HELP = "; ".join(f"{m}: {d}" for m, d in METHOD_DESCRIPTIONS.items() if m != "none") + "."
 FIT_CHOICES = ("Demo corpus + these sentences", "These sentences only", "Upload a corpus")
+VECTOR_FIT_CHOICES = ("Every row of the vectors file", "These sentences only")  # a vectors space: no other texts
 
 
 @dataclass(frozen=True)
@@ -37,16 +40,32 @@ class Calibration:
         return self.method != "none"
 
 
+def safe_default(method: str, n_fit: int | None, dim: int) -> str:
+    """A page's default calibrator for a fit set of ``n_fit`` vectors: ``method``, or whitening:K when the fit
+    set is too small for it (``isoscope.evaluate.sts.safe_method``); unknown size: ``method``."""
+    from isoscope.evaluate.sts import safe_method
+
+    if n_fit is None or method.endswith((":K", ":D")):  # a choice whose parameter is set next to it
+        return method
+    return safe_method(method, n_fit, dim)
+
+
 def calibration_controls(
-    key: str, default: str = "none", include_none: bool = True, dim: int | None = None
+    key: str, default: str = "none", include_none: bool = True, dim: int | None = None, n_fit: int | None = None
 ) -> Calibration:
     """Method selector with its parameter (K, D) and, for the flow, its training settings.
 
-    ``dim``: dimension of the vectors to calibrate (default: the sidebar model's); bounds K and D.
+    ``dim``: dimension of the vectors to calibrate (default: the session's space's); bounds K and D. ``n_fit``:
+    the size of the default fit set, when known: a ``default`` too big for it becomes whitening:K with a K it
+    supports (a default must never show a degenerate fit as a success).
     """
     from isoscope.calibrate import FlowConfig
+    from isoscope.evaluate.sts import SAFE_COMPONENTS, safe_components
 
-    dim = int(dim or settings().hidden_size)
+    dim = int(dim or space().dims or settings().hidden_size)
+    default_k = min(SAFE_COMPONENTS, dim) if n_fit is None else safe_components(n_fit, dim)
+    safe = safe_default(default, n_fit, dim)
+    default = "whitening:K" if safe.startswith("whitening:") else safe
     for name, top in ((f"{key}_k", dim), (f"{key}_d", max(1, min(64, dim - 1)))):
         if st.session_state.get(name, 0) > top:  # kept from vectors with more dimensions
             st.session_state[name] = top
@@ -57,7 +76,7 @@ def calibration_controls(
     )
     method = choice
     if choice.endswith(":K"):
-        k = c2.number_input("K (components kept)", 2, max(2, dim), min(64, dim), key=f"{key}_k")
+        k = c2.number_input("K (components kept)", 2, max(2, dim), default_k, key=f"{key}_k")
         method = f"whitening:{int(k)}"
     elif choice.endswith(":D"):
         top = max(1, min(64, dim - 1))
@@ -80,26 +99,38 @@ def calibration_controls(
     return Calibration(method, flow_json)
 
 
-def fit_texts(key: str, target: list[str]) -> tuple[list[str], str] | None:
-    """Which texts a calibrator is fitted on: the evaluated sentences, the demo corpus, or an upload."""
+def fit_texts(key: str, target: Sequence[str]) -> tuple[Texts, str] | None:
+    """Which texts a calibrator is fitted on: the evaluated sentences, the demo corpus, or an upload (a vectors
+    space: every row of the file, or the evaluated sentences); with a label naming them. "Demo corpus + these
+    sentences" is ``keyed.joined``: embedded from the pieces, which the pages embed anyway."""
+    current = space()
+    if not current.is_model:
+        st.session_state.setdefault(f"{key}_fit_on_vectors", VECTOR_FIT_CHOICES[0])
+        picked = st.radio("Fit the calibrator on", VECTOR_FIT_CHOICES, horizontal=True, key=f"{key}_fit_on_vectors")
+        if picked == VECTOR_FIT_CHOICES[0]:
+            return keyed_texts(current.texts), current.label
+        return keyed_texts(target), "these sentences"
     choice = st.radio("Fit the calibrator on", FIT_CHOICES, horizontal=True, key=f"{key}_fit_on")
     if choice == FIT_CHOICES[0]:
-        return list(dict.fromkeys(data_service.demo_corpus().texts + list(target))), "demo corpus + target"
+        return joined(data_service.demo_corpus().texts, target), "the demo corpus + these sentences"
     if choice == FIT_CHOICES[1]:
-        return target, "target"
+        return keyed_texts(target), "these sentences"
     corpus = uploaded(f"{key}_fitcorpus", "Corpus to fit on", CORPUS_FORMATS, data_service.parse_corpus)
-    return (corpus.texts, corpus.name) if corpus is not None else None
+    return (keyed_texts(corpus.texts), corpus.name) if corpus is not None else None
 
 
 def calibrate(
-    cal: Calibration, pooling: str, fit_on: list[str], *arrays: np.ndarray, fit_vectors: Vectors | None = None
+    cal: Calibration,
+    pooling: str,
+    fit_on: Sequence[str] | Texts,
+    *arrays: np.ndarray,
+    fit_vectors: Vectors | None = None,
 ) -> tuple[object, list[np.ndarray]] | None:
     """Embed the fit texts (unless ``fit_vectors`` are given), fit (cached) and map ``arrays``; a calibrator
     that cannot be fitted on these vectors shows one error line and returns None."""
-    s = settings()
-    if fit_vectors is None:
-        fit_vectors = embeddings.embed(s.model, fit_on, pooling, s.max_length)
     try:
+        if fit_vectors is None:
+            fit_vectors = space_vectors(fit_on, pooling)
         calibrator, mapped = calibration_service.calibrate(cal.method, cal.flow_json, fit_vectors, *arrays)
     except InputError as exc:
         user_error(exc)
@@ -132,16 +163,19 @@ def calibrated_space(key: str, raw: Vectors, texts: list[str] | None = None) -> 
     With ``texts`` the user chooses the fit texts (default: the corpus itself); without (uploaded vectors)
     the calibrator is fitted on ``raw``. Warns when there are too few fit vectors for the dimensions.
     """
-    s = settings()
-    cal = calibration_controls(key, default="whitening:K", include_none=False, dim=raw.shape[1])
+    cal = calibration_controls(key, default="whitening:K", include_none=False, dim=raw.shape[1], n_fit=len(raw))
     fit_vectors = raw
     if texts is not None:
         st.session_state.setdefault(f"{key}_fit_on", FIT_CHOICES[1])  # the corpus itself, unless the user asks
         fit = fit_texts(key, texts)
         if fit is None:
             st.stop()
-        if fit[0] != texts:
-            fit_vectors = embeddings.embed(s.model, fit[0], s.pooling, s.max_length)
+        if fit[0].items != tuple(texts):
+            try:
+                fit_vectors = space_vectors(fit[0])
+            except InputError as exc:  # a vectors file without the fit texts
+                user_error(exc)
+                st.stop()
     try:
         calibrated = calibration_service.calibrated(cal.method, cal.flow_json, fit_vectors, raw)
     except InputError as exc:

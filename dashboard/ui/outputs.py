@@ -44,3 +44,27 @@ def chart(fig: go.Figure, name: str, selectable: bool = False):
         icon=":material/download:",
     )
     return event if selectable else None
+
+
+def report_download(key: str, identity: object, build) -> None:
+    """A "Build report" button that builds a one-file HTML report (``build() -> bytes``, a cached service) and
+    then a "Download report" button; a report built for other data (``identity``) is not offered."""
+    state = f"{key}_report"
+    if st.button(
+        "Build report",
+        key=f"{key}_report_build",
+        icon=":material/description:",
+        help="One self-contained HTML file (opens offline): metrics, spectra, hubness, neighbours, a map.",
+    ):
+        st.session_state[state] = (identity, build())
+    built = st.session_state.get(state)
+    if built is not None and built[0] == identity:
+        st.download_button(
+            "Download report",
+            data=built[1],
+            file_name=f"isoscope-{key}-report.html",
+            mime="text/html",
+            key=f"{key}_report_download",
+            on_click="ignore",
+            icon=":material/download:",
+        )

@@ -18,6 +18,12 @@ from isoscope.errors import InputError
 Loaded = TypeVar("Loaded", Pairs, Corpus)
 CORPUS_SOURCES = ("Demo corpus", "Upload a file")
 PAIRS_SOURCES = ("Demo pairs", "Upload a file", "Type two sentences")
+PRELOADED = "File given to isoscope app"  # offered first (and chosen) when `isoscope app DATA_FILE` gave one
+
+
+def _launched_caption(data: Corpus | Pairs, what: str) -> None:
+    show_warnings(data.warnings)
+    st.caption(f"{literal(data.name)}, given to isoscope app: {len(data):,} {what}.")
 
 
 def pairs_input(key: str = "pairs") -> Pairs | None:
@@ -25,10 +31,19 @@ def pairs_input(key: str = "pairs") -> Pairs | None:
 
     An upload that fails shows one error line and keeps the previously loaded file.
     """
-    source = st.radio("Sentence pairs", PAIRS_SOURCES, horizontal=True, key=f"{key}_source")
+    try:
+        launched = data_service.preloaded_pairs()
+    except (InputError, OSError) as exc:  # the file changed since isoscope app checked it
+        user_error(exc)
+        launched = None
+    sources = [PRELOADED, *PAIRS_SOURCES] if launched is not None else list(PAIRS_SOURCES)
+    source = st.radio("Sentence pairs", sources, horizontal=True, key=f"{key}_source")
+    if source == PRELOADED and launched is not None:
+        _launched_caption(launched, "pairs")
+        return launched
     if source == PAIRS_SOURCES[0]:
         pairs = data_service.demo_pairs()
-        st.caption(f"{len(pairs)} hand-written pairs with gold scores 0-5 (assets/demo_pairs.csv).")
+        st.caption(f"{len(pairs):,} hand-written pairs with gold scores 0-5 (assets/demo_pairs.csv).")
         return pairs
     if source == PAIRS_SOURCES[1]:
         return uploaded(
@@ -60,15 +75,29 @@ def scored_pairs_input(key: str, needs: str) -> Pairs:
 
 
 def corpus_source(key: str = "corpus", extra: tuple[str, ...] = ()) -> str:
-    """Where the corpus comes from: one of ``CORPUS_SOURCES`` or a page's own ``extra`` sources."""
-    return st.radio("Corpus", [*CORPUS_SOURCES, *extra], horizontal=True, key=f"{key}_source")
+    """Where the corpus comes from: the file given to ``isoscope app`` (first, when there is one), one of
+    ``CORPUS_SOURCES`` or a page's own ``extra`` sources."""
+    first = [PRELOADED] if data_service.preloaded_file() is not None else []
+    return st.radio("Corpus", [*first, *CORPUS_SOURCES, *extra], horizontal=True, key=f"{key}_source")
 
 
 def corpus_from(source: str, key: str = "corpus") -> Corpus | None:
-    """The demo corpus or an uploaded corpus (``source`` in ``CORPUS_SOURCES``); a failed upload keeps the previous one."""
+    """The launched file (a pairs file: its sentences), the demo corpus or an uploaded corpus (``source`` from
+    ``corpus_source``); a failed upload keeps the previous one."""
+    if source == PRELOADED:
+        try:
+            corpus = data_service.preloaded_corpus()
+        except (InputError, OSError) as exc:  # the file changed since isoscope app checked it
+            user_error(exc)
+            return None
+        if corpus is not None:
+            what = "distinct sentences of its pairs" if data_service.preloaded_pairs() is not None else "texts"
+            _launched_caption(corpus, what)
+            return corpus
+        source = CORPUS_SOURCES[0]
     if source == CORPUS_SOURCES[0]:
         corpus = data_service.demo_corpus()
-        st.caption(f"{len(corpus)} hand-written texts over 8 topics (assets/demo_corpus.csv).")
+        st.caption(f"{demo_corpus_summary(corpus)} (assets/demo_corpus.csv).")
         return corpus
     return uploaded(
         key,
@@ -76,6 +105,16 @@ def corpus_from(source: str, key: str = "corpus") -> Corpus | None:
         CORPUS_FORMATS,
         data_service.parse_corpus,
     )
+
+
+def demo_corpus_summary(corpus: Corpus) -> str:
+    """ "4,846 hand-written texts over 31 topics in 11 styles", counted from the file."""
+    counts = [
+        f"{corpus.meta[c].nunique()} {word}"
+        for c, word in (("topic", "topics"), ("source", "styles"))
+        if c in corpus.meta.columns
+    ]
+    return f"{len(corpus):,} hand-written texts" + (f" over {' in '.join(counts)}" if counts else "")
 
 
 def corpus_input(key: str = "corpus") -> Corpus | None:

@@ -14,6 +14,7 @@ from isoscope.errors import InputError
 
 s = ui.settings()
 st.title("Embedding anatomy")
+ui.needs_model("Embedding anatomy")
 st.caption(
     "Embeddings are a large share of a transformer's parameters, most of all for multilingual vocabularies "
     "(Chung et al. 2020). The output embedding is only used in pre-training, so input and output embeddings "

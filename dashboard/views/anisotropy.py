@@ -7,20 +7,12 @@ import streamlit as st
 
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures.anisotropy import cosine_histograms, layer_heatmap, spectra
-from isoscope.dashboard.services import calibration, embeddings, geometry
+from isoscope.dashboard.services import calibration, geometry
+from isoscope.dashboard.services import report as reports
 from isoscope.dashboard.services.keyed import Vectors
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError
-
-METRIC_HELP = {
-    "avg_cosine": "mean cosine of random pairs (0 = isotropic; Ethayarajh 2019)",
-    "isoscore": "IsoScore (Rudman et al. 2022): 1 = all directions used equally, 0 = one direction",
-    "partition_isotropy": "min/max of the partition function over principal directions (Mu & Viswanath 2018)",
-    "effective_rank": "exp of the entropy of the normalised singular values",
-    "explained_variance_top1": "share of variance on the first principal component",
-    "explained_variance_top10": "share of variance on the first ten principal components",
-    "uniformity": "log mean exp(-2 |x - y|^2) on the unit sphere (Wang & Isola 2020); lower is more uniform",
-}
+from isoscope.geometry.options import METRIC_HELP
 
 s = ui.settings()
 st.title("Anisotropy")
@@ -29,14 +21,16 @@ st.caption(
     "the corpus below for the sidebar's model and pooling, raw and after each calibrator (fitted on the same "
     "texts, no labels)."
 )
-corpus = ui.corpus_input("ani")
+corpus = ui.space_corpus("ani")
 if corpus is None:
     st.stop()
 texts = corpus.texts
+# fitted on the corpus itself: on a corpus too small to whiten every dimension the default is whitening:K
+defaults = [ui.safe_default(m, len(texts), s.hidden_size) for m in ("whitening", "sn+abtt:3")]
 methods = st.multiselect(
     "Calibrators to compare",
-    ["whitening", "sn", "abtt:3", "sn+abtt:3", "flow"],
-    default=["whitening", "sn+abtt:3"],
+    list(dict.fromkeys([*defaults, "whitening", "whitening:64", "sn", "abtt:3", "sn+abtt:3", "flow"])),
+    default=defaults,
     key="ani_methods",
     help=ui.CALIBRATION_HELP,
 )
@@ -45,18 +39,20 @@ if len(texts) < 3:
     st.info("Isotropy metrics need at least 3 texts; load a larger corpus.")
     st.stop()
 
-raw = embeddings.embed(s.model, texts, s.pooling, s.max_length)  # (n, d)
+raw = ui.space_vectors(texts)  # (n, d)
 spaces: dict[str, Vectors] = {"raw": raw}
 for m in methods:
     try:
         spaces[m] = calibration.calibrated(m, "", raw, raw)  # fitted on the corpus itself
     except InputError as exc:
         ui.user_error(exc)
+        continue
+    ui.warn_fit_size(calibration.fit_calibrator(m, "", raw), raw.array)
 
 rows = {name: geometry.metrics_of(x) for name, x in spaces.items()}
 table = pd.DataFrame(rows).T
 table.index.name = "space"
-st.subheader(f"Isotropy metrics ({s.pooling} pooling, {len(texts):,} texts)")
+st.subheader(f"Isotropy metrics ({ui.space_name()}, {len(texts):,} texts)")
 st.dataframe(table.style.format("{:.3f}"), width="stretch")
 with st.expander("What the metrics mean"):
     for k, v in METRIC_HELP.items():
@@ -71,8 +67,20 @@ st.subheader("Singular-value spectrum")
 ui.chart(spectra({name: geometry.singular_values_of(x) for name, x in spaces.items()}), "singular_values")
 
 st.subheader("Every layer (mean pooling of each layer)")
+if not ui.space().is_model:
+    st.info("The layers are the model's: this section needs the model itself, not a vectors file.")
+    st.stop()
 per_layer = geometry.layer_metrics(s.model, keyed_texts(texts), s.max_length)
 ui.chart(layer_heatmap(per_layer), "layer_metrics")
 with st.expander("Per-layer table"):
     st.dataframe(per_layer.style.format("{:.3f}"), width="stretch")
 ui.download_table(per_layer.reset_index(), "layer_metrics")
+
+st.subheader("Report")
+vs = methods[0] if methods else "whitening"
+st.caption(f"All of this (and hubness, what {vs} changes in the neighbourhoods, a map) in one HTML file to mail.")
+ui.report_download(
+    "anisotropy",
+    (s.model, raw.key, s.pooling, vs),
+    lambda: reports.space_report(s.model, keyed_texts(texts), s.pooling, s.max_length, vs, corpus.meta),
+)

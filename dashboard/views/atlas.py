@@ -16,8 +16,9 @@ from isoscope.dashboard.services import data as data_service
 from isoscope.data import CORPUS_FORMATS
 from isoscope.errors import InputError
 
-PRELOADED = "File given to isoscope app"
+PRELOADED = ui.PRELOADED  # "File given to isoscope app"
 FOLDER = "Atlas folder"
+SPACE = "The session's vectors file"  # the space is a vectors file: its rows, its vectors
 CALIBRATIONS = ("whitening", "sn", "abtt:3", "none")
 TABLE_ROWS = 1_000
 NEIGHBOURS_PAGE = "views/neighbours.py"
@@ -42,7 +43,16 @@ def _atlas_path(source: str, config: AtlasConfig) -> str | None:
     """The folder of the atlas to show, building it when the cache has none."""
     if source == FOLDER:
         return svc.atlas_dir_env()
-    if source == PRELOADED:
+    request = None
+    if source == SPACE:
+        corpus = ui.space().corpus()
+    elif source == PRELOADED and data_service.launched().kind == "pairs":  # a pairs file: its sentences
+        try:
+            corpus = data_service.preloaded_corpus()
+        except (InputError, OSError) as exc:
+            ui.user_error(exc)
+            return None
+    elif source == PRELOADED:
         path, column = data_service.preloaded_file()
         request = (path, column, os.stat(path).st_mtime if os.path.exists(path) else 0, s.model, repr(config))
         done = st.session_state.setdefault("atlas_built", {})
@@ -56,12 +66,10 @@ def _atlas_path(source: str, config: AtlasConfig) -> str | None:
         ui.show_warnings(corpus.warnings)
     elif source == ui.CORPUS_SOURCES[0]:
         corpus = data_service.demo_corpus()
-        request = None
     else:  # the upload shows its own warnings
         limit = svc.max_rows()
         label = f"Corpus: one text per line (.txt) or a table with a 'text' column, up to {limit:,} rows"
         corpus = ui.uploaded("atlas", label, CORPUS_FORMATS, lambda data, name: svc.parse_upload(data, name, limit))
-        request = None
         if corpus is None:
             return None
     if (w := duplicate_warning(corpus.texts)) is not None:
@@ -69,18 +77,27 @@ def _atlas_path(source: str, config: AtlasConfig) -> str | None:
     if len(corpus) < 4:
         st.info("An atlas needs at least 4 texts; load a larger corpus.")
         return None
-    folder = svc.ensure_atlas(s.model, corpus, config)
+    if source == SPACE:
+        folder = svc.ensure_vectors_atlas(ui.space(), corpus, config)
+    else:
+        folder = svc.ensure_atlas(s.model, corpus, config)
     if request is not None:
         st.session_state["atlas_built"][request] = folder
     return folder
 
 
-source = st.radio("Corpus", _source_options(), horizontal=True, key="atlas_source")
+own_space = not ui.space().is_model
+if own_space:
+    source = SPACE
+    st.caption(f"The session's space: {ui.literal(ui.space().label)}, {len(ui.space().table):,} vectors.")
+else:
+    source = st.radio("Corpus", _source_options(), horizontal=True, key="atlas_source")
 with st.expander("Build settings (a change builds a new atlas)"):
     b1, b2 = st.columns(2)
     layout = b1.radio("Layout", ("umap", "pca"), horizontal=True, key="atlas_layout", help="PCA is instant")
     calibrate = b2.selectbox("Calibration of the second map", CALIBRATIONS, key="atlas_calibrate")
-config = AtlasConfig(pooling=s.pooling, max_length=s.max_length, layout=layout, calibrate=calibrate)
+pooling = s.pooling if not own_space else AtlasConfig().pooling  # a vectors file is pooled already
+config = AtlasConfig(pooling=pooling, max_length=s.max_length, layout=layout, calibrate=calibrate)
 path = _atlas_path(source, config)
 if path is None:
     st.stop()
@@ -208,5 +225,13 @@ row = o1.selectbox(
 )
 if o2.button("Open in Neighbours", key="atlas_open", type="primary"):
     st.session_state["atlas_open_row"] = {"row": int(row), "text": str(texts[row]), "atlas": path}
-    st.session_state["nb_query"] = str(texts[row])  # the Neighbours page's typed query
+    if source in (SPACE, PRELOADED, *ui.CORPUS_SOURCES):  # the same rows there: pick the row in the same space
+        if source != SPACE:
+            st.session_state["nb_source"] = source
+        if source == ui.CORPUS_SOURCES[1]:
+            st.session_state["nb_loaded"] = st.session_state.get("atlas_loaded")
+        st.session_state["nb_pick"] = int(row)
+        st.session_state["nb_query"] = ""
+    else:  # an atlas folder: its texts are not a corpus there, so the text is the typed query
+        st.session_state["nb_query"] = str(texts[row])
     st.switch_page(NEIGHBOURS_PAGE)

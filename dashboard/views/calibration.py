@@ -12,10 +12,9 @@ import pandas as pd
 import streamlit as st
 
 from isoscope.anatomy.poolings import best_row
-from isoscope.cache import text_digest
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures.scores import flow_training, spearman_grid, spearman_heatmap
-from isoscope.dashboard.services import calibration, embeddings
+from isoscope.dashboard.services import calibration
 from isoscope.dashboard.services.keyed import pairs_key
 from isoscope.encode.pooling import canonical_pooling
 from isoscope.errors import InputError
@@ -32,17 +31,22 @@ st.caption(
 
 pairs = ui.scored_pairs_input("calp", "Calibration is evaluated with")
 
-cal = ui.calibration_controls("calp", default="flow", include_none=False)
 fit = ui.fit_texts("calp", pairs.texts)
 if fit is None:
     st.stop()
 fit_on, fit_label = fit
-inputs = (pairs_key(pairs), text_digest(fit_on), s.model, s.max_length)
+space = ui.space()
+cal = ui.calibration_controls("calp", default="flow", include_none=False, n_fit=len(fit_on))
+inputs = (pairs_key(pairs), fit_on.key, s.model if space.is_model else space.key, s.max_length)
 if not ui.run_button("Fit calibrator", "calp_fit", (*inputs, cal, s.pooling), type="primary"):
-    st.info(f"Press **Fit calibrator** to fit {cal.method} on {ui.literal(fit_label)} with {s.pooling} pooling.")
+    st.info(f"Press **Fit calibrator** to fit {cal.method} on {ui.literal(fit_label)} with {ui.space_name()}.")
 else:
     n = len(pairs)
-    raw = embeddings.embed(s.model, pairs.texts, s.pooling, s.max_length).array  # (2n, d)
+    try:
+        raw = ui.space_vectors(pairs.texts).array  # (2n, d)
+    except InputError as exc:  # a vectors file without these sentences
+        ui.user_error(exc)
+        st.stop()
     result = ui.calibrate(cal, s.pooling, fit_on, raw)
     if result is not None:
         calibrator, (z,) = result
@@ -97,29 +101,38 @@ st.subheader("Every pooling x every calibrator")
 st.caption(
     "Spearman (x100) on the loaded pairs, each calibrator fitted on the chosen fit texts for that pooling. "
     "On a model already fine-tuned for similarity (like all-MiniLM-L6-v2 with mean pooling), calibration "
-    "often lowers the score; it helps most where the space is strongly anisotropic (e.g. cls pooling)."
+    "can add little and full whitening lowers the score (it amplifies the weakest, noisiest directions); "
+    "whitening that keeps the top K components helps where the space is anisotropic (cls, first_last_avg)."
 )
 t1, t2 = st.columns(2)
-table_poolings = t1.multiselect(
-    "Poolings",
-    s.pooling_modes,
-    default=list(
-        dict.fromkeys(canonical_pooling(p, s.is_encoder_decoder) for p in (s.pooling, "cls", "first_last_avg"))
-    ),
-    key="calp_tp",
-)
+if space.is_model:
+    table_poolings = t1.multiselect(
+        "Poolings",
+        s.pooling_modes,
+        default=list(
+            dict.fromkeys(canonical_pooling(p, s.is_encoder_decoder) for p in (s.pooling, "cls", "first_last_avg"))
+        ),
+        key="calp_tp",
+    )
+else:  # the file's vectors are pooled already
+    table_poolings = [space.label]
+    t1.caption(f"One space: {ui.literal(space.label)} (its vectors are pooled already).")
 methods = t2.multiselect(
     "Calibrators",
-    ["none", "whitening", "whitening:128", "sn", "abtt:3", "sn+abtt:3", "flow"],
-    default=["none", "whitening", "sn+abtt:3", "flow"],
+    ["none", "whitening", "whitening:64", "whitening:128", "sn", "abtt:3", "sn+abtt:3", "flow"],
+    default=["none", "whitening", "whitening:64", "sn+abtt:3"],  # a flow per pooling: add it (minutes)
     key="calp_tm",
 )
 table_request = (*inputs, tuple(table_poolings), tuple(methods), cal.flow_json)
 if ui.run_button("Compute table", "calp_table_go", table_request):
     try:
-        df = calibration.calibration_table(
-            s.model, s.max_length, pairs, tuple(table_poolings), tuple(methods), fit_on, cal.flow_json
-        )
+        if space.is_model:
+            df = calibration.calibration_table(
+                s.model, s.max_length, pairs, tuple(table_poolings), tuple(methods), fit_on, cal.flow_json
+            )
+        else:
+            vecs, fits = {space.label: ui.space_vectors(pairs.texts)}, {space.label: ui.space_vectors(fit_on)}
+            df = calibration.spaces_table(pairs, vecs, fits, tuple(methods), cal.flow_json)
     except InputError as exc:
         ui.user_error(exc)
         st.stop()

@@ -13,11 +13,12 @@ from isoscope.compare.spaces import landscape_checkpoints
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures import compare as figures
 from isoscope.dashboard.services import compare as services
+from isoscope.dashboard.services import report as reports
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.encode.pooling import canonical_pooling
 from isoscope.errors import InputError
 
-SIDEBAR, CHECKPOINT = "Sidebar model", "Loss-surface checkpoint"
+SIDEBAR, CHECKPOINT, FILE = "Sidebar model", "Loss-surface checkpoint", "Vectors file (the session's space)"
 TRAINED, RANDOM = "trained", "random (seed 0)"
 CUSTOM = "Choose A and B yourself"
 # preset -> per side: (source, weights, pooling, calibration method, K)
@@ -32,7 +33,12 @@ PRESETS: dict[str, dict[str, tuple[str, str, str, str, int]]] = {
         "a": (SIDEBAR, TRAINED, "mean", "none", 64),
         "b": (CHECKPOINT, TRAINED, "mean", "none", 64),
     },
+    "Vectors file vs the model": {
+        "a": (FILE, TRAINED, "mean", "none", 64),
+        "b": (SIDEBAR, TRAINED, "mean", "none", 64),
+    },
 }
+FILE_PRESET = "Vectors file vs the model"  # offered (and the default) when the session's space is a vectors file
 MAP_METHODS = {"PCA": "pca", "UMAP": "umap"}
 MOVED = 20  # texts listed as most changed
 MAX_CATEGORIES = 12
@@ -56,7 +62,14 @@ def apply_preset() -> None:
 def space_picker(side: str, runs: list[dict]) -> services.SpaceChoice | None:
     """Model (sidebar model or a loss-surface checkpoint), weights, pooling and calibration of one side."""
     st.markdown(f"**Space {side.upper()}**")
-    source = st.selectbox("Model", (SIDEBAR, CHECKPOINT), key=f"cmp_{side}_source")
+    sources = (SIDEBAR, CHECKPOINT) if ui.space().is_model else (FILE, SIDEBAR, CHECKPOINT)
+    if st.session_state.get(f"cmp_{side}_source") not in sources:  # the session's space changed
+        st.session_state[f"cmp_{side}_source"] = SIDEBAR
+    source = st.selectbox("Model", sources, key=f"cmp_{side}_source")
+    if source == FILE:
+        st.caption(f"{ui.literal(ui.space().label)}: pooled already, no layers.")
+        cal = ui.calibration_controls(f"cmp_{side}_cal", default="none", include_none=True, dim=ui.space().dims)
+        return services.SpaceChoice(services.VECTORS_FILE, "pretrained", 0, "vectors file", cal.method, cal.flow_json)
     init, model = "pretrained", s.model
     if source == CHECKPOINT:
         if not runs:
@@ -102,18 +115,22 @@ st.caption(
     "overlap@k how many of each text's k nearest neighbours survive; hubness (Radovanovic et al. 2010) whether "
     "a few texts are everyone's neighbour. The two maps are aligned by orthogonal Procrustes, point by point."
 )
-st.session_state.setdefault("cmp_preset", "CLS vs mean")
+presets = [p for p in PRESETS if p != FILE_PRESET]
+presets = [*presets, CUSTOM] if ui.space().is_model else [FILE_PRESET, *presets, CUSTOM]
+if st.session_state.get("cmp_preset") not in presets:  # first visit, or the session's space changed
+    st.session_state["cmp_preset"] = presets[0]
+    apply_preset()
 if "cmp_a_source" not in st.session_state:
     apply_preset()
 st.selectbox(
     "Preset",
-    [*PRESETS, CUSTOM],
+    presets,
     key="cmp_preset",
     on_change=apply_preset,
     help="Sets A and B; change either afterwards.",
 )
 
-corpus = ui.corpus_input("cmp")
+corpus = ui.space_corpus("cmp")
 if corpus is None:
     st.stop()
 keep = figures.distinct(corpus.texts)  # (n,) corpus rows of the distinct texts
@@ -142,8 +159,12 @@ points = int(c3.number_input("Texts on the maps (seeded sample)", 10, 20_000, mi
 
 items = keyed_texts(texts)
 try:
-    space_a = services.space_vectors(choice_a, items, s.max_length)
-    space_b = services.space_vectors(choice_b, items, s.max_length)
+    space_a, space_b = (
+        services.file_space_vectors(ui.space(), choice, items)
+        if choice.model == services.VECTORS_FILE
+        else services.space_vectors(choice, items, s.max_length)
+        for choice in (choice_a, choice_b)
+    )
 except InputError as exc:
     ui.user_error(exc)
     st.stop()
@@ -153,6 +174,7 @@ label_a, label_b = (
     for space, choice in ((space_a, choice_a), (space_b, choice_b))
 )
 st.markdown(f"**A:** {ui.literal(label_a)}  \n**B:** {ui.literal(label_b)}")
+st.info(figures.plain_summary(report), icon=":material/lightbulb:")
 
 m = st.columns(5)
 m[0].metric(
@@ -183,16 +205,22 @@ m[4].metric(
 
 # ------------------------------------------------------------------ layer by layer
 st.subheader("Layer by layer")
-kind = st.radio("CKA", ("linear", "debiased"), horizontal=True, key="cmp_cka_kind")
-layers = services.layer_cka(space_a.layers, space_b.layers)
-matrix = layers.linear if kind == "linear" else layers.debiased
-rows_l, cols_l = [f"layer:{i}" for i in range(len(space_a.layers))], [f"layer:{j}" for j in range(len(space_b.layers))]
-title = f"{kind} CKA: layers of A × layers of B (layer:0 = embeddings)"
-ui.chart(figures.heatmap(matrix, rows_l, cols_l, title), "compare_layers")
-ui.download_table(figures.matrix_table(matrix, rows_l, cols_l), "compare_layers")
-st.caption(
-    "Mean-pooled hidden states of each layer of A's and B's models, before any calibration. A model against itself has a unit diagonal; fine-tuning usually changes the top layers most."
-)
+if not (space_a.layers and space_b.layers):
+    st.info("Layer by layer compares a model's layers: a vectors file has none (choose a model on both sides).")
+else:
+    kind = st.radio("CKA", ("linear", "debiased"), horizontal=True, key="cmp_cka_kind")
+    layers = services.layer_cka(space_a.layers, space_b.layers)
+    matrix = layers.linear if kind == "linear" else layers.debiased
+    rows_l, cols_l = (
+        [f"layer:{i}" for i in range(len(space_a.layers))],
+        [f"layer:{j}" for j in range(len(space_b.layers))],
+    )
+    title = f"{kind} CKA: layers of A × layers of B (layer:0 = embeddings)"
+    ui.chart(figures.heatmap(matrix, rows_l, cols_l, title), "compare_layers")
+    ui.download_table(figures.matrix_table(matrix, rows_l, cols_l), "compare_layers")
+    st.caption(
+        "Mean-pooled hidden states of each layer of A's and B's models, before any calibration. A model against itself has a unit diagonal; fine-tuning usually changes the top layers most."
+    )
 
 # ------------------------------------------------------------------ neighbourhoods
 st.subheader("Neighbourhoods")
@@ -263,4 +291,12 @@ st.caption(
     "N_k counts how often a text is among the others' k nearest neighbours; its mean is exactly k. A large positive "
     "skewness means hubs; anti-hubs are nobody's neighbour. Centring and whitening are known remedies (Suzuki et al. "
     "2013): compare the skewness with and without a calibration to see whether it is one here."
+)
+
+st.subheader("Report")
+st.caption("Both spaces' metrics, CKA, neighbour overlap, hubness and the aligned maps in one HTML file to mail.")
+ui.report_download(
+    "compare",
+    (space_a.vectors.key, space_b.vectors.key, k, method, points),
+    lambda: reports.comparison_report(space_a.vectors, space_b.vectors, items, (label_a, label_b), k, method, points),
 )

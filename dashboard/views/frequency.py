@@ -5,13 +5,14 @@ from __future__ import annotations
 import streamlit as st
 
 from isoscope.dashboard import ui
-from isoscope.dashboard.figures.frequency import norm_vs_rank
+from isoscope.dashboard.figures.frequency import buckets_table, norm_vs_rank
 from isoscope.dashboard.services import geometry
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError
 
 s = ui.settings()
 st.title("Word-frequency bias")
+ui.needs_model("Frequency bias")
 st.caption(
     "BERT-flow (Li et al. 2020) found that frequent tokens have small norms and sit close together, while rare "
     "tokens are far from the origin and from each other, so the space is shaped by frequency rather than "
@@ -51,7 +52,7 @@ st.subheader("Norm vs frequency rank")
 ui.chart(norm_vs_rank(result.tokens), "frequency_norm")
 
 st.subheader("By frequency bucket")
-st.dataframe(result.buckets, width="stretch", hide_index=True)
+st.dataframe(buckets_table(result.buckets), width="stretch", hide_index=True)
 ui.download_table(result.buckets, "frequency_buckets")
 with st.expander("Per-token table"):
     st.dataframe(result.tokens, width="stretch", hide_index=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from isoscope.dashboard import ui
+from isoscope.dashboard import classroom, ui
 from isoscope.dashboard.figures.landscape import (
     FILTER_AXES,
     INIT_LABEL,
@@ -54,6 +54,7 @@ SCALE_NOTE = (
 
 s = ui.settings()
 st.title("Loss surfaces")
+ui.needs_model("Loss surfaces")
 st.caption(
     "Hao et al. (2019): fine-tuning from pre-trained weights finds wider, flatter optima along smoother paths "
     "than training the same architecture from scratch, is robust to overfitting, and lower layers change least. "
@@ -107,8 +108,8 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
         f"and scratch × two tasks, one seed), AdamW with batch {request.BATCH_SIZE} and linear decay, both views "
         f"({request.FILTER_DIRECTIONS} filter-normalised directions); every epoch's weights are kept on disk "
         f"(about {request.disk_mb(services.parameter_count(s.model)):,.0f} MB) under "
-        f"{ui.literal(services.landscape_root())}. A live run is a sketch: for faithful numbers, precompute a "
-        "larger one from the command line (`python -m isoscope landscape`)."
+        f"{ui.literal(classroom.shown_path(services.landscape_root()))}. A live run is a sketch: for faithful "
+        "numbers, precompute a larger one from the command line (`python -m isoscope landscape`)."
     )
     if st.button("Run live", type="primary", key="land_run", disabled=s.is_encoder_decoder):
         st.session_state["land_request"] = request
@@ -125,7 +126,7 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
             st.session_state["land_pick"] = out_dir
     error = st.session_state.get("land_error")
     if error and error[0] == request:
-        ui.user_error(error[1])
+        ui.user_error(classroom.without_server_paths(error[1]))
     elif st.session_state.get("land_done") == request:
         st.success("Finished: the result is selected below.", icon=":material/check:")
     else:
@@ -135,28 +136,29 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
 runs = services.landscape_runs()
 if not runs:
     st.info(
-        f"No results yet in {ui.literal(services.landscape_root())}. Run a small experiment above, or precompute "
-        "a full one from the command line (re-running resumes from what is on disk):",
+        f"No results yet in {ui.literal(classroom.shown_path(services.landscape_root()))}. Run a small experiment "
+        "above, or precompute a full one from the command line (re-running resumes from what is on disk):",
         icon=":material/info:",
     )
     st.code(CLI, language="bash")
     st.stop()
 
-labels = {r["out_dir"]: run_label(r) for r in runs}
+labels = {r["out_dir"]: run_label(r, classroom.shown_name) for r in runs}
 if st.session_state.get("land_pick") not in labels:
     st.session_state["land_pick"] = runs[0]["out_dir"]
 pick = st.selectbox("Result", list(labels), key="land_pick", format_func=labels.get)
 try:
     view = services.landscape_view(pick)
 except InputError as exc:
-    ui.user_error(exc)
+    ui.user_error(classroom.without_server_paths(str(exc)))
     st.stop()
 
 sm = view.summary
 n_seeds = sm.seeds.n_seeds if sm.seeds is not None else 1
 st.caption(
-    f"Model {ui.literal(sm.model)} · task 1 {ui.literal(sm.task)} (n = {sm.n_train[0]}), task 2 "
-    f"{ui.literal(sm.task2)} (n = {sm.n_train[1]}) · {sm.epochs} epochs at lr {sm.lr} · "
+    f"Model {ui.literal(classroom.shown_name(sm.model))} · task 1 {ui.literal(classroom.shown_name(sm.task))} "
+    f"(n = {sm.n_train[0]}), task 2 {ui.literal(classroom.shown_name(sm.task2))} (n = {sm.n_train[1]}) · "
+    f"{sm.epochs} epochs at lr {sm.lr} · "
     f"{sm.n_eval_train} + {sm.n_eval_heldout} evaluation examples per point · views: {sm.directions} · "
     f"{n_seeds} seed{'s' if n_seeds != 1 else ''} · {sm.wall_seconds:.0f} s · {view.disk_mb:,.0f} MB on disk."
 )
@@ -164,8 +166,8 @@ ui.show_warnings(sm.warnings)
 with st.expander("Precompute a full run from the command line", icon=":material/terminal:"):
     st.code(CLI, language="bash")
     st.caption(
-        f"Results go to {ui.literal(services.landscape_root())} and appear in the selector; re-running resumes "
-        "from what is on disk."
+        f"Results go to {ui.literal(classroom.shown_path(services.landscape_root()))} and appear in the selector; "
+        "re-running resumes from what is on disk."
     )
 inits = [i for i in ("pretrained", "scratch") if i in view.inits]
 if len(inits) < 2:
@@ -179,7 +181,8 @@ if view.seeds.empty:
 else:
     st.dataframe(headline_table(view.seeds), width="stretch", hide_index=True)
     st.caption(
-        f"Mean ± sample sd over {n_seeds} seed{'s' if n_seeds != 1 else ''} (each seed repeats sampling, head "
+        (f"Mean ± sample sd over {n_seeds} seeds" if n_seeds > 1 else "One seed, so no spread to show")
+        + " (each seed repeats sampling, head "
         "init, scratch init and data order). scale_invariant: yes for the filter-normalised sharpness, no for "
         "the Hessian eigenvalue and the grid curvature, blank where the question does not apply."
     )

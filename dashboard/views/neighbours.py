@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from isoscope.cache import text_digest
+from isoscope.calibrate.methods import describe_method
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures.neighbours import changed_table, neighbour_table, overlap_bars, styled
 from isoscope.dashboard.services import calibration, data, embeddings, neighbours
@@ -71,13 +72,19 @@ st.caption(
     "(overlap@k: the Jaccard index of the two top-k sets, 1 = the same neighbours)."
 )
 
-source = ui.corpus_source("nb", (VECTORS_SOURCE,))
-embedded = source != VECTORS_SOURCE
-if embedded:
-    corpus = ui.corpus_from(source, "nb")
+own_space = not ui.space().is_model  # the session's space is a vectors file: its rows are the corpus
+embedded = False
+if own_space:
+    corpus = ui.space_corpus("nb")
+    loaded = None if corpus is None else (corpus, ui.space().vectors())
 else:
-    loaded = precomputed_input()
-    corpus = None if loaded is None else loaded[0]
+    source = ui.corpus_source("nb", (VECTORS_SOURCE,))
+    embedded = source != VECTORS_SOURCE
+    if embedded:
+        corpus = ui.corpus_from(source, "nb")
+    else:
+        loaded = precomputed_input()
+        corpus = None if loaded is None else loaded[0]
 if corpus is None:
     st.stop()
 texts = corpus.texts
@@ -92,8 +99,8 @@ if embedded:
 else:
     _, raw = loaded
     st.caption(
-        "The vectors are used as uploaded: the sidebar's model and pooling apply only to typed queries; "
-        "the calibrator is fitted on the uploaded vectors."
+        "The vectors are used as loaded: the sidebar's model and pooling apply only to typed queries; "
+        "the calibrator is fitted on the loaded vectors."
     )
 
 # ------------------------------------------------------------------ calibration
@@ -123,13 +130,13 @@ if typed:
     if not embedded and raw.shape[1] != s.hidden_size:
         st.info(
             f"A typed sentence is embedded with the sidebar model (d = {s.hidden_size}), which does not match the "
-            f"uploaded vectors (d = {raw.shape[1]}); showing the picked sentence instead."
+            f"loaded vectors (d = {raw.shape[1]}); showing the picked sentence instead."
         )
     else:
         if not embedded:
             st.caption(
                 "Typed queries are embedded with the sidebar model and pooling: they only make sense if "
-                "the uploaded vectors came from the same model."
+                "the loaded vectors came from the same model."
             )
         query_text, query_row = typed, None
         q_raw = embeddings.embed(s.model, [typed], s.pooling, s.max_length).array  # (1, d)
@@ -156,11 +163,13 @@ cal_table = neighbour_table(
 )
 left, right = st.columns(2)
 with left:
-    st.markdown(f"**Raw** ({ui.literal(s.pooling) if embedded else 'uploaded vectors'})")
+    st.markdown(
+        f"**Raw** ({ui.literal(s.pooling if embedded else ui.space().label if own_space else 'uploaded vectors')})"
+    )
     st.dataframe(styled(raw_table), width="stretch", hide_index=True)
     ui.download_table(raw_table, "neighbours_raw")
 with right:
-    st.markdown(f"**Calibrated** ({ui.literal(cal.method)})")
+    st.markdown(f"**Calibrated** ({ui.literal(cal.method)})", help=describe_method(cal.method))
     st.dataframe(styled(cal_table), width="stretch", hide_index=True)
     ui.download_table(cal_table, "neighbours_calibrated")
 st.caption(

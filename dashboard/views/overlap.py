@@ -53,6 +53,7 @@ fig = scatter_panels(
     pair_hover(pairs),
     "word edit distance",
     "edit distance %{x:.2f}<br>%{y:.3f}<br>%{text}<extra></extra>",
+    shared_y=False,  # gold scores 0-5 next to cosines: each panel its own range and title
 )
 ui.chart(fig, "lexical_overlap")
 st.dataframe(table, width="stretch", hide_index=True)

@@ -12,6 +12,7 @@ from isoscope.errors import InputError
 
 s = ui.settings()
 st.title("Pooling explorer")
+ui.needs_model("The Pooling explorer")
 st.caption(
     "How a sequence of token vectors becomes one sentence vector matters as much as the model (BERT-flow, "
     "Sentence-T5). Every pooling mode and every layer's mean, from one forward pass, scored by Spearman (x100) "

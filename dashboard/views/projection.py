@@ -15,7 +15,7 @@ import streamlit as st
 
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures import projection as figures
-from isoscope.dashboard.services import embeddings, models, projection
+from isoscope.dashboard.services import models, projection
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError
 from isoscope.neighbours.projection import precomputed_coordinates
@@ -41,7 +41,7 @@ st.caption(
     "vectors and from the calibrated ones (fitted on the corpus, no labels). PCA keeps the global shape; "
     "UMAP and t-SNE keep local neighbourhoods (distances between far clusters mean little)."
 )
-corpus = ui.corpus_input("pj")
+corpus = ui.space_corpus("pj")
 if corpus is None:
     st.stop()
 texts = corpus.texts
@@ -49,7 +49,7 @@ n = len(texts)
 if n < 5:
     st.info("A map needs at least 5 texts; load a larger corpus.")
     st.stop()
-raw = embeddings.embed(s.model, texts, s.pooling, s.max_length)  # (n, d)
+raw = ui.space_vectors(texts)  # (n, d)
 
 space = ui.calibrated_space("pj", raw, texts)
 cal, calibrated = space.calibration, space.vectors
@@ -82,7 +82,9 @@ elif method == "tsne":
         params["perplexity"] = float(st.slider("Perplexity", 2.0, 100.0, 30.0, 1.0, key="pj_tsne_perplexity"))
 
 meta_cols = {str(c): c for c in ui.meta_columns(corpus, exclude=DERIVED)}
-options = [*meta_cols, *DERIVED]
+space_is_model = ui.space().is_model
+derived = DERIVED if space_is_model else tuple(d for d in DERIVED if d != "token length")  # needs the model
+options = [*meta_cols, *derived]
 d1, d2 = st.columns(2)
 colour_by = d1.selectbox(
     "Colour by", options, index=options.index("topic") if "topic" in options else 0, key="pj_color"
@@ -114,7 +116,10 @@ if method == "precomputed":
     selected["precomputed"] = show_map(fig, f"projection_xy_{dims}d", dims)
 else:
     params_json = json.dumps(params, sort_keys=True)
-    spaces = (("raw", f"raw ({s.pooling})", raw), ("calibrated", f"calibrated ({cal.method})", calibrated))
+    spaces = (
+        ("raw", f"raw ({s.pooling if space_is_model else ui.plot_text(ui.space().label, 200)})", raw),
+        ("calibrated", f"calibrated ({cal.method})", calibrated),
+    )
     for col, (space_name, title, vectors) in zip(st.columns(2), spaces, strict=True):
         with col:
             try:

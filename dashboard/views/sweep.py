@@ -8,7 +8,7 @@ from isoscope.dashboard import ui
 from isoscope.dashboard.figures.sweep import MEASURES, smallest_kept, sweep_figure
 from isoscope.dashboard.services import sweep as sweep_service
 from isoscope.dashboard.services.keyed import texts as keyed_texts
-from isoscope.errors import InputError
+from isoscope.errors import InputError, first_line
 from isoscope.geometry.sweep import default_dims
 
 s = ui.settings()
@@ -20,7 +20,8 @@ st.caption(
     "Each variant is scored against the fp32 space: neighbour overlap@k, the STS Spearman of the pairs, IsoScore, "
     "average cosine, effective rank, and its bytes per vector."
 )
-corpus = ui.corpus_input("sweep")
+space = ui.space()
+corpus = ui.space_corpus("sweep")
 if corpus is None:
     st.stop()
 if len(corpus.texts) < 3:
@@ -31,8 +32,15 @@ with st.expander("Pairs for the STS column", expanded=False):
 if pairs is not None and (pairs.scores is None or len(pairs) < 3):
     st.caption("These pairs have no gold scores (or fewer than 3): the Spearman column stays empty.")
     pairs = None
+pair_vectors = None
+if pairs is not None and not space.is_model:  # the pairs' vectors are looked up in the file by text
+    try:
+        pair_vectors = ui.space_vectors(pairs.texts)
+    except InputError as exc:
+        st.caption(f"The Spearman column stays empty: {ui.literal(first_line(exc))}")
+        pairs = None
 c1, c2 = st.columns(2)
-grid = default_dims(s.hidden_size)
+grid = default_dims(s.hidden_size if space.is_model else space.dims)
 dims = c1.multiselect("Dimensions k (first-k and PCA-k)", grid, default=list(grid), key="sweep_dims")
 ui.clamp("sweep_k", 1, max(len(corpus.texts) - 1, 1))
 k = int(
@@ -41,26 +49,35 @@ k = int(
 request = (
     keyed_texts(corpus.texts).key,
     None if pairs is None else len(pairs),
-    s.model,
+    s.model if space.is_model else space.key,
     s.pooling,
     s.max_length,
     tuple(dims),
     k,
 )
 if not ui.run_button("Run the sweep", "sweep_run", request, type="primary"):
-    st.info("Press **Run the sweep**: it encodes the texts with both models (cached) and measures every variant.")
+    if space.is_model:
+        st.info("Press **Run the sweep**: it encodes the texts with both models (cached) and measures every variant.")
+    else:
+        st.info(
+            "Press **Run the sweep**: it measures every variant of the file's vectors (no int8-model row: there is "
+            "no model to quantise)."
+        )
     st.stop()
 try:
-    result = sweep_service.sweep(
-        s.model, keyed_texts(corpus.texts), pairs, s.pooling, s.max_length, tuple(sorted(dims)), k
-    )
+    if space.is_model:
+        result = sweep_service.sweep(
+            s.model, keyed_texts(corpus.texts), pairs, s.pooling, s.max_length, tuple(sorted(dims)), k
+        )
+    else:
+        result = sweep_service.sweep_vectors(space.vectors(), pairs, pair_vectors, tuple(sorted(dims)), k)
 except InputError as exc:
     ui.user_error(exc)
     st.stop()
 ui.show_warnings(result.warnings)
 
 table = result.table
-st.subheader(f"{len(corpus.texts):,} texts, {s.pooling} pooling, overlap@{result.k}")
+st.subheader(f"{len(corpus.texts):,} texts, {ui.space_name()}, overlap@{result.k}")
 measure = st.radio("Measure", list(MEASURES), horizontal=True, key="sweep_measure", format_func=lambda m: MEASURES[m])
 fig = sweep_figure(result, measure)
 ui.chart(fig, f"sweep_{measure}")

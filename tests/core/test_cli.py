@@ -223,7 +223,11 @@ def test_app_hands_the_data_file_to_the_dashboard(cli, tmp_path: Path, capsys) -
     assert cli(["app", str(corpus), "--text-column", "body", "--dry-run"]) == 0
     capsys.readouterr()
     args = app_args(["app", str(corpus), "--text-column", "body", "--dry-run"])
-    assert app.run(args)["env"] == {"ISOSCOPE_DATA_FILE": str(corpus.resolve()), "ISOSCOPE_TEXT_COLUMN": "body"}
+    assert app.run(args)["env"] == {
+        "ISOSCOPE_DATA_FILE": str(corpus.resolve()),
+        "ISOSCOPE_DATA_KIND": "corpus",  # what the file holds, told to every page (issue 26)
+        "ISOSCOPE_TEXT_COLUMN": "body",
+    }
     capsys.readouterr()
 
 

@@ -37,3 +37,26 @@ def test_two_texts_get_one_info_line(app: AppTest) -> None:
     at.file_uploader(key="ani_upload").set_value(("two.txt", b"A first text.\nA second text.\n", "text/plain")).run()
     assert not at.exception and not at.error
     assert any("at least 3 texts" in i.value for i in at.info), [i.value for i in at.info]
+
+
+def test_a_corpus_too_small_to_whiten_gets_whitening_k_and_full_whitening_warns(app: AppTest) -> None:
+    """Issue 26: Anisotropy whitened 384 dimensions on 336 texts (effective rank n - 1, IsoScore 0.87) and
+    showed it as a success with no warning. On a small corpus the default is whitening:K (K = min(64, n / 4)), and
+    full whitening, when chosen, warns in the words every page uses."""
+    from isoscope.calibrate import make_calibrator
+    from isoscope.data import load_corpus
+    from isoscope.evaluate.sts import fit_size_warning, safe_method
+    from isoscope.paths import DEMO_CORPUS
+
+    texts = load_corpus(DEMO_CORPUS).texts[:100]
+    app.session_state["ani_source"] = "Upload a file"  # the page's first draw is of the small corpus
+    at = open_page(app, "anisotropy")
+    at.file_uploader(key="ani_upload").set_value(("small.txt", "\n".join(texts).encode(), "text/plain")).run()
+    assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
+    k_method = safe_method("whitening", len(texts), 384)
+    assert k_method == "whitening:25"  # K = n / 4 (at most 64)
+    assert at.multiselect(key="ani_methods").value == [k_method, "sn+abtt:3"]  # the default, not full whitening
+    assert list(at.dataframe[0].value.index) == ["raw", k_method, "sn+abtt:3"] and not at.warning
+    at.multiselect(key="ani_methods").set_value(["whitening"]).run()
+    want = fit_size_warning(make_calibrator("whitening"), len(texts), 384)
+    assert [w.value.replace("\\", "") for w in at.warning] == [want]

@@ -9,13 +9,16 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from isoscope.data import load_corpus
+from isoscope.paths import DEMO_CORPUS
+from tests.conftest import private_cache
 from tests.dashboard.conftest import APP
 
 
 @pytest.fixture()
 def atlas_app(tmp_path, monkeypatch) -> AppTest:
-    monkeypatch.setenv("ISOSCOPE_CACHE", str(tmp_path / "cache"))
-    at = AppTest.from_file(APP, default_timeout=300)
+    monkeypatch.setenv("ISOSCOPE_CACHE", str(private_cache(tmp_path / "cache")))
+    at = AppTest.from_file(APP, default_timeout=900)  # the first build of the 4,846-text demo atlas
     at.session_state["atlas_layout"] = "pca"
     at.switch_page("views/atlas.py").run()
     assert not at.exception, at.exception
@@ -47,7 +50,7 @@ def test_demo_corpus_map_is_served_as_tiles_with_labels_by_level(atlas_app: AppT
     assert data["world"]["maxLevel"] >= 8 and data["highlight"] is None and data["showLabels"]
     assert data["levels"] >= 2 and {lab[0] for lab in data["labels"]} == set(range(data["levels"]))
     assert all(isinstance(lab[4], str) and lab[4] for lab in data["labels"])
-    assert "336 points, every one drawn at every zoom" in captions(at)
+    assert f"{len(load_corpus(DEMO_CORPUS)):,} points, every one drawn at every zoom" in captions(at)
     http = client()
     top = http.get(data["tiles"].format(z=0, x=0, y=0))
     assert top.status_code == 200 and top.headers["content-type"] == "image/png" and top.content[:4] == b"\x89PNG"
@@ -82,8 +85,10 @@ def test_search_lights_up_selects_and_measures(atlas_app: AppTest) -> None:
     assert not at.exception, at.exception
     data = map_data(at)
     assert data["highlight"] and client().get(data["highlight"].format(z=0, x=0, y=0)).status_code == 200
+    texts = load_corpus(DEMO_CORPUS).texts
+    hits = [i for i, t in enumerate(texts) if "football" in t.lower()]
     (table, metrics) = at.dataframe[:2]
-    assert len(table.value) > 0 and all("football" in t.lower() for t in table.value["text"])
+    assert sorted(table.value["row"]) == hits[: len(table.value)] and len(table.value) == min(len(hits), 1_000)
     assert list(metrics.value.columns) == ["metric", "whole corpus", "selection"]
     assert set(metrics.value["metric"]) >= {"avg_cosine", "isoscore", "effective_rank"}
     at.text_input(key="atlas_search").set_value("no such words anywhere").run()
@@ -132,15 +137,18 @@ def test_clusters_colour_and_space_switch(atlas_app: AppTest) -> None:
     assert "sports" in captions(at)
 
 
-def test_open_in_neighbours_passes_the_text(atlas_app: AppTest) -> None:
+def test_open_in_neighbours_passes_the_row(atlas_app: AppTest) -> None:
     at = atlas_app
     at.text_input(key="atlas_search").set_value("football").run()
     row = at.selectbox(key="atlas_open_pick").value
     at.button(key="atlas_open").click().run()
     assert not at.exception, at.exception
     assert at.session_state["atlas_open_row"]["row"] == row
-    assert "football" in at.session_state["nb_query"].lower()
     assert any(t.value == "Neighbours" for t in at.title)
+    # the same corpus there, the row picked (not a typed query the model would embed again)
+    assert at.radio(key="nb_source").value == "Demo corpus"
+    assert at.selectbox(key="nb_pick").value == row and at.text_input(key="nb_query").value == ""
+    assert "football" in " ".join(m.value for m in at.markdown if m.value.startswith("**Query:**")).lower()
 
 
 def test_preloaded_file_with_hostile_rows_and_a_missing_column(tmp_path, monkeypatch) -> None:

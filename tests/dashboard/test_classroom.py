@@ -20,8 +20,6 @@ CODE = "K7QM-3XHD"
 @pytest.fixture()
 def classroom(monkeypatch, tmp_path: Path) -> Path:
     """Classroom mode as ``isoscope app --classroom --access-code K7QM-3XHD --allow-model ...`` sets it up."""
-    import isoscope.dashboard.classroom
-
     broken = tmp_path / "secret-folder" / "broken-model"
     broken.mkdir(parents=True)
     (broken / "config.json").write_text("{not json")
@@ -29,7 +27,6 @@ def classroom(monkeypatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("ISOSCOPE_CLASSROOM", "1")
     monkeypatch.setenv("ISOSCOPE_ACCESS_CODE_SHA256", code_hash(CODE))
     monkeypatch.setenv("ISOSCOPE_ALLOWED_MODELS", json.dumps(models))
-    monkeypatch.setattr(isoscope.dashboard.classroom, "WRONG_CODE_DELAY", 0.0)
     return tmp_path
 
 

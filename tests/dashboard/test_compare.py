@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from isoscope.cache import ArrayCache
 from isoscope.compare import compare_spaces
 from isoscope.data import load_corpus
 from isoscope.encode.embed import EmbedConfig, encode_many
 from isoscope.paths import DEMO_CORPUS
+from tests.conftest import private_cache
 from tests.dashboard.conftest import open_page
 
 
@@ -40,8 +42,8 @@ def frame(at: AppTest, column: str):
 
 @pytest.fixture()
 def no_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("ISOSCOPE_CACHE", str(tmp_path))
-    return tmp_path
+    monkeypatch.setenv("ISOSCOPE_CACHE", str(private_cache(tmp_path / "cache")))  # no runs; embeddings shared
+    return tmp_path / "cache"
 
 
 def test_cls_vs_mean_matches_core_and_shows_both_lists(app: AppTest, encoder, no_runs: Path) -> None:
@@ -49,7 +51,7 @@ def test_cls_vs_mean_matches_core_and_shows_both_lists(app: AppTest, encoder, no
     assert not at.error, [e.value for e in at.error]
     assert at.selectbox(key="cmp_preset").value == "CLS vs mean"
     texts = list(dict.fromkeys(load_corpus(DEMO_CORPUS).texts))
-    vec = encode_many(encoder, texts, ["cls", "mean"], EmbedConfig(max_length=128))  # the sidebar's max length
+    vec = encode_many(encoder, texts, ["cls", "mean"], EmbedConfig(max_length=128), cache=ArrayCache())  # sidebar's
     want = compare_spaces(vec["cls"], vec["mean"], k=10, maps=False)
     shown = metrics(at)
     assert float(shown["CKA (linear)"]) == pytest.approx(want.cka_linear, abs=6e-4)
@@ -102,7 +104,7 @@ def test_calibration_and_untrained_presets(app: AppTest, no_runs: Path) -> None:
     shown = metrics(at)
     assert float(shown["overlap@10"]) < calibrated_overlap  # random weights keep far fewer neighbours
     at.radio(key="cmp_cka_kind").set_value("debiased").run()
-    at.radio(key="cmp_colour").set_value("topic").run()
+    at.radio(key="cmp_colour").set_value("source").run()  # 11 styles; 31 topics are more than MAX_CATEGORIES
     at.toggle(key="cmp_arrows").set_value(True).run()
     assert not at.exception, at.exception
 

@@ -70,7 +70,8 @@ def test_pages_survive_an_unreadable_cache(monkeypatch, tmp_path: Path) -> None:
         ),
     )
     at = _fresh(monkeypatch, root)
-    for page in ("similarity", "anisotropy", "neighbours", "projection", "overlap", "calibration"):
+    # one page per kind of cached work (pairs, the corpus and its calibrators, fit sets): each recomputes
+    for page in ("similarity", "neighbours", "overlap", "calibration"):
         open_page(at, page)
         _, errors, metrics = _state(at)
         assert not errors and not at.exception, (page, errors)

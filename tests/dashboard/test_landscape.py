@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.conftest import private_cache
 from tests.dashboard.conftest import open_page
 
 
 @pytest.fixture()
 def results_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty ISOSCOPE_CACHE, so the page sees no earlier results (isoscope.landscape.results.default_root)."""
-    monkeypatch.setenv("ISOSCOPE_CACHE", str(tmp_path))
+    monkeypatch.setenv("ISOSCOPE_CACHE", str(private_cache(tmp_path)))
     return tmp_path / "landscape"
 
 

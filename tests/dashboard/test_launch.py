@@ -21,10 +21,12 @@ from isoscope.dashboard.launch import (
     ENV_CLASSROOM,
     ENV_CODE_HASH,
     ENV_DATA_FILE,
+    ENV_DATA_KIND,
     ENV_MAX_BYTES,
     ENV_MAX_ROWS,
     ENV_MODELS,
     ENV_TEXT_COLUMN,
+    ENV_VECTOR_COLUMN,
     Launch,
     ServerOptions,
     code_hash,
@@ -99,7 +101,7 @@ def test_the_data_file_is_checked_under_the_servers_limits(tmp_path: Path) -> No
     corpus = tmp_path / "c.txt"
     corpus.write_text("one\ntwo\nthree\n")
     plan = prepare(ServerOptions(data_file=str(corpus)), environ={})
-    assert plan.env == {ENV_DATA_FILE: str(corpus.resolve())}
+    assert plan.env == {ENV_DATA_FILE: str(corpus.resolve()), ENV_DATA_KIND: "corpus"}
     with pytest.raises(InputError, match="over the limit"):
         prepare(ServerOptions(data_file=str(corpus), max_rows=2), environ={})
     with pytest.raises(InputError, match="over the limit"):  # the environment the server will run with counts
@@ -138,3 +140,32 @@ def test_bad_options_are_input_errors(options: ServerOptions, message: str) -> N
 def test_url_names_the_host_to_open() -> None:
     assert Launch([], host="10.1.2.3", port=9000).url() == "http://10.1.2.3:9000"
     assert Launch([], host="0.0.0.0", port=80).url() == f"http://{launch.lan_address()}:80"
+
+
+def test_a_pairs_file_and_a_vectors_file_are_launched_as_what_they_hold(tmp_path: Path) -> None:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pairs = tmp_path / "p.csv"
+    pairs.write_text("sentence1,sentence2,score\na cat,a dog,2\na car,a bus,3\nrain,snow,1\n")
+    assert prepare(ServerOptions(data_file=str(pairs)), environ={}).env[ENV_DATA_KIND] == "pairs"
+    vectors = np.arange(12, dtype=np.float32).reshape(4, 3) + 1
+    emb = pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), 3)
+    both = pa.table({"emb": emb, "other": emb, "text": ["a", "b", "c", "d"]})
+    pq.write_table(both, tmp_path / "v.parquet")
+    plan = prepare(ServerOptions(data_file=str(tmp_path / "v.parquet"), vector_column="emb", text_column="text"), {})
+    assert plan.env[ENV_DATA_KIND] == "vectors"
+    assert (plan.env[ENV_VECTOR_COLUMN], plan.env[ENV_TEXT_COLUMN]) == ("emb", "text")
+    # a Parquet file with list columns is a vectors file; which column must then be said, in one line
+    with pytest.raises(InputError, match="several vector columns") as err:
+        prepare(ServerOptions(data_file=str(tmp_path / "v.parquet")), environ={})
+    assert "\n" not in str(err.value)
+    np.save(tmp_path / "v.npy", vectors)
+    assert prepare(ServerOptions(data_file=str(tmp_path / "v.npy")), environ={}).env[ENV_DATA_KIND] == "vectors"
+    with pytest.raises(InputError, match="over the limit"):  # under the server's limits, like a corpus
+        prepare(ServerOptions(data_file=str(tmp_path / "v.npy"), max_rows=2), environ={})
+    with pytest.raises(InputError, match="--vector-column needs a DATA_FILE"):
+        prepare(ServerOptions(vector_column="emb"), environ={})
+    with pytest.raises(InputError, match="not found"):
+        prepare(ServerOptions(data_file=str(tmp_path / "missing.parquet")), environ={})

@@ -168,3 +168,32 @@ def test_corpus_wide_overlap_equals_isoscope_compare(app: AppTest, cli_main, cap
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["n_texts"] == n
     assert float(page.value) == round(result["overlap_at_k"], 3)
+
+
+def calibrated_label(at: AppTest) -> str:
+    (label,) = [m.value for m in at.markdown if m.value.startswith("**Calibrated**")]
+    return label.replace("\\", "")  # ui.literal escapes Markdown
+
+
+def test_the_calibrator_shown_is_the_one_used_across_sources(app: AppTest) -> None:
+    """Issue 26: sn+abtt chosen, then "Upload vectors": the box read whitening:K while the tables said
+    "Calibrated (sn+abtt:3)"; back to the demo it silently selected whitening:64. And with an empty text box
+    the page said "A typed sentence is embedded ...". The shown value is the used value, on every source."""
+    rng = np.random.default_rng(0)
+    texts = [f"Short text number {i}." for i in range(12)]
+    meta = pd.DataFrame({"text": texts}).to_csv(index=False).encode()
+    at = open_page(app, "neighbours")
+    at.selectbox(key="nb_cal_method").set_value("sn+abtt:D").run()
+    assert calibrated_label(at) == "**Calibrated** (sn+abtt:3)"
+    at.radio(key="nb_source").set_value("Upload vectors (.npy)").run()  # stops before the controls: no upload
+    at.file_uploader(key="nb_meta_upload").set_value(("meta.csv", meta, "text/csv")).run()
+    vectors = npy(rng.standard_normal((12, 16)).astype(np.float32))  # not the sidebar model's 384 dimensions
+    at.file_uploader(key="nb_vec_upload").set_value(("v.npy", vectors, "application/octet-stream")).run()
+    assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
+    assert at.selectbox(key="nb_cal_method").value == "sn+abtt:D"
+    assert calibrated_label(at) == "**Calibrated** (sn+abtt:3)"
+    assert at.text_input(key="nb_query").value == ""
+    assert not any("typed sentence" in i.value for i in at.info), [i.value for i in at.info]
+    at.radio(key="nb_source").set_value("Demo corpus").run()
+    assert at.selectbox(key="nb_cal_method").value == "sn+abtt:D"
+    assert calibrated_label(at) == "**Calibrated** (sn+abtt:3)"

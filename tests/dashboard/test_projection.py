@@ -8,6 +8,9 @@ import json
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
+from isoscope.dashboard.figures.projection import MAX_CATEGORIES
+from isoscope.data import load_corpus
+from isoscope.paths import DEMO_CORPUS
 from tests.dashboard.conftest import open_page
 
 
@@ -28,6 +31,8 @@ def trace_names(fig: dict) -> list[str]:
 
 
 def test_pca_2d_raw_and_calibrated_coloured_by_topic(app: AppTest) -> None:
+    demo = load_corpus(DEMO_CORPUS)
+    topics = min(demo.meta["topic"].nunique(), MAX_CATEGORIES)  # the rarest beyond MAX_CATEGORIES - 1 as "other"
     at = open_page(app, "projection")
     assert not at.error
     assert at.selectbox(key="pj_projection").value == "PCA"
@@ -36,8 +41,8 @@ def test_pca_2d_raw_and_calibrated_coloured_by_topic(app: AppTest) -> None:
     for fig in figs:
         assert {t["type"] for t in fig["data"]} == {"scattergl"}
         # default colour: the demo corpus's topic column, one trace per topic
-        assert len(fig["data"]) == 8 and "sports" in trace_names(fig)
-        assert sum(len(values(t["x"])) for t in fig["data"]) == 336
+        assert len(fig["data"]) == topics and "sports" in trace_names(fig)
+        assert sum(len(values(t["x"])) for t in fig["data"]) == at.number_input(key="pj_sample").value <= len(demo)
     titles = [f["layout"]["title"]["text"] for f in figs]
     assert "raw" in titles[0] and "whitening" in titles[1]
 
@@ -46,7 +51,7 @@ def test_pca_2d_raw_and_calibrated_coloured_by_topic(app: AppTest) -> None:
     fig = figures(at)[0]
     assert len(fig["data"]) == 1 and fig["data"][0]["marker"]["showscale"]
     at.selectbox(key="pj_color").set_value("topic").run()
-    assert len(figures(at)[0]["data"]) == 8
+    assert len(figures(at)[0]["data"]) == topics
 
 
 def test_search_highlight_and_sample(app: AppTest) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlparse
 
-from playwright.sync_api import Download, Locator, Page
+from playwright.sync_api import Download, Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
@@ -37,6 +37,20 @@ RUN_COUNTER_JS = """
     subtree: true, attributes: true, attributeOldValue: true, attributeFilter: ["data-test-script-state"],
   });
   if (document.documentElement) { start(); } else { document.addEventListener("DOMContentLoaded", start); }
+  // For failure messages: the frames the page sent to the server, and its last console errors/warnings
+  // (Streamlit logs there when it drops a rerun because it thinks it is disconnected).
+  window.__stSent = 0;
+  window.__stLog = [];
+  const send = WebSocket.prototype.send;
+  WebSocket.prototype.send = function (...args) { window.__stSent += 1; return send.apply(this, args); };
+  for (const level of ["error", "warn"]) {
+    const original = console[level].bind(console);
+    console[level] = (...args) => {
+      window.__stLog.push(level + ": " + args.map(String).join(" ").slice(0, 200));
+      if (window.__stLog.length > 8) { window.__stLog.shift(); }
+      original(...args);
+    };
+  }
 })();
 """
 
@@ -85,6 +99,8 @@ def state(page: Page) -> str:
                     url: location.href,
                     script: app && app.getAttribute("data-test-script-state"),
                     runs: window.__stRuns || 0,
+                    frames_sent: window.__stSent || 0,
+                    console: window.__stLog || [],
                     stale: document.querySelectorAll('[data-stale="true"]').length,
                     skeletons: document.querySelectorAll('[data-testid="stSkeleton"]').length,
                     exceptions: document.querySelectorAll('[data-testid="stException"]').length,
@@ -201,15 +217,17 @@ def captions(page: Page) -> str:
 def choose_radio(page: Page, label: str, option: str) -> None:
     group = main(page).locator('[data-testid="stRadio"]', has_text=label).first
     choice = group.locator('[data-testid="stRadioOption"]', has_text=option).first
+    radio_input = choice.locator("input")
     before = runs(page)
     for _attempt in range(3):
         choice.click()
-        try:
-            choice.locator("input").wait_for(state="attached", timeout=1_000)
-            page.wait_for_function("el => el.checked", arg=choice.locator("input").element_handle(), timeout=5_000)
+        try:  # the locator, not an element handle: the option may be redrawn after the click
+            expect(radio_input).to_be_checked(timeout=5_000)
             break
-        except PlaywrightTimeoutError:
+        except AssertionError:
             continue
+    else:
+        raise AssertionError(f"could not choose {option!r} in {label!r}: {state(page)}")
     try:
         page.wait_for_function("n => (window.__stRuns || 0) > n", arg=before, timeout=RUN_TIMEOUT_MS)
         wait_idle(page)

@@ -181,8 +181,11 @@ def seed_landscape_result(root: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def streamlit_server(chromium_executable: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """The app on a private cache folder that holds one small stored landscape experiment.
+def streamlit_server(
+    chromium_executable: str, tmp_path_factory: pytest.TempPathFactory, session_cache: Path
+) -> Iterator[Server]:
+    """The app on a private cache folder that holds one small stored landscape experiment, its embeddings
+    shared with the rest of the session (the demo is embedded once per session, not once more for the browser).
 
     Under ``make screenshots`` (ISOSCOPE_SCREENSHOTS=1) it uses the user's own cache instead, so the README
     shows the experiment made with the real model (``python -m isoscope landscape ...``, see the README).
@@ -190,6 +193,8 @@ def streamlit_server(chromium_executable: str, tmp_path_factory: pytest.TempPath
     env = {}
     if os.environ.get("ISOSCOPE_SCREENSHOTS") != "1":
         cache = tmp_path_factory.mktemp("isoscope-cache")
+        (session_cache / "embeddings").mkdir(exist_ok=True)
+        (cache / "embeddings").symlink_to(session_cache / "embeddings", target_is_directory=True)
         seed_landscape_result(cache / "landscape")
         env["ISOSCOPE_CACHE"] = str(cache)
     server = start_server(tmp_path_factory.mktemp("streamlit") / "server.log", env)
@@ -228,13 +233,32 @@ def warm_server(streamlit_server: Server, browser) -> Server:
     return streamlit_server
 
 
+def outside_requests(context, server: Server) -> list[str]:
+    """Every request ``context`` makes to a host other than the app's, as it happens (issue 26: the favicon came
+    from a font CDN, which fails offline): the list a test asserts empty."""
+    from urllib.parse import urlsplit
+
+    local = {urlsplit(server.url).hostname, "127.0.0.1", "localhost"}
+    outside: list[str] = []
+
+    def record(request) -> None:
+        url = urlsplit(request.url)
+        if url.scheme in ("http", "https", "ws", "wss") and url.hostname not in local:
+            outside.append(request.url)
+
+    context.on("request", record)
+    return outside
+
+
 @pytest.fixture()
 def page(warm_server: Server, browser):
-    """A fresh browser tab (a new Streamlit session) on the home page; fails on new server tracebacks."""
+    """A fresh browser tab (a new Streamlit session) on the home page; fails on new server tracebacks and on
+    any request to another host."""
     from tests.e2e import browser as b
 
     seen = len(warm_server.tracebacks())
     context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+    outside = outside_requests(context, warm_server)
     context.add_init_script(b.RUN_COUNTER_JS)
     pg = context.new_page()
     pg.set_default_timeout(b.ACTION_TIMEOUT_MS)
@@ -246,6 +270,7 @@ def page(warm_server: Server, browser):
         context.close()
     new = warm_server.tracebacks()[seen:]
     assert not new, f"the server logged an uncaught exception: {new[0]}"
+    assert not outside, f"requests to other hosts: {sorted(set(outside))}"
 
 
 @pytest.fixture(scope="session")

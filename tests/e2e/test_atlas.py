@@ -164,7 +164,7 @@ def highlighted_pixel(page) -> tuple[float, float]:
 def test_search_select_and_open_in_neighbours(page, screenshots) -> None:
     open_atlas(page)
     b.assert_clean(page)
-    assert "336 points, every one drawn" in b.captions(page)
+    assert f"{len(load_corpus(DEMO_CORPUS)):,} points, every one drawn" in b.captions(page)
     b.type_text(page, "Search the texts", "football")
     b.assert_clean(page)
     assert "match the search" in b.captions(page)
@@ -188,5 +188,8 @@ def test_search_select_and_open_in_neighbours(page, screenshots) -> None:
     page.get_by_role("heading", name="Neighbours").first.wait_for(timeout=b.RUN_TIMEOUT_MS)
     b.wait_idle(page)
     b.assert_clean(page)
+    # the same corpus and row, picked there (not a typed query the model would embed again)
     query = b.main(page).locator('[data-testid="stTextInput"]', has_text="type a sentence").locator("input")
-    assert chosen.split(": ", 1)[1].rstrip("…") in query.input_value()
+    assert query.input_value() == ""
+    pick = b.main(page).locator('[data-testid="stSelectbox"]', has_text="Pick a corpus sentence")
+    assert chosen.split(": ", 1)[1].rstrip("…")[:90] in pick.locator('input[role="combobox"]').input_value()

@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import Page
 
 from tests.e2e import browser as b
-from tests.e2e.conftest import VIEWPORT, Server, start_server, stop_server
+from tests.e2e.conftest import VIEWPORT, Server, outside_requests, start_server, stop_server
 
 
 @dataclass(frozen=True)
@@ -344,6 +344,7 @@ def test_deep_link_on_fresh_server(browser, tmp_path: Path) -> None:
     """
     server = start_server(tmp_path / "fresh.log")
     context = browser.new_context(viewport=VIEWPORT)
+    outside = outside_requests(context, server)
     context.add_init_script(b.RUN_COUNTER_JS)
     try:
         pg = context.new_page()
@@ -355,3 +356,4 @@ def test_deep_link_on_fresh_server(browser, tmp_path: Path) -> None:
         context.close()
         stop_server(server)
     assert not server.tracebacks(), server.tracebacks()[0]
+    assert not outside, f"requests to other hosts: {sorted(set(outside))}"

@@ -91,6 +91,64 @@ def parquet_bomb(
     return data
 
 
+def _varint(n: int, length: int | None = None) -> bytes:
+    """Thrift's unsigned varint of ``n``; with ``length``, padded to that many bytes (readers accept the padding)."""
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        last = n == 0 and (length is None or len(out) + 1 >= length)
+        out.append(b if last else b | 0x80)
+        if last:
+            return bytes(out)
+
+
+def lying_footer(data: bytes, claim: int = 100) -> bytes:
+    """``data`` (a Parquet file) with its footer rewritten to claim ``claim`` bytes for every row group and column
+    chunk: each ``total_byte_size`` and ``total_uncompressed_size`` (zigzag varints in the Thrift footer) is
+    replaced by a varint of ``claim`` padded to the same length, so no offset moves. The pages are untouched."""
+    import pyarrow.parquet as pq
+
+    md = pq.ParquetFile(io.BytesIO(data)).metadata
+    footer_len = int.from_bytes(data[-8:-4], "little")
+    start = len(data) - 8 - footer_len
+    footer = data[start:-8]
+    sizes = {md.row_group(i).total_byte_size for i in range(md.num_row_groups)}
+    sizes |= {
+        md.row_group(i).column(j).total_uncompressed_size
+        for i in range(md.num_row_groups)
+        for j in range(md.num_columns)
+    }
+    for size in sorted((s for s in sizes if s > 10 * claim), reverse=True):
+        true = _varint(2 * size)
+        footer = footer.replace(true, _varint(2 * claim, len(true)))
+    lie = data[:start] + footer + data[-8:]
+    md = pq.ParquetFile(io.BytesIO(lie)).metadata
+    claimed = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
+    assert claimed <= claim * md.num_row_groups, "the footer rewrite did not take"
+    return lie
+
+
+def lying_parquet(path: Path | None = None, groups: int = 600, cell: int = 1_000_000, claim: int = 100) -> bytes:
+    """The issue-28 file: a Parquet bomb (``2 * groups * cell`` bytes decoded, a few hundred KB on disk) whose
+    footer claims ``claim`` bytes per row group, so that a reader trusting the footer sizes its batches from
+    it. Written to ``path`` when given; returns the bytes."""
+    data = lying_footer(parquet_bomb(groups=groups, cell=cell), claim)
+    if path is not None:
+        path.write_bytes(data)
+    return data
+
+
+def wide_parquet(path: Path, rows: int = 49_999, columns: int = 100) -> Path:
+    """A valid file as pyarrow writes it by default: ``columns`` columns (the first named text) of ``rows``
+    short distinct strings each (issue 28: called 'damaged or crafted' after 1.1 GB)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    names = ["text", *(f"c{j}" for j in range(1, columns))]
+    pq.write_table(pa.table({n: [f"{n} {i}" for i in range(rows)] for n in names}), path)
+    return path
+
+
 class MarkerPayload:
     """Unpickling this creates ``path``: proof that a loader unpickled user data."""
 

@@ -8,10 +8,6 @@ tracemalloc (Python allocations of the loader).
 from __future__ import annotations
 
 import json
-import os
-import resource
-import subprocess
-import sys
 import tracemalloc
 from pathlib import Path
 
@@ -22,9 +18,9 @@ from isoscope.errors import InputError
 from tests.dashboard.conftest import open_page
 from tests.hostile.cases import GOOD_PAIRS_CSV, PARQUET_BOMB, deep_json, parquet_bomb, write
 from tests.hostile.conftest import assert_app_refused, assert_cli_refused, assert_one_line, new_app
+from tests.hostile.peak import GiB, child_peak
 
 ROOT = Path(__file__).resolve().parents[2]
-GiB = 2**30
 DEMO_PAIRS = str(ROOT / "assets" / "demo_pairs.csv")
 
 
@@ -38,34 +34,7 @@ def bomb(tmp_path_factory) -> Path:
 
 
 def _child_peak(argv: list[str], tmp_path: Path, env: dict[str, str] | None = None) -> tuple[int, str, int]:
-    """Run ``python -c`` CODE in a child; returns (exit status, stderr, peak resident bytes of the child).
-
-    The child's address space is capped at 6 GiB so that code which does expand the bomb fails instead of
-    taking the machine (the fixed loaders need a fraction of that: torch alone maps about 2 GiB).
-    """
-    out = tmp_path / "peak.txt"
-    code = (
-        "import sys, runpy\n"
-        "try:\n    exec(sys.argv[1])\n"
-        "finally:\n"
-        "    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0].split()[1]\n"
-        f"    open({str(out)!r}, 'w').write(hwm)\n"
-    )
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (6 * GiB, 6 * GiB))
-
-    run_env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "ISOSCOPE_CACHE": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-c", code, *argv],
-        capture_output=True,
-        text=True,
-        env={**run_env, **(env or {})},
-        preexec_fn=limit,
-        cwd=ROOT,
-        timeout=600,
-    )
-    return done.returncode, done.stderr, int(out.read_text()) * 1024
+    return child_peak(argv, tmp_path, env)
 
 
 def test_cli_sts_refuses_the_parquet_bomb_in_bounded_memory(bomb: Path, tmp_path: Path) -> None:

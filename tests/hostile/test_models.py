@@ -86,6 +86,16 @@ def _no_tokenizer(tmp: Path, marker: Path) -> str:
     return str(d)
 
 
+def _huge_config(tmp: Path, marker: Path) -> str:
+    """The real model folder whose config claims a 4M-token vocabulary and hidden size 8192 (issue 28: an
+    internal error; building it would allocate 128 GB of embeddings)."""
+    d = _copy_default(tmp, "huge")
+    config = json.loads((d / "config.json").read_text())
+    config.update(vocab_size=4_000_000, hidden_size=8192, intermediate_size=32768)
+    (d / "config.json").write_text(json.dumps(config))
+    return str(d)
+
+
 MODEL_CASES: list[tuple[str, Callable[[Path, Path], str]]] = [
     ("missing_path", _missing),
     ("folder_not_a_model", _not_a_model),
@@ -96,6 +106,7 @@ MODEL_CASES: list[tuple[str, Callable[[Path, Path], str]]] = [
     ("pickled_weights", _pickled_weights),
     ("no_tokenizer", _no_tokenizer),
     ("corrupt_safetensors", _corrupt_safetensors),
+    ("config_larger_than_its_weights", _huge_config),
 ]
 
 
@@ -150,3 +161,23 @@ def test_app_bad_model_keeps_default(default_metrics, case: str, make, tmp_path:
     assert not at.exception
     assert {m.label: m.value for m in at.metric} == default_metrics  # same result as on the default model
     assert not marker.exists()
+
+
+def test_a_config_larger_than_its_weights_is_refused_before_allocating(tmp_path: Path) -> None:
+    """The refusal comes before the model is built: the child's peak resident memory stays under 1 GiB."""
+    from tests.hostile.peak import GiB, child_peak
+
+    folder = _huge_config(tmp_path, tmp_path / "MARKER")
+    stmt = (
+        "from isoscope.encode.models import load_encoder\n"
+        "from isoscope.errors import InputError\n"
+        "try:\n"
+        f"    load_encoder({folder!r})\n"
+        "except InputError as exc:\n"
+        "    assert 'billion parameters' in str(exc), exc\n"
+        "else:\n"
+        "    raise SystemExit('loaded')\n"
+    )
+    code, err, peak = child_peak([stmt], tmp_path)
+    assert code == 0, err[-2000:]
+    assert peak < GiB, f"peak {peak / 2**20:.0f} MiB"

@@ -89,7 +89,6 @@ REFUSED = [
     ("too_few_rows", npy(np.zeros((2, 8), np.float32)), ("at least 3 rows",)),
     ("strings", npy(np.array([["a", "b"], ["c", "d"], ["e", "f"]])), ("not numbers",)),
     ("complex", npy(np.ones((4, 4), np.complex64)), ("not numbers",)),
-    ("booleans", npy(np.ones((4, 4), bool)), ("not numbers",)),
     ("structured", npy(np.zeros(4, dtype=[("a", "<f4"), ("b", "<f4")])), ("not numbers",)),
     ("rows_200k", npy(np.zeros((200_000, 2), np.float32)), ("over the limit",)),
     ("negative_shape", header_claiming((-1, 5)), ("unreadable",)),
@@ -142,6 +141,13 @@ def test_header_messages_are_whole(data: bytes) -> None:
 def test_load_vectors_accepts_numbers_as_float32(dtype) -> None:
     out = load_vectors(npy(GOOD.astype(dtype)), "v.npy")
     assert out.dtype == np.float32 and out.shape == (N_GOOD, D_GOOD) and out.flags.c_contiguous
+
+
+def test_load_vectors_reads_booleans_as_binary_codes() -> None:
+    """Booleans were refused as "not numbers"; with vectors computed elsewhere (isoscope.data.vectors) they are
+    binary codes, read as -1/+1 (tests/core/data/test_vectors.py checks the warning that says so)."""
+    bits = GOOD > 0
+    np.testing.assert_array_equal(load_vectors(npy(bits), "v.npy"), np.where(bits, 1.0, -1.0).astype(np.float32))
 
 
 def test_fortran_order_and_big_endian_load() -> None:

@@ -46,14 +46,19 @@ def local_factory(method: str) -> LocalWhitening:
     return LocalWhitening(int(k) if k else None)
 
 
+SMALL = 150  # demo pairs: fewer unique sentences than the model's 384 dimensions, where full whitening breaks
+
+
 @pytest.fixture(scope="module")
 def demo_pairs() -> Pairs:
-    return load_pairs(DEMO_PAIRS)
+    """The first ``SMALL`` demo pairs."""
+    p = load_pairs(DEMO_PAIRS)
+    return Pairs(p.sentence1[:SMALL], p.sentence2[:SMALL], p.scores[:SMALL], [], "demo_pairs_head.csv")
 
 
 @pytest.fixture(scope="module")
-def module_cache(tmp_path_factory) -> ArrayCache:
-    return ArrayCache(tmp_path_factory.mktemp("cache"))
+def module_cache() -> ArrayCache:
+    return ArrayCache()  # the session's (tests/conftest.py session_cache)
 
 
 @pytest.fixture(scope="module")
@@ -96,8 +101,8 @@ def test_best_row_is_argmax(real_report) -> None:
     assert (t["spearman"] <= best["spearman"]).all()
 
 
-def test_raw_mean_matches_independent_sts(real_report, encoder, demo_pairs) -> None:
-    vectors = encode(encoder, demo_pairs.texts, "mean", CONFIG)
+def test_raw_mean_matches_independent_sts(real_report, encoder, demo_pairs, module_cache) -> None:
+    vectors = encode(encoder, demo_pairs.texts, "mean", CONFIG, cache=module_cache)
     n = len(demo_pairs)
     ev = sts_evaluate(vectors[:n], vectors[n:], demo_pairs.scores)
     t = real_report.table.set_index(["pooling", "calibration"])
@@ -109,9 +114,9 @@ def test_raw_mean_matches_independent_sts(real_report, encoder, demo_pairs) -> N
     assert t.loc[("layer:0", "none"), "spearman"] < t.loc[("mean", "none"), "spearman"] - 5
 
 
-def test_whitened_rows_and_alignment_uniformity(real_report, encoder, demo_pairs) -> None:
+def test_whitened_rows_and_alignment_uniformity(real_report, encoder, demo_pairs, module_cache) -> None:
     texts, index = unique_index(demo_pairs.texts)
-    X = encode(encoder, texts, "cls", CONFIG).astype(np.float64)
+    X = encode(encoder, texts, "cls", CONFIG, cache=module_cache).astype(np.float64)
     Z = LocalWhitening(64).fit(X).transform(X)
     n = len(demo_pairs)
     ev = sts_evaluate(Z[index[:n]], Z[index[n:]], demo_pairs.scores)
@@ -126,10 +131,15 @@ def test_whitened_rows_and_alignment_uniformity(real_report, encoder, demo_pairs
     assert t.loc[("cls", "whitening:64"), "uniformity"] < t.loc[("cls", "none"), "uniformity"]  # whitening spreads
 
 
-def test_warns_when_fewer_sentences_than_dimensions(real_report) -> None:
-    """330 unique demo sentences < 384 dimensions: full whitening makes them near-orthogonal."""
-    assert real_report.n_sentences == 330
-    assert any("near-orthogonal" in w for w in real_report.warnings)
+def test_warns_when_fewer_sentences_than_dimensions(real_report, demo_pairs) -> None:
+    """Fewer unique sentences than 384 dimensions: full whitening makes them near-orthogonal, and the report
+    says so in the words every page uses (isoscope.evaluate.sts.fit_size_warning), once per such method."""
+    from isoscope.calibrate import make_calibrator
+    from isoscope.evaluate.sts import fit_size_warning
+
+    n = real_report.n_sentences
+    assert n == len(unique_index(demo_pairs.texts)[0]) < 384
+    assert real_report.warnings == [fit_size_warning(make_calibrator("whitening"), n, 384)]
     t = real_report.table
     full = t[t.calibration == "whitening"]
     assert (full["alignment"] > 1.9).all()  # positives as far apart as random pairs
@@ -186,7 +196,7 @@ def test_tiny_t5_modes(tiny_t5, demo_pairs) -> None:
     expected += ["layer:0", "layer:1", "layer:2"]
     assert pooling_modes_for(tiny_t5) == expected
     assert t["pooling"].tolist() == [m for m in expected for _ in range(2)]
-    assert report.n_sentences == 330 and not report.warnings  # 330 sentences > 32 dimensions
+    assert report.n_sentences == len(unique_index(demo_pairs.texts)[0]) > 2 * 32 and not report.warnings
     assert pd.isna(t.loc[t.pooling == "encdec_first", "layer"]).all()
     assert t.loc[t.pooling == "enc_mean", "layer"].tolist() == [2, 2]
     assert np.isfinite(t["spearman"]).all()
@@ -199,11 +209,13 @@ def test_tiny_t5_modes(tiny_t5, demo_pairs) -> None:
 # ------------------------------------------------------------------ CLI
 
 
-def test_cli_json(cli, capsys) -> None:
-    argv = ["pooling", "--pairs", str(DEMO_PAIRS), "--json", "--no-cache", "--quiet", "--max-length", "64"]
+def test_cli_json(cli, capsys, demo_pairs, tmp_path) -> None:
+    path = tmp_path / "pairs.csv"
+    demo_pairs.to_frame().to_csv(path, index=False)
+    argv = ["pooling", "--pairs", str(path), "--json", "--no-cache", "--quiet", "--max-length", "64"]
     assert cli([*argv, "--calibrate", "whitening:32", "--calibrate", "sn"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["n_pairs"] == 165
+    assert out["n_pairs"] == len(demo_pairs)
     assert len(out["table"]) == 3 * 12
     assert {r["calibration"] for r in out["table"]} == {"none", "whitening:32", "sn"}
     assert set(out["table"][0]) == set(COLUMNS)

@@ -10,6 +10,8 @@ import pytest
 
 from isoscope.atlas.pipeline import STAGES, AtlasConfig, build_atlas, is_complete, load_atlas
 from isoscope.atlas.synthetic import synthetic_corpus
+from isoscope.encode.embed import EmbedConfig, encode
+from isoscope.encode.precision import FP32_ENGINE_TOLERANCE
 from isoscope.errors import InputError
 from isoscope.neighbours.overlap import jaccard_tables
 from tests.tiny_models import tiny_bert
@@ -31,10 +33,15 @@ def test_build_writes_every_stage_and_a_rerun_reuses_them(tiny, tmp_path):
     run = build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca"), meta, lambda s, d, t: seen.append(s))
     assert run.computed == list(STAGES) and not run.skipped
     assert set(seen) >= set(STAGES) and is_complete(tmp_path / "a")
+    assert run.engine == "ONNX Runtime fp32"  # the fastest engine within the fp32 tolerance, named
     again = build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca"), meta)
-    assert again.computed == [] and again.skipped == list(STAGES)
+    assert again.computed == [] and again.skipped == list(STAGES) and again.engine == ""  # nothing embedded
     atlas = load_atlas(tmp_path / "a")
     n = len(texts)
+    config = AtlasConfig()
+    torch_fp32 = encode(tiny, texts, config.pooling, EmbedConfig(config.batch_size, config.max_length))  # (n, d)
+    rel = np.linalg.norm(atlas.vectors("raw") - torch_fp32, axis=1) / np.linalg.norm(torch_fp32, axis=1)
+    assert rel.max() <= FP32_ENGINE_TOLERANCE
     assert atlas.points["text"].tolist() == texts and atlas.points["topic"].tolist() == meta["topic"].tolist()
     assert set(atlas.spaces) == {"raw", "cal"}
     raw = atlas.vectors("raw")
@@ -121,7 +128,7 @@ def test_cli_builds_resumes_and_explains_bad_input(tiny, tmp_path, monkeypatch, 
     args = ["atlas", "--input", str(src), "--text-column", "sentence", "--out", str(out), "--layout", "pca"]
     assert main([*args, "--quiet", "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert result["n"] == 150 and result["computed"] == list(STAGES)
+    assert result["n"] == 150 and result["computed"] == list(STAGES) and result["engine"] == "ONNX Runtime fp32"
     assert main([*args, "--quiet", "--json"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["computed"] == []
     assert main([*args[:-2], "--text-column", "nope", "--quiet"]) == 2

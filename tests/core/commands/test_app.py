@@ -20,6 +20,7 @@ import pytest
 from isoscope.dashboard.launch import CODE_ALPHABET, code_hash
 from isoscope.encode.models import default_model_path
 from tests.core.commands.cli_checks import one_error_line
+from tests.hostile.streamlit_ws import run_async
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -77,6 +78,9 @@ def test_classroom_options(cli, capsys, tmp_path: Path) -> None:
     assert _option(command, "--server.address") == "10.1.2.3" and _option(command, "--server.maxUploadSize") == "5"
     assert code == "my-class-42" and env["ISOSCOPE_ACCESS_CODE_SHA256"] == code_hash("MYCLASS42")
     assert json.loads(env["ISOSCOPE_ALLOWED_MODELS"]) == [[Path(default_model_path()).name, default_model_path()]]
+    assert "ISOSCOPE_ALLOW_ENDPOINTS" not in env  # endpoints spend the server's key: off unless the teacher says so
+    _, env, _ = _dry(cli, capsys, "--classroom", "--allow-endpoints")
+    assert env["ISOSCOPE_ALLOW_ENDPOINTS"] == "1"
 
 
 @pytest.mark.parametrize(
@@ -87,6 +91,7 @@ def test_classroom_options(cli, capsys, tmp_path: Path) -> None:
         (["--classroom", "--access-code", "abc"], "at least 6"),
         (["--access-code", "abcdefgh"], "need --classroom"),
         (["--allow-model", "/etc"], "need --classroom"),
+        (["--allow-endpoints"], "need --classroom"),
         (["--max-upload-mb", "0"], "--max-upload-mb"),
     ],
 )
@@ -159,7 +164,7 @@ def test_served_headers_forbid_framing(tmp_path: Path, classroom: bool) -> None:
     try:
         deadline = time.monotonic() + 120
         _headers(f"http://127.0.0.1:{port}/_stcore/health", deadline)
-        script_path = asyncio.run(_session_script_path(port))
+        script_path = run_async(_session_script_path(port))  # a thread of its own: Playwright may hold this one
         assert (script_path == "") if classroom else script_path.endswith("app.py"), script_path
         for path in ("/", "/_stcore/health"):
             headers = _headers(f"http://127.0.0.1:{port}{path}", deadline)
@@ -177,3 +182,32 @@ def test_served_headers_forbid_framing(tmp_path: Path, classroom: bool) -> None:
 
 
 CODE = "TEST-CODE-17"
+
+
+def test_a_busy_port_is_refused_before_an_address_is_printed(cli, capsys) -> None:
+    """Issue 26: ``--port P`` printed "Isoscope at http://localhost:P", then Streamlit's "Port P is not
+    available", exit 0, and the browser showed whatever else listened there. Now: exit 2, one line, the next
+    free port, and nothing started."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert cli(["app", "--port", str(port)]) == 2
+        line = one_error_line(capsys)
+    assert f"port {port} is already in use" in line and "Isoscope at" not in line
+    free = int(line.rsplit("--port ", 1)[1])
+    assert free > port
+    with socket.socket() as s:  # the port it names can be bound
+        s.bind(("127.0.0.1", free))
+
+
+def test_a_port_taken_on_every_interface_is_busy_for_localhost_too() -> None:
+    from isoscope.dashboard.launch import port_taken
+
+    with socket.socket() as busy:
+        busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        busy.bind(("0.0.0.0", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert port_taken("127.0.0.1", port) and port_taken("0.0.0.0", port)
+    assert not port_taken("127.0.0.1", port)

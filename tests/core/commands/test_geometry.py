@@ -8,29 +8,23 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from isoscope.paths import DEMO_CORPUS, DEMO_PAIRS
 from tests.core.commands.cli_checks import one_error_line
+from tests.data_helpers import demo_head
 
 METRICS = {"avg_cosine", "isoscore", "partition_isotropy", "effective_rank"}
 
 
 @pytest.fixture()
 def small_pairs(repo_root: Path, tmp_path: Path) -> Path:
-    df = pd.read_csv(DEMO_PAIRS).head(60)
-    path = tmp_path / "pairs.csv"
-    df.to_csv(path, index=False)
-    return path
+    return demo_head(DEMO_PAIRS, 60, tmp_path / "pairs.csv")
 
 
 @pytest.fixture()
 def small_corpus(repo_root: Path, tmp_path: Path) -> Path:
-    df = pd.read_csv(DEMO_CORPUS).head(50)
-    path = tmp_path / "corpus.csv"
-    df.to_csv(path, index=False)
-    return path
+    return demo_head(DEMO_CORPUS, 50, tmp_path / "corpus.csv")
 
 
 def _run(cli, capsys, *argv: str) -> dict:

@@ -13,20 +13,17 @@ import pytest
 from isoscope.evaluate.similarity import l2_normalize
 from isoscope.paths import DEMO_CORPUS, DEMO_PAIRS
 from tests.core.commands.cli_checks import one_error_line
+from tests.data_helpers import demo_head
 
 
 @pytest.fixture()
 def small_corpus(tmp_path: Path) -> Path:
-    path = tmp_path / "corpus.csv"
-    pd.read_csv(DEMO_CORPUS).head(80).to_csv(path, index=False)
-    return path
+    return demo_head(DEMO_CORPUS, 80, tmp_path / "corpus.csv")
 
 
 @pytest.fixture()
 def small_pairs(tmp_path: Path) -> Path:
-    path = tmp_path / "pairs.csv"
-    pd.read_csv(DEMO_PAIRS).head(60).to_csv(path, index=False)
-    return path
+    return demo_head(DEMO_PAIRS, 60, tmp_path / "pairs.csv")
 
 
 def _json(cli, capsys, *argv: str) -> dict:
@@ -87,11 +84,13 @@ def test_sweep_pairs_without_scores(cli, capsys, small_corpus: Path, tmp_path: P
     assert "no score column" in one_error_line(capsys)
 
 
-def test_sts_int8(cli, capsys, small_pairs: Path) -> None:
-    fp32 = _json(cli, capsys, "sts", "--pairs", str(small_pairs))
-    int8 = _json(cli, capsys, "sts", "--pairs", str(small_pairs), "--precision", "int8")
-    # 60 pairs: int8 moves cosines by ~1e-2, a few ranks; 2 points is ~2 of 60 pairs swapping far
-    assert int8["spearman"] != fp32["spearman"] and abs(int8["spearman"] - fp32["spearman"]) < 2
+def test_sts_int8(cli, capsys) -> None:
+    fp32 = _json(cli, capsys, "sts", "--pairs", str(DEMO_PAIRS))
+    int8 = _json(cli, capsys, "sts", "--pairs", str(DEMO_PAIRS), "--precision", "int8")
+    # all 165 demo pairs (fp32 Spearman 76): int8 moves cosines by ~1e-2, a few ranks; 1.5 points is ~3 of 165
+    # pairs swapping far (as in tests/core/encode/test_quantize.py). The first 60 pairs are a poor check: their
+    # fp32 Spearman is 27, so near-equal cosines swap under any perturbation (0.1 to 2 points, by batch make-up)
+    assert int8["spearman"] != fp32["spearman"] and abs(int8["spearman"] - fp32["spearman"]) < 1.5
 
 
 def test_embed_int8_file_and_cache(cli, capsys, small_corpus: Path, tmp_path: Path, tmp_cache) -> None:

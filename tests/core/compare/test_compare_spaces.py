@@ -16,9 +16,13 @@ from isoscope.compare.spaces import (
     parse_space,
     random_encoder,
 )
+from isoscope.data import load_corpus
 from isoscope.encode.embed import encode, encode_many
 from isoscope.errors import InputError
+from isoscope.paths import DEMO_CORPUS
 from tests.tiny_models import tiny_bert
+
+DEMO_TOPICS = load_corpus(DEMO_CORPUS).meta["topic"].nunique()  # demo-topic's classes
 
 TEXTS = [
     "A man plays the guitar.",
@@ -160,7 +164,7 @@ def test_fine_tuned_weights_are_the_landscape_classifiers_encoder(landscape_run:
     tuned = _landscape_encoder(landscape_run, "pretrained", "last", tiny)
     path = next(landscape_run.glob("checkpoints/pretrained-task1-*/epoch_002.safetensors"))
     theta = read_tensors(path)[0]["theta"]
-    reference = build_classifier(tiny, 8, "pretrained", 0)  # demo-topic has 8 classes
+    reference = build_classifier(tiny, DEMO_TOPICS, "pretrained", 0)  # demo-topic: one class per topic
     FlatLayout.from_module(reference).load_into(reference, theta)
     mine = dict(tuned.model.named_parameters())
     for name, p in reference.encoder.named_parameters():
@@ -173,7 +177,7 @@ def test_scratch_start_and_latest(landscape_run: Path, tiny, monkeypatch: pytest
     from isoscope.landscape.classifier import build_classifier
 
     scratch0 = _landscape_encoder(landscape_run, "scratch", 0, tiny)
-    reference = build_classifier(tiny, 8, "scratch", 0)
+    reference = build_classifier(tiny, DEMO_TOPICS, "scratch", 0)
     mine = dict(scratch0.model.named_parameters())
     for name, p in reference.encoder.named_parameters():
         assert torch.equal(mine[name], p), name

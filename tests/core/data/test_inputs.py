@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 import isoscope.data
@@ -14,20 +13,17 @@ from isoscope.data import INPUT_KINDS, TextInput, load_input, load_texts, stream
 from isoscope.data.inputs import looks_like_pairs_header
 from isoscope.errors import InputError
 from isoscope.paths import DEMO_CORPUS, DEMO_PAIRS
+from tests.data_helpers import demo_head
 
 
 @pytest.fixture()
 def small_pairs(tmp_path: Path) -> Path:
-    path = tmp_path / "pairs.csv"
-    pd.read_csv(DEMO_PAIRS).head(60).to_csv(path, index=False)
-    return path
+    return demo_head(DEMO_PAIRS, 60, tmp_path / "pairs.csv")
 
 
 @pytest.fixture()
 def small_corpus(tmp_path: Path) -> Path:
-    path = tmp_path / "corpus.csv"
-    pd.read_csv(DEMO_CORPUS).head(50).to_csv(path, index=False)
-    return path
+    return demo_head(DEMO_CORPUS, 50, tmp_path / "corpus.csv")
 
 
 def test_load_input_detects_kind(small_pairs: Path, small_corpus: Path, tmp_path: Path) -> None:
@@ -130,3 +126,24 @@ def test_package_names_resolve_and_are_imported_on_first_use() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"  # the --kind choices of a command's --help cost no pandas
+
+
+def test_data_kind_tells_vectors_pairs_and_corpora_apart(tmp_path: Path) -> None:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from isoscope.data import data_kind
+
+    assert data_kind(DEMO_PAIRS) == "pairs" and data_kind(DEMO_CORPUS) == "corpus"
+    np.save(tmp_path / "v.npy", np.ones((3, 2), np.float32))
+    assert data_kind(tmp_path / "v.npy") == "vectors"
+    table = pa.table({"text": ["a", "b", "c"], "emb": pa.array([[1.0, 2.0]] * 3, pa.list_(pa.float32()))})
+    pq.write_table(table, tmp_path / "v.parquet")
+    pq.write_table(table.drop(["emb"]), tmp_path / "c.parquet")
+    assert data_kind(tmp_path / "v.parquet") == "vectors"  # a list column: vectors
+    assert data_kind(tmp_path / "c.parquet") == "corpus"
+    assert data_kind(tmp_path / "c.parquet", vector_column="emb") == "vectors"  # as asked (the loader then says no)
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet")
+    with pytest.raises(InputError):  # neither: the corpus loader's one line
+        data_kind(tmp_path / "bad.parquet")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
+import time
 from pathlib import Path
 
 import numpy as np
@@ -363,3 +365,60 @@ def test_unwritable_cache_does_not_break_encoding(encoder, tmp_path: Path) -> No
     blocker.write_text("x")
     out = encode(encoder, TEXTS[:2], "mean", cache=ArrayCache(blocker / "sub"))
     assert out.shape == (2, 384)
+
+
+def test_companions_cache_every_pooling_of_the_same_pass(encoder, tmp_cache: ArrayCache) -> None:
+    """The dashboard's way: one pass for 'mean' also caches cls, max, ... and every layer, so moving to another
+    pooling of the same texts runs no batch, and gives what a pass of its own gives."""
+    calls, progress = _counting()
+    encode_many(encoder, TEXTS, ["mean"], SMALL, progress, tmp_cache, companions=True)
+    assert len(calls) > 1
+    calls.clear()
+    others = ["cls", "max", "layer:0", f"layer:{encoder.num_layers}", "first_last_avg"]
+    got = encode_many(encoder, TEXTS, others, SMALL, progress, tmp_cache, companions=True)
+    assert calls == [(len(TEXTS), len(TEXTS))]  # every one read from the cache
+    own = encode_many(encoder, TEXTS, others, SMALL)  # the same batches, no cache: the same arithmetic
+    for name in others:
+        np.testing.assert_array_equal(got[name], own[name])
+
+
+def test_companions_fit_a_byte_budget_and_skip_other_precisions(encoder) -> None:
+    from isoscope.encode import embed
+
+    every = [s.name for s in embed.companion_poolings(encoder, 10)]
+    assert (
+        every[:5] == ["cls", "mean", "max", "last2avg", "first_last_avg"] and every[-1] == f"layer:{encoder.num_layers}"
+    )
+    one = 4 * encoder.hidden_size  # bytes of one float32 row
+    n = embed.COMPANION_BYTES // (3 * one)  # room for three arrays of n rows
+    assert len(embed.companion_poolings(encoder, n)) == 3
+    assert embed.companion_poolings(encoder, 100 * n) == []
+    int8 = dataclasses.replace(encoder, precision="int8")
+    assert embed.companion_poolings(int8, 10) == []
+
+
+def test_a_second_caller_waits_for_the_pass_and_reads_it(encoder, tmp_cache: ArrayCache) -> None:
+    """Two callers (two xdist workers, two app processes) asking for the same cold texts: the second waits on
+    the cache's lock while the first computes, then reads what it wrote instead of computing it again."""
+    import threading
+
+    texts = [f"{t} (take {i})" for i in range(12) for t in TEXTS]  # (132,) several batches of 4
+    started = threading.Event()
+    first_calls: list[tuple[int, int]] = []
+
+    def first_progress(done: int, total: int) -> None:
+        first_calls.append((done, total))
+        started.set()
+        time.sleep(0.01)  # keeps the pass going while the second caller arrives
+
+    out: dict[str, np.ndarray] = {}
+    a = threading.Thread(
+        target=lambda: out.update(a=encode_many(encoder, texts, ["mean"], SMALL, first_progress, tmp_cache)["mean"])
+    )
+    a.start()
+    assert started.wait(60)
+    second_calls, second_progress = _counting()
+    b = encode_many(encoder, texts, ["mean"], SMALL, second_progress, ArrayCache(tmp_cache.root))["mean"]
+    a.join()
+    assert len(first_calls) > 2 and second_calls == [(len(texts), len(texts))]  # the second ran no batch
+    np.testing.assert_array_equal(b, out["a"])

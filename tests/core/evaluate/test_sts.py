@@ -10,7 +10,7 @@ import pytest
 from isoscope.calibrate import Flow, FlowConfig, make_calibrator
 from isoscope.errors import InputError
 from isoscope.evaluate.similarity import cosine_pairs
-from isoscope.evaluate.sts import calibrated_sts, fit_size_warning
+from isoscope.evaluate.sts import calibrated_sts, fit_size_warning, safe_components, safe_method
 from tests.core.calibrate.synthetic import distorted_gaussian
 
 
@@ -45,6 +45,19 @@ def test_fit_size_warning():
     assert fit_size_warning(make_calibrator("whitening:64"), 300, 384) is None
     assert fit_size_warning(make_calibrator("sn+abtt:3"), 300, 384) is None
     assert fit_size_warning(make_calibrator("flow"), 20000, 384) is None
+
+
+def test_safe_method_is_whitening_k_where_the_fit_set_is_too_small() -> None:
+    """Issue 26: Anisotropy whitened 384 dimensions on 336 texts (effective rank n - 1) and showed it as a
+    success. A default too big for its fit set becomes whitening:K with a K the set supports (n >= 4K)."""
+    assert safe_method("whitening", 336, 384) == "whitening:64"
+    assert safe_method("flow", 200, 384) == "whitening:50"
+    assert safe_method("whitening", 4846, 384) == "whitening" and safe_method("sn+abtt:3", 10, 384) == "sn+abtt:3"
+    assert safe_method("none", 5, 384) == "none" and safe_components(5, 384) == 2
+    for n in (8, 100, 336, 700):
+        k = safe_components(n, 384)
+        assert fit_size_warning(make_calibrator(f"whitening:{k}"), n, 384) is None  # the default never warns
+        assert fit_size_warning(make_calibrator("whitening"), n, 384) is not None
 
 
 # ---------------------------------------------------------------- the command's reports, on the real model

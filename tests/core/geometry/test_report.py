@@ -18,22 +18,19 @@ from isoscope.geometry.lexical import overlap_analysis
 from isoscope.geometry.metrics import all_metrics
 from isoscope.geometry.report import GeometryConfig, GeometryReport, analyse_geometry, check_input
 from isoscope.paths import DEMO_CORPUS, DEMO_PAIRS
+from tests.data_helpers import demo_head
 
 N_PAIRS = 24
 
 
 @pytest.fixture(scope="module")
 def pairs_input(tmp_path_factory) -> TextInput:
-    path = tmp_path_factory.mktemp("report") / "pairs.csv"
-    pd.read_csv(DEMO_PAIRS).head(N_PAIRS).to_csv(path, index=False)
-    return load_input(path)
+    return load_input(demo_head(DEMO_PAIRS, N_PAIRS, tmp_path_factory.mktemp("report") / "pairs.csv"))
 
 
 @pytest.fixture(scope="module")
 def corpus_input(tmp_path_factory) -> TextInput:
-    path = tmp_path_factory.mktemp("report") / "corpus.csv"
-    pd.read_csv(DEMO_CORPUS).head(30).to_csv(path, index=False)
-    return load_input(path)
+    return load_input(demo_head(DEMO_CORPUS, 30, tmp_path_factory.mktemp("report") / "corpus.csv"))
 
 
 def test_pairs_report_equals_its_parts(encoder, pairs_input: TextInput) -> None:

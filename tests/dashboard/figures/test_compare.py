@@ -70,3 +70,16 @@ def test_maps_share_ranges_and_draw_moves(report):
     categorical = fig.map_figure(a, hover, "A", cats, True, 5, ranges)
     assert [t.name for t in categorical.data] == ["x", "y &lt;b&gt;"]
     assert list(categorical.layout.xaxis.range) == list(ranges[0])
+
+
+def test_plain_summary_reads_the_numbers(report):
+    """Issue 26: Compare spaces had no plain-language reading; the summary is built from the report's numbers."""
+    text = fig.plain_summary(report)
+    assert f"share {report.overlap_at_k:.0%} of each text's {report.overlap.k} nearest neighbours" in text
+    assert f"CKA says {report.cka_linear:.2f}" in text and f"skewness {report.hubness_b.skewness:.1f}" in text
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((60, 8))
+    same = fig.plain_summary(compare_spaces(x, x, k=5, maps=False))
+    assert "share 100%" in same and "nearly the same geometry" in same
+    other = fig.plain_summary(compare_spaces(x, rng.standard_normal((60, 8)), k=5, maps=False))
+    assert "largely different geometry" in other

@@ -74,6 +74,15 @@ def test_run_label_names_what_was_run():
     assert "1 seed ·" in fig.run_label({})  # a summary missing fields still gets a label
 
 
+def test_run_label_names_model_and_tasks_as_told():
+    """Classroom mode passes ``classroom.shown_name``: no server path in the selector (issue 28)."""
+    summary = {"task": "/srv/data/labels.csv", "task2": "demo-topic", "model": "/srv/models/bert", "mtime": 0}
+    label = fig.run_label(summary, lambda name: name.rsplit("/", 1)[-1])
+    assert label.startswith("labels.csv + demo-topic · ") and " · bert · " in label
+    assert "/srv" not in label
+    assert "/srv/models/bert" in fig.run_label(summary)  # by default, names as they are
+
+
 def test_contour_transposes_the_grid_and_draws_both_runs():
     values = np.arange(6, dtype=float).reshape(3, 2)  # (n_a, n_b)
     figure = fig.contour(grid(values), "train_loss", trajectory(), (0.0, 5.0), "train loss")

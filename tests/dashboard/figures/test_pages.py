@@ -82,6 +82,12 @@ def test_pair_panels_and_rank_moves():
     fig = pairs.scatter_panels(p.scores, [("raw", np.ones(3)), ("cal", np.zeros(3))], ["h"] * 3, "gold", "%{x}", "cos")
     assert [t.name for t in fig.data] == ["raw", "cal"] and fig.layout.yaxis.title.text == "cos"
     assert fig.layout.xaxis2.title.text == "gold"
+    assert fig.layout.yaxis2.matches == "y"  # issue 26: side-by-side cosine panels on one y range
+    apart = pairs.scatter_panels(
+        p.scores, [("gold", p.scores), ("cos", np.ones(3))], ["h"] * 3, "edits", "%{x}", shared_y=False
+    )
+    assert apart.layout.yaxis2.matches is None  # gold 0-5 next to cosines: each its own range, titled
+    assert (apart.layout.yaxis.title.text, apart.layout.yaxis2.title.text) == ("gold", "cos")
     moved = pairs.rank_moves(p.to_frame(), np.array([0.1, 0.2, 0.3]), np.array([0.3, 0.2, 0.1]), top=2)
     assert moved["rank shift"].abs().tolist() == [2, 2] and set(moved["sentence1"]) == {"a <b>", "d"}
 
@@ -117,6 +123,8 @@ def test_anatomy_tables_and_figures():
     spectrum = embedding_spectrum(np.random.default_rng(0).normal(size=(50, 8)))
     fig = anatomy.spectrum_figure(spectrum)
     assert fig.data[1].yaxis == "y2" and fig.layout.yaxis.type == "log"
+    right = fig.layout.yaxis2  # issue 26: "energy kept" was garbled: a linear 0-100 % axis with five ticks
+    assert right.type == "linear" and right.tickformat == ".0%" and list(right.tickvals) == [0, 0.25, 0.5, 0.75, 1.0]
     curve = pd.DataFrame({"k": [2, 4], "spearman": [50.0, 70.0], "overlap_at_10": [0.5, 0.75]})
     assert [t.name for t in anatomy.shrink_figure(curve, True).data] == ["Spearman", "neighbour overlap@10 (%)"]
     assert list(anatomy.shrink_figure(curve, False).data[0].y) == [50.0, 75.0]
@@ -143,6 +151,8 @@ def test_frequency_and_anisotropy_figures():
     fig = frequency.norm_vs_rank(tokens)
     assert list(fig.data[0].x) == pytest.approx([0.0, 1.0]) and "&lt;s&gt;" in fig.data[0].hovertext
     assert "log10 rank" not in tokens.columns  # the caller's table is left as it was
+    assert [a.text for a in fig.layout.annotations] == ["raw"]  # issue 26: the panel read "stage=raw"
+    assert frequency.buckets_table(pd.DataFrame({"mean_norm": [1.23456]}))["mean_norm"].tolist() == [1.235]
     hist = anisotropy.cosine_histograms({"raw": np.zeros(4), "whitening": np.ones(4)})
     assert [t.name for t in hist.data] == ["raw", "whitening"] and hist.layout.barmode == "overlay"
     spec = anisotropy.spectra({"raw": np.array([3.0, 1.0])})

@@ -1,0 +1,58 @@
+"""Isoscope in a notebook: a space you hold, its measures as methods, cards, a map widget and a one-file report.
+
+import isoscope
+space = isoscope.embed(texts)                      # or isoscope.Space(vectors, texts, metadata, name)
+space.geometry(); white = space.calibrate("whitening"); isoscope.compare(space, white)
+space.map(color="topic"); space.report("report.html")
+
+One concept per module: ``sources`` (array-likes, models, embedding), ``space`` (``Space`` and ``embed``),
+``pairs`` (sentence pairs as the API takes them), ``results`` (what the methods return), ``comparison``
+(``compare`` and ``Comparison``), ``cards`` and ``html`` (the notebook cards, user text escaped), ``progress``
+(tqdm bars, notebook or text), ``figures`` (plotly figures of the report and the dashboard), ``widget`` (the map
+widget, ``isoscope[notebook]``), ``report`` (the one-file HTML report).
+
+Names are imported from their module on first use (PEP 562).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(("Space", "embed"), "space"),
+    **dict.fromkeys(("Comparison", "compare"), "comparison"),
+    **dict.fromkeys(("GeometryFrame", "Projection", "STSResult", "SweepReport"), "results"),
+    **dict.fromkeys(("comparison_report", "space_report"), "report"),
+}
+__all__ = [
+    "Comparison",
+    "GeometryFrame",
+    "Projection",
+    "STSResult",
+    "Space",
+    "SweepReport",
+    "compare",
+    "comparison_report",
+    "embed",
+    "space_report",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'isoscope.space' has no attribute '{name}'")
+    value = getattr(importlib.import_module(f"isoscope.space.{_EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+if TYPE_CHECKING:
+    from isoscope.space.comparison import Comparison, compare
+    from isoscope.space.report import comparison_report, space_report
+    from isoscope.space.results import GeometryFrame, Projection, STSResult, SweepReport
+    from isoscope.space.space import Space, embed

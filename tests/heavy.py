@@ -1,0 +1,81 @@
+"""The heavy tier: tests that each repeat whole-demo model work, a classroom server scenario, a notebook kernel or
+a README program, at about 12 s or more on one core (the figures are `pytest --durations` of the whole suite,
+2 workers on 2 cores, 2026-12-01). ``make test`` (the gate CI runs, under 20 minutes with its install) leaves
+them out; ``make test-heavy`` runs them, and both must pass before a landing. A test listed here that no longer
+exists fails the collection (tests/test_heavy_list.py), so the list cannot rot.
+"""
+
+from __future__ import annotations
+
+HEAVY: tuple[str, ...] = (
+    "tests/core/anatomy/test_spectrum.py::test_full_rank_reproduces_original",  # 44 s
+    "tests/core/anatomy/test_spectrum.py::test_weight_restored_after_shrink",  # 33 s
+    "tests/core/atlas/test_graph_density.py::test_umap_layout_keeps_blobs_apart_and_is_deterministic",  # 15 s
+    "tests/core/atlas/test_pipeline.py::test_raw_only_atlas_has_full_overlap_and_one_space",  # 13 s
+    "tests/core/calibrate/test_flow_stsb.py::test_flow_on_stsb_cls",  # 52 s
+    "tests/core/commands/test_calibrate.py::test_calibrate_command_flow_text_output",  # 26 s
+    "tests/core/commands/test_calibrate.py::test_sts_calibrate_flow_fit_on_corpus",  # 25 s
+    "tests/core/commands/test_io.py::test_sts_ignores_a_half_zeroed_cache_entry",  # 24 s
+    "tests/core/commands/test_io.py::test_sts_with_an_unreadable_cache_warns_once_and_computes",  # 35 s
+    "tests/core/commands/test_sweep.py::test_sts_int8",  # 19 s
+    "tests/core/commands/test_vectors_cli.py::test_geometry_on_pairs_with_vectors",  # 13 s
+    "tests/core/commands/test_vectors_cli.py::test_sts_from_vectors_equals_the_model_path",  # 12 s
+    "tests/core/commands/test_vectors_cli.py::test_sts_through_an_endpoint",  # 18 s
+    "tests/core/encode/test_engines.py::test_real_model_default_engine_keeps_every_cosine",  # 24 s
+    "tests/core/encode/test_quantize.py::test_real_model_int8_keeps_the_sts_ranking",  # 19 s
+    "tests/core/encode/test_shards.py::test_ray_engine_equals_single_process",  # 58 s
+    "tests/core/encode/test_shards.py::test_workers_get_the_package_under_its_import_name",  # 15 s
+    "tests/core/evaluate/test_acceptance_sts.py::test_stsb_test_spearman",  # 19 s
+    "tests/core/landscape/test_pipeline.py::test_every_seed_in_its_folder_and_the_summary_over_them",  # 13 s
+    "tests/core/neighbours/test_projection.py::test_umap_with_another_metric_uses_its_own_neighbour_search",  # 12 s
+    "tests/core/space/test_space.py::test_embed_reads_a_corpus_with_its_metadata",  # 49 s
+    "tests/core/space/test_space.py::test_sts_is_sts_scores_of_the_pair_vectors",  # 26 s
+    "tests/core/space/test_space_report.py::test_the_report_has_every_section_and_the_librarys_numbers",  # 61 s
+    "tests/core/space/test_space_report.py::test_the_report_is_self_contained",  # 73 s
+    "tests/core/test_threads.py::test_umap_keeps_torch_threads[atlas]",  # 22 s
+    "tests/core/test_threads.py::test_umap_keeps_torch_threads[projection]",  # 18 s
+    "tests/dashboard/test_anatomy.py::test_budget_presets_and_shrink",  # 41 s
+    "tests/dashboard/test_anisotropy.py::test_metrics_raw_vs_calibrated_and_layers",  # 68 s
+    "tests/dashboard/test_anisotropy.py::test_two_texts_get_one_info_line",  # 16 s
+    "tests/dashboard/test_atlas.py::test_clusters_colour_and_space_switch",  # 45 s
+    "tests/dashboard/test_atlas.py::test_demo_corpus_map_is_served_as_tiles_with_labels_by_level",  # 44 s (main, before tiles)
+    "tests/dashboard/test_atlas.py::test_open_in_neighbours_passes_the_row",  # 48 s
+    "tests/dashboard/test_atlas.py::test_search_lights_up_selects_and_measures",  # 46 s (main, before tiles)
+    "tests/dashboard/test_calibration.py::test_pooling_by_calibrator_table",  # 13 s
+    "tests/dashboard/test_compare.py::test_calibration_and_untrained_presets",  # 57 s
+    "tests/dashboard/test_compare.py::test_fine_tuned_checkpoint_per_layer",  # 14 s
+    "tests/dashboard/test_defaults.py::test_pages_survive_an_unreadable_cache",  # 70 s
+    "tests/dashboard/test_frequency.py::test_contextual_space",  # 76 s
+    "tests/dashboard/test_landscape.py::test_live_tiny_run_shows_both_initialisations",  # 70 s
+    "tests/dashboard/test_launched_data.py::test_a_launched_corpus_feeds_every_corpus_page",  # 55 s
+    "tests/dashboard/test_launched_data.py::test_open_in_neighbours_keeps_the_atlas_corpus[Demo corpus]",  # 90 s
+    "tests/dashboard/test_pooling.py::test_explorer_table_and_best",  # 15 s
+    "tests/dashboard/test_projection.py::test_umap_and_3d",  # 18 s
+    "tests/dashboard/test_shared_work.py::test_a_second_session_recomputes_nothing",  # 20 s
+    "tests/dashboard/test_sweep.py::test_sidebar_precision_reaches_the_pages",  # 78 s
+    "tests/dashboard/test_sweep.py::test_sweep_page_on_the_demo_corpus",  # 94 s
+    "tests/docs/test_notebook.py::test_the_example_notebook_runs_and_shows_cards",  # 60 s
+    "tests/docs/test_readme.py::test_python_snippet_runs_as_written[0]",  # 43 s
+    "tests/docs/test_readme.py::test_python_snippet_runs_as_written[1]",  # 54 s
+    "tests/docs/test_readme.py::test_python_snippet_runs_as_written[2]",  # 95 s
+    "tests/e2e/test_atlas.py::test_search_select_and_open_in_neighbours",  # 125 s
+    "tests/e2e/test_pages.py::test_deep_link_on_fresh_server",  # 32 s
+    "tests/e2e/test_pages.py::test_page[landscape]",  # 67 s
+    "tests/e2e/test_pages.py::test_similarity_compares_two_poolings",  # 13 s
+    "tests/e2e/test_pages.py::test_similarity_compares_two_poolings_after_upload",  # 16 s
+    "tests/e2e/test_report.py::test_the_report_opens_offline_with_every_figure_drawn",  # 90 s
+    "tests/e2e/test_space.py::test_launch_on_a_vectors_file",  # 32 s
+    "tests/hostile/test_caches.py::test_two_swapped_valid_entries_are_recomputed_not_served",  # 53 s
+    "tests/hostile/test_classroom_server.py::test_an_admitted_students_lying_parquet_costs_the_server_little",  # 20 s
+    "tests/hostile/test_classroom_server.py::test_clear_cache_before_the_code_is_dropped",  # 19 s
+    "tests/hostile/test_classroom_server.py::test_every_upload_path_holds_the_class_row_limit[corpus]",  # 54 s
+    "tests/hostile/test_classroom_server.py::test_every_upload_path_holds_the_class_row_limit[vectors]",  # 44 s
+    "tests/hostile/test_classroom_server.py::test_guesses_are_throttled_for_the_whole_server",  # 79 s
+    "tests/hostile/test_classroom_server.py::test_guesses_are_throttled_per_client_address_not_per_session",  # 46 s
+    "tests/hostile/test_int8_cache.py::test_a_damaged_int8_model_is_rebuilt_and_gives_the_same_numbers[empty]",  # 37 s
+    "tests/hostile/test_int8_cache.py::test_a_damaged_int8_model_is_rebuilt_and_gives_the_same_numbers[symlink]",  # 38 s
+    "tests/core/neighbours/test_projection.py::test_shape_dtype_and_determinism[2-umap]",  # 50 s (gate run)
+    "tests/core/neighbours/test_projection.py::test_shape_dtype_and_determinism[3-umap]",  # 46 s (gate run)
+    "tests/core/space/test_space_report.py::test_the_report_command",  # 53 s (gate run)
+    "tests/e2e/test_pages.py::test_page[sweep]",  # 122 s + a 51 s rerun (gate run: the server computes the sweep cold)
+)
