@@ -15,28 +15,26 @@ memory-mapped vectors: size and .npy header), then what the arrays hold (a finit
 within the corpus, cluster numbers the clusters file knows). Hashes are memoised per file identity (inode,
 size, modification time), so one process hashes a file once.
 
-The build lock is ``fcntl.flock`` on a file next to the folder (``.<name>.lock``): a second build of the same
-folder (another session of the app, another ``isoscope atlas``) waits for the first, then finds its stages
-done and reuses them. Where ``fcntl`` is missing (Windows) builds in one process are still serialised.
+The build lock is ``isoscope.cache.file_lock`` on a file next to the folder (``.<name>.lock``): a second build
+of the same folder (another session of the app, another ``isoscope atlas``) waits for the first, then finds its
+stages done and reuses them. Where ``fcntl`` is missing (Windows) builds in one process are still serialised.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
 import stat
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from isoscope.cache import atomic_write_bytes
+from isoscope.cache import atomic_write_bytes, file_lock, file_sha256
 from isoscope.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -49,7 +47,6 @@ ROOT_FILES = ("points.parquet", "vectors.npy", "norm.npy", "length.npy", "overla
 HASH_ON_LOAD_MAX = 512 * 2**20  # bytes: bigger files (the memory-mapped vectors) are checked by size and header
 _digests: dict[tuple, str] = {}
 _digests_lock = threading.Lock()
-_thread_locks: dict[str, threading.Lock] = {}
 
 
 class AtlasDamaged(InputError):
@@ -71,11 +68,7 @@ def file_digest(path: Path) -> str:
     with _digests_lock:
         if key in _digests:
             return _digests[key]
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(8 * 2**20):
-            h.update(chunk)
-    digest = h.hexdigest()
+    digest = file_sha256(path)
     with _digests_lock:
         _digests[key] = digest
     return digest
@@ -142,44 +135,12 @@ class Ledger:
 # ---------------------------------------------------------------- the build lock
 
 
-@contextlib.contextmanager
-def build_lock(out: Path, waiting: Callable[[], None] | None = None, poll: float = 0.5) -> Iterator[None]:
+def build_lock(out: Path, waiting: Callable[[], None] | None = None) -> contextlib.AbstractContextManager[None]:
     """Hold the build of folder ``out``: other threads and processes wait here (``waiting()`` is called once
-    when this one has to wait) until the holder is done."""
+    when this one has to wait) until the holder is done (``isoscope.cache.file_lock`` on ``.<name>.lock``
+    next to the folder)."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    key = str(out.resolve())
-    with _digests_lock:
-        local = _thread_locks.setdefault(key, threading.Lock())
-    told = False
-    while not local.acquire(timeout=poll):
-        if not told and waiting is not None:
-            waiting()
-            told = True
-    try:
-        try:
-            import fcntl
-        except ImportError:  # Windows: the thread lock above serialises builds in this process
-            yield
-            return
-        fd = os.open(out.parent / f".{out.name}.lock", os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if not told and waiting is not None:
-                        waiting()
-                        told = True
-                    time.sleep(poll)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-    finally:
-        local.release()
+    return file_lock(out.parent / f".{out.name}.lock", waiting)
 
 
 # ---------------------------------------------------------------- reading an atlas back

@@ -29,7 +29,6 @@ HNSW index (~1.7 GiB) and UMAP's graph.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -58,6 +57,7 @@ from isoscope.atlas.graph import knn_graph_chunked
 from isoscope.atlas.labels import TermCounts
 from isoscope.atlas.layout import LANDMARKS, check_method, layout
 from isoscope.cache import atomic_save_npy, atomic_write_bytes, text_digest
+from isoscope.data.vectors.table import vectors_digest
 from isoscope.errors import InputError
 from isoscope.neighbours.overlap import jaccard_tables
 
@@ -306,7 +306,7 @@ def build_atlas(
     vectors = None if vectors is None else np.asarray(vectors, np.float32)
     meta = _check_input(texts, meta, vectors)
     if vectors is not None:
-        fingerprint = "precomputed-" + hashlib.sha256(np.ascontiguousarray(vectors).data).hexdigest()[:32]
+        fingerprint = "precomputed-" + vectors_digest(vectors)[:32]
     else:
         fingerprint = encoder.fingerprint
     n = len(texts)
