@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from isoscope.paths import open_regular
+
 try:
     import fcntl
 except ImportError:  # not on Windows: nothing is locked there
@@ -56,9 +58,9 @@ def text_digest(texts: Iterable[str]) -> str:
 
 
 def file_sha256(path: str | Path) -> str:
-    """SHA-256 (hex) of a file's bytes, read in blocks."""
+    """SHA-256 (hex) of a regular file's bytes (``isoscope.paths.open_regular``), read in blocks."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         while block := f.read(8 * 2**20):
             h.update(block)
     return h.hexdigest()

@@ -26,7 +26,6 @@ import contextlib
 import json
 import logging
 import os
-import stat
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ import numpy as np
 
 from isoscope.cache import atomic_write_bytes, file_lock, file_sha256
 from isoscope.errors import InputError
+from isoscope.paths import NotRegularFile, check_regular, open_regular
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +54,11 @@ class AtlasDamaged(InputError):
 
 
 def _regular(path: Path) -> os.stat_result:
-    """``os.stat`` of a regular file (a FIFO, device, socket or folder is refused before opening)."""
-    st = os.stat(path)
-    if not stat.S_ISREG(st.st_mode):
-        raise AtlasDamaged(f"{path.name} is not a regular file")
-    return st
+    """``isoscope.paths.check_regular``: a FIFO, device, socket or folder is refused before opening."""
+    try:
+        return check_regular(path)
+    except NotRegularFile as exc:
+        raise AtlasDamaged(f"{path.name} is a {exc.kind}, not a regular file") from None
 
 
 def file_digest(path: Path) -> str:
@@ -249,7 +249,7 @@ def _verified(path: Path, rel: str, ledger: Ledger) -> Path:
 def _array(path: Path, rel: str, ledger: Ledger, shape: tuple, kinds: str, mmap: bool = False) -> np.ndarray:
     """A checked .npy: its header's shape must match ``shape`` (None = any) and its dtype kind ``kinds``."""
     p = _verified(path, rel, ledger)
-    with open(p, "rb") as f:
+    with open_regular(p) as f:
         try:
             version = np.lib.format.read_magic(f)
             read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
