@@ -38,9 +38,8 @@ HEAVY: tuple[str, ...] = (
     "tests/dashboard/test_anisotropy.py::test_metrics_raw_vs_calibrated_and_layers",  # 68 s
     "tests/dashboard/test_anisotropy.py::test_two_texts_get_one_info_line",  # 16 s
     "tests/dashboard/test_atlas.py::test_clusters_colour_and_space_switch",  # 45 s
-    "tests/dashboard/test_atlas.py::test_demo_corpus_map_is_served_as_tiles_with_labels_by_level",  # 44 s (main, before tiles)
     "tests/dashboard/test_atlas.py::test_open_in_neighbours_passes_the_row",  # 48 s
-    "tests/dashboard/test_atlas.py::test_search_lights_up_selects_and_measures",  # 46 s (main, before tiles)
+    "tests/dashboard/test_atlas.py::test_search_lights_up_selects_and_measures",  # 46 s
     "tests/dashboard/test_calibration.py::test_pooling_by_calibrator_table",  # 13 s
     "tests/dashboard/test_compare.py::test_calibration_and_untrained_presets",  # 57 s
     "tests/dashboard/test_compare.py::test_fine_tuned_checkpoint_per_layer",  # 14 s

@@ -359,6 +359,13 @@ function hover(s, px, py) {
   }, HOVER_MS);
 }
 
+function onCanvas(e, canvas) {
+  // the map lives in a shadow root (Streamlit isolates a component's styles): a listener on window sees the
+  // event retargeted to the shadow host, so the element under the pointer is the first of its composed path
+  const path = e.composedPath ? e.composedPath() : [e.target];
+  return path[0] === canvas;
+}
+
 function listen(s, args) {
   const c = s.canvas;
   s.args = args;
@@ -399,7 +406,7 @@ function listen(s, args) {
       s.args.setTriggerValue("box", [x0, y0, x1, y1]);
       return;
     }
-    if (!d.moved && e.target === c) {
+    if (!d.moved && onCanvas(e, c)) {
       const hit = await pick(s, d.start[0], d.start[1]);
       if (hit && hit.row >= 0) s.args.setTriggerValue("click", { row: hit.row, add: d.shift });
     }

@@ -1,9 +1,12 @@
-"""AppTest: the Atlas page on the demo corpus (PCA layout, so no UMAP compile), search, selection, colours,
-the raw/calibrated switch, the jump to Neighbours, and bad input through the file given to ``isoscope app``."""
+"""AppTest: the Atlas page on a small atlas folder (synthetic sentences with precomputed vectors, built in
+seconds: the tiles, the point under the cursor, a map selection) and on the demo corpus (PCA layout, so no UMAP
+compile; the heavy tier: search, colours, the raw/calibrated switch, the jump to Neighbours), and bad input
+through the file given to ``isoscope app``."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -22,6 +25,29 @@ def atlas_app(tmp_path, monkeypatch) -> AppTest:
     at.session_state["atlas_layout"] = "pca"
     at.switch_page("views/atlas.py").run()
     assert not at.exception, at.exception
+    return at
+
+
+FOLDER_POINTS = 2_000
+
+
+@pytest.fixture(scope="module")
+def atlas_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from bench.atlas import synthetic_atlas
+
+    folder, _ = synthetic_atlas(tmp_path_factory.mktemp("atlas") / "small", FOLDER_POINTS, calibrate="whitening")
+    return folder
+
+
+@pytest.fixture()
+def folder_app(atlas_folder: Path, tmp_path, monkeypatch) -> AppTest:
+    """The Atlas page on ``atlas_folder`` given as ``ISOSCOPE_ATLAS_DIR`` (its first source: nothing is built)."""
+    monkeypatch.setenv("ISOSCOPE_CACHE", str(private_cache(tmp_path / "cache")))
+    monkeypatch.setenv("ISOSCOPE_ATLAS_DIR", str(atlas_folder))
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.switch_page("views/atlas.py").run()
+    assert not at.exception, at.exception
+    assert at.radio(key="atlas_source").value == "Atlas folder"
     return at
 
 
@@ -44,13 +70,13 @@ def client():
     return TestClient(Starlette(routes=tiles.routes()))
 
 
-def test_demo_corpus_map_is_served_as_tiles_with_labels_by_level(atlas_app: AppTest) -> None:
-    at = atlas_app
+def test_an_atlas_folder_map_is_served_as_tiles_with_labels_by_level(folder_app: AppTest) -> None:
+    at = folder_app
     data = map_data(at)
     assert data["world"]["maxLevel"] >= 8 and data["highlight"] is None and data["showLabels"]
     assert data["levels"] >= 2 and {lab[0] for lab in data["labels"]} == set(range(data["levels"]))
     assert all(isinstance(lab[4], str) and lab[4] for lab in data["labels"])
-    assert f"{len(load_corpus(DEMO_CORPUS)):,} points, every one drawn at every zoom" in captions(at)
+    assert f"{FOLDER_POINTS:,} points, every one drawn at every zoom" in captions(at)
     http = client()
     top = http.get(data["tiles"].format(z=0, x=0, y=0))
     assert top.status_code == 200 and top.headers["content-type"] == "image/png" and top.content[:4] == b"\x89PNG"
@@ -62,8 +88,8 @@ def test_demo_corpus_map_is_served_as_tiles_with_labels_by_level(atlas_app: AppT
     )
 
 
-def test_the_point_under_the_cursor_comes_from_the_server(atlas_app: AppTest) -> None:
-    data = map_data(atlas_app)
+def test_the_point_under_the_cursor_comes_from_the_server(folder_app: AppTest) -> None:
+    data = map_data(folder_app)
     http = client()
     x0, y0, x1, y1 = data["bounds"]
     hits = 0
@@ -95,11 +121,11 @@ def test_search_lights_up_selects_and_measures(atlas_app: AppTest) -> None:
     assert map_data(at)["highlight"] is None and "select texts" in at.info[0].value
 
 
-def test_a_map_selection_fills_the_table_until_cleared(atlas_app: AppTest) -> None:
+def test_a_map_selection_fills_the_table_until_cleared(folder_app: AppTest) -> None:
     from isoscope.dashboard import tiles
     from isoscope.dashboard.services import atlas as svc
 
-    at = atlas_app
+    at = folder_app
     data = map_data(at)
     x0, y0, x1, y1 = data["bounds"]
     box = (x0, y0, (x0 + x1) / 2, (y0 + y1) / 2)

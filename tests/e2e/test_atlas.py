@@ -1,10 +1,17 @@
-"""The Atlas page in a real browser: the tiled map draws, the mouse wheel zooms three levels (tiles stay sharp),
-hovering a random point at that depth shows its text, a box selects a region, labels never overlap, a search
-lights points up and a click on one selects it and opens it in the Neighbours page."""
+"""The Atlas page in a real browser.
+
+On a small atlas folder (20,000 synthetic sentences with precomputed vectors, PCA: built in seconds, nothing
+embedded) given to ``isoscope app`` as ``ISOSCOPE_ATLAS_DIR``: the tiled map draws, the mouse wheel zooms three
+levels (finer tiles, finer labels, never overlapping), hovering a random point at that depth shows its text, a
+shift-drag box selects its rows into the table and a click selects one point. On the demo corpus (built by the
+page, the heavy tier): a search lights points up, a click on one selects it and opens it in Neighbours.
+"""
 
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,10 +19,51 @@ import pytest
 from isoscope.data import load_corpus
 from isoscope.paths import DEMO_CORPUS
 from tests.e2e import browser as b
+from tests.e2e.conftest import VIEWPORT, Server, outside_requests, start_server, stop_server
 
 BUILD_TIMEOUT_MS = 600_000  # the first visit builds the demo atlas (UMAP compiles its code once)
 HIGHLIGHT = np.array([255, 200, 0])  # lit-up points (isoscope.atlas.tiles.HIGHLIGHT)
 MAP = "atlas_map_raw"
+SMALL_POINTS = 20_000
+
+
+@pytest.fixture(scope="module")
+def folder_server(tmp_path_factory: pytest.TempPathFactory, chromium_executable: str) -> Iterator[tuple[Server, Path]]:
+    """``isoscope app`` with ``ISOSCOPE_ATLAS_DIR`` on a small synthetic atlas (the Atlas page opens it first)."""
+    from bench.atlas import synthetic_atlas
+
+    root = tmp_path_factory.mktemp("atlas-folder")
+    folder, _ = synthetic_atlas(root / "atlas", SMALL_POINTS)
+    env = {"ISOSCOPE_ATLAS_DIR": str(folder), "ISOSCOPE_CACHE": str(root / "cache")}
+    server = start_server(root / "server.log", env)
+    try:
+        yield server, folder
+    finally:
+        stop_server(server)
+
+
+@pytest.fixture()
+def folder_page(folder_server: tuple[Server, Path], browser):
+    """A new session on ``/atlas`` of ``folder_server``, the map drawn; fails on server tracebacks and on requests
+    to other hosts."""
+    server, _ = folder_server
+    seen = len(server.tracebacks())
+    context = browser.new_context(viewport=VIEWPORT)
+    outside = outside_requests(context, server)
+    context.add_init_script(b.RUN_COUNTER_JS)
+    pg = context.new_page()
+    pg.set_default_timeout(b.ACTION_TIMEOUT_MS)
+    try:
+        b.goto(pg, server.url + "/atlas")
+        pg.get_by_role("heading", name="Atlas").first.wait_for(timeout=b.RUN_TIMEOUT_MS)
+        b.wait_idle(pg)
+        settled(pg)
+        yield pg
+    finally:
+        context.close()
+    new = server.tracebacks()[seen:]
+    assert not new, f"the server logged an uncaught exception: {new[0]}"
+    assert not outside, f"requests to other hosts: {sorted(set(outside))}"
 
 
 def open_atlas(page) -> None:
@@ -80,9 +128,10 @@ def overlapping(placed: list[dict]) -> list[tuple[str, str]]:
     return out
 
 
-def test_zoom_hover_and_labels_by_level(page, screenshots) -> None:
-    open_atlas(page)
+def test_zoom_hover_and_labels_by_level(folder_page, folder_server, screenshots) -> None:
+    page = folder_page
     b.assert_clean(page)
+    assert f"{SMALL_POINTS:,} points, every one drawn at every zoom" in b.captions(page)
     top = settled(page)
     assert top["placed"], "no cluster label on the whole map"
     assert not overlapping(top["placed"])
@@ -104,41 +153,51 @@ def test_zoom_hover_and_labels_by_level(page, screenshots) -> None:
     assert {p["level"] for p in deep["placed"]} - top_levels or not deep["placed"]  # finer labels deeper in
 
     page.mouse.move(box["x"] + 3, box["y"] + 3)
-    img = picture(page)
-    dots = blobs(img)
+    dots = blobs(picture(page))
     assert dots, "no point visible after zooming in"
-    rng = np.random.default_rng()
-    x, y, _ = dots[rng.integers(len(dots))]
+    x, y, _ = dots[np.random.default_rng().integers(len(dots))]
     page.mouse.move(box["x"] + x, box["y"] + y)
     tip = page.locator(".isoscope-atlas-tip")
     tip.wait_for(state="visible")
     shown = tip.locator(".isoscope-atlas-tip-text").inner_text()
-    corpus = set(load_corpus(DEMO_CORPUS).texts)
-    assert shown.rstrip("…") and any(t.startswith(shown.rstrip("…")) for t in corpus), shown
+    texts = set(load_atlas_texts(folder_server[1]))
+    assert shown.rstrip("…") and any(t.startswith(shown.rstrip("…")) for t in texts), shown
     b.screenshot(page, screenshots / "atlas-deep.png")
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known bug (issue 27, open at the deadline): a shift-drag box on the map triggers no finished rerun with its rows in the selection table",
-)
-def test_box_select_fills_the_selection_table(page) -> None:
-    open_atlas(page)
+def load_atlas_texts(folder: Path) -> list[str]:
+    from isoscope.atlas.folder import load_atlas
+
+    return list(load_atlas(folder).texts)
+
+
+def test_box_and_click_select_rows_into_the_table(folder_page, folder_server) -> None:
+    page = folder_page
     box = canvas(page).bounding_box()
     x, y = box["width"] / 2, box["height"] / 2
-    b.rerun_after(
-        page,
-        lambda: (
-            page.keyboard.down("Shift"),
-            page.mouse.move(box["x"] + x - 120, box["y"] + y - 120),
-            page.mouse.down(),
-            page.mouse.move(box["x"] + x + 120, box["y"] + y + 120, steps=8),
-            page.mouse.up(),
-            page.keyboard.up("Shift"),
-        ),
-    )
+
+    def shift_drag() -> None:
+        page.mouse.move(box["x"] + x - 120, box["y"] + y - 120)
+        page.keyboard.down("Shift")
+        page.mouse.down()
+        page.mouse.move(box["x"] + x + 120, box["y"] + y + 120, steps=8)
+        page.mouse.up()
+        page.keyboard.up("Shift")
+
+    b.rerun_after(page, shift_drag)
     b.assert_clean(page)
-    assert "in the box drawn on the map" in b.captions(page)
+    caps = b.captions(page)
+    assert "in the box drawn on the map" in caps, caps
+    boxed = int(caps.split(" text(s) in the box drawn on the map")[0].split()[-1].replace(",", ""))
+    assert 0 < boxed < SMALL_POINTS
+    table = b.main(page).locator('[data-testid="stDataFrame"]').first
+    table.wait_for()
+
+    dots = blobs(picture(page))
+    x, y, _ = dots[len(dots) // 2]
+    b.rerun_after(page, lambda: page.mouse.click(box["x"] + x, box["y"] + y))
+    b.assert_clean(page)
+    assert "1 text(s) clicked on the map" in b.captions(page)
 
 
 def highlighted_pixel(page) -> tuple[float, float]:
@@ -157,10 +216,6 @@ def highlighted_pixel(page) -> tuple[float, float]:
     raise AssertionError(f"no highlighted point on the map: {b.state(page)}")
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known bug (issue 27, open at the deadline): after a click on a lit-up point the Neighbours picker does not hold the clicked football text",
-)
 def test_search_select_and_open_in_neighbours(page, screenshots) -> None:
     open_atlas(page)
     b.assert_clean(page)
