@@ -328,9 +328,6 @@ def build_atlas(
 
 
 def _run_stages(run, encoder, texts, meta, vectors, config: AtlasConfig, progress: StageProgress | None) -> None:
-    from isoscope.encode.chunked import embed_to_npy
-    from isoscope.encode.embed import EmbedConfig
-
     out = run.path
     stage = _Stages(run, Ledger(out), progress)
     k = min(config.k, len(texts) - 1)
@@ -347,6 +344,8 @@ def _run_stages(run, encoder, texts, meta, vectors, config: AtlasConfig, progres
         if vectors is not None:
             atomic_save_npy(out / "vectors.npy", vectors)
             return
+        from isoscope.encode.chunked import embed_to_npy  # torch: only when texts are embedded here
+        from isoscope.encode.embed import EmbedConfig
         from isoscope.encode.engines import engine_in_use, fastest_fp32_encoder
         from isoscope.encode.pooling import parse_pooling
 
