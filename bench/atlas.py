@@ -100,6 +100,7 @@ def full_atlas(out: Path, n: int) -> dict:
     secs = run.seconds
     return {
         "stage_seconds": {k: round(v, 1) for k, v in secs.items()},
+        "engine": run.engine or None,  # what embedded the texts (isoscope.encode.engines; None: resumed past it)
         "embed_texts_per_s": round(n / secs["embed"], 1) if "embed" in secs else None,
         "knn_seconds": round(secs.get("raw_knn", 0) + secs.get("cal_knn", 0), 1) or None,
         "layout_seconds": round(secs.get("raw_layout", 0) + secs.get("cal_layout", 0), 1) or None,
