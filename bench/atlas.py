@@ -1,24 +1,29 @@
-"""Benchmark the whole-corpus atlas: pipeline at scale, layouts side by side, and drawing in a real browser.
+"""Benchmark the whole-corpus atlas: pipeline at scale, layouts side by side, and the tiled map in a real browser.
 
 Usage (from the repo root)::
 
-    .venv/bin/python bench/atlas.py --quick             # render 100,000 precomputed points in headless chromium
+    .venv/bin/python bench/atlas.py --quick             # 100,000 precomputed points in headless chromium + layouts at 8k
     .venv/bin/python bench/atlas.py --n 1000000         # full: embed 1M synthetic sentences, graph, layout, render
     .venv/bin/python bench/atlas.py --quick --n 1000000  # render 1M precomputed points
-    .venv/bin/python bench/atlas.py --precomputed --n 200000   # graph, UMAP, RSS on 384-d vectors, no embedding
-    .venv/bin/python bench/atlas.py --layouts [--rust-umap DIR]   # UMAP (umap-learn) vs Rust UMAP vs PCA, 10k
+    .venv/bin/python bench/atlas.py --precomputed --n 200000   # graph, layout, RSS on 384-d vectors, no embedding
+    .venv/bin/python bench/atlas.py --layouts --n 100000 --landmarks 25000   # landmark layout vs full umap-learn
+    .venv/bin/python bench/atlas.py --tiles --n 1000000  # tile render times per level, server side
 
-Render: a Streamlit server opens the Atlas page on the atlas folder (``ISOSCOPE_ATLAS_DIR``); headless
-Debian chromium (tests/e2e flags, software WebGL) loads it with every WebGL draw call and texture upload
-recorded. ``render_seconds`` is the time from navigation to the first draw after the image of every
-point was uploaded as a texture (``renderer`` ``image``), or, with ``--live``, to the first instanced draw
-of all n points (``renderer`` ``webgl-points``). The image is computed from every point
-(``points_drawn`` = points rasterised into it = n: nothing sampled). Pan: 12 mouse drags, median time
-between successive frames. Full run: synthetic sentences (isoscope.atlas.synthetic, seeded), the real
-embedded model, resumable in ``--out``. Layouts: the FAISS graph of 10,000 STS-B sentences fed to
-umap-learn and (through node, when ``--rust-umap`` names an unpacked ``embedding-atlas`` npm package) to
-Embedding Atlas's Rust/WASM UMAP, plus PCA; each in its own process for its peak RSS; trustworthiness
-(scikit-learn, 15 neighbours, cosine) on the 10k points. Prints a table, then ONE JSON object last.
+Render: ``isoscope app`` (the app with its tile routes) opens the Atlas page on the atlas folder
+(``ISOSCOPE_ATLAS_DIR``) with a fresh tile cache; headless Debian chromium (tests/e2e flags, no GPU) loads it.
+The map is a 2-D canvas drawing the tile pyramid; it records every frame it draws (``window.__isoscopeAtlas``).
+``render_seconds``: from navigation to the first frame with every visible tile drawn (warm visit: a new
+session, tiles in the server's memory); ``cold_*``: the first visit of a fresh server. ``points_drawn`` = n: the
+top tiles aggregate every point (nothing sampled). Pan: a 30-step drag, median time between frames and the
+median time a frame takes to draw; zoom the same for six wheel steps. Deep zoom: the wheel zooms about a
+random point to the deepest level (labels and contours off), then a screenshot's distinct point blobs are
+counted against the points of that view (``deep_zoom_sharp`` = blobs / points; 1.0 = every point resolved).
+``pick_ms``: median server pick (spatial index, one lookup) over the 100k points; ``pick_http_ms``: the same
+through the route, timed in the browser. ``tile_levels``: zoom doublings served beyond the whole map.
+Layouts: ``layout_trustworthiness_vs_umap`` = trustworthiness (15 neighbours, cosine, on a held-out sample of
+rows that were not landmarks) of the landmark layout minus that of full umap-learn on the same graph; the
+neighbour preservation likewise. Full run: synthetic sentences (isoscope.atlas.synthetic, seeded), the real
+embedded model, resumable in ``--out``. Prints a table, then ONE JSON object last.
 """
 
 from __future__ import annotations
@@ -40,36 +45,10 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 QUICK_POINTS = 100_000
+QUICK_LAYOUT_POINTS = 8_000
 RENDER_TARGET_S = 10.0
 RSS_TARGET_GIB = 8.0
-
-HOOK = """
-(() => {
-  window.__gl = [];
-  const wrap = (proto) => {
-    for (const name of ["drawArrays", "drawElements", "drawArraysInstanced", "drawElementsInstanced"]) {
-      const orig = proto[name];
-      proto[name] = function (...a) {
-        const count = name === "drawArraysInstanced" ? a[3] : name === "drawElementsInstanced" ? a[4] : 0;
-        const r = orig.apply(this, a);
-        window.__gl.push([performance.now(), "draw", count]);
-        return r;
-      };
-    }
-    for (const name of ["texImage2D", "texSubImage2D", "texStorage2D"]) {
-      const orig = proto[name];
-      proto[name] = function (...a) {
-        const src = a[a.length - 1];
-        const w = name === "texStorage2D" ? a[3] : name === "texSubImage2D" && a.length >= 9 ? a[4]
-          : a.length >= 9 ? a[3] : (src && (src.width || src.naturalWidth)) || 0;
-        window.__gl.push([performance.now(), "tex", w]);
-        return orig.apply(this, a);
-      };
-    }
-  };
-  if (window.WebGL2RenderingContext) wrap(WebGL2RenderingContext.prototype);
-})();
-"""
+MAP = "atlas_map_raw"  # the map component's name on the page (views/atlas.py: atlas_map_{space})
 
 
 def peak_rss_gib() -> float:
@@ -121,6 +100,7 @@ def full_atlas(out: Path, n: int) -> dict:
     secs = run.seconds
     return {
         "stage_seconds": {k: round(v, 1) for k, v in secs.items()},
+        "engine": run.engine or None,  # what embedded the texts (isoscope.encode.engines; None: resumed past it)
         "embed_texts_per_s": round(n / secs["embed"], 1) if "embed" in secs else None,
         "knn_seconds": round(secs.get("raw_knn", 0) + secs.get("cal_knn", 0), 1) or None,
         "layout_seconds": round(secs.get("raw_layout", 0) + secs.get("cal_layout", 0), 1) or None,
@@ -129,30 +109,194 @@ def full_atlas(out: Path, n: int) -> dict:
     }
 
 
-# ------------------------------------------------------------------ render in headless chromium
+# ------------------------------------------------------------------ the map in headless chromium
 
 
-def render(atlas_dir: Path, n: int, live: bool, timeout_s: float = 300.0) -> dict:
-    """Cold visit (fresh server: app start, model load, the image computed), then a warm visit in a new
-    session (what every later user sees): time to every point drawn, and pan frame times. ``live``: then
-    tick "Every point live" and time the first instanced draw of all n points, and panning it."""
+def _map(page) -> dict | None:
+    return page.evaluate(f"(window.__isoscopeAtlas || {{}})[{MAP!r}] || null")
+
+
+def _wait_drawn(page, timeout_s: float) -> float | None:
+    """performance.now() of the first frame with every visible tile drawn (None on timeout)."""
+    deadline = time.perf_counter() + timeout_s
+    while time.perf_counter() < deadline:
+        m = _map(page)
+        if m is not None:
+            done = [t for t, _, missing in m["frames"] if missing == 0]
+            if done:  # performance.now() counts from the navigation of this document
+                return done[0]
+        time.sleep(0.1)
+    return None
+
+
+def _settle(page, timeout_s: float = 120.0) -> None:
+    """Until the current view has every tile drawn."""
+    deadline = time.perf_counter() + timeout_s
+    while time.perf_counter() < deadline:
+        m = _map(page)
+        if m is not None and m["missing"] == 0 and m["loading"] == 0:
+            page.wait_for_timeout(150)
+            m = _map(page)
+            if m["missing"] == 0 and m["loading"] == 0:
+                return
+        time.sleep(0.1)
+
+
+def _canvas(page):
+    return page.locator(".isoscope-atlas-canvas").first
+
+
+def _frames_during(page, action) -> dict:
+    """Frames drawn while ``action`` runs: median gap between frames and median / p95 draw time (ms)."""
+    before = len(_map(page)["frames"])
+    action()
+    page.wait_for_timeout(300)
+    frames = _map(page)["frames"][before:]
+    starts = np.array([f[0] for f in frames])
+    draws = np.array([f[1] for f in frames])
+    gaps = np.diff(starts) if len(starts) > 1 else np.array([])
+    return {
+        "frames": len(frames),
+        "frame_ms_median": round(float(np.median(gaps)), 1) if len(gaps) else None,
+        "draw_ms_median": round(float(np.median(draws)), 2) if len(draws) else None,
+        "draw_ms_p95": round(float(np.percentile(draws, 95)), 2) if len(draws) else None,
+    }
+
+
+def _pan(page) -> dict:
+    box = _canvas(page).bounding_box()
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+    def drag() -> None:
+        page.mouse.move(cx, cy)
+        page.mouse.down()
+        page.mouse.move(cx + 240, cy + 120, steps=30)
+        page.mouse.up()
+
+    out = _frames_during(page, drag)
+    return {
+        "pan_frames": out["frames"],
+        "pan_frame_ms_median": out["frame_ms_median"],
+        "pan_draw_ms_median": out["draw_ms_median"],
+        "pan_draw_ms_p95": out["draw_ms_p95"],
+    }
+
+
+def _zoom(page) -> dict:
+    box = _canvas(page).bounding_box()
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+    def wheel() -> None:
+        page.mouse.move(cx, cy)
+        for dy in (-100, -100, -100, 100, 100, 100):
+            page.mouse.wheel(0, dy)
+            page.wait_for_timeout(60)
+
+    out = _frames_during(page, wheel)
+    return {
+        "zoom_frames": out["frames"],
+        "zoom_draw_ms_median": out["draw_ms_median"],
+        "zoom_draw_ms_p95": out["draw_ms_p95"],
+    }
+
+
+def _set_box(page, label: str, value: bool) -> None:
+    box = page.get_by_label(label)
+    if box.is_checked() != value:
+        box.click(force=True)
+        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', state="attached")
+        page.wait_for_timeout(800)
+
+
+def _deep_zoom(page, xy: np.ndarray, seed: int = 0) -> dict:
+    """Zoom about a random point to the deepest level, labels and contours off; count the distinct point blobs
+    of a screenshot against the points in that view."""
+    import io
+
+    from PIL import Image
+    from scipy import ndimage
+
+    from isoscope.atlas.density import layout_bounds
+    from isoscope.atlas.spatial import SpatialIndex, World
+
+    _set_box(page, "Cluster labels", False)
+    _set_box(page, "Density contours", False)
+    _settle(page)
+    target = xy[np.random.default_rng(seed).integers(len(xy))]
+    box = _canvas(page).bounding_box()
+    for _ in range(40):
+        m = _map(page)
+        if m["view"]["zoom"] >= m["maxLevel"] - 1e-6:
+            break
+        sx, sy = page.evaluate(f"(window.__isoscopeAtlas[{MAP!r}]).toScreen({float(target[0])}, {float(target[1])})")
+        page.mouse.move(box["x"] + sx, box["y"] + sy)
+        page.mouse.wheel(0, -200)
+        page.wait_for_timeout(80)
+    page.mouse.move(box["x"] + 2, box["y"] + 2)  # no tooltip in the picture
+    _settle(page)
+    m = _map(page)
+    view = page.evaluate(f"(window.__isoscopeAtlas[{MAP!r}]).box()")
+    index = SpatialIndex.build(xy, World.around(layout_bounds(xy)))
+    in_view = len(index.rows_in_box(*view))
+    img = np.asarray(Image.open(io.BytesIO(_canvas(page).screenshot())).convert("RGB")).astype(int)
+    ink = (img < 235).any(axis=2)  # anything not white
+    ink[:, -45:] = False  # the toolbar
+    labels, _ = ndimage.label(ink)
+    sizes = np.bincount(labels.ravel())[1:]
+    blobs = int((sizes >= 4).sum())
+    return {
+        "deep_zoom_level": m["level"],
+        "deep_zoom_factor": round(2 ** (m["view"]["zoom"] - m["view"]["fit"]), 1),
+        "deep_zoom_points": in_view,
+        "deep_zoom_blobs": blobs,
+        "deep_zoom_sharp": round(blobs / in_view, 3) if in_view else None,
+    }
+
+
+def _pick_http(page, n: int = 20) -> float:
+    """Median ms of a pick through the route, from the browser (the page's own pick URL)."""
+    ms = page.evaluate(
+        """async ([name, n]) => {
+            const m = window.__isoscopeAtlas[name];
+            const out = [];
+            const b = m.box();
+            for (let i = 0; i < n; i++) {
+                const x = b[0] + (b[2] - b[0]) * ((i * 7919) % 97) / 97;
+                const y = b[1] + (b[3] - b[1]) * ((i * 104729) % 89) / 89;
+                const t = performance.now();
+                await fetch(m.pick + `?x=${x}&y=${y}&r=${(b[2] - b[0]) / 200}`);
+                out.push(performance.now() - t);
+            }
+            out.sort((a, c) => a - c);
+            return out[Math.floor(out.length / 2)];
+        }""",
+        [MAP, n],
+    )
+    return round(float(ms), 2)
+
+
+def render(atlas_dir: Path, n: int, timeout_s: float = 300.0) -> dict:
+    """Cold visit (fresh server, fresh tile cache), then a warm visit in a new session: time to every visible
+    tile drawn, pan and zoom frames, the deep zoom, picks."""
     from playwright.sync_api import sync_playwright
 
+    from isoscope.atlas.folder import load_atlas
     from tests.e2e.conftest import CHROMIUM_ARGS, chromium_path, free_port
 
     exe = chromium_path()
     if exe is None:
         raise SystemExit("chromium not found: run scripts/ensure_browser.sh")
+    xy = load_atlas(atlas_dir).spaces["raw"].xy
     port = free_port()
+    cache = tempfile.mkdtemp(prefix="atlas-bench-cache-")
     env = dict(os.environ, ISOSCOPE_ATLAS_DIR=str(atlas_dir), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env["ISOSCOPE_CACHE"] = cache
     env.pop("ISOSCOPE_DATA_FILE", None)
-    cmd = [str(REPO_ROOT / ".venv/bin/streamlit"), "run", "dashboard/app.py", "--server.headless", "true"]
-    cmd += ["--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
-    cmd += ["--server.maxMessageSize", "1024"]
+    cmd = [sys.executable, "-m", "isoscope", "app", "--port", str(port), "--host", "127.0.0.1"]
     log = open(tempfile.mkstemp(suffix=".log")[1], "wb")
     proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}/atlas"
-    out: dict = {"renderer": "image"}
+    out: dict = {"renderer": "tiles"}
     try:
         _wait_health(port, proc)
         with sync_playwright() as p:
@@ -161,26 +305,24 @@ def render(atlas_dir: Path, n: int, live: bool, timeout_s: float = 300.0) -> dic
                 if visit == "warm":  # Streamlit's own page load, next to the warm atlas visit
                     out["home_page_seconds"] = _baseline(browser, url.rsplit("/", 1)[0] + "/")
                 ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-                ctx.add_init_script(HOOK)
                 page = ctx.new_page()
                 t0 = time.perf_counter()
-                drawn_ms = _first_draw(page, url, n, False, timeout_s)
-                out[f"{visit}_render_seconds"] = None if drawn_ms is None else round(drawn_ms / 1000, 2)
-                out[f"{visit}_wall_seconds"] = round(time.perf_counter() - t0, 2)
+                page.goto(url, wait_until="commit")
+                drawn = _wait_drawn(page, timeout_s)
+                wall = time.perf_counter() - t0
+                out[f"{visit}_render_seconds"] = None if drawn is None else round(drawn / 1000, 2)
+                out[f"{visit}_wall_seconds"] = round(wall, 2)
                 if visit == "warm":
                     out["render_seconds"] = out["warm_render_seconds"]
-                    out["points_drawn"] = n if drawn_ms is not None else 0
+                    out["points_drawn"] = n if drawn is not None else 0
+                    m = _map(page)
+                    out["tile_levels"] = round(m["maxLevel"] - m["view"]["fit"], 1)
                     out.update(_pan(page))
-                    if live:
-                        page.get_by_text("Every point live").click()
-                        ms = _first_draw(page, None, n, True, timeout_s)
-                        pan = _pan(page, drags=3)
-                        out["live"] = {
-                            "renderer": "webgl-points",
-                            "render_seconds_after_click": None if ms is None else round(ms / 1000, 2),
-                            "pan_frame_ms_median": pan["pan_frame_ms_median"],
-                            "pan_frames": pan["pan_frames"],
-                        }
+                    _settle(page)
+                    out.update(_zoom(page))
+                    _settle(page)
+                    out["pick_http_ms"] = _pick_http(page)
+                    out.update(_deep_zoom(page, xy))
                 ctx.close()
             browser.close()
     finally:
@@ -210,140 +352,152 @@ def _wait_health(port: int, proc: subprocess.Popen) -> None:
 
     for _ in range(400):
         if proc.poll() is not None:
-            raise SystemExit(f"streamlit exited with {proc.returncode}")
+            raise SystemExit(f"the app exited with {proc.returncode}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
                 if r.read().strip() == b"ok":
                     return
         except OSError:
             time.sleep(0.25)
-    raise SystemExit("streamlit did not become healthy")
+    raise SystemExit("the app did not become healthy")
 
 
-def _first_draw(page, url: str | None, n: int, live: bool, timeout_s: float) -> float | None:
-    """ms from navigation start (performance.now) to the first draw showing every point."""
-    if url is not None:
-        page.goto(url, wait_until="commit")
-    else:
-        page.evaluate("window.__gl = []; window.__t0 = performance.now()")
-    start = page.evaluate("window.__t0 || 0")
-    deadline = time.perf_counter() + timeout_s
-    while time.perf_counter() < deadline:
-        events = page.evaluate("window.__gl || []")
-        if live:
-            hit = [t for t, kind, c in events if kind == "draw" and c >= n]
-        else:
-            tex = [t for t, kind, w in events if kind == "tex" and w >= 1024]
-            hit = [t for t, kind, _ in events if kind == "draw" and tex and t > tex[0]]
-        if hit:
-            return hit[0] - start
-        time.sleep(0.2)
-    return None
+# ------------------------------------------------------------------ server side: picks and tiles
 
 
-def _pan(page, drags: int = 12) -> dict:
-    canvas = page.locator("canvas").first
-    box = canvas.bounding_box()
-    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-    page.evaluate("window.__gl = []")
-    t0 = time.perf_counter()
-    page.mouse.move(cx, cy)
-    page.mouse.down()
-    for k in range(drags):
-        page.mouse.move(cx + 8 * (k + 1), cy + 4 * (k + 1))
-    page.mouse.up()
-    time.sleep(0.5)
-    draws = sorted({round(t, 1) for t, kind, _ in page.evaluate("window.__gl") if kind == "draw"})
-    frames = [draws[0]] if draws else []
-    for t in draws[1:]:  # draw calls of one frame come within a few ms of each other
-        if t - frames[-1] > 8:
-            frames.append(t)
-    gaps = np.diff(frames) if len(frames) > 1 else np.array([])
+def pick_ms(atlas_dir: Path, queries: int = 500, seed: int = 0) -> dict:
+    """Median ms of one server pick (nearest point within 8 px of the deepest level) on the atlas's raw layout."""
+    from isoscope.atlas.folder import load_atlas
+    from isoscope.atlas.tiles import TileMap
+
+    sp = load_atlas(atlas_dir).spaces["raw"]
+    t = time.perf_counter()
+    tmap = TileMap.of(sp.xy, sp.bounds, sp.grid, sp.density)
+    build = time.perf_counter() - t
+    rng = np.random.default_rng(seed)
+    targets = sp.xy[rng.integers(0, len(sp.xy), queries)] + rng.normal(0, 1e-3, (queries, 2))
+    radius = 8 * tmap.grid.pixel(tmap.grid.max_level)
+    ms = []
+    for x, y in targets:
+        t = time.perf_counter()
+        tmap.index.nearest(float(x), float(y), radius)
+        ms.append((time.perf_counter() - t) * 1000)
+    wide = []
+    for x, y in targets[:100]:  # a pick at the top level: radius 8 px of the whole map
+        t = time.perf_counter()
+        tmap.index.nearest(float(x), float(y), 8 * tmap.grid.pixel(0))
+        wide.append((time.perf_counter() - t) * 1000)
     return {
-        "pan_frames": len(frames),
-        "pan_frame_ms_median": round(float(np.median(gaps)), 1) if len(gaps) else None,
-        "pan_seconds": round(time.perf_counter() - t0, 2),
+        "pick_points": len(sp.xy),
+        "pick_ms": round(float(np.median(ms)), 4),
+        "pick_ms_p99": round(float(np.percentile(ms, 99)), 4),
+        "pick_ms_top_level": round(float(np.median(wide)), 3),
+        "index_build_seconds": round(build, 3),
     }
 
 
-# ------------------------------------------------------------------ layouts side by side
+def tile_times(atlas_dir: Path, per_level: int = 12, seed: int = 0) -> dict:
+    """Server render time of tiles (colour by cluster, contours on) per level: median and max ms of
+    ``per_level`` tiles that hold points, and the PNG bytes."""
+    from isoscope.atlas.folder import load_atlas
+    from isoscope.atlas.raster import to_png
+    from isoscope.atlas.tiles import TileMap
+    from isoscope.dashboard.figures.atlas import colours
+
+    atlas = load_atlas(atlas_dir)
+    sp = atlas.spaces["raw"]
+    tmap = TileMap.of(sp.xy, sp.bounds, sp.grid, sp.density)
+    colors = tmap.sorted(colours(atlas, "raw", "cluster")[0])
+    rng = np.random.default_rng(seed)
+    out = {}
+    for z in range(tmap.grid.max_level + 1):
+        rows = rng.integers(0, len(sp.xy), per_level)
+        ms, sizes = [], []
+        for r in rows:
+            x, y = sp.xy[r]
+            w = tmap.grid.world
+            tx = int((x - w.x0) / w.size * 2**z)
+            ty = int((w.y0 + w.size - y) / w.size * 2**z)
+            tx, ty = min(tx, 2**z - 1), min(ty, 2**z - 1)
+            t = time.perf_counter()
+            png = to_png(tmap.tile(colors, z, tx, ty, True))
+            ms.append((time.perf_counter() - t) * 1000)
+            sizes.append(len(png))
+        out[str(z)] = {
+            "median_ms": round(float(np.median(ms)), 1),
+            "max_ms": round(float(np.max(ms)), 1),
+            "png_kib": round(float(np.median(sizes)) / 1024, 1),
+        }
+    return {"tile_ms_by_level": out, "tile_levels_built": tmap.grid.max_level + 1}
 
 
-LAYOUT_CHILD = r"""
-import json, resource, sys, time
-import numpy as np
-sys.path.insert(0, {root!r})
-method, d = sys.argv[1], sys.argv[2]
-X = np.load(d + "/x.npy"); ids = np.load(d + "/ids.npy"); dist = np.load(d + "/dist.npy")
-t = time.perf_counter()
-if method == "pca":
-    from isoscope.atlas.layout import pca_layout
-    Y = pca_layout(X)
-elif method == "umap-learn":
-    from isoscope.atlas.layout import umap_layout
-    Y = umap_layout(X, (ids, dist), seed=0)
-else:
-    import subprocess
-    ids.astype(np.int32).tofile(d + "/ids.bin"); dist.astype(np.float32).tofile(d + "/dist.bin")
-    out = subprocess.run(["node", {runner!r}, sys.argv[3], d, str(len(X)), str(ids.shape[1])], check=True,
-                         capture_output=True, text=True).stdout
-    Y = np.fromfile(d + "/y.bin", np.float32).reshape(-1, 2)
-secs = time.perf_counter() - t
-np.save(d + "/y-" + method + ".npy", Y)
-def hwm(text):  # VmHWM of a fresh address space: ru_maxrss would include the parent's RSS at fork
-    return float(next(x for x in text.splitlines() if x.startswith("VmHWM")).split()[1]) / 1024
-peak = hwm(open("/proc/self/status").read())
-if method == "rust-umap":
-    peak = float(out.strip().splitlines()[-1])  # node's own VmHWM (MiB)
-print(json.dumps({{"seconds": secs, "peak_rss_mib": peak}}))
-"""
-
-NODE_RUNNER = r"""
-import { readFileSync, writeFileSync } from "node:fs";
-const [, , pkg, d, n, k] = process.argv;
-const { createUMAPFromKNN } = await import(pkg + "/dist/umap.js");
-const ids = new Int32Array(readFileSync(d + "/ids.bin").buffer.slice(0));
-const dist = new Float32Array(readFileSync(d + "/dist.bin").buffer.slice(0));
-const umap = await createUMAPFromKNN(+n, 2, ids, dist, { seed: 0 });
-await umap.run();
-writeFileSync(d + "/y.bin", Buffer.from(new Float32Array(umap.embedding).buffer));
-const status = readFileSync("/proc/self/status", "utf8");
-console.log(+status.match(/VmHWM:\s+(\d+)/)[1] / 1024);
-"""
+# ------------------------------------------------------------------ layouts: landmarks vs full umap-learn
 
 
-def layouts(rust_umap: str | None, n: int = 10_000) -> dict:
-    from sklearn.manifold import trustworthiness
-
-    from isoscope.atlas.graph import knn_graph_chunked
+def _sentences(n: int) -> list[str]:
+    """STS-B sentences (unique, train then dev then test), topped up with synthetic ones to ``n``."""
+    from isoscope.atlas.synthetic import synthetic_corpus
     from isoscope.data import load_pairs
-    from isoscope.encode.embed import encode
-    from isoscope.encode.models import load_encoder
     from isoscope.paths import stsb_dir
 
-    texts = list(dict.fromkeys(load_pairs(stsb_dir() / "stsb-en-train.csv").texts))[:n]
-    from isoscope.cache import ArrayCache
+    texts: list[str] = []
+    for name in ("stsb-en-train.csv", "stsb-en-dev.csv", "stsb-en-test.csv"):
+        texts += load_pairs(stsb_dir() / name).texts
+    texts = list(dict.fromkeys(texts))
+    if len(texts) < n:
+        texts += [t for t in synthetic_corpus(2 * (n - len(texts)), 0)[0] if t not in set(texts)]
+        texts = list(dict.fromkeys(texts))
+    return texts[:n]
 
-    X = encode(load_encoder(), texts, "mean", cache=ArrayCache())  # (n, 384)
-    ids, dist = knn_graph_chunked(X, 15)
-    d = tempfile.mkdtemp(prefix="atlas-layouts-")
-    np.save(f"{d}/x.npy", X), np.save(f"{d}/ids.npy", ids), np.save(f"{d}/dist.npy", dist)
-    runner = Path(d) / "rust_umap.mjs"
-    runner.write_text(NODE_RUNNER)
-    child = Path(d) / "child.py"
-    child.write_text(LAYOUT_CHILD.format(root=str(REPO_ROOT), runner=str(runner)))
-    out = {}
-    methods = ["pca", "umap-learn"] + (["rust-umap"] if rust_umap else [])
-    for m in methods:
-        args = [sys.executable, str(child), m, d] + ([str(Path(rust_umap).resolve())] if m == "rust-umap" else [])
-        res = json.loads(
-            subprocess.run(args, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
-        )
-        Y = np.load(f"{d}/y-{m}.npy")
-        res["trustworthiness"] = float(trustworthiness(X, Y, n_neighbors=15, metric="cosine"))
-        out[m] = {k: round(v, 3) for k, v in res.items()}
-        print(f"{m:12s} {out[m]}", file=sys.stderr, flush=True)
-    return {"layout_points": len(X), "layouts": out}
+
+def layout_quality(n: int, landmarks: int, sample: int = 2_000, seed: int = 0) -> dict:
+    """Landmark layout vs full umap-learn on the same kNN graph of ``n`` real sentence embeddings: seconds,
+    trustworthiness and neighbour preservation (15 neighbours) on a held-out sample of non-landmark rows."""
+    from sklearn.manifold import trustworthiness
+    from sklearn.neighbors import NearestNeighbors
+
+    from isoscope.atlas.graph import knn_graph_chunked
+    from isoscope.atlas.layout import landmark_layout, umap_layout
+    from isoscope.cache import ArrayCache
+    from isoscope.encode.embed import encode
+    from isoscope.encode.models import load_encoder
+    from isoscope.sampling import sample_indices
+
+    texts = _sentences(n)
+    X = encode(load_encoder(), texts, "mean", cache=ArrayCache())  # (n, 384), cached on disk after the first run
+    ids, dist = knn_graph_chunked(X, 16)
+    umap_layout(X[:300], knn_graph_chunked(X[:300], 16), seed)  # compile numba's code before timing
+    t = time.perf_counter()
+    full = umap_layout(X, (ids, dist), seed)
+    full_s = time.perf_counter() - t
+    t = time.perf_counter()
+    ours = landmark_layout(X, (ids, dist), seed, landmarks)
+    ours_s = time.perf_counter() - t
+    marks = set(sample_indices(len(X), landmarks, seed).tolist())
+    held = np.array([i for i in range(len(X)) if i not in marks])
+    held = held[sample_indices(len(held), sample, seed + 1)]
+
+    def preserved(Y: np.ndarray) -> float:
+        nn = NearestNeighbors(n_neighbors=16).fit(Y)
+        _, near = nn.kneighbors(Y[held])
+        return float(np.mean([len(set(ids[r, 1:]) & set(near[i, 1:])) / 15 for i, r in enumerate(held)]))
+
+    t_full = trustworthiness(X[held], full[held], n_neighbors=15, metric="cosine")
+    t_ours = trustworthiness(X[held], ours[held], n_neighbors=15, metric="cosine")
+    p_full, p_ours = preserved(full), preserved(ours)
+    return {
+        "layout_points": len(X),
+        "layout_landmarks": landmarks,
+        "layout_heldout": len(held),
+        "umap_seconds": round(full_s, 1),
+        "landmark_seconds": round(ours_s, 1),
+        "trustworthiness_umap": round(float(t_full), 4),
+        "trustworthiness_landmark": round(float(t_ours), 4),
+        "layout_trustworthiness_vs_umap": round(float(t_ours - t_full), 4),
+        "neighbour_preservation_umap": round(p_full, 4),
+        "neighbour_preservation_landmark": round(p_ours, 4),
+        "layout_preservation_vs_umap": round(p_ours - p_full, 4),
+    }
 
 
 def main() -> None:
@@ -354,22 +508,23 @@ def main() -> None:
     ap.add_argument(
         "--precomputed", action="store_true", help="synthetic 384-d vectors instead of embedding (graph, layout, RSS)"
     )
-    ap.add_argument("--live", action="store_true", help="also render every point as a live WebGL point")
-    ap.add_argument("--layouts", action="store_true", help="compare layouts on 10,000 STS-B sentences")
-    ap.add_argument("--rust-umap", default=None, help="unpacked embedding-atlas npm package (for --layouts)")
+    ap.add_argument("--layouts", action="store_true", help="landmark layout vs full umap-learn on real sentences")
+    ap.add_argument("--landmarks", type=int, default=None, help="landmarks of --layouts (default: n / 4)")
+    ap.add_argument("--tiles", action="store_true", help="server render time of tiles per level")
     args = ap.parse_args()
     from isoscope.cache import default_cache_dir
 
     result: dict = {}
     if args.layouts:
-        result.update(layouts(args.rust_umap))
+        n = args.n or 100_000
+        result.update(layout_quality(n, args.landmarks or n // 4))
         print(json.dumps(result))
         return
     n = args.n or (QUICK_POINTS if args.quick else 1_000_000)
-    kind = "synthetic-vectors" if args.quick else "precomputed-384" if args.precomputed else "full"
-    out = Path(args.out) if args.out else default_cache_dir() / "bench-atlas" / f"{kind}-{n}"
+    kind = "synthetic-vectors" if args.quick or args.tiles else "precomputed-384" if args.precomputed else "full"
+    out = Path(args.out) if args.out else default_cache_dir() / "bench-atlas-v2" / f"{kind}-{n}"
     t0 = time.perf_counter()
-    if args.quick:
+    if args.quick or args.tiles:
         synthetic_atlas(out, n)
     elif args.precomputed:
         _, run = synthetic_atlas(out, n, dim=384, layout="umap", calibrate="whitening")
@@ -383,13 +538,22 @@ def main() -> None:
         result.update(full_atlas(out, n))
     result["build_seconds"] = round(time.perf_counter() - t0, 1)
     result["points"] = n
-    result.update(render(out, n, live=args.live))
+    if args.tiles:
+        result.update(tile_times(out))
+        result.update(pick_ms(out))
+        print(json.dumps(result))
+        return
+    result.update(pick_ms(out))
+    result.update(render(out, n))
+    if args.quick:
+        result.update(layout_quality(QUICK_LAYOUT_POINTS, QUICK_LAYOUT_POINTS // 4))
     result["meets_render_target"] = result["render_seconds"] is not None and result["render_seconds"] <= RENDER_TARGET_S
     if "peak_rss_gib" in result:
         result["meets_rss_target"] = result["peak_rss_gib"] < RSS_TARGET_GIB
     print(
-        f"{n:,} points: drawn in {result['render_seconds']} s ({result['renderer']}), "
-        f"pan frame {result['pan_frame_ms_median']} ms",
+        f"{n:,} points: drawn in {result['render_seconds']} s ({result['renderer']}), pan frame "
+        f"{result['pan_frame_ms_median']} ms (draw {result['pan_draw_ms_median']} ms), deep zoom "
+        f"{result['deep_zoom_blobs']} blobs / {result['deep_zoom_points']} points, pick {result['pick_ms']} ms",
         file=sys.stderr,
     )
     print(json.dumps(result))

@@ -21,10 +21,12 @@ import os
 import secrets
 import stat
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
+
+from isoscope.paths import open_regular
 
 try:
     import fcntl
@@ -53,6 +55,60 @@ def text_digest(texts: Iterable[str]) -> str:
         h.update(len(b).to_bytes(8, "little"))
         h.update(b)
     return h.hexdigest()
+
+
+def file_sha256(path: str | Path) -> str:
+    """SHA-256 (hex) of a regular file's bytes (``isoscope.paths.open_regular``), read in blocks."""
+    h = hashlib.sha256()
+    with open_regular(path) as f:
+        while block := f.read(8 * 2**20):
+            h.update(block)
+    return h.hexdigest()
+
+
+_thread_locks: dict[str, threading.Lock] = {}
+_thread_locks_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def file_lock(path: str | Path, waiting: Callable[[], None] | None = None) -> Iterator[None]:
+    """Held by one thread of one process at a time: a lock per path in this process, then an advisory ``flock``
+    on ``path`` (created, never deleted) for the others. ``waiting()`` is called once, before blocking, when
+    another holder has it. Where no file lock can be had (no ``fcntl``, a folder that cannot be written, a
+    path that is not a regular file: a FIFO there must not hang us) only the threads of this process are
+    serialised."""
+    key = os.path.abspath(path)
+    with _thread_locks_lock:
+        local = _thread_locks.setdefault(key, threading.Lock())
+    told = False
+    if not local.acquire(blocking=False):
+        if waiting is not None:
+            waiting()
+            told = True
+        local.acquire()
+    fd = -1
+    try:
+        if fcntl is not None:
+            try:
+                flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+                fd = os.open(path, flags, 0o600)
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    os.close(fd)
+                    fd = -1
+            except OSError:
+                fd = -1
+        if fd >= 0:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if waiting is not None and not told:
+                    waiting()
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        if fd >= 0:
+            os.close(fd)  # releases the flock
+        local.release()
 
 
 def make_key(*parts: object) -> str:
@@ -218,30 +274,15 @@ class ArrayCache:
             return None
         return arr
 
-    @contextlib.contextmanager
-    def lock(self, name: str) -> Iterator[None]:
-        """Held by one process at a time (an advisory ``flock`` on ``.locks/<name>.lock``), so that two
-        processes asking for the same cold entries compute them once: the second waits, then reads. Where no
-        lock can be had (no ``fcntl``, a folder that cannot be written, a lock path that is not a regular file:
-        a FIFO there must not hang us) nothing is locked."""
-        fd = -1
-        if fcntl is not None:
-            try:
-                (self.root / ".locks").mkdir(parents=True, exist_ok=True)
-                flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-                fd = os.open(self.root / ".locks" / f"{name}.lock", flags, 0o600)
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    os.close(fd)
-                    fd = -1
-            except OSError:
-                fd = -1
+    def lock(self, name: str) -> contextlib.AbstractContextManager[None]:
+        """Held by one process at a time (``file_lock`` on ``.locks/<name>.lock``), so that two processes asking
+        for the same cold entries compute them once: the second waits, then reads. A folder that cannot be
+        written is no lock."""
         try:
-            if fd >= 0:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            if fd >= 0:
-                os.close(fd)  # releases the lock
+            (self.root / ".locks").mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return contextlib.nullcontext()
+        return file_lock(self.root / ".locks" / f"{name}.lock")
 
     def put(self, key: str, array: np.ndarray) -> None:
         try:

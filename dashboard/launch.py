@@ -4,16 +4,16 @@
 ``start``; the server side (``isoscope.dashboard.classroom``, ``services.data``) reads the ``ENV_*`` variables
 named here. Never imports streamlit, so ``isoscope app --help`` answers at once.
 
-- ``streamlit run`` on the installed ``dashboard/app.py`` with the settings of ``dashboard/config.toml`` given
-  as command-line options (so the installed package works from any folder), bound to 127.0.0.1 unless
-  ``host`` says otherwise;
+- ``streamlit run`` on the installed ``dashboard/serve.py`` (``app.py`` as an ``st.App`` with the Atlas map's
+  routes) with the settings of ``dashboard/config.toml`` given as command-line options (so the installed
+  package works from any folder), bound to 127.0.0.1 unless ``host`` says otherwise;
 - a data file (a corpus, a pairs file or a vectors file: ``isoscope.data.data_kind``) is checked before the
   server starts (under the limits the server will have, so a typo or an oversized file fails at once, not in the
   browser) and handed to the app through ``ENV_DATA_FILE`` and ``ENV_DATA_KIND``: the session's data on every
   page that can use it (a vectors file is the session's space);
 - classroom mode binds every interface (unless ``host``), gives the server the SHA-256 of an access code (never
   the code), the teacher's model allowlist, lower upload and decode limits, hides Streamlit's error details,
-  and serves ``dashboard/serve.py`` (the app behind headers that forbid framing).
+  and puts the app behind the classroom's server layer (``dashboard/serve.py`` reads ``ENV_CLASSROOM``).
 
 Messages name the ``isoscope app`` options, the one way a user reaches this module.
 """
@@ -166,9 +166,9 @@ def config_options() -> list[str]:
 
 
 def streamlit_command(options: ServerOptions) -> list[str]:
-    """``python -m streamlit run`` on the packaged app (serve.py in classroom mode) with every setting."""
-    script = "serve.py" if options.classroom else "app.py"
-    app = Path(str(resources.files("isoscope.dashboard").joinpath(script)))
+    """``python -m streamlit run`` on the packaged app (serve.py: the router with the Atlas map's routes) with
+    every setting."""
+    app = Path(str(resources.files("isoscope.dashboard").joinpath("serve.py")))
     settings = dict(zip(config_options()[::2], config_options()[1::2], strict=True))
     settings.update({"--server.port": str(options.port), "--server.address": options.bind_host})
     if options.upload_mb:

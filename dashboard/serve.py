@@ -1,11 +1,15 @@
-"""The dashboard as a Streamlit ``st.App`` behind classroom mode's server layer.
+"""The dashboard as a Streamlit ``st.App``: the Atlas map's routes on the app's own server, and in classroom
+mode the server layer in front of everything.
 
-``isoscope app --classroom`` runs ``streamlit run dashboard/serve.py``: Streamlit finds ``app`` below and
-serves ``app.py`` through Starlette/uvicorn with two ASGI middlewares in front of its own routes:
-``ClassroomGuard`` (``isoscope.dashboard.guard``: before the access code, nothing but the code form reaches a
-session; no uploads, no cache control, no metrics; guesses throttled per client address and for the server)
-and ``SecurityHeaders`` (every HTTP response carries ``X-Frame-Options: DENY`` and
-``Content-Security-Policy: frame-ancestors 'none'``; no server path in the WebSocket's session message).
+``isoscope app`` runs ``streamlit run dashboard/serve.py``: Streamlit finds ``app`` below and serves ``app.py``
+through Starlette/uvicorn with
+- the routes of ``isoscope.dashboard.tiles`` (map tiles, lit-up points, the point under the cursor), which only
+  answer for atlases a page has published (by a random token, so only a session past the access code knows it);
+- in classroom mode two ASGI middlewares in front of Streamlit's own routes and the map's: ``ClassroomGuard``
+  (``isoscope.dashboard.guard``: before the access code, nothing but the code form reaches a session; no
+  uploads, no cache control, no metrics; guesses throttled per client address and for the server) and
+  ``SecurityHeaders`` (every HTTP response, the routes' included, carries ``X-Frame-Options: DENY`` and
+  ``Content-Security-Policy: frame-ancestors 'none'``; no server path in the WebSocket's session message).
 """
 
 from __future__ import annotations
@@ -15,10 +19,9 @@ from pathlib import Path
 import streamlit as st
 from starlette.middleware import Middleware
 
+from isoscope.dashboard import classroom, tiles
 from isoscope.dashboard.classroom import SecurityHeaders
 from isoscope.dashboard.guard import ClassroomGuard
 
-app = st.App(
-    str(Path(__file__).resolve().parent / "app.py"),
-    middleware=[Middleware(ClassroomGuard), Middleware(SecurityHeaders)],
-)
+middleware = [Middleware(ClassroomGuard), Middleware(SecurityHeaders)] if classroom.enabled() else []
+app = st.App(str(Path(__file__).resolve().parent / "app.py"), routes=tiles.routes(), middleware=middleware)

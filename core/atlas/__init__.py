@@ -1,10 +1,17 @@
 """Whole-corpus atlas: every text of a corpus (up to a million) on one 2-D map, with density, clusters and
-their word labels, raw and calibrated, built stage by stage and resumable (see ``isoscope.atlas.pipeline``).
+their word labels, raw and calibrated, built stage by stage and resumable (see ``isoscope.atlas.pipeline``),
+served as tiles that stay sharp at every zoom.
 
-- ``isoscope.atlas.pipeline``: ``AtlasConfig``, ``build_atlas``, ``load_atlas``, ``is_complete``.
+- ``isoscope.atlas.pipeline``: ``AtlasConfig``, ``build_atlas`` (the stages).
+- ``isoscope.atlas.folder``: the folder on disk: its ledger (every file proved by size and SHA-256), the build
+  lock, ``load_atlas`` (every file checked before use), ``is_complete``.
 - ``isoscope.atlas.graph``: the kNN graph (exact flat, FAISS HNSW beyond 20k rows), neighbour overlap.
-- ``isoscope.atlas.layout``: UMAP on the precomputed graph, chunked PCA.
-- ``isoscope.atlas.density``: density grid, density-basin clusters, distinctive words.
-- ``isoscope.atlas.raster``: every point drawn into one image; density contours.
+- ``isoscope.atlas.layout``: UMAP on the precomputed graph (the landmark layout for big corpora), chunked PCA.
+- ``isoscope.atlas.density``: density grid, density-basin clusters at three levels.
+- ``isoscope.atlas.labels``: cluster labels by class-based TF-IDF against the whole corpus.
+- ``isoscope.atlas.spatial``: the layout's spatial index (Morton order: every tile is one slice; box and
+  nearest-point queries).
+- ``isoscope.atlas.tiles``: the tile pyramid: every point drawn at every zoom, contours per level.
+- ``isoscope.atlas.raster``: image helpers (compositing, contour levels, PNG).
 - ``isoscope.atlas.synthetic``: a seeded sentence generator for benchmarks and tests.
 """

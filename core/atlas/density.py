@@ -4,20 +4,17 @@ bounds = layout_bounds(xy)                          # (x0, y0, x1, y1) with a ma
 grid = density_grid(xy, bounds)                     # (G, G) smoothed counts, G ~ sqrt(n) in [32, 256], row = y bin, column = x bin
 dens = point_density(xy, bounds, grid)              # (n,) in [0, 1], 1 = densest cell
 labels = density_clusters(xy, bounds, grid)         # (n,) int32, -1 = in no cluster
-words = cluster_words(texts, labels)                # {cluster: ["garlic", "oven", "soup"]}
+levels(n), level_clusters(xy, bounds, level)       # the cluster hierarchy, coarse to fine (labels: isoscope.atlas.labels)
 
 Clusters are the basins of the smoothed density (a mean shift on the grid): every cell above
 ``LEVEL`` x the density of the median point climbs to its highest neighbour until it reaches a peak; the
 points of a peak's basin form one cluster. Basins with fewer than ``min_points`` points are left
-unclustered, clusters are numbered by size (0 = largest), at most ``max_clusters``. Labels are the words
-most over-represented in a cluster (share of its texts containing the word x log of that share over the
-corpus share), stop words and words shorter than 3 letters left out. Everything is deterministic.
+unclustered, clusters are numbered by size (0 = largest), at most ``max_clusters``. Everything is deterministic.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,18 +23,6 @@ SIGMA_CELLS = 2.0
 LEVEL = 0.2
 MARGIN = 0.02
 MAX_CLUSTERS = 60
-LABEL_WORDS = 3
-STOP_WORDS = frozenset(
-    """the and for are but not you all any can had her was one our out day get has him his how man new now
-    old see two way who boy did its let put say she too use that with have this will your from they know want
-    been good much some time very when come here just like long make many more only over such take than them
-    well were what into also after again before could every first last most other should their there these
-    those through under until where which while would about above below between both each few itself
-    myself once same being does doing because why is it in on at to of a an as by be or so if no
-    yes then than onto off up down i me my we us he""".split()
-    + "isn isn't wasn't aren't don't doesn't didn't won't can't couldn't shouldn't it's i'm".split()
-)
-_WORD = re.compile(r"[a-z][a-z']{2,}")
 
 
 def layout_bounds(xy: np.ndarray, margin: float = MARGIN) -> tuple[float, float, float, float]:
@@ -138,44 +123,32 @@ def density_clusters(
     return np.where(point_peak >= 0, lookup[np.maximum(point_peak, 0)], -1).astype(np.int32)
 
 
-def tokenize(text: str) -> set[str]:
-    """Lower-cased words of at least 3 letters, stop words removed."""
-    return {w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS}
+@dataclass(frozen=True)
+class Level:
+    """One level of the cluster hierarchy: a density grid of ``grid`` cells a side, basins of at least
+    ``min_points`` points, at most ``max_clusters`` of them."""
+
+    grid: int
+    min_points: int
+    max_clusters: int
 
 
-def cluster_words(texts: Sequence[str], labels: np.ndarray, top: int = LABEL_WORDS) -> dict[int, list[str]]:
-    """The ``top`` most distinctive words of each cluster (labels >= 0), best first."""
-    vocab: dict[str, int] = {}
-    docs: list[int] = []
-    words: list[int] = []
-    for i, text in enumerate(texts):
-        if labels[i] < 0:
-            continue
-        for w in sorted(tokenize(text)):
-            docs.append(i)
-            words.append(vocab.setdefault(w, len(vocab)))
-    if not words:
-        return {int(c): [] for c in np.unique(labels[labels >= 0])}
-    doc = np.asarray(docs, np.int64)
-    word = np.asarray(words, np.int64)
-    v = len(vocab)
-    names = np.empty(v, dtype=object)
-    for w, j in vocab.items():
-        names[j] = w
-    clustered = labels >= 0
-    n_all = int(clustered.sum())
-    df_all = np.bincount(word, minlength=v).astype(np.float64)  # (v,) clustered texts containing each word
-    out: dict[int, list[str]] = {}
-    lab = labels[doc]
-    sizes = np.bincount(labels[clustered])
-    for c in range(len(sizes)):
-        if sizes[c] == 0:
-            continue
-        df_c = np.bincount(word[lab == c], minlength=v).astype(np.float64)  # (v,)
-        share = df_c / sizes[c]
-        base = df_all / n_all
-        with np.errstate(divide="ignore", invalid="ignore"):
-            score = np.where(df_c >= min(3, sizes[c]), share * np.log(share / base), -np.inf)
-        order = np.lexsort((names.astype(str), -score))[:top]
-        out[c] = [str(names[j]) for j in order if np.isfinite(score[j]) and score[j] > 0]
-    return out
+def levels(n: int) -> list[Level]:
+    """Coarse to fine: a grid a quarter as fine as ``grid_size(n)`` (a few broad regions), the default
+    (``grid_size(n)``: the clusters of the colour and filter), and one twice as fine (up to 512 cells)."""
+    g = grid_size(n)
+    out = [
+        Level(max(16, g // 4), max(5, n // 100), 16),
+        Level(g, max(5, n // 500), MAX_CLUSTERS),
+        Level(min(2 * g, 2 * GRID), max(5, n // 2000), 4 * MAX_CLUSTERS),
+    ]
+    return [lv for i, lv in enumerate(out) if i == 0 or lv.grid > out[i - 1].grid]
+
+
+DEFAULT_LEVEL = 1  # levels(n)[1] is grid_size(n) for every n (32 <= grid_size <= GRID)
+
+
+def level_clusters(xy: np.ndarray, bounds: tuple[float, float, float, float], level: Level) -> np.ndarray:
+    """``density_clusters`` of ``xy`` on the grid of ``level`` (n,) int32, -1 = none."""
+    grid = density_grid(xy, bounds, level.grid)
+    return density_clusters(xy, bounds, grid, level.min_points, level.max_clusters)

@@ -1,11 +1,14 @@
 """The whole-corpus atlas: texts -> embeddings -> kNN graph -> 2-D layout -> density, clusters, labels,
-for the raw space and a calibrated one, stage by stage into a folder, resumable and cached.
+for the raw space and a calibrated one, stage by stage into a folder, resumable, checked and cached.
 
 run = build_atlas(encoder, corpus, "atlas-dir", AtlasConfig(calibrate="whitening"), progress=fn)
 atlas = load_atlas("atlas-dir")     # texts, metadata, per-point extras, per-space layouts and clusters
 
-Stages (``STAGES``), each writing its files atomically (temporary file + rename), so a file that exists
-is complete and a rerun skips it; ``progress(stage, done, total)`` reports each stage:
+Stages (``STAGES``), each writing its files atomically (temporary file + rename) and recording them in the
+folder's ledger (``isoscope.atlas.folder``: size and SHA-256 of what it wrote and of what it read), so a
+rerun skips a stage whose files are intact and were built from its inputs as they are now, and rebuilds a
+missing, damaged or outdated one (and, through their inputs, the stages after it); ``progress(stage, done,
+total)`` reports each stage (``wait`` while another build of the same folder holds its lock):
 - ``texts``: ``points.parquet`` (text + metadata columns).
 - ``embed``: ``vectors.npy`` float32 (n, d) through ``isoscope.encode.chunked.embed_to_npy`` (chunked into a
   memory map, itself resumable chunk by chunk).
@@ -13,21 +16,23 @@ is complete and a rerun skips it; ``progress(stage, done, total)`` reports each 
   applied to every row in chunks (``cal/vectors.npy``).
 - per space (``raw``, ``cal``): ``knn_ids.npy`` int32 (n, k) / ``knn_dist.npy`` (``isoscope.atlas.graph``; not
   built for a raw-only PCA map, which needs no graph),
-  ``xy.npy`` float32 (n, 2) (``isoscope.atlas.layout``), then ``density.npy``, ``cluster.npy``, ``grid.npy`` and
-  ``clusters.json`` (``isoscope.atlas.density``).
+  ``xy.npy`` float32 (n, 2) (``isoscope.atlas.layout``: above ``landmarks`` rows, UMAP on that many and the
+  rest placed from the graph), then ``density.npy``, ``cluster.npy``, ``grid.npy`` and ``clusters.json`` (the
+  clusters at three levels, labelled by ``isoscope.atlas.labels``).
 - ``extras``: ``norm.npy`` (raw L2 norm), ``length.npy`` (characters), ``overlap.npy`` (Jaccard of the raw
   and calibrated neighbour lists).
 ``manifest.json`` records what the folder was built from (texts digest, model, settings); a folder built
-from something else is refused rather than mixed. Memory: the vectors are memory-mapped and read in
-chunks; the largest resident pieces at 1M x 384 are the HNSW index (~1.7 GiB) and UMAP's graph.
+from something else is refused rather than mixed. One build per folder at a time (``folder.build_lock``).
+Memory: the vectors are memory-mapped and read in chunks; the largest resident pieces at 1M x 384 are the
+HNSW index (~1.7 GiB) and UMAP's graph.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -37,18 +42,41 @@ import numpy as np
 import pandas as pd
 
 from isoscope.atlas import density as dens
+from isoscope.atlas.folder import (
+    MANIFEST,
+    SPACES,
+    Atlas,
+    AtlasSpace,
+    Ledger,
+    build_lock,
+    is_complete,
+    load_atlas,
+    needs_graph,
+)
 from isoscope.atlas.graph import knn_graph_chunked
-from isoscope.atlas.layout import check_method, layout
+from isoscope.atlas.labels import TermCounts
+from isoscope.atlas.layout import LANDMARKS, check_method, layout
 from isoscope.cache import atomic_save_npy, atomic_write_bytes, text_digest
+from isoscope.data.vectors.table import vectors_digest
 from isoscope.errors import InputError
 from isoscope.neighbours.overlap import jaccard_tables
 
+__all__ = [
+    "SPACES",
+    "STAGES",
+    "Atlas",
+    "AtlasConfig",
+    "AtlasRun",
+    "AtlasSpace",
+    "build_atlas",
+    "estimate_seconds",
+    "is_complete",
+    "load_atlas",
+]
 log = logging.getLogger(__name__)
 
 FORMAT = "isoscope-atlas"
-FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
-SPACES: tuple[str, ...] = ("raw", "cal")
+FORMAT_VERSION = 2  # 2: the ledger, cluster levels
 STAGES: tuple[str, ...] = (
     "texts",
     "embed",
@@ -64,11 +92,13 @@ STAGES: tuple[str, ...] = (
 MAX_ATLAS_ROWS = 1_000_000
 StageProgress = Callable[[str, int, int], None]  # (stage, done, total)
 CHUNK_ROWS = 65_536
+EMBED_TEXTS_PER_S = 700.0  # the embedded model, mean pooling, 128 tokens, 2 cores (bench/RESULTS.md)
 
 
 @dataclass
 class AtlasConfig:
-    """What an atlas is built with. ``calibrate="none"`` builds the raw space only."""
+    """What an atlas is built with. ``calibrate="none"`` builds the raw space only; a UMAP layout of more
+    than ``landmarks`` rows is the landmark layout (0: full UMAP at any size)."""
 
     pooling: str = "mean"
     max_length: int = 128
@@ -79,6 +109,7 @@ class AtlasConfig:
     fit_rows: int = 100_000
     seed: int = 0
     embed_chunk: int = 16_384
+    landmarks: int = LANDMARKS
 
     def validate(self) -> None:
         check_method(self.layout)
@@ -86,6 +117,8 @@ class AtlasConfig:
             raise InputError(f"k must be at least 2, got {self.k}")
         if self.fit_rows < 2:
             raise InputError(f"fit rows must be at least 2, got {self.fit_rows}")
+        if self.landmarks != 0 and self.landmarks < 1_000:
+            raise InputError(f"landmarks must be 0 (full UMAP) or at least 1,000, got {self.landmarks}")
 
 
 @dataclass
@@ -98,12 +131,8 @@ class AtlasRun:
     skipped: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    waited_seconds: float = 0.0  # for another build of the same folder
     engine: str = ""  # what embedded the texts in this run (isoscope.encode.engines); "" when nothing was embedded
-
-
-def _signature(encoder_fingerprint: str, digest: str, n: int, config: AtlasConfig) -> dict:
-    return {"format": FORMAT, "version": FORMAT_VERSION, "model": encoder_fingerprint, "texts": digest, "n": n}
-    # config is stored next to it and compared field by field in _check_manifest
 
 
 def _check_manifest(out: Path, signature: dict, config: AtlasConfig) -> None:
@@ -114,6 +143,8 @@ def _check_manifest(out: Path, signature: dict, config: AtlasConfig) -> None:
             have = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             raise InputError(f"{path} is not readable; delete the folder and rerun") from None
+        if isinstance(have, dict) and have.get("version") != FORMAT_VERSION:
+            raise InputError(f"{out} holds an atlas of an older Isoscope; use another --out or delete it")
         if have != want:
             raise InputError(f"{out} holds an atlas of other texts, model or settings; use another --out or delete it")
         return
@@ -121,6 +152,20 @@ def _check_manifest(out: Path, signature: dict, config: AtlasConfig) -> None:
         raise InputError(f"{out} is not empty and holds no atlas; use an empty or new folder")
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, json.dumps(want, indent=2).encode())
+
+
+def estimate_seconds(n: int, config: AtlasConfig, texts_per_second: float = EMBED_TEXTS_PER_S) -> float:
+    """A rough wall time for building an atlas of ``n`` texts on a 2-core CPU (bench/RESULTS.md's figures):
+    what the page says before a long build."""
+    spaces = 1 if config.calibrate == "none" else 2
+    knn = 0.0 if not needs_graph(asdict(config)) else (n * n * 2e-9 if n <= 20_000 else n * 2.8e-4)
+    if config.layout == "pca":
+        lay = n * 2e-6
+    elif 0 < config.landmarks < n:
+        lay = 20.0 + config.landmarks * 1.1e-3 + n * 2e-4
+    else:
+        lay = 8.0 + n * 1.1e-3
+    return n / texts_per_second + spaces * (knn + lay) + n * 2e-5
 
 
 def duplicate_warning(texts: Sequence[str]) -> str | None:
@@ -168,53 +213,76 @@ def _chunked_transform(calibrator, vectors: np.ndarray, path: Path, progress: St
     os.replace(tmp, path)
 
 
-def _space_dir(out: Path, space: str) -> Path:
-    d = out / space
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
 def _load(path: Path, mmap: bool = False) -> np.ndarray:
     return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
 
 
-def _clusters(texts: Sequence[str], xy: np.ndarray, d: Path) -> None:
-    bounds = dens.layout_bounds(xy)
-    grid = dens.density_grid(xy, bounds)  # (G, G)
-    point_density = dens.point_density(xy, bounds, grid)  # (n,)
-    labels = dens.density_clusters(xy, bounds, grid)  # (n,)
-    words = dens.cluster_words(texts, labels)
+def _cluster_info(xy: np.ndarray, labels: np.ndarray, words: dict[int, list[str]]) -> list[dict]:
     info = []
     for c in range(int(labels.max()) + 1 if len(labels) and labels.max() >= 0 else 0):
         members = xy[labels == c]
         x, y = np.median(members, axis=0)
         info.append({"cluster": c, "size": len(members), "x": float(x), "y": float(y), "words": words.get(c, [])})
+    return info
+
+
+def _clusters(terms: Callable[[], TermCounts], xy: np.ndarray, d: Path) -> None:
+    """Density, the cluster levels (the default one in ``cluster.npy``) and their c-TF-IDF labels."""
+    bounds = dens.layout_bounds(xy)
+    grid = dens.density_grid(xy, bounds)  # (G, G)
+    point_density = dens.point_density(xy, bounds, grid)  # (n,)
+    levels = []
+    default = None
+    for i, level in enumerate(dens.levels(len(xy))):
+        labels = dens.level_clusters(xy, bounds, level)  # (n,)
+        info = _cluster_info(xy, labels, terms().top_words(labels))
+        levels.append({"grid": level.grid, "clusters": info})
+        if i == dens.DEFAULT_LEVEL:
+            default = (labels, info)
+    assert default is not None
     atomic_save_npy(d / "grid.npy", grid.astype(np.float32))
     atomic_save_npy(d / "density.npy", point_density)
-    atomic_save_npy(d / "cluster.npy", labels)
-    meta = {"bounds": list(bounds), "clusters": info}
+    atomic_save_npy(d / "cluster.npy", default[0])
+    meta = {"bounds": list(bounds), "clusters": default[1], "levels": levels}
     atomic_write_bytes(d / "clusters.json", json.dumps(meta, indent=1).encode())
 
 
 class _Stages:
-    """Runs named stages once: skips one whose outputs all exist, times the others."""
+    """Runs named stages: skips one the ledger shows fresh, runs and records the others, times them."""
 
-    def __init__(self, run: AtlasRun, progress: StageProgress | None) -> None:
-        self.run, self.progress = run, progress
+    def __init__(self, run: AtlasRun, ledger: Ledger, progress: StageProgress | None) -> None:
+        self.run, self.ledger, self.progress = run, ledger, progress
 
-    def __call__(self, name: str, outputs: Sequence[Path], fn: Callable[[], None]) -> None:
-        if all(p.exists() for p in outputs):
+    def __call__(self, name: str, inputs: Sequence[Path], outputs: Sequence[Path], fn: Callable[[], None]) -> None:
+        if self.ledger.fresh(name, inputs, outputs):
             self.run.skipped.append(name)
             return
         t0 = time.perf_counter()
         if self.progress is not None:
             self.progress(name, 0, 1)
         fn()
+        self.ledger.record(name, inputs, outputs)
         self.run.seconds[name] = time.perf_counter() - t0
         self.run.computed.append(name)
         if self.progress is not None:
             self.progress(name, 1, 1)
         log.info("atlas stage %s: %.1f s", name, self.run.seconds[name])
+
+
+def _check_input(texts: list[str], meta: pd.DataFrame | None, vectors: np.ndarray | None) -> pd.DataFrame:
+    n = len(texts)
+    if n < 4:
+        raise InputError(f"an atlas needs at least 4 texts, got {n}")
+    if n > MAX_ATLAS_ROWS:
+        raise InputError(f"{n:,} texts is over the atlas limit of {MAX_ATLAS_ROWS:,}; sample the corpus first")
+    if any(not t.strip() for t in texts):
+        raise InputError("some texts are empty; drop empty rows first (load_corpus does)")
+    meta = meta if meta is not None else pd.DataFrame(index=range(n))
+    if len(meta) != n:
+        raise ValueError(f"metadata has {len(meta)} rows for {n} texts")
+    if vectors is not None and (vectors.ndim != 2 or len(vectors) != n):
+        raise InputError(f"vectors must be ({n}, d) for {n} texts, got shape {vectors.shape}")
+    return meta
 
 
 def build_atlas(
@@ -226,65 +294,84 @@ def build_atlas(
     progress: StageProgress | None = None,
     vectors: np.ndarray | None = None,
 ) -> AtlasRun:
-    """Build (or finish) the atlas of ``texts`` in folder ``out``; see the module doc for the stages.
+    """Build (or finish, or repair) the atlas of ``texts`` in folder ``out``; see the module doc for the stages.
 
     ``vectors`` (n, d): embeddings computed elsewhere; then nothing is embedded and ``encoder`` may be None
     (the folder is keyed by a digest of the vectors instead of the model).
     """
-    from isoscope.encode.chunked import embed_to_npy
-    from isoscope.encode.embed import EmbedConfig
-
     config = config or AtlasConfig()
     config.validate()
     out = Path(out)
     texts = list(texts)
-    n = len(texts)
-    if n < 4:
-        raise InputError(f"an atlas needs at least 4 texts, got {n}")
-    if n > MAX_ATLAS_ROWS:
-        raise InputError(f"{n:,} texts is over the atlas limit of {MAX_ATLAS_ROWS:,}; sample the corpus first")
-    if any(not t.strip() for t in texts):
-        raise InputError("some texts are empty; drop empty rows first (load_corpus does)")
-    meta = meta if meta is not None else pd.DataFrame(index=range(n))
-    if len(meta) != n:
-        raise ValueError(f"metadata has {len(meta)} rows for {n} texts")
+    vectors = None if vectors is None else np.asarray(vectors, np.float32)
+    meta = _check_input(texts, meta, vectors)
     if vectors is not None:
-        vectors = np.asarray(vectors, np.float32)
-        if vectors.ndim != 2 or len(vectors) != n:
-            raise InputError(f"vectors must be ({n}, d) for {n} texts, got shape {vectors.shape}")
-        fingerprint = "precomputed-" + hashlib.sha256(np.ascontiguousarray(vectors).data).hexdigest()[:32]
+        fingerprint = "precomputed-" + vectors_digest(vectors)[:32]
     else:
         fingerprint = encoder.fingerprint
-    _check_manifest(out, _signature(fingerprint, text_digest(texts), n, config), config)
+    n = len(texts)
+    signature = {"format": FORMAT, "version": FORMAT_VERSION, "model": fingerprint, "texts": text_digest(texts), "n": n}
     run = AtlasRun(out, n)
-    if (w := duplicate_warning(texts)) is not None:
-        run.warnings.append(w)
-    stage = _Stages(run, progress)
-    k = min(config.k, n - 1)
-    stage("texts", [out / "points.parquet"], lambda: _save_points(out, texts, meta))
+    waited = time.perf_counter()
+
+    def waiting() -> None:
+        if progress is not None:
+            progress("wait", 0, 1)
+
+    with build_lock(out, waiting):
+        run.waited_seconds = time.perf_counter() - waited
+        _check_manifest(out, signature, config)
+        if (w := duplicate_warning(texts)) is not None:
+            run.warnings.append(w)
+        _run_stages(run, encoder, texts, meta, vectors, config, progress)
+    return run
+
+
+def _run_stages(run, encoder, texts, meta, vectors, config: AtlasConfig, progress: StageProgress | None) -> None:
+    out = run.path
+    stage = _Stages(run, Ledger(out), progress)
+    k = min(config.k, len(texts) - 1)
+    terms: list[TermCounts] = []
+
+    def term_counts() -> TermCounts:  # tokenised once per build, for every space and level
+        if not terms:
+            terms.append(TermCounts.build(texts))
+        return terms[0]
+
+    stage("texts", [], [out / "points.parquet"], lambda: _save_points(out, texts, meta))
 
     def embed() -> None:
         if vectors is not None:
             atomic_save_npy(out / "vectors.npy", vectors)
             return
+        from isoscope.encode.chunked import embed_to_npy  # torch: only when texts are embedded here
+        from isoscope.encode.embed import EmbedConfig
         from isoscope.encode.engines import engine_in_use, fastest_fp32_encoder
         from isoscope.encode.pooling import parse_pooling
 
         fast = fastest_fp32_encoder(encoder)  # the fp32 vectors within FP32_ENGINE_TOLERANCE, faster; int8 as asked
         spec = parse_pooling(config.pooling, encoder.num_layers, encoder.is_encoder_decoder)
         run.engine = engine_in_use(fast, spec.needs_hidden_states)
-        log.info("atlas: embedding %d texts with %s", n, run.engine)
+        log.info("atlas: embedding %d texts with %s", len(texts), run.engine)
         cfg = EmbedConfig(batch_size=config.batch_size, max_length=config.max_length)
         report = None if progress is None else (lambda d, t: progress("embed", d, t))
         embed_to_npy(fast, texts, out / "vectors.npy", config.pooling, cfg, config.embed_chunk, report)
 
-    stage("embed", [out / "vectors.npy"], embed)
+    stage("embed", [], [out / "vectors.npy"], embed)
     spaces = ["raw"] + ([] if config.calibrate == "none" else ["cal"])
+    graph = needs_graph(asdict(config))
     for space in spaces:
-        d = _space_dir(out, space)
-        if space == "cal":
-            stage("calibrate", [d / "vectors.npy"], lambda d=d: _calibrate(out, d, config, progress))
+        d = out / space
+        d.mkdir(parents=True, exist_ok=True)
         vec_path = out / "vectors.npy" if space == "raw" else d / "vectors.npy"
+        if space == "cal":
+            cal_files = [
+                d / "vectors.npy",
+                d / "calibrator" / "calibrator.json",
+                d / "calibrator" / "calibrator.safetensors",
+            ]
+            stage("calibrate", [out / "vectors.npy"], cal_files, lambda d=d: _calibrate(out, d, config, progress))
+        graph_files = [d / "knn_ids.npy", d / "knn_dist.npy"]
 
         def knn(d: Path = d, vec_path: Path = vec_path, space: str = space) -> None:
             report = None if progress is None else (lambda a, b: progress(f"{space}_knn", a, b))
@@ -292,38 +379,36 @@ def build_atlas(
             atomic_save_npy(d / "knn_dist.npy", dist)
             atomic_save_npy(d / "knn_ids.npy", ids)
 
-        if needs_graph(config):
-            stage(f"{space}_knn", [d / "knn_ids.npy", d / "knn_dist.npy"], knn)
+        if graph:
+            stage(f"{space}_knn", [vec_path], graph_files, knn)
 
-        def lay(d: Path = d, vec_path: Path = vec_path) -> None:
-            graph = (_load(d / "knn_ids.npy"), _load(d / "knn_dist.npy")) if needs_graph(config) else None
-            atomic_save_npy(d / "xy.npy", layout(_load(vec_path, mmap=True), config.layout, graph, config.seed))
+        def lay(d: Path = d, vec_path: Path = vec_path, space: str = space) -> None:
+            knn_pair = (_load(d / "knn_ids.npy"), _load(d / "knn_dist.npy")) if graph else None
+            report = None if progress is None else (lambda a, b: progress(f"{space}_layout", a, b))
+            xy = layout(_load(vec_path, mmap=True), config.layout, knn_pair, config.seed, config.landmarks, report)
+            atomic_save_npy(d / "xy.npy", xy)
 
-        stage(f"{space}_layout", [d / "xy.npy"], lay)
+        stage(f"{space}_layout", [vec_path, *(graph_files if graph else [])], [d / "xy.npy"], lay)
         outputs = [d / f for f in ("grid.npy", "density.npy", "cluster.npy", "clusters.json")]
-        stage(f"{space}_clusters", outputs, lambda d=d: _clusters(texts, _load(d / "xy.npy"), d))
-    stage("extras", [out / f for f in ("norm.npy", "length.npy", "overlap.npy")], lambda: _extras(out, texts, spaces))
-    return run
-
-
-def needs_graph(config: AtlasConfig | dict) -> bool:
-    """The kNN graph feeds UMAP and the raw-vs-calibrated overlap; a raw-only PCA map needs neither."""
-    get = config.get if isinstance(config, dict) else lambda key: getattr(config, key)
-    return get("layout") != "pca" or get("calibrate") != "none"
+        inputs = [d / "xy.npy", out / "points.parquet"]
+        stage(f"{space}_clusters", inputs, outputs, lambda d=d: _clusters(term_counts, _load(d / "xy.npy"), d))
+    extra_in = [out / "vectors.npy", *([out / s / "knn_ids.npy" for s in spaces] if "cal" in spaces else [])]
+    extra_out = [out / f for f in ("norm.npy", "length.npy", "overlap.npy")]
+    stage("extras", extra_in, extra_out, lambda: _extras(out, texts, spaces))
 
 
 def _calibrate(out: Path, d: Path, config: AtlasConfig, progress: StageProgress | None) -> None:
-    from isoscope.calibrate import load_calibrator, make_calibrator
+    """Fit the calibrator on a seeded sample (a calibrator left by an interrupted run is refitted, never read
+    unchecked), save it, and apply it to every row."""
+    from isoscope.calibrate import make_calibrator
     from isoscope.sampling import sample_indices
 
     vectors = _load(out / "vectors.npy", mmap=True)
     cal_dir = d / "calibrator"
-    if (cal_dir / "calibrator.json").exists():
-        calibrator = load_calibrator(cal_dir)
-    else:
-        rows = sample_indices(len(vectors), config.fit_rows, config.seed)  # (s,) sorted
-        calibrator = make_calibrator(config.calibrate).fit(np.asarray(vectors[rows], np.float32))
-        calibrator.save(cal_dir, {"fit_rows": len(rows), "seed": config.seed})
+    shutil.rmtree(cal_dir, ignore_errors=True)
+    rows = sample_indices(len(vectors), config.fit_rows, config.seed)  # (s,) sorted
+    calibrator = make_calibrator(config.calibrate).fit(np.asarray(vectors[rows], np.float32))
+    calibrator.save(cal_dir, {"fit_rows": len(rows), "seed": config.seed})
     _chunked_transform(calibrator, vectors, d / "vectors.npy", progress)
 
 
@@ -344,95 +429,3 @@ def _extras(out: Path, texts: Sequence[str], spaces: Sequence[str]) -> None:
     atomic_save_npy(out / "norm.npy", norm)
     atomic_save_npy(out / "length.npy", length)
     atomic_save_npy(out / "overlap.npy", overlap)
-
-
-# ---------------------------------------------------------------- reading an atlas back
-
-
-@dataclass
-class AtlasSpace:
-    """One space's map: layout, density, clusters, neighbour lists."""
-
-    xy: np.ndarray  # (n, 2) float32
-    density: np.ndarray  # (n,) float32 in [0, 1]
-    cluster: np.ndarray  # (n,) int32, -1 = none
-    grid: np.ndarray  # (G, G) smoothed counts
-    bounds: tuple[float, float, float, float]
-    clusters: list[dict]  # cluster, size, x, y, words
-    knn_ids: np.ndarray | None  # (n, k) int32, column 0 = the row itself; None for a raw-only PCA map
-
-    def cluster_names(self) -> dict[int, str]:
-        return {int(c["cluster"]): f"{c['cluster']}: {' · '.join(c['words']) or '(no words)'}" for c in self.clusters}
-
-
-@dataclass
-class Atlas:
-    path: Path
-    points: pd.DataFrame  # text + metadata, one row per point
-    norm: np.ndarray  # (n,)
-    length: np.ndarray  # (n,)
-    overlap: np.ndarray  # (n,)
-    spaces: dict[str, AtlasSpace]
-    manifest: dict
-    texts: np.ndarray = field(default_factory=lambda: np.zeros(0, object))  # (n,) object, the "text" column
-
-    @property
-    def n(self) -> int:
-        return len(self.points)
-
-    def vectors(self, space: str = "raw") -> np.ndarray:
-        """The space's vectors (n, d), memory-mapped."""
-        return _load(self.path / "vectors.npy" if space == "raw" else self.path / space / "vectors.npy", mmap=True)
-
-
-def is_complete(path: str | Path) -> bool:
-    """True when every output of the atlas in ``path`` exists."""
-    path = Path(path)
-    if not (path / MANIFEST).exists():
-        return False
-    try:
-        config = json.loads((path / MANIFEST).read_text(encoding="utf-8"))["config"]
-    except (OSError, ValueError, KeyError):
-        return False
-    spaces = ["raw"] + ([] if config.get("calibrate") == "none" else ["cal"])
-    need = [path / f for f in ("points.parquet", "vectors.npy", "norm.npy", "length.npy", "overlap.npy")]
-    for s in spaces:
-        need += [path / s / f for f in ("xy.npy", "density.npy", "cluster.npy", "grid.npy", "clusters.json")]
-        need += [path / s / "knn_ids.npy"] if needs_graph(config) else []
-    return all(p.exists() for p in need)
-
-
-def load_atlas(path: str | Path) -> Atlas:
-    """Read a finished atlas folder (arrays fully in memory except the vectors)."""
-    import pyarrow.parquet as pq
-
-    path = Path(path)
-    if not is_complete(path):
-        raise InputError(f"{path} holds no finished atlas; build it first (python -m isoscope atlas ...)")
-    manifest = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
-    spaces = {}
-    for s in SPACES:
-        d = path / s
-        if not (d / "xy.npy").exists():
-            continue
-        meta = json.loads((d / "clusters.json").read_text(encoding="utf-8"))
-        spaces[s] = AtlasSpace(
-            xy=_load(d / "xy.npy"),
-            density=_load(d / "density.npy"),
-            cluster=_load(d / "cluster.npy"),
-            grid=_load(d / "grid.npy"),
-            bounds=tuple(meta["bounds"]),
-            clusters=meta["clusters"],
-            knn_ids=_load(d / "knn_ids.npy", mmap=True) if (d / "knn_ids.npy").exists() else None,
-        )
-    points = pq.read_table(path / "points.parquet").to_pandas()
-    return Atlas(
-        path=path,
-        points=points,
-        norm=_load(path / "norm.npy"),
-        length=_load(path / "length.npy"),
-        overlap=_load(path / "overlap.npy"),
-        spaces=spaces,
-        manifest=manifest,
-        texts=points["text"].to_numpy(dtype=object),
-    )

@@ -49,6 +49,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=int, default=15, help="neighbours per point in the graph (default: 15)")
     p.add_argument("--fit-rows", type=int, default=100_000, help="calibrator fitted on a seeded sample of N rows")
     p.add_argument("--seed", type=int, default=0, help="seed of the layout and the fit sample (default: 0)")
+    p.add_argument(
+        "--landmarks",
+        type=int,
+        default=100_000,
+        help="above this many texts, UMAP runs on a seeded sample of this many and places the rest from the "
+        "neighbour graph (0: full UMAP at any size; default: 100,000)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--no-cache", action="store_true", help="endpoints: do not read or write the endpoint cache")
     add_endpoint_arguments(p)
@@ -106,6 +113,7 @@ def run(args: argparse.Namespace) -> dict:
         calibrate=args.calibrate,
         fit_rows=args.fit_rows,
         seed=args.seed,
+        landmarks=args.landmarks,
     )
     config.validate()
     if config.calibrate != "none":

@@ -24,7 +24,6 @@ row count and a SHA-256 of the FAISS file; loading checks all of them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -37,7 +36,7 @@ from typing import Literal, get_args
 import faiss
 import numpy as np
 
-from isoscope.cache import atomic_write_bytes
+from isoscope.cache import atomic_write_bytes, file_sha256
 from isoscope.errors import InputError, first_line
 from isoscope.sampling import sample_indices
 
@@ -271,7 +270,7 @@ class VectorIndex:
         os.close(fd)
         try:
             faiss.write_index(self.index, tmp)
-            digest = _sha256_file(Path(tmp))
+            digest = file_sha256(Path(tmp))
             with open(tmp, "rb") as f:
                 os.fsync(f.fileno())
             os.replace(tmp, path)
@@ -308,7 +307,7 @@ class VectorIndex:
         kind = meta.get("kind")
         if kind not in _FAISS_CLASS:
             raise InputError(f"{side.name}: unknown index kind {kind!r}")
-        if _sha256_file(path) != meta.get("sha256"):
+        if file_sha256(path) != meta.get("sha256"):
             raise InputError(f"{path.name} does not match its description (changed or half-written); rebuild it")
         try:
             index = faiss.read_index(str(path))
@@ -330,14 +329,6 @@ class VectorIndex:
 def sidecar_path(path: str | Path) -> Path:
     path = Path(path)
     return path.with_name(path.name + ".json")
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def build_index(

@@ -1,26 +1,21 @@
-"""The Atlas map: per-point colours and legends, the images of every point, and the deck.gl spec for
-``st.pydeck_chart``; the selection table.
+"""The Atlas map: per-point colours and legends, the data of the map component (tiles, labels by level,
+selection) and the selection table; pure functions of their arguments.
 
-Rendering: above ``INTERACTIVE_MAX`` points the map is one image of every point (``isoscope.atlas.raster``)
-drawn by a deck.gl BitmapLayer, with the search hits, the selection and the cluster labels as live
-deck.gl layers on top (hover, click). Software WebGL, what a headless or GPU-less browser has, draws
-instanced point sprites at ~35 us each here: 100k points take 3.4 s a frame, 1M take 35 s; the image
-pans at full speed at any size (bench/atlas.py). Up to ``INTERACTIVE_MAX`` every point is a live point.
+Rendering: the map is a tile pyramid (``isoscope.atlas.tiles``) served by the app's own server
+(``isoscope.dashboard.tiles``) and drawn on a 2-D canvas by ``ui.atlas_map``: every point at every zoom,
+sharp at every level, without WebGL (software WebGL draws instanced points at ~35 us each: 100k points took
+3.4 s a frame; see bench/atlas.py and bench/RESULTS.md).
 """
 
 from __future__ import annotations
-
-import base64
-import json
 
 import numpy as np
 import pandas as pd
 
 from isoscope.atlas.pipeline import Atlas, AtlasSpace
 
-INTERACTIVE_MAX = 20_000
-HOVER_CHARS = 160
-LABELS = 24  # cluster labels drawn on the map (the largest clusters)
+MAP_HEIGHT = 640
+SELECTED_MAX = 2_000  # selected points ringed on the map
 SPACE_NAMES = {"raw": "raw", "cal": "calibrated"}
 NUMERIC = {"density": "density", "norm": "norm", "length": "length", "overlap": "neighbour overlap raw vs calibrated"}
 PALETTE = np.array(
@@ -103,155 +98,58 @@ def colour_caption(colour_by: str, legend: Legend) -> str | None:
     return None
 
 
-# ------------------------------------------------------------------ images
+# ------------------------------------------------------------------ the map component's data
 
 
-def png_data_url(png: bytes) -> str:
-    return "data:image/png;base64," + base64.b64encode(png).decode()
-
-
-def _contours(sp: AtlasSpace, size: int) -> np.ndarray:
-    from isoscope.atlas.raster import contour_levels, contour_overlay
-
-    grid = sp.grid / max(float(sp.grid.max()), 1e-12)
-    return contour_overlay(grid, contour_levels(sp.density), size, size)  # (size, size, 4)
-
-
-def raster_image(atlas: Atlas, space: str, colors: np.ndarray, contours: bool) -> str:
-    """Every point drawn into one image (with the density contours drawn over it), as a data URL.
-
-    One image instead of two layers: software WebGL pays per textured pixel on every frame."""
-    from isoscope.atlas.raster import composite, rasterize, to_png
-
-    sp = atlas.spaces[space]
-    size = 2048 if atlas.n > 100_000 else 1024
-    image = rasterize(sp.xy, sp.bounds, colors, size, size)  # (size, size, 4)
-    if contours:
-        image = composite(image, _contours(sp, size))
-    return png_data_url(to_png(image))
-
-
-def contour_image(atlas: Atlas, space: str) -> str:
-    """Density contours alone (for maps whose points are all live) as a data URL."""
-    from isoscope.atlas.raster import to_png
-
-    return png_data_url(to_png(_contours(atlas.spaces[space], 1024)))
-
-
-# ------------------------------------------------------------------ the deck.gl spec
-
-
-class DeckSpec:
-    """A ready deck.gl JSON spec for ``st.pydeck_chart`` (what it reads from a ``pydeck.Deck``)."""
-
-    layers = None  # nothing for Streamlit's pandas-3 pydeck workaround to convert
-
-    def __init__(self, spec: dict, tooltip: dict | None) -> None:
-        self.spec = spec
-        self._tooltip = tooltip
-
-    def to_json(self) -> str:
-        return json.dumps(self.spec)
-
-
-def view_state(bounds: tuple[float, float, float, float], width_px: int = 820, height_px: int = 620) -> dict:
-    """An orthographic view centred on ``bounds`` (x0, y0, x1, y1), zoomed so they fill the canvas."""
-    x0, y0, x1, y1 = bounds
-    zoom = float(np.log2(min(width_px / (x1 - x0), height_px / (y1 - y0))))
-    return {"target": [(x0 + x1) / 2, (y0 + y1) / 2, 0], "zoom": zoom, "minZoom": zoom - 2, "maxZoom": zoom + 9}
-
-
-def point_records(atlas: Atlas, space: str, rows: np.ndarray, colors: np.ndarray) -> list[dict]:
-    """Live points: row id, position, colour and the hover text (plain text, cut to ``HOVER_CHARS``)."""
-    sp = atlas.spaces[space]
-    texts = atlas.texts
-    cluster = sp.cluster
+def map_labels(sp: AtlasSpace) -> list[list]:
+    """[level, x, y, size, text] of every cluster of every level (coarse first, largest first within a level):
+    the labels the map places by zoom. A cluster without words is named by its number."""
     out = []
-    for r in rows.tolist():
-        text = str(texts[r])
-        text = text if len(text) <= HOVER_CHARS else text[: HOVER_CHARS - 1] + "…"
-        c = int(cluster[r])
-        tip = f"#{r} · cluster {c if c >= 0 else '-'}\n{text}"
-        out.append({"i": r, "x": float(sp.xy[r, 0]), "y": float(sp.xy[r, 1]), "c": colors[r].tolist(), "t": tip})
+    for level, clusters in enumerate(sp.levels or [sp.clusters]):
+        for c in sorted(clusters, key=lambda c: (-c["size"], c["cluster"])):
+            text = ", ".join(c["words"]) or f"cluster {c['cluster']}"
+            out.append([level, float(c["x"]), float(c["y"]), int(c["size"]), text])
     return out
 
 
-def cluster_labels(sp: AtlasSpace, top: int = LABELS) -> list[dict]:
-    """Labels of the ``top`` largest clusters at their centres (deck.gl's default font has ASCII only)."""
-    labels = []
-    for c in sp.clusters[:top]:
-        words = ", ".join(c["words"]) or f"cluster {c['cluster']}"
-        labels.append(
-            {"x": c["x"], "y": c["y"], "label": words, "t": f"cluster {c['cluster']}: {c['size']:,} texts\n{words}"}
-        )
-    return labels
-
-
-def deck_spec(
-    atlas: Atlas,
-    space: str,
-    image: str | None,
-    live: list[dict],
-    highlight: list[dict],
-    labels: list[dict],
-    contours: str | None,
-) -> DeckSpec:
-    """The map: image of every point, density contours, live points, highlighted points, cluster labels."""
-    sp = atlas.spaces[space]
-    x0, y0, x1, y1 = sp.bounds
-    layers: list[dict] = []
-    if image is not None:
-        layers.append({"@@type": "BitmapLayer", "id": "all-points", "image": image, "bounds": [x0, y0, x1, y1]})
-    if contours is not None:
-        layers.append({"@@type": "BitmapLayer", "id": "contours", "image": contours, "bounds": [x0, y0, x1, y1]})
-    point = {"@@type": "ScatterplotLayer", "getPosition": "@@=[x, y]", "radiusUnits": "pixels", "pickable": True}
-    if live:
-        layers.append({**point, "id": "points", "data": live, "getFillColor": "@@=c", "getRadius": 3, "opacity": 0.8})
-    if highlight:
-        layers.append(
-            {
-                **point,
-                "id": "highlight",
-                "data": highlight,
-                "getFillColor": [255, 200, 0],
-                "stroked": True,
-                "getLineColor": [20, 20, 30],
-                "lineWidthUnits": "pixels",
-                "getLineWidth": 1.5,
-                "getRadius": 4,
-            }
-        )
-    if labels:
-        layers.append(
-            {
-                "@@type": "TextLayer",
-                "id": "labels",
-                "data": labels,
-                "getPosition": "@@=[x, y]",
-                "getText": "@@=label",
-                "getSize": 12,
-                "getColor": [20, 20, 30],
-                "background": True,
-                "getBackgroundColor": [255, 255, 255, 200],
-                "pickable": True,
-            }
-        )
-    spec = {
-        "initialViewState": view_state(sp.bounds),
-        "views": [{"@@type": "OrthographicView", "controller": True, "flipY": False}],
-        "layers": layers,
-        "mapStyle": None,
+def map_data(
+    name: str,
+    grid: dict,
+    bounds: tuple[float, float, float, float],
+    urls: object,
+    labels: list[list] | None,
+    selected: np.ndarray,
+    height: int = MAP_HEIGHT,
+) -> dict:
+    """What the map component (``ui.atlas_map``) draws: the tile pyramid ``grid`` (``TileGrid.to_dict``), the
+    layout ``bounds``, the tile/highlight/pick URLs (``tiles.MapUrls``), the labels (None: hidden) and the
+    selected points (m, 2) (the first ``SELECTED_MAX`` are ringed)."""
+    return {
+        "name": name,
+        "world": grid,
+        "bounds": [float(b) for b in bounds],
+        "tiles": urls.tiles,
+        "highlight": urls.highlight,
+        "pick": urls.pick,
+        "labels": labels or [],
+        "levels": 1 + max((lab[0] for lab in labels or []), default=-1),
+        "showLabels": labels is not None,
+        "selected": np.asarray(selected, np.float64)[:SELECTED_MAX].round(6).tolist(),
+        "height": int(height),
     }
-    return DeckSpec(spec, {"text": "{t}"})
 
 
-def clicked_rows(event: object) -> list[int]:
-    """Row ids of the points clicked on the map (the live and the highlighted layers) in a selection event."""
-    objects = (getattr(event, "selection", None) or {}).get("objects", {}) if event is not None else {}
-    rows: list[int] = []
-    for layer in ("points", "highlight"):
-        rows += [int(o["i"]) for o in objects.get(layer, []) if isinstance(o, dict) and "i" in o]
-    return rows
+def selection_event(result: object) -> tuple[str, object] | None:
+    """("click", {"row", "add"}) or ("box", (x0, y0, x1, y1)) from the map component's result, else None."""
+    for kind in ("click", "box"):
+        value = getattr(result, kind, None) if result is not None else None
+        if kind == "click" and isinstance(value, dict) and isinstance(value.get("row"), int | float):
+            return "click", {"row": int(value["row"]), "add": bool(value.get("add"))}
+        if kind == "box" and isinstance(value, list | tuple) and len(value) == 4:
+            box = tuple(float(v) for v in value)
+            if np.isfinite(box).all():
+                return "box", box
+    return None
 
 
 # ------------------------------------------------------------------ the selection

@@ -1,6 +1,7 @@
-"""The Atlas page's services: build (once, on disk) and load whole-corpus atlases, and cache what the map
-needs per choice (colours, images of every point, search hits, metrics). The figures themselves are built
-in ``isoscope.dashboard.figures.atlas``.
+"""The Atlas page's services: build (once, on disk, one build per folder) and load whole-corpus atlases, and
+cache what the map needs per choice (colours, the tile map, search hits, box selections, metrics). The
+figures themselves are built in ``isoscope.dashboard.figures.atlas``, the tiles served by
+``isoscope.dashboard.tiles``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,17 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from isoscope.atlas.pipeline import MAX_ATLAS_ROWS, Atlas, AtlasConfig, build_atlas, is_complete, load_atlas
+from isoscope.atlas.folder import LEDGER, AtlasDamaged
+from isoscope.atlas.pipeline import (
+    MAX_ATLAS_ROWS,
+    Atlas,
+    AtlasConfig,
+    build_atlas,
+    estimate_seconds,
+    is_complete,
+    load_atlas,
+)
+from isoscope.atlas.tiles import TileMap
 from isoscope.cache import default_cache_dir, make_key, text_digest
 from isoscope.dashboard.figures import atlas as figures
 from isoscope.dashboard.services.space import Space
@@ -21,15 +32,16 @@ from isoscope.data import Corpus, load_corpus
 
 ATLAS_DIR_ENV = "ISOSCOPE_ATLAS_DIR"  # a finished atlas folder (python -m isoscope atlas --out DIR) to open
 STAGE_TEXT = {
+    "wait": "Another session is building this atlas; it is shared as soon as it is done",
     "texts": "Saving the texts",
     "embed": "Embedding every text",
     "raw_knn": "Neighbour graph (raw)",
     "raw_layout": "2-D layout (raw; UMAP compiles its code on a first run)",
-    "raw_clusters": "Density and clusters (raw)",
+    "raw_clusters": "Density, clusters and labels (raw)",
     "calibrate": "Calibrating every vector",
     "cal_knn": "Neighbour graph (calibrated)",
     "cal_layout": "2-D layout (calibrated)",
-    "cal_clusters": "Density and clusters (calibrated)",
+    "cal_clusters": "Density, clusters and labels (calibrated)",
     "extras": "Norms, lengths, neighbour overlap",
 }
 
@@ -42,26 +54,41 @@ def atlas_dir_env() -> str | None:
     return path or None
 
 
+def max_rows() -> int:
+    """Texts an atlas may have here: ``MAX_ATLAS_ROWS``, or in classroom mode the class's row limit (every
+    upload path keeps the class limits)."""
+    from isoscope.dashboard import classroom
+    from isoscope.data import DecodeLimits
+
+    return min(MAX_ATLAS_ROWS, DecodeLimits.from_env().max_rows) if classroom.enabled() else MAX_ATLAS_ROWS
+
+
 @st.cache_data(show_spinner="Reading the corpus…", max_entries=2)
-def read_corpus(path: str, text_column: str | None, mtime: float) -> Corpus:
-    """A corpus file of up to ``MAX_ATLAS_ROWS`` rows (raises InputError; errors are not cached)."""
-    return load_corpus(path, text_column=text_column, max_rows=MAX_ATLAS_ROWS)
+def read_corpus(path: str, text_column: str | None, mtime: float, limit: int) -> Corpus:
+    """A corpus file of up to ``limit`` rows (raises InputError; errors are not cached)."""
+    return load_corpus(path, text_column=text_column, max_rows=limit)
 
 
 @st.cache_data(show_spinner="Reading the upload…", max_entries=2)
-def parse_upload(data: bytes, name: str) -> Corpus:
-    return load_corpus(data, name, max_rows=MAX_ATLAS_ROWS)
+def parse_upload(data: bytes, name: str, limit: int) -> Corpus:
+    """An uploaded corpus of up to ``limit`` rows, decoded within the server's limits (one of
+    ``services.data.PARALLEL_PARSES`` at a time)."""
+    from isoscope.dashboard.services.data import _parsing
+
+    with _parsing:
+        return load_corpus(data, name, max_rows=limit)
 
 
 def atlas_folder(model_fingerprint: str, corpus: Corpus, config: AtlasConfig) -> Path:
     """Where the atlas of ``corpus`` with ``config`` lives in the cache (content-keyed)."""
     meta_digest = text_digest(map(str, corpus.meta.columns))
-    key = make_key("atlas-v1", model_fingerprint, text_digest(corpus.texts), meta_digest, json.dumps(config.__dict__))
+    key = make_key("atlas-v2", model_fingerprint, text_digest(corpus.texts), meta_digest, json.dumps(config.__dict__))
     return default_cache_dir() / "atlas" / key
 
 
 def ensure_atlas(model: str, corpus: Corpus, config: AtlasConfig) -> str:
-    """The folder of a finished atlas of ``corpus``: found in the cache, or built now with a progress bar."""
+    """The folder of a finished atlas of ``corpus``: found in the cache (and checked), or built (or repaired)
+    now with a progress bar; a build another session started is waited for and shared."""
     from isoscope.dashboard.services import models
 
     encoder = models.encoder(model)
@@ -78,26 +105,48 @@ def ensure_vectors_atlas(space: Space, corpus: Corpus, config: AtlasConfig) -> s
 def _built(encoder, corpus: Corpus, path: Path, config: AtlasConfig, vectors: np.ndarray | None = None) -> str:
     """``path`` when it holds a finished atlas, else built now (``vectors``: nothing is embedded) with a bar."""
     if is_complete(path):
-        return str(path)
+        try:
+            open_atlas(str(path))  # every file checked once per load; a damaged one is rebuilt below
+            return str(path)
+        except AtlasDamaged:
+            pass
+    seconds = estimate_seconds(len(corpus), config)
+    if seconds > 20:
+        st.caption(
+            f"Building the atlas of {len(corpus):,} texts once: about {_duration(seconds)} here; cached afterwards."
+        )
     bar = st.progress(0.0, text="Building the atlas…")
 
     def progress(stage: str, done: int, total: int) -> None:
         frac = done / total if total else 1.0
-        bar.progress(min(1.0, frac), text=f"{STAGE_TEXT.get(stage, stage)}: {done:,} / {total:,}")
+        text = STAGE_TEXT.get(stage, stage)
+        bar.progress(min(1.0, frac), text=text if stage == "wait" else f"{text}: {done:,} / {total:,}")
 
     build_atlas(encoder, corpus.texts, path, config, corpus.meta, progress, vectors=vectors)
     bar.empty()
     return str(path)
 
 
+def _duration(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
 @st.cache_resource(show_spinner="Loading the atlas…", max_entries=2)
-def load(path: str, mtime: float) -> Atlas:
-    """The atlas in ``path`` (arrays shared by every session, never copied)."""
+def load(path: str, version: int) -> Atlas:
+    """The atlas in ``path`` (arrays shared by every session, never copied); ``version``: its ledger's mtime."""
     return load_atlas(path)
 
 
+def atlas_version(path: str) -> int:
+    """Changes whenever a stage of the atlas is (re)built: the ledger's modification time."""
+    try:
+        return os.stat(Path(path) / LEDGER).st_mtime_ns
+    except OSError:
+        return 0
+
+
 def open_atlas(path: str) -> Atlas:
-    return load(path, os.stat(Path(path) / "manifest.json").st_mtime)
+    return load(path, atlas_version(path))
 
 
 # ------------------------------------------------------------------ what the map needs, cached per choice
@@ -109,17 +158,32 @@ def colour_table(path: str, space: str, colour_by: str) -> tuple[np.ndarray, lis
     return figures.colours(open_atlas(path), space, colour_by)
 
 
-@st.cache_data(show_spinner="Drawing every point…", max_entries=16)
-def raster_png(path: str, space: str, colour_by: str, contours: bool) -> tuple[str, list[tuple[str, str]]]:
-    """``figures.atlas.raster_image`` (every point, the contours over it) as a data URL, and the legend."""
-    colors, legend = colour_table(path, space, colour_by)
-    return figures.raster_image(open_atlas(path), space, colors, contours), legend
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _tile_map(path: str, space: str, version: int) -> TileMap:
+    sp = open_atlas(path).spaces[space]
+    return TileMap.of(sp.xy, sp.bounds, sp.grid, sp.density)
+
+
+def tile_map(path: str, space: str) -> TileMap:
+    """The spatial index, tile pyramid and contour field of one space (shared by the page and the tile routes)."""
+    return _tile_map(path, space, atlas_version(path))
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def sorted_colours(path: str, space: str, colour_by: str) -> np.ndarray:
+    """Per-point colours (n, 3) uint8 in the tile map's order (what the tiles draw)."""
+    return tile_map(path, space).sorted(colour_table(path, space, colour_by)[0])
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def contour_png(path: str, space: str) -> str:
-    """``figures.atlas.contour_image``: density contours alone (for maps whose points are all live)."""
-    return figures.contour_image(open_atlas(path), space)
+def cluster_names(path: str, space: str) -> dict[int, str]:
+    return open_atlas(path).spaces[space].cluster_names()
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def rows_in_box(path: str, space: str, box: tuple[float, float, float, float]) -> np.ndarray:
+    """Rows (m,) whose point lies in the box (x0, y0, x1, y1) of the space's map."""
+    return tile_map(path, space).index.rows_in_box(*box)
 
 
 @st.cache_data(show_spinner="Searching…", max_entries=32)

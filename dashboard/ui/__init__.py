@@ -8,12 +8,14 @@
 - ``controls``: widget state (``clamp``, ``run_button``)
 - ``outputs``: charts with PNG + HTML downloads, CSV tables, the one-file report's build and download
 - ``errors``: the user's mistake in one line, a bug shown as a bug, warnings
+- ``atlas_map``: the Atlas's tiled map (a custom component with its JavaScript in the package)
 - ``isoscope.dashboard.text``: user text shown literally (``literal``, ``plot_text``), never as HTML
 """
 
 from __future__ import annotations
 
 from isoscope.dashboard.text import literal, plot_text
+from isoscope.dashboard.ui.atlas_map import atlas_map
 from isoscope.dashboard.ui.calibration import (
     CALIBRATION_CHOICES,
     CALIBRATION_HELP,
@@ -64,6 +66,7 @@ __all__ = [
     "Calibration",
     "Settings",
     "Space",
+    "atlas_map",
     "bug_report",
     "calibrate",
     "calibrated_space",

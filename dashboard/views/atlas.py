@@ -8,8 +8,8 @@ import os
 import numpy as np
 import streamlit as st
 
-from isoscope.atlas.pipeline import MAX_ATLAS_ROWS, AtlasConfig, duplicate_warning
-from isoscope.dashboard import ui
+from isoscope.atlas.pipeline import AtlasConfig, duplicate_warning
+from isoscope.dashboard import tiles, ui
 from isoscope.dashboard.figures import atlas as figures
 from isoscope.dashboard.services import atlas as svc
 from isoscope.dashboard.services import data as data_service
@@ -22,11 +22,12 @@ SPACE = "The session's vectors file"  # the space is a vectors file: its rows, i
 CALIBRATIONS = ("whitening", "sn", "abtt:3", "none")
 TABLE_ROWS = 1_000
 NEIGHBOURS_PAGE = "views/neighbours.py"
+SELECTION = "atlas_map_selection"  # {"at": (folder, space), "rows": [...], "how": "..."}: what the map selected
 
 s = ui.settings()
 st.title("Atlas")
 st.caption(
-    f"Every text of a corpus (up to {MAX_ATLAS_ROWS:,}) on one map: nothing is sampled away. The map is built "
+    f"Every text of a corpus (up to {svc.max_rows():,}) on one map: nothing is sampled away. The map is built "
     "once (embeddings, a nearest-neighbour graph, a 2-D layout, density and clusters) and cached on disk, for "
     "the raw space and a calibrated one."
 )
@@ -58,7 +59,7 @@ def _atlas_path(source: str, config: AtlasConfig) -> str | None:
         if request in done:  # this session already resolved it: skip re-reading a million rows
             return done[request]
         try:
-            corpus = svc.read_corpus(path, column, request[2])
+            corpus = svc.read_corpus(path, column, request[2], svc.max_rows())
         except (InputError, OSError) as exc:
             ui.user_error(exc)
             return None
@@ -66,8 +67,9 @@ def _atlas_path(source: str, config: AtlasConfig) -> str | None:
     elif source == ui.CORPUS_SOURCES[0]:
         corpus = data_service.demo_corpus()
     else:  # the upload shows its own warnings
-        label = f"Corpus: one text per line (.txt) or a table with a 'text' column, up to {MAX_ATLAS_ROWS:,} rows"
-        corpus = ui.uploaded("atlas", label, CORPUS_FORMATS, svc.parse_upload)
+        limit = svc.max_rows()
+        label = f"Corpus: one text per line (.txt) or a table with a 'text' column, up to {limit:,} rows"
+        corpus = ui.uploaded("atlas", label, CORPUS_FORMATS, lambda data, name: svc.parse_upload(data, name, limit))
         if corpus is None:
             return None
     if (w := duplicate_warning(corpus.texts)) is not None:
@@ -118,20 +120,13 @@ colour_by = c2.selectbox(
 query = c3.text_input("Search the texts", key="atlas_search", max_chars=200, placeholder="a word or phrase").strip()
 sp = atlas.spaces[space]
 names = sp.cluster_names()
-f1, f2, f3, f4 = st.columns([4, 1, 1, 1])
+f1, f2, f3 = st.columns([4, 1, 1])
 by_name = {name: c for c, name in names.items()}
 picked_clusters = [by_name[x] for x in f1.multiselect("Clusters", list(by_name), key="atlas_clusters") if x in by_name]
 show_contours = f2.checkbox("Density contours", value=True, key="atlas_contours")
 show_labels = f3.checkbox("Cluster labels", value=True, key="atlas_labels")
-all_live = f4.checkbox(
-    "Every point live",
-    key="atlas_all_live",
-    disabled=n <= figures.INTERACTIVE_MAX,
-    help=f"Above {figures.INTERACTIVE_MAX:,} points: draw every point as a WebGL point with hover (smooth with a GPU; "
-    "software WebGL takes seconds a frame from 100,000 points)",
-)
 
-# ------------------------------------------------------------------ filters -> highlighted rows
+# ------------------------------------------------------------------ filters -> lit-up rows
 hits = svc.search(path, query) if query else None
 mask = np.ones(n, bool)
 if hits is not None:
@@ -141,40 +136,71 @@ if picked_clusters:
 filtered = np.flatnonzero(mask) if (hits is not None or picked_clusters) else np.zeros(0, np.int64)
 
 # ------------------------------------------------------------------ the map
-colors, legend = svc.colour_table(path, space, colour_by)
-everything_live = n <= figures.INTERACTIVE_MAX or all_live
-image = None if everything_live else svc.raster_png(path, space, colour_by, show_contours)[0]
-live_rows = np.arange(n) if everything_live else filtered[: figures.INTERACTIVE_MAX]
-live = figures.point_records(atlas, space, live_rows, colors)
-highlight = figures.point_records(atlas, space, filtered[: figures.INTERACTIVE_MAX], colors) if everything_live else []
-labels = figures.cluster_labels(sp) if show_labels else []
-contours = svc.contour_png(path, space) if show_contours and everything_live else None
-spec = figures.deck_spec(atlas, space, image, live, highlight, labels, contours)
-event = st.pydeck_chart(spec, height=640, on_select="rerun", selection_mode="multi-object", key=f"atlas_map_{space}")
+here = (path, space)
+MAP_KEY = f"atlas_map_{space}"
 
-drawn = f"{n:,} points drawn" + ("" if everything_live else " (an image of every point)")
+
+HANDLED = "_atlas_map_event_handled"
+
+
+def _select(event: tuple[str, object]) -> None:
+    """Keep the rows a click or a box on the map selected."""
+    kind, value = event
+    before = st.session_state.get(SELECTION, {})
+    rows = before.get("rows", []) if before.get("at") == here else []
+    if kind == "click":
+        rows = sorted({*rows, value["row"]}) if value["add"] else [value["row"]]
+        how = "clicked on the map"
+    else:
+        rows = svc.rows_in_box(path, space, value).tolist()
+        how = "in the box drawn on the map"
+    st.session_state[SELECTION] = {"at": here, "rows": rows, "how": how}
+
+
+def _on_map_event() -> None:
+    """A click or a box on the map (a callback: it runs before the rerun, so the map shows the new selection)."""
+    event = figures.selection_event(st.session_state.get(MAP_KEY))
+    if event is not None:
+        _select(event)
+        st.session_state[HANDLED] = True
+
+
+chosen = st.session_state.get(SELECTION, {})
+map_rows = np.asarray(chosen.get("rows", []), np.int64) if chosen.get("at") == here else np.zeros(0, np.int64)
+colors, legend = svc.colour_table(path, space, colour_by)
+tmap = svc.tile_map(path, space)
+urls = tiles.publish(path, space, colour_by, show_contours, filtered)
+labels = figures.map_labels(sp) if show_labels else None
+data = figures.map_data(MAP_KEY, tmap.grid.to_dict(), sp.bounds, urls, labels, sp.xy[map_rows])
+result = ui.atlas_map(data, key=MAP_KEY, on_change=_on_map_event)
+if not st.session_state.pop(HANDLED, False) and (event := figures.selection_event(result)) is not None:
+    _select(event)  # the trigger reached this run but not the callback's view of the state: apply it, redraw
+    st.rerun()
+
+deepest = tmap.grid.max_level
 found = ""
 if hits is not None or picked_clusters:
-    found = f" · {len(filtered):,} match the search and cluster filter"
-    if not everything_live and len(filtered) > figures.INTERACTIVE_MAX:
-        found += f" (the first {figures.INTERACTIVE_MAX:,} are live points on the map; all are in the table)"
-st.caption(drawn + found)
+    found = f" · {len(filtered):,} match the search and cluster filter (lit up in yellow)"
+st.caption(
+    f"{n:,} points, every one drawn at every zoom ({deepest + 1} tile levels, up to {2**deepest:,}x the whole map "
+    f"on one tile){found}. Wheel to zoom, drag to pan; hover a point for its text, click to select it "
+    "(shift-click adds), shift-drag to select a box."
+)
 if (explained := figures.colour_caption(colour_by, legend)) is not None:
     st.caption(explained)
-if not everything_live:
-    st.caption(
-        f"Above {figures.INTERACTIVE_MAX:,} points the map is an image of every point (it pans and zooms at full speed "
-        "without a GPU); hover and click work on the points your search or cluster filter lights up, and on the labels."
-    )
 
 # ------------------------------------------------------------------ the selection
-clicked = figures.clicked_rows(event)
-selected = np.unique(np.asarray(clicked, np.int64)) if clicked else filtered
 st.subheader("Selection")
+if len(map_rows):
+    selected, how = map_rows, chosen["how"]
+    if st.button("Clear the map selection", key="atlas_clear"):
+        st.session_state.pop(SELECTION, None)
+        st.rerun()
+else:
+    selected, how = filtered, "matching the search and cluster filter"
 if len(selected) == 0:
-    st.info("Search, pick clusters or click points on the map (shift-click adds) to select texts.")
+    st.info("Search, pick clusters, click points on the map (shift-click adds) or shift-drag a box to select texts.")
     st.stop()
-how = "clicked on the map" if clicked else "matching the search and cluster filter"
 st.caption(f"{len(selected):,} text(s) {how}.")
 shown = selected[:TABLE_ROWS]
 table = figures.selection_table(atlas, space, shown)

@@ -105,6 +105,9 @@ def test_wheel_installs_one_root_named_isoscope(tmp_path: Path) -> None:
         "isoscope/dashboard/app.py",
         "isoscope/dashboard/views/home.py",
         "isoscope/dashboard/config.toml",
+        "isoscope/dashboard/serve.py",
+        "isoscope/dashboard/static/atlas_map.js",  # the Atlas map's JavaScript: package data, no CDN
+        "isoscope/dashboard/static/atlas_map.css",
         "isoscope/assets/demo_corpus.csv",
         "isoscope/encode/embed.py",
     ):

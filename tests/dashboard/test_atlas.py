@@ -1,9 +1,12 @@
-"""AppTest: the Atlas page on the demo corpus (PCA layout, so no UMAP compile), search, selection, colours,
-the raw/calibrated switch, the jump to Neighbours, and bad input through the file given to ``isoscope app``."""
+"""AppTest: the Atlas page on a small atlas folder (synthetic sentences with precomputed vectors, built in
+seconds: the tiles, the point under the cursor, a map selection) and on the demo corpus (PCA layout, so no UMAP
+compile; the heavy tier: search, colours, the raw/calibrated switch, the jump to Neighbours), and bad input
+through the file given to ``isoscope app``."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -25,48 +28,121 @@ def atlas_app(tmp_path, monkeypatch) -> AppTest:
     return at
 
 
-def deck(at: AppTest) -> dict:
-    (chart,) = at.get("deck_gl_json_chart")
-    return json.loads(chart.proto.json)
+FOLDER_POINTS = 2_000
 
 
-def layer(spec: dict, layer_id: str) -> dict | None:
-    return next((x for x in spec["layers"] if x["id"] == layer_id), None)
+@pytest.fixture(scope="module")
+def atlas_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from bench.atlas import synthetic_atlas
+
+    folder, _ = synthetic_atlas(tmp_path_factory.mktemp("atlas") / "small", FOLDER_POINTS, calibrate="whitening")
+    return folder
+
+
+@pytest.fixture()
+def folder_app(atlas_folder: Path, tmp_path, monkeypatch) -> AppTest:
+    """The Atlas page on ``atlas_folder`` given as ``ISOSCOPE_ATLAS_DIR`` (its first source: nothing is built)."""
+    monkeypatch.setenv("ISOSCOPE_CACHE", str(private_cache(tmp_path / "cache")))
+    monkeypatch.setenv("ISOSCOPE_ATLAS_DIR", str(atlas_folder))
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.switch_page("views/atlas.py").run()
+    assert not at.exception, at.exception
+    assert at.radio(key="atlas_source").value == "Atlas folder"
+    return at
+
+
+def map_data(at: AppTest) -> dict:
+    """What the page handed the map component (``figures.atlas.map_data``), as the browser gets it."""
+    (component,) = at.get("bidi_component")
+    return json.loads(component.proto.json)
 
 
 def captions(at: AppTest) -> str:
     return "\n".join(c.value for c in at.caption)
 
 
-def test_demo_corpus_every_point_live_with_labels_and_contours(atlas_app: AppTest) -> None:
-    at = atlas_app
-    spec = deck(at)
-    points = layer(spec, "points")
-    n = len(load_corpus(DEMO_CORPUS))
-    assert len(points["data"]) == n and sorted(p["i"] for p in points["data"]) == list(range(n))
-    assert layer(spec, "all-points") is None  # small corpora: every point is a live point, no image
-    assert layer(spec, "contours")["image"].startswith("data:image/png;base64,")
-    labels = layer(spec, "labels")["data"]
-    assert labels and all(lab["label"] for lab in labels)
-    assert spec["views"][0]["@@type"] == "OrthographicView"
-    assert f"{n:,} points drawn" in captions(at)
-    tip = points["data"][0]["t"]
-    assert tip.startswith("#0 · cluster") and "<" not in spec["layers"][0].get("getFillColor", "")
+def client():
+    from starlette.applications import Starlette
+    from starlette.testclient import TestClient
+
+    from isoscope.dashboard import tiles
+
+    return TestClient(Starlette(routes=tiles.routes()))
 
 
-def test_search_selects_highlights_and_measures(atlas_app: AppTest) -> None:
+def test_an_atlas_folder_map_is_served_as_tiles_with_labels_by_level(folder_app: AppTest) -> None:
+    at = folder_app
+    data = map_data(at)
+    assert data["world"]["maxLevel"] >= 8 and data["highlight"] is None and data["showLabels"]
+    assert data["levels"] >= 2 and {lab[0] for lab in data["labels"]} == set(range(data["levels"]))
+    assert all(isinstance(lab[4], str) and lab[4] for lab in data["labels"])
+    assert f"{FOLDER_POINTS:,} points, every one drawn at every zoom" in captions(at)
+    http = client()
+    top = http.get(data["tiles"].format(z=0, x=0, y=0))
+    assert top.status_code == 200 and top.headers["content-type"] == "image/png" and top.content[:4] == b"\x89PNG"
+    deep = data["world"]["maxLevel"]
+    assert http.get(data["tiles"].format(z=deep + 1, x=0, y=0)).status_code == 404  # outside the pyramid
+    assert (
+        http.get(data["tiles"].replace(data["tiles"].split("/")[3], "not-a-token").format(z=0, x=0, y=0)).status_code
+        == 404
+    )
+
+
+def test_the_point_under_the_cursor_comes_from_the_server(folder_app: AppTest) -> None:
+    data = map_data(folder_app)
+    http = client()
+    x0, y0, x1, y1 = data["bounds"]
+    hits = 0
+    for fx, fy in ((0.3, 0.3), (0.5, 0.5), (0.7, 0.4)):
+        x, y = x0 + fx * (x1 - x0), y0 + fy * (y1 - y0)
+        got = http.get(data["pick"], params={"x": x, "y": y, "r": (x1 - x0) / 4}).json()
+        if got["row"] >= 0:
+            hits += 1
+            assert isinstance(got["text"], str) and got["text"] and got["cluster"]
+            assert (got["x"] - x) ** 2 + (got["y"] - y) ** 2 <= ((x1 - x0) / 4) ** 2 * 2
+    assert hits >= 1
+    assert http.get(data["pick"], params={"x": x1 + 100, "y": y1 + 100, "r": 0.01}).json() == {"row": -1}
+    assert http.get(data["pick"], params={"x": "nan", "y": 0, "r": 1}).status_code == 404
+
+
+def test_search_lights_up_selects_and_measures(atlas_app: AppTest) -> None:
     at = atlas_app
     at.text_input(key="atlas_search").set_value("football").run()
     assert not at.exception, at.exception
-    hits = layer(deck(at), "highlight")["data"]
-    texts = load_corpus(DEMO_CORPUS).texts  # the hover text is cut to HOVER_CHARS: check the whole text
-    assert hits and all("football" in texts[h["i"]].lower() for h in hits)
+    data = map_data(at)
+    assert data["highlight"] and client().get(data["highlight"].format(z=0, x=0, y=0)).status_code == 200
+    texts = load_corpus(DEMO_CORPUS).texts
+    hits = [i for i, t in enumerate(texts) if "football" in t.lower()]
     (table, metrics) = at.dataframe[:2]
-    assert len(table.value) == len(hits) and all("football" in t.lower() for t in table.value["text"])
+    assert sorted(table.value["row"]) == hits[: len(table.value)] and len(table.value) == min(len(hits), 1_000)
     assert list(metrics.value.columns) == ["metric", "whole corpus", "selection"]
     assert set(metrics.value["metric"]) >= {"avg_cosine", "isoscore", "effective_rank"}
     at.text_input(key="atlas_search").set_value("no such words anywhere").run()
-    assert layer(deck(at), "highlight") is None and "select texts" in at.info[0].value
+    assert map_data(at)["highlight"] is None and "select texts" in at.info[0].value
+
+
+def test_a_map_selection_fills_the_table_until_cleared(folder_app: AppTest) -> None:
+    from isoscope.dashboard import tiles
+    from isoscope.dashboard.services import atlas as svc
+
+    at = folder_app
+    data = map_data(at)
+    x0, y0, x1, y1 = data["bounds"]
+    box = (x0, y0, (x0 + x1) / 2, (y0 + y1) / 2)
+    folder = tiles._atlas_path(data["tiles"].split("/")[3])  # the folder the page's token names
+    rows = svc.rows_in_box(folder, "raw", box).tolist()  # what a box drawn on the map selects
+    assert rows
+    at.session_state["atlas_map_selection"] = {
+        "at": (folder, "raw"),
+        "rows": rows,
+        "how": "in the box drawn on the map",
+    }
+    at.run()
+    assert not at.exception, at.exception
+    assert sorted(at.dataframe[0].value["row"]) == rows and len(map_data(at)["selected"]) == len(rows)
+    assert f"{len(rows):,} text(s) in the box drawn on the map" in captions(at)
+    at.button(key="atlas_clear").click().run()
+    assert "select texts" in at.info[0].value and map_data(at)["selected"] == []
 
 
 def test_clusters_colour_and_space_switch(atlas_app: AppTest) -> None:
@@ -75,13 +151,14 @@ def test_clusters_colour_and_space_switch(atlas_app: AppTest) -> None:
     at.multiselect(key="atlas_clusters").set_value([first]).run()
     table = at.dataframe[0].value
     assert len(table) > 0 and set(table["cluster"]) == {int(first.split(":")[0])}
-    raw_xy = [(p["x"], p["y"]) for p in layer(deck(at), "points")["data"][:5]]
+    raw = map_data(at)
     at.radio(key="atlas_space").set_value("cal").run()
     assert not at.exception, at.exception
-    cal_xy = [(p["x"], p["y"]) for p in layer(deck(at), "points")["data"][:5]]
-    assert cal_xy != raw_xy
+    cal = map_data(at)
+    assert cal["bounds"] != raw["bounds"] and "/cal/" in cal["tiles"] and "/raw/" in raw["tiles"]
     at.selectbox(key="atlas_colour").set_value("norm").run()
     assert "from" in captions(at) and "(purple) to" in captions(at)
+    assert map_data(at)["tiles"] != cal["tiles"]  # another colouring: other tiles
     at.selectbox(key="atlas_colour").set_value("topic").run()
     assert "sports" in captions(at)
 
@@ -114,7 +191,7 @@ def test_preloaded_file_with_hostile_rows_and_a_missing_column(tmp_path, monkeyp
     assert at.radio(key="atlas_source").value == "File given to isoscope app"
     shown = (captions(at) + "\n".join(w.value for w in at.warning)).replace("\\", "")  # markdown-escaped
     assert "dropped 1 row(s) with empty text" in shown and "truncated" in shown and "repeat" in shown
-    assert "32 points drawn" in captions(at)
+    assert "32 points, every one drawn" in captions(at)
 
     monkeypatch.setenv("ISOSCOPE_TEXT_COLUMN", "sentence")
     at2 = AppTest.from_file(APP, default_timeout=300)

@@ -51,7 +51,7 @@ def test_importing_launch_imports_no_streamlit_nor_pandas(tmp_path: Path) -> Non
 
 def test_default_launch_is_local_with_config_toml_and_no_extra_environment() -> None:
     plan = prepare(ServerOptions(), environ={})
-    assert plan.command[1:4] == ["-m", "streamlit", "run"] and plan.command[4].endswith("dashboard/app.py")
+    assert plan.command[1:4] == ["-m", "streamlit", "run"] and plan.command[4].endswith("dashboard/serve.py")
     assert _option(plan.command, "--server.address") == "127.0.0.1" and _option(plan.command, "--server.port") == "8501"
     assert _option(plan.command, "--server.maxUploadSize") == str(launch.DEFAULT_UPLOAD_MB)  # config.toml's
     assert _option(plan.command, "--server.headless") == "true"

@@ -73,7 +73,7 @@ def test_a_launched_corpus_feeds_every_corpus_page(tmp_path, monkeypatch) -> Non
     at.session_state["atlas_layout"] = "pca"
     at = page(at, "atlas")
     assert at.radio(key="atlas_source").value == PRELOADED
-    assert "42 points drawn" in " ".join(c.value for c in at.caption)
+    assert "42 points, every one drawn" in " ".join(c.value for c in at.caption)
 
     # the demo is one click away
     at = page(at, "anisotropy")
@@ -111,7 +111,7 @@ def test_a_launched_pairs_file_is_pairs_and_its_sentences(tmp_path, monkeypatch)
 
     at.session_state["atlas_layout"] = "pca"
     at = page(at, "atlas")
-    assert f"{len(set(expected.texts))} points drawn" in " ".join(c.value for c in at.caption)
+    assert f"{len(set(expected.texts))} points, every one drawn" in " ".join(c.value for c in at.caption)
     names = at.multiselect(key="atlas_clusters").options
     assert names and not any("(no words)" in n for n in names)
 

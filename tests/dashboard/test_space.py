@@ -128,7 +128,7 @@ def test_atlas_of_the_files_vectors_opens_its_rows_in_neighbours(corpus_space) -
     at.session_state["atlas_layout"] = "pca"
     at = open_page(at, "atlas")
     assert all(r.key != "atlas_source" for r in at.radio)
-    assert f"{len(corpus):,} points drawn" in text_of(at.caption)
+    assert f"{len(corpus):,} points, every one drawn" in text_of(at.caption)
     at.text_input(key="atlas_search").set_value("football").run()
     row = at.selectbox(key="atlas_open_pick").value
     at.button(key="atlas_open").click().run()

@@ -214,7 +214,8 @@ def captions(page: Page) -> str:
     return " ".join(c.inner_text() for c in main(page).locator('[data-testid="stCaptionContainer"]').all())
 
 
-def choose_radio(page: Page, label: str, option: str) -> None:
+def choose_radio(page: Page, label: str, option: str, timeout_ms: int = RUN_TIMEOUT_MS) -> None:
+    """Check ``option`` of the main-area radio ``label`` and wait up to ``timeout_ms`` for the run it starts."""
     group = main(page).locator('[data-testid="stRadio"]', has_text=label).first
     choice = group.locator('[data-testid="stRadioOption"]', has_text=option).first
     radio_input = choice.locator("input")
@@ -229,8 +230,8 @@ def choose_radio(page: Page, label: str, option: str) -> None:
     else:
         raise AssertionError(f"could not choose {option!r} in {label!r}: {state(page)}")
     try:
-        page.wait_for_function("n => (window.__stRuns || 0) > n", arg=before, timeout=RUN_TIMEOUT_MS)
-        wait_idle(page)
+        page.wait_for_function("n => (window.__stRuns || 0) > n", arg=before, timeout=timeout_ms)
+        wait_idle(page, timeout_ms)
     except PlaywrightTimeoutError:
         raise AssertionError(f"no finished rerun after choosing {option!r}: {state(page)}") from None
 

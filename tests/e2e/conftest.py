@@ -181,20 +181,32 @@ def seed_landscape_result(root: Path) -> None:
 
 
 SHARED_WITH_SERVER = ("embeddings", "onnx", "int8", "calibrators")  # content-keyed and verified on every read
+SMALL_ATLAS_POINTS = 20_000
+
+
+@pytest.fixture(scope="session")
+def small_atlas(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An atlas folder of 20,000 synthetic sentences with precomputed vectors (PCA, raw only: about 2 s, nothing
+    embedded), which the server's Atlas page offers first (``ISOSCOPE_ATLAS_DIR``)."""
+    from bench.atlas import synthetic_atlas
+
+    folder, _ = synthetic_atlas(tmp_path_factory.mktemp("atlas") / "small", SMALL_ATLAS_POINTS)
+    return folder
 
 
 @pytest.fixture(scope="session")
 def streamlit_server(
-    chromium_executable: str, tmp_path_factory: pytest.TempPathFactory, session_cache: Path
+    chromium_executable: str, tmp_path_factory: pytest.TempPathFactory, session_cache: Path, small_atlas: Path
 ) -> Iterator[Server]:
-    """The app on a private cache folder that holds one small stored landscape experiment; what is keyed by its
-    content is shared with the rest of the session (``SHARED_WITH_SERVER``: the demo is embedded, the ONNX and
-    int8 models are built and each calibrator is fitted once per session, not once more for the browser).
+    """The app on a private cache folder that holds one small stored landscape experiment, with what is keyed by
+    its content shared with the rest of the session (``SHARED_WITH_SERVER``: the demo is embedded, the ONNX and
+    int8 models are built and each calibrator is fitted once per session, not once more for the browser), and
+    ``small_atlas`` as the Atlas page's first source.
 
     Under ``make screenshots`` (ISOSCOPE_SCREENSHOTS=1) it uses the user's own cache instead, so the README
     shows the experiment made with the real model (``python -m isoscope landscape ...``, see the README).
     """
-    env = {}
+    env = {"ISOSCOPE_ATLAS_DIR": str(small_atlas)}
     if os.environ.get("ISOSCOPE_SCREENSHOTS") != "1":
         cache = tmp_path_factory.mktemp("isoscope-cache")
         for name in SHARED_WITH_SERVER:

@@ -1,18 +1,27 @@
-"""The Atlas page in a real browser: the map draws, a search lights points up, a click on one selects it,
-and the selection opens in the Neighbours page."""
+"""The Atlas page in a real browser.
+
+On the server's small atlas folder (``small_atlas``: 20,000 synthetic sentences with precomputed vectors, PCA,
+built in seconds, nothing embedded; the page's first source): the tiled map draws, the mouse wheel zooms three
+levels (finer tiles, finer labels, never overlapping), hovering a random point at that depth shows its text, a
+shift-drag box selects its rows into the table and a click selects one point. On the demo corpus (built by the
+page, the heavy tier): a search lights points up, a click on one selects it and opens it in Neighbours.
+"""
 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import numpy as np
 
 from isoscope.data import load_corpus
 from isoscope.paths import DEMO_CORPUS
 from tests.e2e import browser as b
+from tests.e2e.conftest import SMALL_ATLAS_POINTS
 
 BUILD_TIMEOUT_MS = 600_000  # the first visit builds the demo atlas (UMAP compiles its code once)
-HIGHLIGHT = np.array([255, 200, 0])  # the highlight layer's fill (dashboard/figures/atlas.py)
+HIGHLIGHT = np.array([255, 200, 0])  # lit-up points (isoscope.atlas.tiles.HIGHLIGHT)
+MAP = "atlas_map_raw"
 
 
 def open_atlas(page) -> None:
@@ -22,17 +31,139 @@ def open_atlas(page) -> None:
     page.wait_for_function("n => (window.__stRuns || 0) > n", arg=before, timeout=BUILD_TIMEOUT_MS)
     page.get_by_role("heading", name="Atlas").first.wait_for(timeout=BUILD_TIMEOUT_MS)
     b.wait_idle(page, BUILD_TIMEOUT_MS)
+    settled(page)
+
+
+def state(page) -> dict:
+    return page.evaluate(f"(window.__isoscopeAtlas || {{}})[{MAP!r}] || null")
+
+
+def settled(page, timeout_ms: int = 60_000) -> dict:
+    """The map once every tile of its view is drawn."""
+    page.wait_for_function(
+        f"() => {{ const m = (window.__isoscopeAtlas || {{}})[{MAP!r}]; return m && m.missing === 0 && m.loading === 0; }}",
+        timeout=timeout_ms,
+    )
+    page.wait_for_timeout(200)
+    return state(page)
+
+
+def canvas(page):
+    c = page.locator(".isoscope-atlas-canvas").first
+    c.scroll_into_view_if_needed()
+    return c
+
+
+def picture(page) -> np.ndarray:
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(canvas(page).screenshot())).convert("RGB")).astype(int)
+
+
+def blobs(img: np.ndarray) -> list[tuple[float, float, int]]:
+    """Centres (x, y) and sizes of the saturated blobs of a picture of the map (points; not labels, lines)."""
+    from scipy import ndimage
+
+    ink = (img.max(axis=2) - img.min(axis=2)) > 60  # palette colours; labels and contours are grey
+    ink[:, -45:] = False  # the toolbar
+    labels, _ = ndimage.label(ink)
+    out = []
+    for i, (sl_y, sl_x) in enumerate(ndimage.find_objects(labels), start=1):
+        size = int((labels[sl_y, sl_x] == i).sum())
+        if size >= 6:
+            ys, xs = np.nonzero(labels[sl_y, sl_x] == i)
+            out.append((float(xs.mean() + sl_x.start), float(ys.mean() + sl_y.start), size))
+    return out
+
+
+def overlapping(placed: list[dict]) -> list[tuple[str, str]]:
+    out = []
+    for i, a in enumerate(placed):
+        for c in placed[i + 1 :]:
+            p, q = a["box"], c["box"]
+            if p[0] < q[2] and q[0] < p[2] and p[1] < q[3] and q[1] < p[3]:
+                out.append((a["text"], c["text"]))
+    return out
+
+
+def test_zoom_hover_and_labels_by_level(page, small_atlas, screenshots) -> None:
+    open_atlas(page)
+    b.assert_clean(page)
+    assert f"{SMALL_ATLAS_POINTS:,} points, every one drawn at every zoom" in b.captions(page)
+    top = settled(page)
+    assert top["placed"], "no cluster label on the whole map"
+    assert not overlapping(top["placed"])
+    top_levels = {p["level"] for p in top["placed"]}
+    b.screenshot(page, screenshots / "atlas-whole.png")
+
+    box = canvas(page).bounding_box()
+    dots = blobs(picture(page))
+    assert dots, "the whole map shows no point blob"
+    x0, y0, _ = max(dots, key=lambda d: d[2])  # zoom into the densest-looking spot
+    page.mouse.move(box["x"] + x0, box["y"] + y0)
+    for _ in range(3):  # three levels with the mouse wheel (one level per 200 px of wheel)
+        page.mouse.wheel(0, -200)
+        page.wait_for_timeout(150)
+    deep = settled(page)
+    assert deep["view"]["zoom"] - top["view"]["zoom"] > 2.9
+    assert deep["level"] >= top["level"] + 3  # finer tiles were fetched: every zoom is drawn at its own level
+    assert not overlapping(deep["placed"])
+    assert {p["level"] for p in deep["placed"]} - top_levels or not deep["placed"]  # finer labels deeper in
+
+    page.mouse.move(box["x"] + 3, box["y"] + 3)
+    dots = blobs(picture(page))
+    assert dots, "no point visible after zooming in"
+    x, y, _ = dots[np.random.default_rng().integers(len(dots))]
+    page.mouse.move(box["x"] + x, box["y"] + y)
+    tip = page.locator(".isoscope-atlas-tip")
+    tip.wait_for(state="visible")
+    shown = tip.locator(".isoscope-atlas-tip-text").inner_text()
+    texts = set(load_atlas_texts(small_atlas))
+    assert shown.rstrip("…") and any(t.startswith(shown.rstrip("…")) for t in texts), shown
+    b.screenshot(page, screenshots / "atlas-deep.png")
+
+
+def load_atlas_texts(folder: Path) -> list[str]:
+    from isoscope.atlas.folder import load_atlas
+
+    return list(load_atlas(folder).texts)
+
+
+def test_box_and_click_select_rows_into_the_table(page) -> None:
+    open_atlas(page)
+    box = canvas(page).bounding_box()
+    x, y = box["width"] / 2, box["height"] / 2
+
+    def shift_drag() -> None:
+        page.mouse.move(box["x"] + x - 120, box["y"] + y - 120)
+        page.keyboard.down("Shift")
+        page.mouse.down()
+        page.mouse.move(box["x"] + x + 120, box["y"] + y + 120, steps=8)
+        page.mouse.up()
+        page.keyboard.up("Shift")
+
+    b.rerun_after(page, shift_drag)
+    b.assert_clean(page)
+    caps = b.captions(page)
+    assert "in the box drawn on the map" in caps, caps
+    boxed = int(caps.split(" text(s) in the box drawn on the map")[0].split()[-1].replace(",", ""))
+    assert 0 < boxed < SMALL_ATLAS_POINTS
+    table = b.main(page).locator('[data-testid="stDataFrame"]').first
+    table.wait_for()
+
+    dots = blobs(picture(page))
+    x, y, _ = dots[len(dots) // 2]
+    b.rerun_after(page, lambda: page.mouse.click(box["x"] + x, box["y"] + y))
+    b.assert_clean(page)
+    assert "1 text(s) clicked on the map" in b.captions(page)
 
 
 def highlighted_pixel(page) -> tuple[float, float]:
-    """Page coordinates of a point drawn in the highlight colour on the map canvas."""
-    from PIL import Image
-
-    canvas = page.locator('[data-testid="stDeckGlJsonChart"] canvas').first
-    canvas.scroll_into_view_if_needed()
-    box = canvas.bounding_box()  # in the viewport, where mouse clicks land
-    for _ in range(20):  # the layers appear a moment after the run ends
-        img = np.asarray(Image.open(io.BytesIO(canvas.screenshot())).convert("RGB")).astype(int)
+    """Page coordinates of a point drawn in the highlight colour on the map."""
+    c = canvas(page)
+    box = c.bounding_box()
+    for _ in range(20):  # the lit-up tiles arrive a moment after the run
+        img = picture(page)
         close = np.abs(img - HIGHLIGHT).sum(axis=2) < 40
         if close.sum() >= 4:
             ys, xs = np.nonzero(close)
@@ -45,26 +176,24 @@ def highlighted_pixel(page) -> tuple[float, float]:
 
 def test_search_select_and_open_in_neighbours(page, screenshots) -> None:
     open_atlas(page)
+    b.choose_radio(page, "Corpus", "Demo corpus", BUILD_TIMEOUT_MS)  # the server's first source: its atlas folder
+    settled(page)
     b.assert_clean(page)
-    assert f"{len(load_corpus(DEMO_CORPUS)):,} points drawn" in b.captions(page)
-    assert page.locator('[data-testid="stDeckGlJsonChart"] canvas').count() >= 1
-
+    assert f"{len(load_corpus(DEMO_CORPUS)):,} points, every one drawn" in b.captions(page)
     b.type_text(page, "Search the texts", "football")
     b.assert_clean(page)
-    caps = b.captions(page)
-    assert "match the search" in caps
-    table = b.main(page).locator('[data-testid="stDataFrame"]').first
-    table.wait_for()
+    assert "match the search" in b.captions(page)
+    b.main(page).locator('[data-testid="stDataFrame"]').first.wait_for()
+    settled(page)
     b.screenshot(page, screenshots / "atlas.png")
 
     x, y = highlighted_pixel(page)
     page.mouse.move(x, y)
-    tooltip = page.locator(".deck-tooltip")
+    tooltip = page.locator(".isoscope-atlas-tip")
     tooltip.wait_for(state="visible")
     assert "football" in tooltip.inner_text().lower()  # hover shows the point's text (as text, not HTML)
-    page.mouse.click(x, y)  # a selection reruns the page (Streamlit's run counter does not always see it)
+    b.rerun_after(page, lambda: page.mouse.click(x, y))
     b.main(page).get_by_text("1 text(s) clicked on the map").wait_for(timeout=b.RUN_TIMEOUT_MS)
-    b.wait_idle(page)
     b.assert_clean(page)
 
     picked = b.main(page).locator('[data-testid="stSelectbox"]', has_text="Open one in the Neighbours page")

@@ -50,7 +50,7 @@ def _option(command: list[str], name: str) -> str:
 def test_default_is_this_machine_only(cli, capsys) -> None:
     command, env, code = _dry(cli, capsys)
     assert _option(command, "--server.address") == "127.0.0.1"
-    assert command[4].endswith("dashboard/app.py") and code is None
+    assert command[4].endswith("dashboard/serve.py") and code is None  # app.py with the Atlas map's routes
     assert "ISOSCOPE_CLASSROOM" not in env and "ISOSCOPE_MAX_BYTES" not in env
     assert command.count("--server.maxUploadSize") == 1
 

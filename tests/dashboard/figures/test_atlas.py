@@ -1,15 +1,14 @@
-"""dashboard/figures/atlas.py: colours, legends, images and the deck.gl spec, on a hand-built atlas."""
+"""dashboard/figures/atlas.py: colours, legends, the map component's data and the selection table, on a
+hand-built atlas."""
 
 from __future__ import annotations
 
-import base64
-import struct
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from isoscope.atlas.pipeline import Atlas, AtlasSpace
 from isoscope.dashboard.figures import atlas as fig
@@ -80,45 +79,52 @@ def test_colour_options_offer_the_overlap_only_with_a_calibrated_space():
     assert "overlap" not in fig.colour_options(atlas(calibrated=False))
 
 
-def test_view_state_fits_the_bounds():
-    state = fig.view_state((0.0, 0.0, 4.0, 2.0), 800, 600)
-    assert state["target"] == [2.0, 1.0, 0]
-    assert 2 ** state["zoom"] * 4.0 == pytest.approx(800)  # the wider side fills the canvas
-    assert state["minZoom"] < state["zoom"] < state["maxZoom"]
+def test_map_labels_by_level_largest_first_and_named_when_wordless():
+    sp = space()
+    sp.levels = [
+        [{"cluster": 0, "size": 9, "x": 0.0, "y": 0.0, "words": ["top"]}],
+        [
+            {"cluster": 0, "size": 3, "x": 1.0, "y": 2.0, "words": ["small"]},
+            {"cluster": 1, "size": 5, "x": -1.0, "y": 0.5, "words": []},
+        ],
+    ]
+    assert fig.map_labels(sp) == [
+        [0, 0.0, 0.0, 9, "top"],
+        [1, -1.0, 0.5, 5, "cluster 1"],
+        [1, 1.0, 2.0, 3, "small"],
+    ]
+    flat = space()  # an atlas without levels: its default clusters are level 0
+    assert [lab[4] for lab in fig.map_labels(flat)[:2]] == ["w0", "cluster 1"] and {
+        lab[0] for lab in fig.map_labels(flat)
+    } == {0}
 
 
-def test_points_labels_and_spec():
-    a = atlas()
-    colors = np.zeros((N, 3), np.uint8)
-    records = fig.point_records(a, "raw", np.array([0, 3]), colors)
-    assert records[0]["i"] == 0 and records[0]["t"] == "#0 · cluster -\ntext <b>0</b>"  # plain text, as given
-    assert len(records[1]["t"].split("\n")[1]) == fig.HOVER_CHARS and records[1]["t"].endswith("…")
-    labels = fig.cluster_labels(a.spaces["raw"], top=3)
-    assert [lab["label"] for lab in labels] == ["w0", "cluster 1", "w2"]
-    spec = fig.deck_spec(a, "raw", "data:image/png;base64,", records, records[:1], labels, None).spec
-    assert [layer["id"] for layer in spec["layers"]] == ["all-points", "points", "highlight", "labels"]
-    assert spec["layers"][0]["bounds"] == [-2.0, -2.0, 2.0, 2.0]
-    assert [x["id"] for x in fig.deck_spec(a, "raw", None, [], [], [], "c").spec["layers"]] == ["contours"]
+def test_map_data_carries_urls_labels_and_a_bounded_selection():
+    urls = SimpleNamespace(tiles="/t/{z}/{x}/{y}.png", highlight=None, pick="/pick")
+    grid = {"x0": 0.0, "y0": 0.0, "size": 4.0, "tile": 256, "maxLevel": 10}
+    labels = [[0, 0.0, 0.0, 9, "a"], [2, 1.0, 1.0, 3, "b"]]
+    selected = np.zeros((fig.SELECTED_MAX + 5, 2))
+    data = fig.map_data("m", grid, (0.0, 0.0, 4.0, 2.0), urls, labels, selected)
+    assert data["tiles"] == "/t/{z}/{x}/{y}.png" and data["pick"] == "/pick" and data["highlight"] is None
+    assert data["levels"] == 3 and data["showLabels"] and len(data["selected"]) == fig.SELECTED_MAX
+    hidden = fig.map_data("m", grid, (0.0, 0.0, 4.0, 2.0), urls, None, selected[:0])
+    assert hidden["labels"] == [] and not hidden["showLabels"] and hidden["levels"] == 0
+    json.dumps(data)  # what the component gets is plain JSON
 
 
-def test_clicked_rows_and_the_selection_table():
-    event = SimpleNamespace(selection={"objects": {"points": [{"i": 4}, {"x": 1}], "highlight": [{"i": 2}]}})
-    assert fig.clicked_rows(event) == [4, 2]
-    assert fig.clicked_rows(None) == [] and fig.clicked_rows(SimpleNamespace(selection=None)) == []
+def test_selection_events_from_the_component():
+    assert fig.selection_event(SimpleNamespace(click={"row": 4, "add": True}, box=None)) == (
+        "click",
+        {"row": 4, "add": True},
+    )
+    assert fig.selection_event(SimpleNamespace(click=None, box=[0, 1, 2, 3])) == ("box", (0.0, 1.0, 2.0, 3.0))
+    assert fig.selection_event(SimpleNamespace(click=None, box=[0, 1, float("nan"), 3])) is None
+    assert fig.selection_event(SimpleNamespace(click={"row": "x"}, box=[1, 2])) is None
+    assert fig.selection_event(None) is None
+
+
+def test_the_selection_table():
     table = fig.selection_table(atlas(), "raw", np.array([1, 2]))
     assert list(table.columns) == ["row", "text", "cluster", "topic", "score", "norm", "length", "overlap"]
+    assert table["text"].tolist() == ["text <b>1</b>", "text <b>2</b>"]  # as given, never rendered as HTML
     assert "overlap" not in fig.selection_table(atlas(calibrated=False), "raw", np.array([1])).columns
-
-
-def _png_size(url: str) -> tuple[int, int]:
-    png = base64.b64decode(url.split(",", 1)[1])
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    return struct.unpack(">II", png[16:24])
-
-
-def test_images_are_png_data_urls_of_the_map():
-    a = atlas()
-    colors, _ = fig.colours(a, "raw", "cluster")
-    assert _png_size(fig.raster_image(a, "raw", colors, contours=True)) == (1024, 1024)
-    assert _png_size(fig.contour_image(a, "raw")) == (1024, 1024)
-    assert fig.raster_image(a, "raw", colors, True) != fig.raster_image(a, "raw", colors, False)

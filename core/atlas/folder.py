@@ -1,0 +1,347 @@
+"""An atlas folder on disk: what proves its files, the lock of its build, and reading it back.
+
+ledger = Ledger(out)                          # ledger.json: per stage, its inputs' and outputs' SHA-256
+ledger.fresh(stage, inputs, outputs)          # outputs intact and built from the inputs as they are now
+ledger.record(stage, inputs, outputs)         # after a stage has written its outputs
+with build_lock(out, waiting):                # one build per folder, across threads and processes
+    ...
+atlas = load_atlas(out)                       # every file checked first; InputError names the damaged one
+
+Every file a stage writes is recorded in ``ledger.json`` (size and SHA-256) with the SHA-256 of the files
+the stage read. A rerun of the build recomputes a stage whose outputs are missing, cut short or changed, or
+whose inputs changed since (so a damaged ``xy.npy`` is rebuilt, and the clusters drawn from it after it). A
+reader checks, before decoding anything: each file is a regular file of the recorded size and SHA-256 (the
+memory-mapped vectors: size and .npy header), then what the arrays hold (a finite layout, neighbour ids
+within the corpus, cluster numbers the clusters file knows). Hashes are memoised per file identity (inode,
+size, modification time), so one process hashes a file once.
+
+The build lock is ``isoscope.cache.file_lock`` on a file next to the folder (``.<name>.lock``): a second build
+of the same folder (another session of the app, another ``isoscope atlas``) waits for the first, then finds its
+stages done and reuses them. Where ``fcntl`` is missing (Windows) builds in one process are still serialised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from isoscope.cache import atomic_write_bytes, file_lock, file_sha256
+from isoscope.errors import InputError
+from isoscope.paths import NotRegularFile, check_regular, open_regular
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+LEDGER = "ledger.json"
+SPACES: tuple[str, ...] = ("raw", "cal")
+SPACE_FILES = ("xy.npy", "density.npy", "cluster.npy", "grid.npy", "clusters.json")
+ROOT_FILES = ("points.parquet", "vectors.npy", "norm.npy", "length.npy", "overlap.npy")
+HASH_ON_LOAD_MAX = 512 * 2**20  # bytes: bigger files (the memory-mapped vectors) are checked by size and header
+_digests: dict[tuple, str] = {}
+_digests_lock = threading.Lock()
+
+
+class AtlasDamaged(InputError):
+    """A file of an atlas folder is missing, cut short, changed or holds impossible values."""
+
+
+def _regular(path: Path) -> os.stat_result:
+    """``isoscope.paths.check_regular``: a FIFO, device, socket or folder is refused before opening."""
+    try:
+        return check_regular(path)
+    except NotRegularFile as exc:
+        raise AtlasDamaged(f"{path.name} is a {exc.kind}, not a regular file") from None
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 (hex) of a regular file, memoised by its identity (device, inode, size, mtime)."""
+    st = _regular(path)
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    with _digests_lock:
+        if key in _digests:
+            return _digests[key]
+    digest = file_sha256(path)
+    with _digests_lock:
+        _digests[key] = digest
+    return digest
+
+
+@dataclass
+class Ledger:
+    """``ledger.json`` of an atlas folder: {stage: {"inputs": {file: sha256}, "outputs": {file: [bytes, sha256]}}}
+    with file names relative to the folder."""
+
+    out: Path
+    stages: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        path = self.out / LEDGER
+        if path.exists():
+            try:
+                self.stages = json.loads(path.read_bytes())["stages"]
+            except (OSError, ValueError, KeyError, TypeError):
+                log.warning("%s is unreadable: every stage is rebuilt", path)
+                self.stages = {}
+
+    def _rel(self, path: Path) -> str:
+        return path.relative_to(self.out).as_posix()
+
+    def fresh(self, stage: str, inputs: Sequence[Path], outputs: Sequence[Path]) -> bool:
+        """True when ``stage`` was recorded from ``inputs`` as they are now and its ``outputs`` are intact."""
+        entry = self.stages.get(stage)
+        if not isinstance(entry, dict):
+            return False
+        try:
+            want_in = {self._rel(p): file_digest(p) for p in inputs}
+            if entry.get("inputs") != want_in:
+                return False
+            recorded = entry.get("outputs", {})
+            if set(recorded) != {self._rel(p) for p in outputs}:
+                return False
+            for p in outputs:
+                size, digest = recorded[self._rel(p)]
+                if _regular(p).st_size != size or file_digest(p) != digest:
+                    log.warning("atlas %s: %s is damaged (size or SHA-256 differs); rebuilding", self.out, p.name)
+                    return False
+        except (OSError, InputError, ValueError, TypeError):
+            return False
+        return True
+
+    def record(self, stage: str, inputs: Sequence[Path], outputs: Sequence[Path]) -> None:
+        self.stages[stage] = {
+            "inputs": {self._rel(p): file_digest(p) for p in inputs},
+            "outputs": {self._rel(p): [_regular(p).st_size, file_digest(p)] for p in outputs},
+        }
+        data = json.dumps({"format": "isoscope-atlas-ledger", "stages": self.stages}, indent=1).encode()
+        atomic_write_bytes(self.out / LEDGER, data)
+
+    def output(self, rel: str) -> tuple[int, str] | None:
+        """(bytes, sha256) recorded for the file ``rel``, or None."""
+        for entry in self.stages.values():
+            if isinstance(entry, dict) and rel in entry.get("outputs", {}):
+                size, digest = entry["outputs"][rel]
+                return int(size), str(digest)
+        return None
+
+
+# ---------------------------------------------------------------- the build lock
+
+
+def build_lock(out: Path, waiting: Callable[[], None] | None = None) -> contextlib.AbstractContextManager[None]:
+    """Hold the build of folder ``out``: other threads and processes wait here (``waiting()`` is called once
+    when this one has to wait) until the holder is done (``isoscope.cache.file_lock`` on ``.<name>.lock``
+    next to the folder)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return file_lock(out.parent / f".{out.name}.lock", waiting)
+
+
+# ---------------------------------------------------------------- reading an atlas back
+
+
+@dataclass
+class AtlasSpace:
+    """One space's map: layout, density, clusters (the default level and every level), neighbour lists."""
+
+    xy: np.ndarray  # (n, 2) float32
+    density: np.ndarray  # (n,) float32 in [0, 1]
+    cluster: np.ndarray  # (n,) int32, -1 = none (the default level)
+    grid: np.ndarray  # (G, G) smoothed counts
+    bounds: tuple[float, float, float, float]
+    clusters: list[dict]  # cluster, size, x, y, words (the default level)
+    knn_ids: np.ndarray | None  # (n, k) int32, column 0 = the row itself; None for a raw-only PCA map
+    levels: list[list[dict]] = field(default_factory=list)  # clusters of every level, coarse to fine
+
+    def cluster_names(self) -> dict[int, str]:
+        return {int(c["cluster"]): f"{c['cluster']}: {' · '.join(c['words']) or '(no words)'}" for c in self.clusters}
+
+
+@dataclass
+class Atlas:
+    path: Path
+    points: object  # pandas.DataFrame: text + metadata, one row per point
+    norm: np.ndarray  # (n,)
+    length: np.ndarray  # (n,)
+    overlap: np.ndarray  # (n,)
+    spaces: dict[str, AtlasSpace]
+    manifest: dict
+    texts: np.ndarray = field(default_factory=lambda: np.zeros(0, object))  # (n,) object, the "text" column
+
+    @property
+    def n(self) -> int:
+        return len(self.points)
+
+    def vectors(self, space: str = "raw") -> np.ndarray:
+        """The space's vectors (n, d), memory-mapped."""
+        path = self.path / "vectors.npy" if space == "raw" else self.path / space / "vectors.npy"
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+
+
+def space_names(config: dict) -> list[str]:
+    return ["raw"] + ([] if config.get("calibrate") == "none" else ["cal"])
+
+
+def needs_graph(config: dict) -> bool:
+    """The kNN graph feeds UMAP and the raw-vs-calibrated overlap; a raw-only PCA map needs neither."""
+    return config.get("layout") != "pca" or config.get("calibrate") != "none"
+
+
+def required_files(path: Path, config: dict) -> list[Path]:
+    """Every file of a finished atlas built with ``config`` (the manifest's)."""
+    need = [path / f for f in ROOT_FILES]
+    for s in space_names(config):
+        need += [path / s / f for f in SPACE_FILES]
+        need += [path / s / "vectors.npy"] if s != "raw" else []
+        need += [path / s / "knn_ids.npy"] if needs_graph(config) else []
+    return need
+
+
+def _manifest(path: Path) -> dict | None:
+    try:
+        manifest = json.loads((path / MANIFEST).read_bytes())
+        return manifest if isinstance(manifest, dict) and isinstance(manifest.get("config"), dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def is_complete(path: str | Path) -> bool:
+    """True when every file of the atlas in ``path`` exists with the size its ledger recorded (no hashing:
+    ``load_atlas`` checks the contents)."""
+    path = Path(path)
+    manifest = _manifest(path)
+    if manifest is None:
+        return False
+    ledger = Ledger(path)
+    for p in required_files(path, manifest["config"]):
+        rec = ledger.output(p.relative_to(path).as_posix())
+        try:
+            if rec is None or _regular(p).st_size != rec[0]:
+                return False
+        except (OSError, InputError):
+            return False
+    return True
+
+
+def _verified(path: Path, rel: str, ledger: Ledger) -> Path:
+    """``path / rel`` after checking it against the ledger (size, and SHA-256 up to ``HASH_ON_LOAD_MAX``)."""
+    p = path / rel
+    rec = ledger.output(rel)
+    if rec is None:
+        raise AtlasDamaged(f"{rel} is not recorded in the atlas's ledger")
+    try:
+        size = _regular(p).st_size
+    except FileNotFoundError:
+        raise AtlasDamaged(f"{rel} is missing") from None
+    if size != rec[0]:
+        raise AtlasDamaged(f"{rel} has {size:,} bytes, {rec[0]:,} were written (cut short or replaced)")
+    if size <= HASH_ON_LOAD_MAX and file_digest(p) != rec[1]:
+        raise AtlasDamaged(f"{rel} was changed after it was written (SHA-256 differs)")
+    return p
+
+
+def _array(path: Path, rel: str, ledger: Ledger, shape: tuple, kinds: str, mmap: bool = False) -> np.ndarray:
+    """A checked .npy: its header's shape must match ``shape`` (None = any) and its dtype kind ``kinds``."""
+    p = _verified(path, rel, ledger)
+    with open_regular(p) as f:
+        try:
+            version = np.lib.format.read_magic(f)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            header = read(f)
+        except (ValueError, OSError) as exc:
+            raise AtlasDamaged(f"{rel} is not a .npy file ({exc})") from None
+    got, _, dtype = header
+    if len(got) != len(shape) or any(w is not None and g != w for g, w in zip(got, shape, strict=True)):
+        raise AtlasDamaged(f"{rel} has shape {got}, expected {tuple('any' if w is None else w for w in shape)}")
+    if dtype.kind not in kinds or dtype.hasobject:
+        raise AtlasDamaged(f"{rel} holds {dtype}, not numbers")
+    return np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
+
+
+def _finite(rel: str, a: np.ndarray) -> np.ndarray:
+    if not np.isfinite(a).all():
+        raise AtlasDamaged(f"{rel} holds NaN or infinite values")
+    return a
+
+
+def _load_space(path: Path, s: str, n: int, ledger: Ledger, graph: bool) -> AtlasSpace:
+    meta_path = _verified(path, f"{s}/clusters.json", ledger)
+    try:
+        meta = json.loads(meta_path.read_bytes())
+        bounds = tuple(float(b) for b in meta["bounds"])
+        clusters = list(meta["clusters"])
+        levels = [list(lv["clusters"]) for lv in meta.get("levels", [])]
+        if len(bounds) != 4 or not np.isfinite(bounds).all():
+            raise ValueError("bounds")
+    except (ValueError, KeyError, TypeError):
+        raise AtlasDamaged(f"{s}/clusters.json is not a clusters file") from None
+    xy = _finite(f"{s}/xy.npy", _array(path, f"{s}/xy.npy", ledger, (n, 2), "f"))
+    density = _finite(f"{s}/density.npy", _array(path, f"{s}/density.npy", ledger, (n,), "f"))
+    cluster = _array(path, f"{s}/cluster.npy", ledger, (n,), "iu")
+    if len(cluster) and (cluster.min() < -1 or cluster.max() >= len(clusters)):
+        raise AtlasDamaged(f"{s}/cluster.npy numbers clusters beyond the {len(clusters)} of clusters.json")
+    grid = _finite(f"{s}/grid.npy", _array(path, f"{s}/grid.npy", ledger, (None, None), "f"))
+    ids = None
+    if graph:
+        ids = _array(path, f"{s}/knn_ids.npy", ledger, (n, None), "iu", mmap=True)
+        lo, hi = _id_range(ids)
+        if lo < 0 or hi >= n:
+            raise AtlasDamaged(f"{s}/knn_ids.npy names rows outside 0..{n - 1}")
+    if s != "raw":
+        _array(path, f"{s}/vectors.npy", ledger, (n, None), "f", mmap=True)
+    return AtlasSpace(xy, density, cluster, grid, bounds, clusters, ids, levels)  # type: ignore[arg-type]
+
+
+def _id_range(ids: np.ndarray, chunk: int = 1 << 20) -> tuple[int, int]:
+    lo, hi = 0, 0
+    for s in range(0, len(ids), chunk):
+        block = np.asarray(ids[s : s + chunk])
+        if block.size:
+            lo, hi = min(lo, int(block.min())), max(hi, int(block.max()))
+    return lo, hi
+
+
+def load_atlas(path: str | Path) -> Atlas:
+    """Read a finished atlas folder (arrays in memory except the vectors and neighbour lists), every file
+    checked first (``AtlasDamaged``, an InputError naming the file, when one is not what was written)."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    manifest = _manifest(path)
+    if manifest is None:
+        raise InputError("the folder holds no finished atlas; build it first (isoscope atlas --input ... --out DIR)")
+    ledger = Ledger(path)
+    if not is_complete(path):
+        recorded = [
+            p for p in required_files(path, manifest["config"]) if ledger.output(p.relative_to(path).as_posix())
+        ]
+        if len(recorded) < len(required_files(path, manifest["config"])):  # a build not finished (or never run)
+            raise InputError(
+                "the folder holds no finished atlas; build it first (isoscope atlas --input ... --out DIR)"
+            )
+        for p in recorded:  # every file was written once: name the one that is not as written
+            _verified(path, p.relative_to(path).as_posix(), ledger)
+    n = int(manifest.get("n", -1))
+    config = manifest["config"]
+    points_path = _verified(path, "points.parquet", ledger)  # SHA-256 before a byte is decoded
+    try:
+        rows = pq.ParquetFile(points_path).metadata.num_rows
+        if rows != n:
+            raise AtlasDamaged(f"points.parquet has {rows:,} rows for an atlas of {n:,}")
+        points = pq.read_table(points_path).to_pandas()
+    except (OSError, ValueError) as exc:
+        raise AtlasDamaged(f"points.parquet is not readable ({type(exc).__name__})") from None
+    if "text" not in points.columns:
+        raise AtlasDamaged("points.parquet has no text column")
+    _array(path, "vectors.npy", ledger, (n, None), "f", mmap=True)
+    spaces = {s: _load_space(path, s, n, ledger, needs_graph(config)) for s in space_names(config)}
+    norm = _finite("norm.npy", _array(path, "norm.npy", ledger, (n,), "f"))
+    length = _array(path, "length.npy", ledger, (n,), "iu")
+    overlap = _finite("overlap.npy", _array(path, "overlap.npy", ledger, (n,), "f"))
+    return Atlas(path, points, norm, length, overlap, spaces, manifest, points["text"].to_numpy(dtype=object))

@@ -1,0 +1,294 @@
+"""Map tiles of a layout: every point drawn at every zoom level, rendered on demand as 256 x 256 RGBA images.
+
+grid = TileGrid.build(index)                                          # levels 0 .. grid.max_level
+rgba = render_tile(index, colors[index.order], grid, z, tx, ty, field)   # (256, 256, 4) uint8
+rgba = highlight_tile(index, mask[index.order], grid, z, tx, ty)         # the lit-up points alone
+field = ContourField(grid_counts, bounds, levels)                     # density contours, redrawn per tile
+
+Level ``z`` divides the world square (``isoscope.atlas.spatial.World``) into 2^z x 2^z tiles of ``TILE`` pixels,
+row 0 at the top. A pixel shows the points under it, aggregated as ``isoscope.atlas.raster`` does for the whole
+map (opacity from the log of the count, the mean colour of the points), so the top levels read as density.
+From the level where neighbouring points stop sharing pixels, each point is an antialiased disc of
+``grid.point_radius(z)`` pixels (up to ``MAX_RADIUS``), so deep levels show single points; the discs of
+points just outside a tile are drawn too, so tiles join without seams. Contours are the smoothed density grid
+interpolated (cubic) at every pixel of the tile and drawn where a level is crossed: one pixel wide and smooth
+at every zoom, never an enlarged staircase.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from isoscope.atlas.spatial import SpatialIndex, World
+
+TILE = 256
+MAX_RADIUS = 3.5  # pixels: a single point at depth is a disc of 7 pixels
+SPACING_PX = 24.0  # the deepest level shows neighbouring points at least this far apart (median)
+MIN_LEVELS = 10  # levels served at least (1,024 x the whole map on one tile)
+MAX_LEVEL = 16
+SPACING_SAMPLE = 50_000  # points whose nearest neighbours set the typical spacing
+FULL_COUNT = 40  # points in a pixel for full opacity
+TOP_MIN_ALPHA = 110  # one point in a pixel of an aggregated level
+DISC_MIN_ALPHA = 215  # one point drawn as a disc
+HIGHLIGHT = (255, 200, 0)
+OUTLINE = (20, 20, 30)
+CONTOUR_RGBA = (40, 40, 60, 170)
+
+
+@dataclass(frozen=True)
+class TileGrid:
+    """The tile pyramid of one layout: its world square, the typical distance between neighbouring points
+    (``spacing``, world units: the median distance from a point to its nearest other point, on a seeded
+    sample) and the deepest level served."""
+
+    world: World
+    spacing: float
+    max_level: int
+
+    @classmethod
+    def build(cls, index: SpatialIndex) -> TileGrid:
+        spacing = nearest_spacing(index.xy, index.world.size)
+        px0 = spacing * TILE / index.world.size  # spacing in pixels at level 0
+        deep = math.ceil(math.log2(SPACING_PX / px0)) if px0 < SPACING_PX else 0
+        return cls(index.world, spacing, int(min(MAX_LEVEL, max(MIN_LEVELS, deep + 2))))
+
+    def pixel(self, z: int) -> float:
+        """World units per pixel at level ``z``."""
+        return self.world.size / (TILE * (1 << z))
+
+    def point_radius(self, z: int) -> float:
+        """Disc radius in pixels at level ``z``: 0 (one pixel) while points overlap, up to ``MAX_RADIUS``."""
+        r = self.spacing / self.pixel(z) / 4  # a quarter of the typical spacing
+        return 0.0 if r < 1.0 else min(MAX_RADIUS, r)
+
+    def to_dict(self) -> dict:
+        return {**self.world.to_dict(), "tile": TILE, "maxLevel": self.max_level}
+
+
+def nearest_spacing(xy: np.ndarray, size: float, sample: int = SPACING_SAMPLE, seed: int = 0) -> float:
+    """Median distance from a point of ``xy`` (n, 2) to its nearest point at another position. Above
+    ``sample`` points it is measured on a seeded sample of that many and scaled by sqrt(sample / n) (the
+    nearest-neighbour distance of a point process goes as 1 / sqrt(density)); ``size`` / 65,536 when no two
+    positions differ."""
+    from scipy.spatial import cKDTree
+
+    from isoscope.sampling import sample_indices
+
+    n = len(xy)
+    if n < 2:
+        return size
+    floor = size / (1 << 16)
+    rows = sample_indices(n, sample, seed)  # (s,)
+    part = np.asarray(xy[rows], np.float64)  # (s, 2)
+    d, _ = cKDTree(part).query(part, k=min(8, len(part)))  # (s, k): self (0) first
+    d = np.where(d > floor, d, np.inf).min(axis=1)  # nearest other position (duplicates share one)
+    d = d[np.isfinite(d)]
+    if len(d) == 0:
+        return floor
+    return max(floor, float(np.median(d)) * math.sqrt(len(rows) / n))
+
+
+def disc_kernel(radius: float) -> np.ndarray:
+    """Antialiased disc weights (2R+1, 2R+1) in [0, 1], R = ceil(radius); [[1]] for radius < 1."""
+    if radius < 1.0:
+        return np.ones((1, 1))
+    r = math.ceil(radius)
+    d = np.hypot(*np.mgrid[-r : r + 1, -r : r + 1])
+    return np.clip(radius + 0.5 - d, 0.0, 1.0)
+
+
+def _splat(flat: np.ndarray, weights: list[np.ndarray | None], side: int, kernel: np.ndarray) -> list[np.ndarray]:
+    """Sums (side, side) of each of ``weights`` (None = a count) over the pixels ``flat`` (m,) of a side x side
+    canvas, each point spread over ``kernel`` (2R+1, 2R+1) around its pixel: the occupied pixels are summed
+    first, then each is stamped with the kernel (fast when few pixels are occupied, as at depth)."""
+    sums = [np.bincount(flat, weights=w, minlength=side * side) for w in weights]  # each (side * side,)
+    r = kernel.shape[0] // 2
+    if r == 0:
+        return [v.reshape(side, side) for v in sums]
+    pixels = np.flatnonzero(sums[0] if weights[0] is None else np.bincount(flat, minlength=side * side))  # (p,)
+    per_pixel = [v[pixels] for v in sums]
+    dy, dx = np.nonzero(kernel > 0)
+    k = kernel[dy, dx]  # (K,)
+    row, col = pixels // side, pixels % side
+    rr = row[:, None] + (dy - r)[None, :]  # (p, K)
+    cc = col[:, None] + (dx - r)[None, :]
+    ok = (rr >= 0) & (rr < side) & (cc >= 0) & (cc < side)
+    target = (rr * side + cc)[ok]
+    return [
+        np.bincount(target, weights=(v[:, None] * k[None, :])[ok], minlength=side * side).reshape(side, side)
+        for v in per_pixel
+    ]
+
+
+def _pixels(index: SpatialIndex, grid: TileGrid, z: int, tx: int, ty: int, pad: int):
+    """Sorted positions (m,) of the points within ``pad`` pixels of tile (z, tx, ty), and their pixel column
+    and row (m,) on the padded canvas (TILE + 2 pad a side)."""
+    x0, y0, x1, y1 = grid.world.tile_box(z, tx, ty)
+    pix = grid.pixel(z)
+    margin = (pad + 1) * pix
+    pos = index.positions_in_box(x0 - margin, y0 - margin, x1 + margin, y1 + margin)
+    exact = np.float64 if z > 10 else np.float32  # float32 resolves 1/64 pixel down to level 10
+    xy = index.xy[pos].astype(exact, copy=False)  # (m, 2)
+    col = np.floor((xy[:, 0] - exact(x0)) / exact(pix)).astype(np.int64) + pad
+    row = np.floor((exact(y1) - xy[:, 1]) / exact(pix)).astype(np.int64) + pad
+    side = TILE + 2 * pad
+    keep = (col >= 0) & (col < side) & (row >= 0) & (row < side)
+    return pos[keep], col[keep], row[keep]
+
+
+def render_tile(
+    index: SpatialIndex,
+    colors: np.ndarray,
+    grid: TileGrid,
+    z: int,
+    tx: int,
+    ty: int,
+    field: ContourField | None = None,
+) -> np.ndarray:
+    """Tile (z, tx, ty) as RGBA (TILE, TILE, 4) uint8; ``colors`` (n, 3) uint8 in the index's sorted order."""
+    radius = grid.point_radius(z)
+    kernel = disc_kernel(radius)
+    pad = kernel.shape[0] // 2
+    side = TILE + 2 * pad
+    pos, col, row = _pixels(index, grid, z, tx, ty, pad)
+    flat = row * side + col  # (m,)
+    count, *sums = _splat(flat, [None, *(colors[pos, ch].astype(np.float64) for ch in range(3))], side, kernel)
+    inner = (slice(pad, pad + TILE), slice(pad, pad + TILE))
+    count = count[inner]
+    out = np.zeros((TILE, TILE, 4), np.uint8)
+    hit = count > 1e-9
+    for ch in range(3):
+        out[..., ch][hit] = np.clip(np.round(sums[ch][inner][hit] / count[hit]), 0, 255)
+    low = TOP_MIN_ALPHA if pad == 0 else DISC_MIN_ALPHA
+    c = count[hit]
+    alpha = (low + (255 - low) * np.clip(np.log1p(np.maximum(c, 1.0)) / np.log1p(FULL_COUNT), 0, 1)) * np.minimum(c, 1)
+    out[..., 3][hit] = np.clip(np.round(alpha), 0, 255).astype(np.uint8)
+    if field is not None:  # the lines drawn over the points ("over" on the line pixels only)
+        line = field.line_mask(grid, z, tx, ty)
+        a = CONTOUR_RGBA[3] / 255
+        under = out[line].astype(np.float64)  # (m, 4)
+        alpha = a + under[:, 3:] / 255 * (1 - a)
+        rgb = (np.array(CONTOUR_RGBA[:3]) * a + under[:, :3] * under[:, 3:] / 255 * (1 - a)) / alpha
+        out[line] = np.concatenate([np.round(rgb), np.round(alpha * 255)], axis=1).astype(np.uint8)
+    return out
+
+
+def highlight_tile(index: SpatialIndex, mask: np.ndarray, grid: TileGrid, z: int, tx: int, ty: int) -> np.ndarray:
+    """The points of ``mask`` (n,) bool, in the index's sorted order, as yellow discs with a dark outline on a
+    transparent tile (TILE, TILE, 4) uint8, drawn over ``render_tile``'s tile."""
+    radius = max(grid.point_radius(z), 1.0) + 1.5
+    outer = disc_kernel(radius + 1.2)
+    pad = outer.shape[0] // 2
+    side = TILE + 2 * pad
+    pos, col, row = _pixels(index, grid, z, tx, ty, pad)
+    lit = mask[pos]
+    flat = (row * side + col)[lit]
+    inner = (slice(pad, pad + TILE), slice(pad, pad + TILE))
+    ring = _splat(flat, [None], side, outer)[0][inner] > 0.5
+    fill = _splat(flat, [None], side, disc_kernel(radius))[0][inner] > 0.5
+    out = np.zeros((TILE, TILE, 4), np.uint8)
+    out[ring] = (*OUTLINE, 235)
+    out[fill] = (*HIGHLIGHT, 255)
+    return out
+
+
+def _cubic_weights(u: np.ndarray, size: int) -> tuple[np.ndarray, int]:
+    """Cubic B-spline weights (len(u), w) for sample positions ``u`` (grid coordinates) over the coefficient
+    indices [lo, lo + w) they touch (clipped to [0, size))."""
+    i = np.floor(u).astype(np.int64)
+    t = u - i
+    basis = np.stack([(1 - t) ** 3, 3 * t**3 - 6 * t**2 + 4, -3 * t**3 + 3 * t**2 + 3 * t + 1, t**3], axis=1) / 6
+    lo = int(np.clip(i.min() - 1, 0, size - 1))
+    hi = int(np.clip(i.max() + 3, lo + 1, size))
+    w = np.zeros((len(u), hi - lo))
+    for j in range(4):
+        cols = i - 1 + j - lo
+        ok = (cols >= 0) & (cols < hi - lo)
+        w[np.flatnonzero(ok), cols[ok]] += basis[ok, j]
+    return w, lo
+
+
+class ContourField:
+    """Density contours of a layout: the smoothed counts ``grid`` (G, G) (row = y bin) over ``bounds``, scaled
+    to a maximum of 1, and the ``levels`` (relative to the densest cell) where lines are drawn. The density
+    between cell centres is a cubic B-spline of the grid (coefficients computed once), evaluated per tile as
+    two small matrix products (the pixels of a tile form a grid)."""
+
+    PAD = 4  # zero cells around the grid, so the spline fades to 0 outside it
+
+    def __init__(self, grid: np.ndarray, bounds: tuple[float, float, float, float], levels: np.ndarray) -> None:
+        from scipy.ndimage import spline_filter
+
+        top = float(grid.max())
+        self.grid = np.asarray(grid, np.float64) / (top if top > 0 else 1.0)
+        self.bounds = tuple(float(b) for b in bounds)
+        self.levels = np.asarray(levels, np.float64)
+        padded = np.pad(self.grid, self.PAD)
+        self.coefficients = spline_filter(padded, order=3, mode="mirror")  # (G + 2 PAD, G + 2 PAD)
+
+    def values(self, grid: TileGrid, z: int, tx: int, ty: int, size: int = TILE + 1) -> np.ndarray:
+        """The density at the pixel centres of a tile, (size, size), row 0 at the top."""
+        x0, _, _, y1 = grid.world.tile_box(z, tx, ty)
+        pix = grid.pixel(z)
+        centres = (np.arange(size) + 0.5) * pix
+        bx0, by0, bx1, by1 = self.bounds
+        g = self.grid.shape[0]
+        gx = (x0 + centres - bx0) / (bx1 - bx0) * g - 0.5 + self.PAD  # (size,) padded grid columns
+        gy = (y1 - centres - by0) / (by1 - by0) * g - 0.5 + self.PAD  # (size,) padded grid rows, top first
+        n = self.coefficients.shape[0]
+        wy, r0 = _cubic_weights(gy, n)
+        wx, c0 = _cubic_weights(gx, n)
+        block = self.coefficients[r0 : r0 + wy.shape[1], c0 : c0 + wx.shape[1]]
+        return wy @ block @ wx.T  # (size, size)
+
+    def line_mask(self, grid: TileGrid, z: int, tx: int, ty: int) -> np.ndarray:
+        """(TILE, TILE) bool: pixels where a contour level is crossed towards the right or below."""
+        v = self.values(grid, z, tx, ty)  # (TILE + 1, TILE + 1): one more pixel right and below
+        line = np.zeros((TILE, TILE), bool)
+        for level in self.levels:
+            above = v > level
+            line |= above[:TILE, :TILE] != above[:TILE, 1:]
+            line |= above[:TILE, :TILE] != above[1:, :TILE]
+        return line
+
+    def lines(self, grid: TileGrid, z: int, tx: int, ty: int) -> np.ndarray:
+        """Contour lines of tile (z, tx, ty) as RGBA (TILE, TILE, 4) uint8 (transparent elsewhere)."""
+        out = np.zeros((TILE, TILE, 4), np.uint8)
+        out[self.line_mask(grid, z, tx, ty)] = CONTOUR_RGBA
+        return out
+
+
+def check_tile(grid: TileGrid, z: int, tx: int, ty: int) -> bool:
+    """True when (z, tx, ty) is a tile of the pyramid."""
+    return 0 <= z <= grid.max_level and 0 <= tx < (1 << z) and 0 <= ty < (1 << z)
+
+
+@dataclass
+class TileMap:
+    """Everything the tiles of one space need, built once per loaded atlas: the spatial index, the pyramid
+    and the contour field."""
+
+    index: SpatialIndex
+    grid: TileGrid
+    field: ContourField
+
+    @classmethod
+    def of(cls, xy: np.ndarray, bounds, density_grid: np.ndarray, point_density: np.ndarray) -> TileMap:
+        """From a space's layout ``xy`` (n, 2), its ``bounds``, density grid and per-point density."""
+        from isoscope.atlas.raster import contour_levels
+
+        index = SpatialIndex.build(xy, World.around(bounds))
+        return cls(index, TileGrid.build(index), ContourField(density_grid, bounds, contour_levels(point_density)))
+
+    def sorted(self, values: np.ndarray) -> np.ndarray:
+        """Per-row values (n, ...) in the index's order (what ``render_tile`` and ``highlight_tile`` take)."""
+        return np.ascontiguousarray(np.asarray(values)[self.index.order])
+
+    def tile(self, colors_sorted: np.ndarray, z: int, tx: int, ty: int, contours: bool) -> np.ndarray:
+        return render_tile(self.index, colors_sorted, self.grid, z, tx, ty, self.field if contours else None)
+
+    def highlight(self, mask_sorted: np.ndarray, z: int, tx: int, ty: int) -> np.ndarray:
+        return highlight_tile(self.index, mask_sorted, self.grid, z, tx, ty)

@@ -1,0 +1,284 @@
+"""The Atlas map's HTTP routes, served by the app's own server (Starlette routes given to ``st.App`` in
+``dashboard/serve.py``): map tiles, the lit-up points, and the point under the cursor.
+
+GET {PREFIX}/{token}/{space}/t/{style}/{z}/{x}/{y}.png   a tile of the map (isoscope.atlas.tiles)
+GET {PREFIX}/{token}/{space}/h/{mark}/{z}/{x}/{y}.png    the lit-up points of that tile, on transparency
+GET {PREFIX}/{token}/{space}/pick?x=..&y=..&r=..         {"row", "text", "cluster", "x", "y"} ({"row": -1}: none)
+
+The Atlas page publishes what its map shows (``publish``) and hands the browser the URLs: ``token`` names an
+atlas folder by a random string (never its path), ``style`` a colouring and ``mark`` a set of lit-up rows.
+Only a session that got past the classroom's access code runs the page, so only it learns a token: the code
+covers these routes too, and the security headers of ``serve.py`` are on their responses like on every
+other. Anything unknown (token, style, mark, a tile outside the pyramid, bad numbers) is a 404.
+
+Tiles are rendered on demand and cached in memory (``MEMORY_BYTES``, least recently used out) and on disk
+under ``$ISOSCOPE_CACHE/atlas-tiles`` keyed by the atlas's ledger (so a rebuilt atlas never gets old tiles),
+each file with a SHA-256 trailer checked when it is read back; a cache that cannot be written is skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from isoscope.cache import default_cache_dir, make_key, verified, warn_once, with_checksum
+
+log = logging.getLogger("isoscope.dashboard")
+
+PREFIX = "/isoscope/atlas"
+MEMORY_BYTES = 96 * 2**20
+MARKS = 64  # lit-up row sets kept
+PICK_CHARS = 300
+_lock = threading.Lock()
+_tokens: dict[str, str] = {}  # token -> atlas folder
+_by_path: dict[str, str] = {}
+_styles: dict[str, tuple[str, bool]] = {}  # style id -> (colour_by, contours)
+_marks: OrderedDict[str, np.ndarray] = OrderedDict()  # mark id -> rows (m,) int64
+_memory: OrderedDict[tuple, bytes] = OrderedDict()
+_memory_bytes = 0
+
+
+@dataclass(frozen=True)
+class MapUrls:
+    """What the browser fetches for one map: tile and highlight URL templates ({z}, {x}, {y}) and the pick URL."""
+
+    tiles: str
+    highlight: str | None
+    pick: str
+
+
+def publish(path: str, space: str, colour_by: str, contours: bool, lit: np.ndarray | None = None) -> MapUrls:
+    """Make the map of ``space`` of the atlas in ``path`` servable; ``lit`` (m,) rows drawn lit up."""
+    with _lock:
+        token = _by_path.get(path)
+        if token is None:
+            token = secrets.token_urlsafe(18)
+            _tokens[token], _by_path[path] = path, token
+        style = make_key("style", colour_by, contours)[:20]
+        _styles[style] = (colour_by, bool(contours))
+        mark = None
+        if lit is not None and len(lit):
+            rows = np.unique(np.asarray(lit, np.int64))
+            mark = hashlib.sha256(rows.tobytes()).hexdigest()[:20]
+            _marks[mark] = rows
+            _marks.move_to_end(mark)
+            while len(_marks) > MARKS:
+                _marks.popitem(last=False)
+    base = f"{PREFIX}/{token}/{space}"
+    return MapUrls(
+        f"{base}/t/{style}/{{z}}/{{x}}/{{y}}.png",
+        None if mark is None else f"{base}/h/{mark}/{{z}}/{{x}}/{{y}}.png",
+        f"{base}/pick",
+    )
+
+
+def _atlas_path(token: str) -> str | None:
+    with _lock:
+        return _tokens.get(token)
+
+
+# ---------------------------------------------------------------- caches
+
+
+def _remember(key: tuple, png: bytes) -> None:
+    global _memory_bytes
+    with _lock:
+        if key in _memory:
+            return
+        _memory[key] = png
+        _memory_bytes += len(png)
+        while _memory_bytes > MEMORY_BYTES and _memory:
+            _, old = _memory.popitem(last=False)
+            _memory_bytes -= len(old)
+
+
+def _recall(key: tuple) -> bytes | None:
+    with _lock:
+        png = _memory.get(key)
+        if png is not None:
+            _memory.move_to_end(key)
+        return png
+
+
+def _disk_path(path: str, space: str, style: tuple[str, bool], z: int, x: int, y: int) -> Path | None:
+    from isoscope.atlas.folder import LEDGER, file_digest
+
+    try:
+        atlas_key = file_digest(Path(path) / LEDGER)[:24]  # every file of the atlas, by its SHA-256
+    except OSError:
+        return None
+    style_key = make_key(*style)[:20]
+    return default_cache_dir() / "atlas-tiles" / atlas_key / space / style_key / str(z) / f"{x}-{y}.png"
+
+
+def _disk_read(p: Path | None) -> bytes | None:
+    if p is None:
+        return None
+    try:
+        return verified(p.read_bytes()) if p.is_file() else None
+    except OSError:
+        return None
+    except ValueError:  # damaged: dropped and drawn again
+        p.unlink(missing_ok=True)
+        return None
+
+
+def _disk_write(p: Path | None, png: bytes) -> None:
+    if p is None:
+        return
+    from isoscope.cache import atomic_write_bytes
+
+    try:
+        atomic_write_bytes(p, with_checksum(png))
+    except OSError as exc:
+        warn_once(
+            p.parents[4], "unusable", "cannot write atlas tiles in %s (%s); serving from memory", p.parents[4], exc
+        )
+
+
+# ---------------------------------------------------------------- what the routes draw
+
+
+def tile_png(path: str, space: str, style: tuple[str, bool], z: int, x: int, y: int) -> bytes | None:
+    """PNG of one map tile (None outside the pyramid)."""
+    from isoscope.atlas.raster import to_png
+    from isoscope.atlas.tiles import check_tile
+    from isoscope.dashboard.services import atlas as svc
+
+    tmap = svc.tile_map(path, space)
+    if not check_tile(tmap.grid, z, x, y):
+        return None
+    key = ("t", path, space, style, z, x, y)
+    if (png := _recall(key)) is not None:
+        return png
+    disk = _disk_path(path, space, style, z, x, y)
+    if (png := _disk_read(disk)) is None:
+        colours = svc.sorted_colours(path, space, style[0])
+        png = to_png(tmap.tile(colours, z, x, y, style[1]))
+        _disk_write(disk, png)
+    _remember(key, png)
+    return png
+
+
+def highlight_png(path: str, space: str, mark: str, z: int, x: int, y: int) -> bytes | None:
+    from isoscope.atlas.raster import to_png
+    from isoscope.atlas.tiles import check_tile
+    from isoscope.dashboard.services import atlas as svc
+
+    with _lock:
+        rows = _marks.get(mark)
+    tmap = svc.tile_map(path, space)
+    if rows is None or not check_tile(tmap.grid, z, x, y):
+        return None
+    key = ("h", path, space, mark, z, x, y)
+    if (png := _recall(key)) is not None:
+        return png
+    mask = np.zeros(tmap.index.n, bool)
+    mask[rows[rows < tmap.index.n]] = True
+    png = to_png(tmap.highlight(tmap.sorted(mask), z, x, y))
+    _remember(key, png)
+    return png
+
+
+def pick(path: str, space: str, x: float, y: float, r: float) -> dict:
+    """The point nearest (x, y) within r (world units): its row, text (cut), cluster and position."""
+    from isoscope.dashboard.services import atlas as svc
+
+    tmap = svc.tile_map(path, space)
+    row = tmap.index.nearest(x, y, r)
+    if row < 0:
+        return {"row": -1}
+    atlas = svc.open_atlas(path)
+    sp = atlas.spaces[space]
+    text = str(atlas.texts[row])
+    c = int(sp.cluster[row])
+    cluster = svc.cluster_names(path, space).get(c, "no cluster") if c >= 0 else "no cluster"
+    return {
+        "row": row,
+        "text": text if len(text) <= PICK_CHARS else text[: PICK_CHARS - 1] + "…",
+        "cluster": f"cluster {cluster}" if c >= 0 else cluster,
+        "x": float(sp.xy[row, 0]),
+        "y": float(sp.xy[row, 1]),
+    }
+
+
+# ---------------------------------------------------------------- Starlette endpoints
+
+
+def _numbers(params, *names: str, kind=float):
+    values = []
+    for name in names:
+        v = kind(params[name])
+        if not np.isfinite(v):
+            raise ValueError(name)
+        values.append(v)
+    return values
+
+
+def _space(path: str, space: str) -> bool:
+    from isoscope.dashboard.services import atlas as svc
+
+    return space in svc.open_atlas(path).spaces
+
+
+def _png(png: bytes | None):
+    from starlette.responses import Response
+
+    if png is None:
+        return Response(status_code=404)
+    return Response(png, media_type="image/png", headers={"Cache-Control": "private, max-age=86400"})
+
+
+def _tile_endpoint(request):
+    from starlette.responses import Response
+
+    p = request.path_params
+    path = _atlas_path(p["token"])
+    with _lock:
+        style = _styles.get(p["style"])
+    if path is None or style is None or not _space(path, p["space"]):
+        return Response(status_code=404)
+    return _png(tile_png(path, p["space"], style, p["z"], p["x"], p["y"]))
+
+
+def _highlight_endpoint(request):
+    from starlette.responses import Response
+
+    p = request.path_params
+    path = _atlas_path(p["token"])
+    if path is None or not _space(path, p["space"]):
+        return Response(status_code=404)
+    return _png(highlight_png(path, p["space"], p["mark"], p["z"], p["x"], p["y"]))
+
+
+def _pick_endpoint(request):
+    from starlette.responses import JSONResponse, Response
+
+    p = request.path_params
+    path = _atlas_path(p["token"])
+    if path is None or not _space(path, p["space"]):
+        return Response(status_code=404)
+    try:
+        x, y, r = _numbers(request.query_params, "x", "y", "r")
+    except (KeyError, ValueError):
+        return Response(status_code=404)
+    return JSONResponse(pick(path, p["space"], x, y, min(abs(r), 1e12)), headers={"Cache-Control": "no-store"})
+
+
+def routes() -> list:
+    """The Starlette routes (``st.App(routes=...)``); sync endpoints run in Starlette's thread pool."""
+    from starlette.routing import Route
+
+    tile = "/{z:int}/{x:int}/{y:int}.png"
+    return [
+        Route(PREFIX + "/{token}/{space}/t/{style}" + tile, _tile_endpoint, methods=["GET"]),
+        Route(PREFIX + "/{token}/{space}/h/{mark}" + tile, _highlight_endpoint, methods=["GET"]),
+        Route(PREFIX + "/{token}/{space}/pick", _pick_endpoint, methods=["GET"]),
+    ]

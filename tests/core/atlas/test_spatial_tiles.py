@@ -1,0 +1,145 @@
+"""isoscope.atlas.spatial (the Morton-order index) and isoscope.atlas.tiles (the tile pyramid) against brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.ndimage import correlate
+
+from isoscope.atlas.spatial import CELLS, SpatialIndex, World, morton
+from isoscope.atlas.tiles import TILE, ContourField, TileGrid, TileMap, check_tile, disc_kernel, render_tile
+
+
+def points(n: int = 5_000, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0, 5, (8, 2))
+    return (centres[rng.integers(0, 8, n)] + rng.normal(0, 0.6, (n, 2))).astype(np.float32)  # (n, 2)
+
+
+def brute_box(xy: np.ndarray, box) -> np.ndarray:
+    x0, y0, x1, y1 = box
+    return np.flatnonzero((xy[:, 0] >= x0) & (xy[:, 0] <= x1) & (xy[:, 1] >= y0) & (xy[:, 1] <= y1))
+
+
+def test_morton_interleaves_bits_and_orders_quadrants():
+    assert morton(np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1])).tolist() == [0, 1, 2, 3]
+    assert int(morton(np.array([CELLS - 1]), np.array([CELLS - 1]))[0]) == 2**32 - 1
+    assert int(morton(np.array([0b101]), np.array([0b011]))[0]) == 0b011011  # y bits odd, x bits even
+
+
+def test_world_is_the_square_around_the_bounds_and_tiles_count_rows_from_the_top():
+    w = World.around((0.0, 0.0, 4.0, 2.0))
+    assert (w.x0, w.y0, w.size) == (0.0, -1.0, 4.0)
+    assert w.tile_box(0, 0, 0) == (0.0, -1.0, 4.0, 3.0)
+    assert w.tile_box(1, 0, 0) == (0.0, 1.0, 2.0, 3.0)  # row 0 = the top half
+    assert w.tile_box(1, 1, 1) == (2.0, -1.0, 4.0, 1.0)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_box_queries_match_brute_force_at_every_size(seed):
+    xy = points(seed=seed)
+    index = SpatialIndex.build(xy, World.around((-15, -15, 15, 15)))
+    rng = np.random.default_rng(seed)
+    for _ in range(60):
+        c = rng.uniform(-12, 12, 2)
+        half = rng.choice([1e-3, 0.05, 0.5, 3.0, 40.0]) * rng.uniform(0.5, 1.5, 2)
+        box = (c[0] - half[0], c[1] - half[1], c[0] + half[0], c[1] + half[1])
+        np.testing.assert_array_equal(index.rows_in_box(*box), brute_box(xy, box))
+    np.testing.assert_array_equal(index.rows_in_box(5, 5, -5, -5), brute_box(xy, (-5, -5, 5, 5)))  # either corner order
+
+
+def test_nearest_is_the_closest_point_within_the_radius():
+    xy = points(2_000, seed=3)
+    index = SpatialIndex.build(xy, World.around((-15, -15, 15, 15)))
+    rng = np.random.default_rng(4)
+    for q in rng.uniform(-12, 12, (200, 2)):
+        for r in (0.01, 0.3, 2.0):
+            d = np.hypot(*(xy.astype(np.float64) - q).T)
+            want = int(np.argmin(d)) if d.min() <= r else -1
+            assert index.nearest(float(q[0]), float(q[1]), r) == want
+    i = 17
+    assert index.nearest(float(xy[i, 0]), float(xy[i, 1]), 1e-6) == i  # a point itself (no other point on it)
+
+
+def test_pyramid_depth_reaches_single_points_for_many_and_few_points():
+    small = TileGrid.build(SpatialIndex.build(points(300), World.around((-15, -15, 15, 15))))
+    big = TileGrid.build(SpatialIndex.build(points(200_000), World.around((-15, -15, 15, 15))))
+    assert small.max_level >= 10 and big.max_level >= small.max_level
+    for grid in (small, big):
+        assert grid.point_radius(0) == 0.0  # the top level aggregates
+        assert grid.point_radius(grid.max_level) >= 3.0  # the deepest level draws discs
+        # at the deepest level neighbouring points are at least 24 px apart (typical spacing)
+        assert grid.spacing / grid.pixel(grid.max_level) >= 24
+    assert check_tile(big, 0, 0, 0) and not check_tile(big, 1, 2, 0) and not check_tile(big, big.max_level + 1, 0, 0)
+
+
+def test_top_tile_draws_every_point_with_its_colour():
+    xy = np.array([[0.0, 0.0], [1.0, 1.0], [1.0, 1.0], [-3.0, 2.0]], np.float32)
+    index = SpatialIndex.build(xy, World.around((-4, -4, 4, 4)))
+    grid = TileGrid(index.world, spacing=0.001, max_level=10)  # dense: level 0 aggregates, one pixel a point
+    colors = np.array([[255, 0, 0], [0, 0, 255], [0, 0, 255], [0, 255, 0]], np.uint8)[index.order]
+    rgba = render_tile(index, colors, grid, 0, 0, 0)
+    assert rgba.shape == (TILE, TILE, 4)
+    lit = np.argwhere(rgba[..., 3] > 0)
+    assert len(lit) == 3  # two points share a pixel
+    px = TILE / 8  # pixels per world unit
+
+    def at(x, y):
+        return rgba[int(np.floor((4 - y) * px)), int(np.floor((x + 4) * px))]
+
+    assert at(0, 0)[:3].tolist() == [255, 0, 0] and at(-3, 2)[:3].tolist() == [0, 255, 0]
+    assert at(1, 1)[:3].tolist() == [0, 0, 255] and at(1, 1)[3] > at(0, 0)[3]  # two points: more opaque
+
+
+def test_deep_tiles_draw_discs_and_join_without_seams():
+    rng = np.random.default_rng(5)
+    xy = rng.uniform(-1, 1, (400, 2)).astype(np.float32)
+    tmap = TileMap.of(xy, (-1.0, -1.0, 1.0, 1.0), np.ones((32, 32)), np.ones(400, np.float32))
+    z = 4
+    colors = tmap.sorted(np.full((400, 3), 50, np.uint8))
+    radius = tmap.grid.point_radius(z)
+    assert radius > 1
+    # a 2 x 2 block of tiles drawn one by one equals the same region drawn as one image (disc kernel per point)
+    block = np.concatenate(
+        [np.concatenate([tmap.tile(colors, z, tx, ty, False)[..., 3] for tx in (7, 8)], axis=1) for ty in (7, 8)],
+        axis=0,
+    )
+    pix = tmap.grid.pixel(z)
+    x0, _, _, y1 = tmap.grid.world.tile_box(z, 7, 7)
+    kernel = disc_kernel(radius)
+    r = kernel.shape[0] // 2
+    side = 2 * TILE + 2 * r
+    canvas = np.zeros((side, side))  # the same region as one image: no tile edges
+    for x, y in xy.astype(np.float64):
+        c, row = int(np.floor((x - x0) / pix)) + r, int(np.floor((y1 - y) / pix)) + r
+        if 0 <= c < side and 0 <= row < side:
+            canvas[row, c] += 1
+    want = correlate(canvas, kernel, mode="constant")[r:-r, r:-r] > 1e-9
+    np.testing.assert_array_equal(block > 0, want)
+
+
+def test_contours_are_drawn_where_a_level_is_crossed():
+    g = np.zeros((64, 64))
+    yy, xx = np.mgrid[0:64, 0:64]
+    g[:] = np.exp(-((xx - 31.5) ** 2 + (yy - 31.5) ** 2) / 200)  # one smooth bump in the middle
+    field = ContourField(g, (0.0, 0.0, 1.0, 1.0), np.array([0.5]))
+    grid = TileGrid(World.around((0.0, 0.0, 1.0, 1.0)), spacing=0.01, max_level=10)
+    lines = field.lines(grid, 0, 0, 0)[..., 3] > 0
+    ys, xs = np.nonzero(lines)
+    radius = np.hypot(xs + 0.5 - TILE / 2, ys + 0.5 - TILE / 2)  # pixels from the centre
+    want = np.sqrt(-200 * np.log(0.5)) * TILE / 64  # where the bump is 0.5
+    assert len(xs) > 100 and np.abs(radius - want).max() < 2.5  # a circle of the right size, a pixel wide
+    deep = field.lines(grid, 3, 2, 3)[..., 3] > 0  # 8x deeper: still a line one pixel wide, not a staircase
+    assert deep.any() and deep.sum() < 4 * TILE
+
+
+def test_spacing_is_the_median_nearest_neighbour_distance_also_when_sampled():
+    from isoscope.atlas.tiles import nearest_spacing
+
+    lattice = np.stack(np.meshgrid(np.arange(300.0), np.arange(300.0)), -1).reshape(-1, 2) * 0.5  # 90,000 points
+    assert nearest_spacing(lattice, 150.0, sample=len(lattice)) == pytest.approx(0.5)
+    cloud = points(90_000)  # random clusters (a lattice is more regular than any sample of it)
+    exact = nearest_spacing(cloud, 40.0, sample=len(cloud))
+    assert nearest_spacing(cloud, 40.0, sample=10_000) == pytest.approx(exact, rel=0.1)  # sampled, rescaled
+    twice = np.concatenate([lattice, lattice])  # duplicates share a position: the spacing is to the next one
+    assert nearest_spacing(twice, 150.0, sample=len(twice)) == pytest.approx(0.5)
