@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 # one cheap umap kernel: compile it, call it, report numba's cache counters for it
 PROBE = """
@@ -20,8 +19,11 @@ print(json.dumps({"d": d, "hits": sum(euclidean.stats.cache_hits.values())}))
 """
 
 
-def _probe(cache_dir: Path) -> dict:
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
+def _probe() -> dict:
+    """The probe in a new process, with numba's cache where it is for the user (beside umap's own files, or the
+    per-user folder): a private cache folder would make the process compile every cached pynndescent kernel too."""
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    env.pop("NUMBA_CACHE_DIR", None)
     out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -38,9 +40,7 @@ def test_the_layout_kernels_get_a_disk_cache():
     assert import_umap() is umap  # idempotent
 
 
-def test_a_second_process_loads_the_kernel_instead_of_compiling(tmp_path):
-    first = _probe(tmp_path / "numba")
-    assert first == {"d": 5.0, "hits": 0}  # compiled here, and written
-    assert list((tmp_path / "numba").rglob("*.nbi")), "numba wrote no cache index"
-    second = _probe(tmp_path / "numba")
-    assert second == {"d": 5.0, "hits": 1}  # loaded from disk (umap as it comes compiles it again: 0 hits)
+def test_a_second_process_loads_the_kernel_instead_of_compiling():
+    first = _probe()  # compiled and written here (or already loaded, when an earlier run wrote it)
+    assert first["d"] == 5.0 and first["hits"] in (0, 1)
+    assert _probe() == {"d": 5.0, "hits": 1}  # loaded from disk (umap as it comes compiles it again: 0 hits)
