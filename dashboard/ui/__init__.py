@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from isoscope.dashboard.text import literal, plot_text
+from isoscope.dashboard.text import glossary, literal, plot_text
 from isoscope.dashboard.ui.calibration import (
     CALIBRATION_CHOICES,
     CALIBRATION_HELP,
@@ -23,6 +23,7 @@ from isoscope.dashboard.ui.calibration import (
     calibrate,
     calibrated_space,
     calibration_controls,
+    calibration_help,
     fit_texts,
     safe_default,
     warn_fit_size,
@@ -41,7 +42,7 @@ from isoscope.dashboard.ui.pickers import (
     scored_pairs_input,
     uploaded,
 )
-from isoscope.dashboard.ui.sidebar import MAX_LENGTHS, PRECISION_HELP, Settings, settings, sidebar
+from isoscope.dashboard.ui.sidebar import MAX_LENGTHS, PRECISION_HELP, Settings, pooling_help, settings, sidebar
 from isoscope.dashboard.ui.space import (
     Space,
     needs_model,
@@ -68,6 +69,7 @@ __all__ = [
     "calibrate",
     "calibrated_space",
     "calibration_controls",
+    "calibration_help",
     "chart",
     "clamp",
     "corpus_from",
@@ -75,11 +77,13 @@ __all__ = [
     "corpus_source",
     "download_table",
     "fit_texts",
+    "glossary",
     "literal",
     "meta_columns",
     "needs_model",
     "pairs_input",
     "plot_text",
+    "pooling_help",
     "report_download",
     "run_button",
     "safe_default",

@@ -38,6 +38,7 @@ fit_on, fit_label = fit
 space = ui.space()
 cal = ui.calibration_controls("calp", default="flow", include_none=False, n_fit=len(fit_on))
 inputs = (pairs_key(pairs), fit_on.key, s.model if space.is_model else space.key, s.max_length)
+
 if not ui.run_button("Fit calibrator", "calp_fit", (*inputs, cal, s.pooling), type="primary"):
     st.info(f"Press **Fit calibrator** to fit {cal.method} on {ui.literal(fit_label)} with {ui.space_name()}.")
 else:
@@ -113,15 +114,18 @@ if space.is_model:
             dict.fromkeys(canonical_pooling(p, s.is_encoder_decoder) for p in (s.pooling, "cls", "first_last_avg"))
         ),
         key="calp_tp",
+        help=ui.pooling_help(s.pooling_modes, "Each pooling is embedded once, every calibrator fitted on it."),
     )
 else:  # the file's vectors are pooled already
     table_poolings = [space.label]
     t1.caption(f"One space: {ui.literal(space.label)} (its vectors are pooled already).")
+TABLE_METHODS = ("none", "whitening", "whitening:64", "whitening:128", "sn", "abtt:3", "sn+abtt:3", "flow")
 methods = t2.multiselect(
     "Calibrators",
-    ["none", "whitening", "whitening:64", "whitening:128", "sn", "abtt:3", "sn+abtt:3", "flow"],
+    TABLE_METHODS,
     default=["none", "whitening", "whitening:64", "sn+abtt:3"],  # a flow per pooling: add it (minutes)
     key="calp_tm",
+    help=ui.calibration_help(TABLE_METHODS),
 )
 table_request = (*inputs, tuple(table_poolings), tuple(methods), cal.flow_json)
 if ui.run_button("Compute table", "calp_table_go", table_request):
