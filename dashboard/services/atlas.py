@@ -15,6 +15,7 @@ import streamlit as st
 
 from isoscope.atlas.pipeline import MAX_ATLAS_ROWS, Atlas, AtlasConfig, build_atlas, is_complete, load_atlas
 from isoscope.cache import default_cache_dir, make_key, text_digest
+from isoscope.costs import record_umap
 from isoscope.dashboard.figures import atlas as figures
 from isoscope.dashboard.services.space import Space
 from isoscope.data import Corpus, load_corpus
@@ -65,7 +66,7 @@ def ensure_atlas(model: str, corpus: Corpus, config: AtlasConfig) -> str:
     from isoscope.dashboard.services import models
 
     encoder = models.encoder(model)
-    return _built(encoder, corpus, atlas_folder(encoder.fingerprint, corpus, config), config)
+    return _built(encoder, corpus, atlas_folder(encoder.fingerprint, corpus, config), config, model=model)
 
 
 def ensure_vectors_atlas(space: Space, corpus: Corpus, config: AtlasConfig) -> str:
@@ -75,18 +76,39 @@ def ensure_vectors_atlas(space: Space, corpus: Corpus, config: AtlasConfig) -> s
     return _built(None, corpus, atlas_folder(space.key, corpus, config), config, space.table.vectors)
 
 
-def _built(encoder, corpus: Corpus, path: Path, config: AtlasConfig, vectors: np.ndarray | None = None) -> str:
-    """``path`` when it holds a finished atlas, else built now (``vectors``: nothing is embedded) with a bar."""
+def _built(
+    encoder,
+    corpus: Corpus,
+    path: Path,
+    config: AtlasConfig,
+    vectors: np.ndarray | None = None,
+    model: str | None = None,
+) -> str:
+    """``path`` when it holds a finished atlas, else built now (``vectors``: nothing is embedded) with a bar,
+    and, when it will take long, what it will cost (said before the build starts, cleared when it is done)."""
     if is_complete(path):
         return str(path)
+    from isoscope.dashboard.services import costs
+    from isoscope.dashboard.services.keyed import texts
+
+    layouts = 1 if config.calibrate == "none" else 2
+    cost = costs.atlas(model, texts(corpus.texts), config.pooling, config.max_length, layouts, config.layout == "umap")
+    note = st.empty()
+    if cost.long:
+        note.caption(f":material/schedule: Building this atlas: {cost.describe()} on this machine.")
     bar = st.progress(0.0, text="Building the atlas…")
 
     def progress(stage: str, done: int, total: int) -> None:
         frac = done / total if total else 1.0
         bar.progress(min(1.0, frac), text=f"{STAGE_TEXT.get(stage, stage)}: {done:,} / {total:,}")
 
-    build_atlas(encoder, corpus.texts, path, config, corpus.meta, progress, vectors=vectors)
+    run = build_atlas(encoder, corpus.texts, path, config, corpus.meta, progress, vectors=vectors)
+    if config.layout == "umap":  # the rate the next estimate uses
+        for stage in ("raw_layout", "cal_layout"):
+            if stage in run.seconds:
+                record_umap(len(corpus), run.seconds[stage])
     bar.empty()
+    note.empty()
     return str(path)
 
 

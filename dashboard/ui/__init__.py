@@ -5,7 +5,7 @@
   ``ui.space_corpus``, ``ui.space_vectors`` and ``ui.needs_model`` in pages)
 - ``pickers``: demo data, uploads kept in the session, typed sentences
 - ``calibration``: calibration controls, fit texts, the calibrated space
-- ``controls``: widget state (``clamp``, ``run_button``)
+- ``controls``: widget state (``clamp``, ``run_button``) and a run's cost before it starts (``estimate``)
 - ``outputs``: charts with PNG + HTML downloads, CSV tables, the one-file report's build and download
 - ``errors``: the user's mistake in one line, a bug shown as a bug, warnings
 - ``isoscope.dashboard.text``: user text shown literally (``literal``, ``plot_text``), never as HTML
@@ -28,7 +28,7 @@ from isoscope.dashboard.ui.calibration import (
     safe_default,
     warn_fit_size,
 )
-from isoscope.dashboard.ui.controls import clamp, run_button
+from isoscope.dashboard.ui.controls import ESTIMATE_PREFIX, clamp, estimate, run_button
 from isoscope.dashboard.ui.errors import bug_report, show_warnings, user_error
 from isoscope.dashboard.ui.outputs import chart, download_table, report_download
 from isoscope.dashboard.ui.pickers import (
@@ -57,6 +57,7 @@ __all__ = [
     "CALIBRATION_CHOICES",
     "CALIBRATION_HELP",
     "CORPUS_SOURCES",
+    "ESTIMATE_PREFIX",
     "FIT_CHOICES",
     "MAX_LENGTHS",
     "PRECISION_HELP",
@@ -76,6 +77,7 @@ __all__ = [
     "corpus_input",
     "corpus_source",
     "download_table",
+    "estimate",
     "fit_texts",
     "glossary",
     "literal",

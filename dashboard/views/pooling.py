@@ -24,6 +24,7 @@ methods = st.multiselect(
     "Calibrators", OFFERED, default=["whitening:64"], key="pool_methods", help=ui.calibration_help(OFFERED)
 )
 request = (pairs_key(pairs), tuple(methods), s.model, s.max_length)
+ui.estimate(anatomy.pooling_report_cost(s.model, pairs, tuple(methods), s.max_length))
 if not ui.run_button("Run the explorer", "pool_go", request, type="primary"):
     st.info("Press **Run the explorer** (one forward pass for all poolings; calibrators add a fit each).")
     st.stop()
