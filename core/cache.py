@@ -284,6 +284,13 @@ class ArrayCache:
             return contextlib.nullcontext()
         return file_lock(self.root / ".locks" / f"{name}.lock")
 
+    def has(self, key: str) -> bool:
+        """Whether an entry for ``key`` is on disk (not verified: ``get`` checks it when it is read)."""
+        try:
+            return self.path(key).is_file()
+        except OSError:
+            return False
+
     def put(self, key: str, array: np.ndarray) -> None:
         try:
             atomic_write_bytes(self.path(key), with_checksum(npy_bytes(array), key))

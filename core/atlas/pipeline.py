@@ -69,7 +69,6 @@ __all__ = [
     "AtlasRun",
     "AtlasSpace",
     "build_atlas",
-    "estimate_seconds",
     "is_complete",
     "load_atlas",
 ]
@@ -92,7 +91,6 @@ STAGES: tuple[str, ...] = (
 MAX_ATLAS_ROWS = 1_000_000
 StageProgress = Callable[[str, int, int], None]  # (stage, done, total)
 CHUNK_ROWS = 65_536
-EMBED_TEXTS_PER_S = 700.0  # the embedded model, mean pooling, 128 tokens, 2 cores (bench/RESULTS.md)
 
 
 @dataclass
@@ -152,20 +150,6 @@ def _check_manifest(out: Path, signature: dict, config: AtlasConfig) -> None:
         raise InputError(f"{out} is not empty and holds no atlas; use an empty or new folder")
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, json.dumps(want, indent=2).encode())
-
-
-def estimate_seconds(n: int, config: AtlasConfig, texts_per_second: float = EMBED_TEXTS_PER_S) -> float:
-    """A rough wall time for building an atlas of ``n`` texts on a 2-core CPU (bench/RESULTS.md's figures):
-    what the page says before a long build."""
-    spaces = 1 if config.calibrate == "none" else 2
-    knn = 0.0 if not needs_graph(asdict(config)) else (n * n * 2e-9 if n <= 20_000 else n * 2.8e-4)
-    if config.layout == "pca":
-        lay = n * 2e-6
-    elif 0 < config.landmarks < n:
-        lay = 20.0 + config.landmarks * 1.1e-3 + n * 2e-4
-    else:
-        lay = 8.0 + n * 1.1e-3
-    return n / texts_per_second + spaces * (knn + lay) + n * 2e-5
 
 
 def duplicate_warning(texts: Sequence[str]) -> str | None:

@@ -27,6 +27,14 @@ def describe_method(method: str) -> str:
     """A concrete method string in words, for tooltips and captions (the one glossary of calibrators):
     ``sn+abtt:3`` -> "sn+abtt:3: standard normalization per dimension, then all-but-the-top: remove the mean
     and the top 3 principal directions"."""
+    return f"{method}: {explain_method(method)}"
+
+
+def explain_method(method: str) -> str:
+    """``describe_method`` without the method's name in front: ``whitening:64`` -> "whitening that keeps the top
+    64 principal components"; a generic choice (``whitening:K``, ``sn+abtt:D``) is its ``METHOD_DESCRIPTIONS``."""
+    if method in METHOD_DESCRIPTIONS:
+        return METHOD_DESCRIPTIONS[method]
     parts = []
     for step in method.strip().split("+"):
         name, _, value = step.strip().partition(":")
@@ -36,4 +44,4 @@ def describe_method(method: str) -> str:
             parts.append(f"all-but-the-top: remove the mean and the top {value or 'D'} principal directions")
         else:
             parts.append(METHOD_DESCRIPTIONS.get(name, name))
-    return f"{method}: " + ", then ".join(parts)
+    return ", then ".join(parts)

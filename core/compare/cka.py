@@ -37,6 +37,13 @@ log = logging.getLogger(__name__)
 
 ROW_BLOCK = 2048  # rows centred in float64 at a time (14 layers x 384 dims: 88 MB per block)
 MIN_ROWS_DEBIASED = 4  # the unbiased HSIC estimator divides by n (n - 3)
+CKA_KINDS: tuple[str, ...] = ("linear", "debiased")
+CKA_DESCRIPTIONS: dict[str, str] = {  # the one glossary of the two estimators (Compare spaces shows it)
+    "linear": "linear CKA: 1 = the same representation up to rotation, reflection and scale; reads high for "
+    "unrelated spaces when the texts are few next to the dimensions",
+    "debiased": "linear CKA with the unbiased HSIC estimator: ~0 for unrelated spaces even with few texts (may "
+    "be slightly negative)",
+}
 
 
 def _check(mats: Sequence[np.ndarray], name: str) -> list[np.ndarray]:

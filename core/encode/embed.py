@@ -199,6 +199,16 @@ def _entry_key(encoder: Encoder, name: str, config: EmbedConfig, digest: str) ->
     return make_key("emb", encoder.fingerprint, name, config.max_length, digest)
 
 
+def uncached_poolings(
+    encoder: Encoder, texts: Sequence[str], poolings: Sequence[str], config: EmbedConfig, cache: ArrayCache
+) -> list[str]:
+    """The names among ``poolings`` whose arrays for ``texts`` the cache does not hold: what ``encode_many``
+    would compute (a cheap look at the entries' files; a damaged one is found, and recomputed, on reading)."""
+    digest = text_digest(texts)
+    names = [parse_pooling(p, encoder.num_layers, encoder.is_encoder_decoder).name for p in poolings]
+    return [name for name in names if not cache.has(_entry_key(encoder, name, config, digest))]
+
+
 def _read_cached(
     cache: ArrayCache, encoder: Encoder, specs: Sequence[PoolingSpec], config: EmbedConfig, digest: str, n: int
 ) -> dict[str, np.ndarray]:

@@ -31,6 +31,27 @@ LAYER_PREFIX = "layer:"
 ENC_DEC_ALIASES: dict[str, str] = {"cls": "enc_first", "mean": "enc_mean"}
 
 
+# The one glossary of poolings: tooltips, captions and help texts are generated from it (``describe_pooling``).
+POOLING_DESCRIPTIONS: dict[str, str] = {
+    "cls": "the vector of the first token ([CLS]) of the last layer",
+    "mean": "the average of the last layer's token vectors (padding left out): what sentence encoders are trained for",
+    "max": "the largest value of each dimension over the last layer's token vectors",
+    "last2avg": "the average of the last two layers, averaged over the tokens",
+    "first_last_avg": "the average of the first and the last transformer layer, averaged over the tokens (BERT-flow)",
+    f"{LAYER_PREFIX}K": "the average of layer K's token vectors: layer:0 is the input embeddings, the highest K "
+    "the last layer (what mean pools)",
+    "enc_first": "Sentence-T5: the encoder's output vector of the first token",
+    "enc_mean": "Sentence-T5: the average of the encoder's output vectors",
+    "encdec_first": "Sentence-T5: the decoder's first output vector, with only the start token fed to the decoder",
+}
+
+
+def describe_pooling(mode: str) -> str:
+    """``mode`` in plain words (every ``layer:K`` shares the ``layer:K`` entry); KeyError for an unknown mode."""
+    key = f"{LAYER_PREFIX}K" if str(mode).startswith(LAYER_PREFIX) else str(mode)
+    return POOLING_DESCRIPTIONS[key]
+
+
 @dataclass(frozen=True)
 class PoolingSpec:
     """A parsed pooling mode; ``layer`` is set only for ``layer:K``."""

@@ -92,10 +92,66 @@ def run_live(encoder: Encoder, run: LiveRun, root: str | Path, progress: Progres
 
     Raises InputError (a task that cannot load, a run that did not move, ...) with one line to show.
     """
-    from isoscope.landscape.pipeline import experiment_key, run_landscape
+    from isoscope.landscape.pipeline import run_landscape
+
+    task1, task2 = _tasks(run)
+    out = _folder(encoder, run, root, task1, task2)
+    return run_landscape(encoder, task1, task2, run.config(), out, progress)["out_dir"]
+
+
+def result_folder(encoder: Encoder, run: LiveRun, root: str | Path) -> Path:
+    """The folder under ``root`` where ``run_live`` writes (and resumes) ``run``: named by the experiment's
+    content key (InputError for a task that cannot load)."""
+    return _folder(encoder, run, root, *_tasks(run))
+
+
+def finished(run: LiveRun, folder: str | Path) -> bool:
+    """Whether ``run_live`` would only read ``run`` back from its ``result_folder``: the folder holds the summary
+    of this very configuration (runs that differ in their grid or views share a folder; they resume, not repeat)."""
+    import json
+    from dataclasses import asdict
+
+    from isoscope.landscape.results import SUMMARY
+
+    try:
+        data = json.loads((Path(folder) / SUMMARY).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("config") == json.loads(json.dumps(asdict(run.config())))
+
+
+def _tasks(run: LiveRun):
     from isoscope.landscape.tasks import load_task
 
-    task1, task2 = load_task(run.task, run.seed), load_task(run.task2, run.seed)
-    config = run.config()
-    out = Path(root) / experiment_key(encoder, task1, task2, config)
-    return run_landscape(encoder, task1, task2, config, out, progress)["out_dir"]
+    return load_task(run.task, run.seed), load_task(run.task2, run.seed)
+
+
+def _folder(encoder: Encoder, run: LiveRun, root: str | Path, task1, task2) -> Path:
+    from isoscope.landscape.pipeline import experiment_key
+
+    return Path(root) / experiment_key(encoder, task1, task2, run.config())
+
+
+def seconds_per_point(encoder: Encoder, run: LiveRun) -> float:
+    """One evaluation point of ``run`` timed as its pipeline evaluates one: the pre-trained classifier of its
+    first task on the same fixed evaluation set (the pipeline's samples), evaluated at theta0 once to warm
+    up, then once timed. What ``isoscope.costs.landscape_cost`` multiplies."""
+    import time
+
+    from isoscope.landscape.classifier import Evaluator, build_classifier, make_eval_set
+    from isoscope.landscape.flat import FlatLayout
+    from isoscope.landscape.tasks import sample
+
+    task1 = _tasks(run)[0]
+    train = sample(task1.train, run.n_train, run.seed)
+    heldout = sample(task1.heldout, run.eval_size, run.seed + 2)
+    eval_set = make_eval_set(
+        encoder.tokenizer, sample(train, run.eval_size, run.seed + 1), heldout, run.max_length, run.EVAL_CHUNK
+    )
+    model = build_classifier(encoder, task1.train.n_classes, "pretrained", run.seed)
+    layout = FlatLayout.from_module(model)
+    evaluate, theta0 = Evaluator(model, layout, eval_set), layout.flatten(model)
+    evaluate(theta0)
+    start = time.perf_counter()
+    evaluate(theta0)
+    return max(time.perf_counter() - start, 1e-6)

@@ -33,6 +33,15 @@ log = logging.getLogger(__name__)
 
 ProjectionMethod = Literal["pca", "umap", "tsne"]
 PROJECTION_METHODS: tuple[str, ...] = get_args(ProjectionMethod)
+# The one glossary of map methods (the Projection map, Compare spaces and the Atlas layout show it).
+PROJECTION_DESCRIPTIONS: dict[str, str] = {
+    "pca": "principal component analysis: the linear view along the directions of largest variance; keeps the "
+    "global shape and distances, instant, but crowds clusters on top of each other",
+    "umap": "UMAP: a non-linear map that keeps each point's nearest neighbours next to it; clusters separate, but "
+    "the distances between far-apart clusters mean little (the first run in a session compiles its code)",
+    "tsne": "t-SNE: like UMAP, keeps local neighbourhoods (perplexity: about how many); slower, and slow beyond a "
+    "few thousand points",
+}
 N_COMPONENTS: tuple[int, ...] = (2, 3)
 SMALL_UMAP_ROWS = 64
 KNN_EXACT_MAX_ROWS = 50_000

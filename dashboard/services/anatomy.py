@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from isoscope.cache import ArrayCache
+from isoscope.cache import ArrayCache, make_key
 from isoscope.calibrate import Calibrator, make_calibrator
-from isoscope.dashboard.services.keyed import HASH_FUNCS
+from isoscope.costs import FREE, Cost, embed_texts_cost, total
+from isoscope.dashboard.services import costs
+from isoscope.dashboard.services.keyed import HASH_FUNCS, pairs_key
 from isoscope.dashboard.services.models import encoder, private_encoder
 from isoscope.data import Pairs
 from isoscope.encode.embed import EmbedConfig
@@ -34,11 +36,35 @@ def pooling_report(model: str, pairs: Pairs, calibrations: tuple[str, ...], max_
         return make_calibrator(method)
 
     try:
-        return explore_poolings(
+        report = explore_poolings(
             enc, pairs, calibrations, EmbedConfig(max_length=max_length), embedding, ArrayCache(), calibrator
         )
     finally:
         bar.empty()
+    _reported.add(_report_key(model, pairs, calibrations, max_length))
+    return report
+
+
+_reported: set[str] = set()  # the reports pooling_report holds (its calibrators are kept in memory only)
+
+
+def _report_key(model: str, pairs: Pairs, calibrations: tuple[str, ...], max_length: int) -> str:
+    return make_key("pooling-report", model, pairs_key(pairs), calibrations, max_length)
+
+
+def pooling_report_cost(model: str, pairs: Pairs, calibrations: tuple[str, ...], max_length: int) -> Cost:
+    """What ``pooling_report`` will cost: one pass with every pooling over the unique sentences (unless the
+    disk cache holds them) and a flow per pooling when ``flow`` is asked for."""
+    from isoscope.anatomy.poolings import pooling_modes_for, unique_index
+
+    if _report_key(model, pairs, calibrations, max_length) in _reported:
+        return FREE
+    enc = encoder(model)
+    texts, _ = unique_index(pairs.texts)
+    modes = pooling_modes_for(enc)
+    rate = lambda hidden: costs.throughput(model, hidden, max_length, fast=False)  # noqa: E731
+    embed = embed_texts_cost(enc, texts, modes, max_length, rate, ArrayCache())
+    return embed + total([costs.fits(calibrations, len(texts), enc.hidden_size) for _ in modes])
 
 
 @st.cache_data(show_spinner="Singular values of the input embedding table…", max_entries=8)

@@ -20,12 +20,12 @@ from isoscope.atlas.pipeline import (
     Atlas,
     AtlasConfig,
     build_atlas,
-    estimate_seconds,
     is_complete,
     load_atlas,
 )
 from isoscope.atlas.tiles import TileMap
 from isoscope.cache import default_cache_dir, make_key, text_digest
+from isoscope.costs import record_umap
 from isoscope.dashboard.figures import atlas as figures
 from isoscope.dashboard.services.space import Space
 from isoscope.data import Corpus, load_corpus
@@ -92,7 +92,7 @@ def ensure_atlas(model: str, corpus: Corpus, config: AtlasConfig) -> str:
     from isoscope.dashboard.services import models
 
     encoder = models.encoder(model)
-    return _built(encoder, corpus, atlas_folder(encoder.fingerprint, corpus, config), config)
+    return _built(encoder, corpus, atlas_folder(encoder.fingerprint, corpus, config), config, model=model)
 
 
 def ensure_vectors_atlas(space: Space, corpus: Corpus, config: AtlasConfig) -> str:
@@ -102,19 +102,30 @@ def ensure_vectors_atlas(space: Space, corpus: Corpus, config: AtlasConfig) -> s
     return _built(None, corpus, atlas_folder(space.key, corpus, config), config, space.table.vectors)
 
 
-def _built(encoder, corpus: Corpus, path: Path, config: AtlasConfig, vectors: np.ndarray | None = None) -> str:
-    """``path`` when it holds a finished atlas, else built now (``vectors``: nothing is embedded) with a bar."""
+def _built(
+    encoder,
+    corpus: Corpus,
+    path: Path,
+    config: AtlasConfig,
+    vectors: np.ndarray | None = None,
+    model: str | None = None,
+) -> str:
+    """``path`` when it holds a finished atlas, else built now (``vectors``: nothing is embedded) with a bar,
+    and, when it will take long, what it will cost (said before the build starts, cleared when it is done)."""
     if is_complete(path):
         try:
             open_atlas(str(path))  # every file checked once per load; a damaged one is rebuilt below
             return str(path)
         except AtlasDamaged:
             pass
-    seconds = estimate_seconds(len(corpus), config)
-    if seconds > 20:
-        st.caption(
-            f"Building the atlas of {len(corpus):,} texts once: about {_duration(seconds)} here; cached afterwards."
-        )
+    from isoscope.dashboard.services import costs
+    from isoscope.dashboard.services.keyed import texts
+
+    layouts = 1 if config.calibrate == "none" else 2
+    cost = costs.atlas(model, texts(corpus.texts), config.pooling, config.max_length, layouts, config.layout == "umap")
+    note = st.empty()
+    if cost.long:
+        note.caption(f":material/schedule: Building this atlas: {cost.describe()} on this machine.")
     bar = st.progress(0.0, text="Building the atlas…")
 
     def progress(stage: str, done: int, total: int) -> None:
@@ -122,13 +133,14 @@ def _built(encoder, corpus: Corpus, path: Path, config: AtlasConfig, vectors: np
         text = STAGE_TEXT.get(stage, stage)
         bar.progress(min(1.0, frac), text=text if stage == "wait" else f"{text}: {done:,} / {total:,}")
 
-    build_atlas(encoder, corpus.texts, path, config, corpus.meta, progress, vectors=vectors)
+    run = build_atlas(encoder, corpus.texts, path, config, corpus.meta, progress, vectors=vectors)
+    if config.layout == "umap":  # the rate the next estimate uses
+        for stage in ("raw_layout", "cal_layout"):
+            if stage in run.seconds:
+                record_umap(len(corpus), run.seconds[stage])
     bar.empty()
+    note.empty()
     return str(path)
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
 @st.cache_resource(show_spinner="Loading the atlas…", max_entries=2)

@@ -6,6 +6,7 @@ import json
 import logging
 import shutil
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,7 @@ import streamlit as st
 
 from isoscope.cache import default_cache_dir, make_key
 from isoscope.calibrate import Calibrator, Flow, FlowConfig, load_calibrator, make_calibrator
+from isoscope.dashboard.services import costs
 from isoscope.dashboard.services.embeddings import embed_many
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
 from isoscope.data import Pairs
@@ -22,15 +24,16 @@ from isoscope.evaluate.similarity import sts_scores
 log = logging.getLogger(__name__)
 
 
-def _flow_progress():
-    """A bar and a live bits/dim curve for a flow's epochs; returns (callback, cleanup)."""
-    bar = st.progress(0.0, text="Training the flow…")
+def _flow_progress(note: str = ""):
+    """A bar and a live bits/dim curve for a flow's epochs (``note``: its cost, said before it starts); returns
+    (callback, cleanup)."""
+    bar = st.progress(0.0, text=f"Training the flow{note}…")
     curve = st.empty()
     history: list[float] = []
 
     def progress(epoch: int, n_epochs: int, bits: float) -> None:
         history.append(bits)
-        bar.progress(epoch / max(n_epochs, 1), text=f"Flow epoch {epoch}/{n_epochs}: {bits:.3f} bits/dim")
+        bar.progress(epoch / max(n_epochs, 1), text=f"Flow epoch {epoch}/{n_epochs}: {bits:.3f} bits/dim{note}")
         curve.line_chart(pd.DataFrame({"bits/dim": history}), height=180)
 
     def cleanup() -> None:
@@ -46,7 +49,7 @@ def fit_calibrator(method: str, flow_json: str, fit: Vectors) -> Calibrator:
 
     ``flow_json`` is the FlowConfig as JSON ("" for the default). A flow shows its bits/dim per epoch live.
     """
-    folder = default_cache_dir() / "calibrators" / make_key(method, flow_json, fit.key)
+    folder = calibrator_folder(method, flow_json, fit.key)
     try:  # exists() itself raises PermissionError in a folder we may not enter
         if (folder / "calibrator.json").exists():
             return load_calibrator(folder)
@@ -56,7 +59,8 @@ def fit_calibrator(method: str, flow_json: str, fit: Vectors) -> Calibrator:
     config = FlowConfig.from_dict(json.loads(flow_json)) if flow_json else None
     calibrator = make_calibrator(method, config)
     if isinstance(calibrator, Flow):
-        progress, cleanup = _flow_progress()
+        cost = costs.flow(len(fit.array), fit.array.shape[1], flow_json)
+        progress, cleanup = _flow_progress(f" · {cost.describe()}" if cost.long else "")
         try:
             calibrator.fit(fit.array, progress=progress)
         finally:
@@ -68,6 +72,19 @@ def fit_calibrator(method: str, flow_json: str, fit: Vectors) -> Calibrator:
     except OSError as exc:  # a read-only or full disk only costs a refit next time
         log.warning("could not keep the fitted calibrator in %s: %s", folder, exc)
     return calibrator
+
+
+def calibrator_folder(method: str, flow_json: str, fit_key: str) -> Path:
+    """Where ``fit_calibrator`` keeps the calibrator fitted on the vectors named ``fit_key``."""
+    return default_cache_dir() / "calibrators" / make_key(method, flow_json, fit_key)
+
+
+def calibrator_on_disk(method: str, flow_json: str, fit_key: str) -> bool:
+    """Whether ``fit_calibrator`` will read this calibrator from disk instead of fitting it."""
+    try:
+        return (calibrator_folder(method, flow_json, fit_key) / "calibrator.json").is_file()
+    except OSError:
+        return False
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)

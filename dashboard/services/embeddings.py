@@ -13,34 +13,31 @@ import numpy as np
 import streamlit as st
 
 from isoscope.cache import ArrayCache, make_key
+from isoscope.dashboard.services.costs import embedding as embedding_cost
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Joined, Texts, Vectors, texts
-from isoscope.dashboard.services.models import encoder
+from isoscope.dashboard.services.models import fast_encoder
 from isoscope.encode.embed import EmbedConfig, encode_many
-from isoscope.encode.engines import engine_in_use, fastest_fp32_encoder
-from isoscope.encode.models import Encoder
+from isoscope.encode.engines import engine_in_use
 from isoscope.encode.pooling import parse_pooling
-
-
-@st.cache_resource(show_spinner="Preparing the fast engine (once per model)…", max_entries=2)
-def _fast(model: str) -> Encoder:
-    return fastest_fp32_encoder(encoder(model))  # int8 keys come back as they are
 
 
 def engine_label(model: str, poolings: Sequence[str] = ("mean",)) -> str:
     """What embeds for ``model`` (a ``model_key``) with these poolings: ``ONNX Runtime fp32``, ``PyTorch fp32``, ..."""
-    enc = _fast(model)
+    enc = fast_encoder(model)
     hidden = any(parse_pooling(p, enc.num_layers, enc.is_encoder_decoder).needs_hidden_states for p in poolings)
     return engine_in_use(enc, hidden)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH_FUNCS)
 def _embed_many(model: str, items: Texts, poolings: tuple[str, ...], max_length: int) -> dict[str, np.ndarray]:
-    enc = _fast(model)
+    enc = fast_encoder(model)
     label = engine_label(model, poolings)
-    bar = st.progress(0.0, text=f"Embedding {len(items):,} texts ({label})…")
+    cost = embedding_cost(model, items, poolings, max_length)  # the disk cache may hold it: then FREE
+    note = f" · {cost.describe()} in all" if cost.long else ""  # said before the pass starts, kept while it runs
+    bar = st.progress(0.0, text=f"Embedding {len(items):,} texts ({label}){note}…")
 
     def progress(done: int, total: int) -> None:
-        bar.progress(done / max(total, 1), text=f"Embedding {done:,} / {total:,} texts ({label})")
+        bar.progress(done / max(total, 1), text=f"Embedding {done:,} / {total:,} texts ({label}){note}")
 
     try:
         config = EmbedConfig(max_length=max_length)
@@ -68,7 +65,12 @@ def embed_many(
         arrays = _embed_joined(model, items, tuple(poolings), max_length)
     else:
         arrays = _embed_many(model, items, tuple(poolings), max_length)
-    return {p: Vectors(make_key("emb", model, p, max_length, items.key), a) for p, a in arrays.items()}
+    return {p: Vectors(vectors_key(model, p, max_length, items), a) for p, a in arrays.items()}
+
+
+def vectors_key(model: str, pooling: str, max_length: int, items: Texts) -> str:
+    """The key of ``embed_many``'s vectors of ``items`` (known before they are computed)."""
+    return make_key("emb", model, pooling, max_length, items.key)
 
 
 def embed(model: str, items: Sequence[str] | Texts, pooling: str, max_length: int) -> Vectors:

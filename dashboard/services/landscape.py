@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from isoscope.costs import FREE, Cost, landscape_cost
 from isoscope.dashboard.services.models import fp32_encoder
 from isoscope.errors import InputError
 from isoscope.landscape.live import LiveRun
@@ -89,3 +90,28 @@ def landscape_view(out_dir: str) -> ResultTables:
 def parameter_count(model: str) -> int:
     """Parameters of ``model``'s fp32 encoder (what a live run trains and checkpoints)."""
     return sum(p.numel() for p in fp32_encoder(model).model.parameters())
+
+
+@st.cache_resource(show_spinner="Timing one evaluation point (once)…", max_entries=8)
+def _point_seconds(run: LiveRun) -> float:
+    from isoscope.landscape.live import seconds_per_point
+
+    return seconds_per_point(fp32_encoder(run.model), run)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _result_folder(run: LiveRun, root: str) -> str:
+    from isoscope.landscape.live import result_folder
+
+    return str(result_folder(fp32_encoder(run.model), run, root))
+
+
+def live_cost(run: LiveRun) -> Cost:
+    """What ``landscape_run(run)`` will cost on this machine (``FREE`` when its result is on disk already)."""
+    from isoscope.landscape.live import finished
+
+    encoder = fp32_encoder(run.model)
+    done = finished(run, _result_folder(run, str(landscape_root())))
+    if done:
+        return FREE
+    return landscape_cost(run, parameter_count(run.model), encoder.num_layers, _point_seconds(run))

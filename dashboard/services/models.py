@@ -49,6 +49,15 @@ def encoder(key: str) -> Encoder:
     return _int8(model) if precision == "int8" else _fp32(model)
 
 
+@st.cache_resource(show_spinner="Preparing the fast engine (once per model)…", max_entries=2)
+def fast_encoder(key: str) -> Encoder:
+    """The encoder that embeds for ``key``: the fastest fp32 engine of its model (``isoscope.encode.engines``:
+    the same vectors within the fp32 tolerance), or the int8 copy as it is."""
+    from isoscope.encode.engines import fastest_fp32_encoder
+
+    return fastest_fp32_encoder(encoder(key))
+
+
 def fp32_encoder(key: str) -> Encoder:
     """The fp32 encoder of ``key``'s model, whatever its precision (for training, counting or editing weights)."""
     return _fp32(split_key(key)[0])

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import streamlit as st
 
+from isoscope.costs import record_umap, seen_umap_rate, umap_cost
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Vectors
 
 _MESSAGE = {
@@ -28,6 +30,14 @@ def projection(
     from isoscope.sampling import sample_indices
 
     rows = sample_indices(len(vectors), sample, seed)  # (m,)
-    with st.spinner(_MESSAGE.get(method, "Projecting {n:,} points…").format(n=len(rows)), show_time=True):
+    message = _MESSAGE.get(method, "Projecting {n:,} points…").format(n=len(rows))
+    rate = seen_umap_rate() if method == "umap" else None
+    if rate is not None:  # measured on this process's earlier layouts
+        cost = umap_cost(len(rows), rate)
+        message = f"UMAP of {len(rows):,} points… ({cost.describe()})" if cost.long else message
+    start = time.perf_counter()
+    with st.spinner(message, show_time=True):
         coords = project(vectors.array[rows], method, n_components, seed, **json.loads(params_json or "{}"))
+    if method == "umap":
+        record_umap(len(rows), time.perf_counter() - start)
     return rows, coords

@@ -5,7 +5,7 @@
   ``ui.space_corpus``, ``ui.space_vectors`` and ``ui.needs_model`` in pages)
 - ``pickers``: demo data, uploads kept in the session, typed sentences
 - ``calibration``: calibration controls, fit texts, the calibrated space
-- ``controls``: widget state (``clamp``, ``run_button``)
+- ``controls``: widget state (``clamp``, ``run_button``) and a run's cost before it starts (``estimate``)
 - ``outputs``: charts with PNG + HTML downloads, CSV tables, the one-file report's build and download
 - ``errors``: the user's mistake in one line, a bug shown as a bug, warnings
 - ``atlas_map``: the Atlas's tiled map (a custom component with its JavaScript in the package)
@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from isoscope.dashboard.text import literal, plot_text
+from isoscope.dashboard.text import glossary, literal, plot_text
 from isoscope.dashboard.ui.atlas_map import atlas_map
 from isoscope.dashboard.ui.calibration import (
     CALIBRATION_CHOICES,
@@ -25,11 +25,12 @@ from isoscope.dashboard.ui.calibration import (
     calibrate,
     calibrated_space,
     calibration_controls,
+    calibration_help,
     fit_texts,
     safe_default,
     warn_fit_size,
 )
-from isoscope.dashboard.ui.controls import clamp, run_button
+from isoscope.dashboard.ui.controls import ESTIMATE_PREFIX, clamp, estimate, run_button
 from isoscope.dashboard.ui.errors import bug_report, show_warnings, user_error
 from isoscope.dashboard.ui.outputs import chart, download_table, report_download
 from isoscope.dashboard.ui.pickers import (
@@ -43,7 +44,7 @@ from isoscope.dashboard.ui.pickers import (
     scored_pairs_input,
     uploaded,
 )
-from isoscope.dashboard.ui.sidebar import MAX_LENGTHS, PRECISION_HELP, Settings, settings, sidebar
+from isoscope.dashboard.ui.sidebar import MAX_LENGTHS, PRECISION_HELP, Settings, pooling_help, settings, sidebar
 from isoscope.dashboard.ui.space import (
     Space,
     needs_model,
@@ -58,6 +59,7 @@ __all__ = [
     "CALIBRATION_CHOICES",
     "CALIBRATION_HELP",
     "CORPUS_SOURCES",
+    "ESTIMATE_PREFIX",
     "FIT_CHOICES",
     "MAX_LENGTHS",
     "PRECISION_HELP",
@@ -71,18 +73,22 @@ __all__ = [
     "calibrate",
     "calibrated_space",
     "calibration_controls",
+    "calibration_help",
     "chart",
     "clamp",
     "corpus_from",
     "corpus_input",
     "corpus_source",
     "download_table",
+    "estimate",
     "fit_texts",
+    "glossary",
     "literal",
     "meta_columns",
     "needs_model",
     "pairs_input",
     "plot_text",
+    "pooling_help",
     "report_download",
     "run_button",
     "safe_default",

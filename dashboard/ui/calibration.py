@@ -9,12 +9,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import streamlit as st
 
-from isoscope.calibrate.methods import CALIBRATION_METHODS, METHOD_DESCRIPTIONS
+from isoscope.calibrate.methods import CALIBRATION_METHODS, explain_method
 from isoscope.dashboard.services import calibration as calibration_service
 from isoscope.dashboard.services import data as data_service
 from isoscope.dashboard.services.keyed import Texts, Vectors, joined
 from isoscope.dashboard.services.keyed import texts as keyed_texts
-from isoscope.dashboard.text import literal
+from isoscope.dashboard.text import glossary, literal
 from isoscope.dashboard.ui.errors import user_error
 from isoscope.dashboard.ui.pickers import uploaded
 from isoscope.dashboard.ui.sidebar import settings
@@ -23,7 +23,14 @@ from isoscope.data import CORPUS_FORMATS
 from isoscope.errors import InputError
 
 CALIBRATION_CHOICES = CALIBRATION_METHODS
-CALIBRATION_HELP = "; ".join(f"{m}: {d}" for m, d in METHOD_DESCRIPTIONS.items() if m != "none") + "."
+
+
+def calibration_help(methods: Sequence[str]) -> str:
+    """The help of a calibrator selector: each of ``methods`` in words (``isoscope.calibrate.methods``)."""
+    return glossary(methods, explain_method, "Fitted on unlabelled texts; gold scores are only used to evaluate.")
+
+
+CALIBRATION_HELP = calibration_help(CALIBRATION_METHODS)
 FIT_CHOICES = ("Demo corpus + these sentences", "These sentences only", "Upload a corpus")
 VECTOR_FIT_CHOICES = ("Every row of the vectors file", "These sentences only")  # a vectors space: no other texts
 
@@ -72,7 +79,7 @@ def calibration_controls(
     choices = CALIBRATION_CHOICES if include_none else CALIBRATION_CHOICES[1:]
     c1, c2 = st.columns([2, 1])
     choice = c1.selectbox(
-        "Calibration", choices, index=choices.index(default), key=f"{key}_method", help=CALIBRATION_HELP
+        "Calibration", choices, index=choices.index(default), key=f"{key}_method", help=calibration_help(choices)
     )
     method = choice
     if choice.endswith(":K"):

@@ -1,8 +1,13 @@
-"""Widget state helpers: a number widget kept in its range, and a button that starts a long job."""
+"""Widget state helpers: a number widget kept in its range, a button that starts a long job, and what the job
+will cost, said before it starts."""
 
 from __future__ import annotations
 
 import streamlit as st
+
+from isoscope.costs import Cost
+
+ESTIMATE_PREFIX = "Estimated on this machine:"
 
 
 def clamp(key: str, low: float, high: float) -> None:
@@ -21,3 +26,10 @@ def run_button(label: str, key: str, request: object, **button: object) -> bool:
     if st.button(label, key=key, **button):
         st.session_state[f"{key}_request"] = request
     return st.session_state.get(f"{key}_request") == request
+
+
+def estimate(cost: Cost) -> None:
+    """One caption with what a run will cost (``isoscope.costs``), shown before its button is pressed when it
+    is long (``Cost.long``); nothing for a cheap or a cached run."""
+    if cost.long:
+        st.caption(f":material/schedule: {ESTIMATE_PREFIX} {cost.describe()}.")

@@ -11,20 +11,24 @@ import streamlit as st
 from isoscope.dashboard import classroom
 from isoscope.dashboard.services.models import encoder as load_model
 from isoscope.dashboard.services.models import model_key
-from isoscope.dashboard.text import literal
+from isoscope.dashboard.text import glossary, literal
 from isoscope.dashboard.ui.errors import bug_report, user_error
-from isoscope.encode.pooling import default_pooling, pooling_choices
-from isoscope.encode.precision import PRECISIONS
+from isoscope.encode.pooling import default_pooling, describe_pooling, pooling_choices
+from isoscope.encode.precision import PRECISION_DESCRIPTIONS, PRECISIONS
 from isoscope.errors import InputError
 
 log = logging.getLogger("isoscope.dashboard")
 
 MAX_LENGTHS = (32, 64, 128, 256, 512)
-PRECISION_HELP = (
-    "fp32: the model as trained. int8: its Linear layers in int8 through ONNX Runtime, about twice as fast on a "
-    "CPU for a few tenths of a Spearman point (built once per model; cached apart from fp32). Loss surfaces and "
-    "parameter budgets always use fp32."
+PRECISION_HELP = glossary(PRECISIONS, PRECISION_DESCRIPTIONS.__getitem__) + (
+    "\n\nLoss surfaces and parameter budgets always use fp32."
 )
+POOLING_LEAD = "How token vectors become one sentence vector."
+
+
+def pooling_help(modes: list[str], lead: str = POOLING_LEAD) -> str:
+    """The help of a pooling selector: each of ``modes`` in words (``isoscope.encode.pooling.describe_pooling``)."""
+    return glossary(modes, describe_pooling, lead)
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,7 @@ def sidebar() -> Settings:
         modes = pooling_choices(enc.num_layers, enc.is_encoder_decoder)
         if st.session_state.get("pooling") not in modes:
             st.session_state["pooling"] = default_pooling(enc.is_encoder_decoder)
-        pooling = st.selectbox("Pooling", modes, key="pooling", help="How token vectors become one sentence vector.")
+        pooling = st.selectbox("Pooling", modes, key="pooling", help=pooling_help(modes))
         max_length = st.select_slider("Max tokens per text", MAX_LENGTHS, value=128, key="max_length")
     settings = Settings(
         model=model_key(model, precision),

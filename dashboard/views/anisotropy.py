@@ -27,12 +27,9 @@ if corpus is None:
 texts = corpus.texts
 # fitted on the corpus itself: on a corpus too small to whiten every dimension the default is whitening:K
 defaults = [ui.safe_default(m, len(texts), s.hidden_size) for m in ("whitening", "sn+abtt:3")]
+offered = list(dict.fromkeys([*defaults, "whitening", "whitening:64", "sn", "abtt:3", "sn+abtt:3", "flow"]))
 methods = st.multiselect(
-    "Calibrators to compare",
-    list(dict.fromkeys([*defaults, "whitening", "whitening:64", "sn", "abtt:3", "sn+abtt:3", "flow"])),
-    default=defaults,
-    key="ani_methods",
-    help=ui.CALIBRATION_HELP,
+    "Calibrators to compare", offered, default=defaults, key="ani_methods", help=ui.calibration_help(offered)
 )
 
 if len(texts) < 3:

@@ -8,6 +8,7 @@ import os
 import numpy as np
 import streamlit as st
 
+from isoscope.atlas.layout import LAYOUT_METHODS
 from isoscope.atlas.pipeline import AtlasConfig, duplicate_warning
 from isoscope.dashboard import tiles, ui
 from isoscope.dashboard.figures import atlas as figures
@@ -15,6 +16,7 @@ from isoscope.dashboard.services import atlas as svc
 from isoscope.dashboard.services import data as data_service
 from isoscope.data import CORPUS_FORMATS
 from isoscope.errors import InputError
+from isoscope.neighbours.projection import PROJECTION_DESCRIPTIONS
 
 PRELOADED = ui.PRELOADED  # "File given to isoscope app"
 FOLDER = "Atlas folder"
@@ -94,8 +96,11 @@ else:
     source = st.radio("Corpus", _source_options(), horizontal=True, key="atlas_source")
 with st.expander("Build settings (a change builds a new atlas)"):
     b1, b2 = st.columns(2)
-    layout = b1.radio("Layout", ("umap", "pca"), horizontal=True, key="atlas_layout", help="PCA is instant")
-    calibrate = b2.selectbox("Calibration of the second map", CALIBRATIONS, key="atlas_calibrate")
+    layout_help = ui.glossary(LAYOUT_METHODS, PROJECTION_DESCRIPTIONS.get, "PCA is instant.")
+    layout = b1.radio("Layout", LAYOUT_METHODS, horizontal=True, key="atlas_layout", help=layout_help)
+    calibrate = b2.selectbox(
+        "Calibration of the second map", CALIBRATIONS, key="atlas_calibrate", help=ui.calibration_help(CALIBRATIONS)
+    )
 pooling = s.pooling if not own_space else AtlasConfig().pooling  # a vectors file is pooled already
 config = AtlasConfig(pooling=pooling, max_length=s.max_length, layout=layout, calibrate=calibrate)
 path = _atlas_path(source, config)

@@ -12,10 +12,12 @@ import pandas as pd
 import streamlit as st
 
 from isoscope.anatomy.poolings import best_row
+from isoscope.costs import FREE, Cost
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures.scores import flow_training, spearman_grid, spearman_heatmap
-from isoscope.dashboard.services import calibration
+from isoscope.dashboard.services import calibration, costs, embeddings
 from isoscope.dashboard.services.keyed import pairs_key
+from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.encode.pooling import canonical_pooling
 from isoscope.errors import InputError
 from isoscope.evaluate.similarity import sts_scores
@@ -38,6 +40,24 @@ fit_on, fit_label = fit
 space = ui.space()
 cal = ui.calibration_controls("calp", default="flow", include_none=False, n_fit=len(fit_on))
 inputs = (pairs_key(pairs), fit_on.key, s.model if space.is_model else space.key, s.max_length)
+
+
+def fit_cost(poolings: list[str], methods: list[str], flow_json: str) -> Cost:
+    """Embedding the pairs and the fit texts with ``poolings`` and fitting ``methods`` on each (the model's space:
+    a vectors file is read, not computed)."""
+    if not space.is_model:
+        return FREE
+    pair_texts = keyed_texts(pairs.texts)
+    cost = costs.embedding(s.model, pair_texts, poolings, s.max_length)
+    cost += costs.embedding(s.model, fit_on, poolings, s.max_length)
+    for p in poolings:
+        key = embeddings.vectors_key(s.model, p, s.max_length, fit_on)
+        flows = [m for m in methods if m == "flow" and not calibration.calibrator_on_disk(m, flow_json, key)]
+        cost += costs.fits(flows, len(fit_on), s.hidden_size, flow_json)
+    return cost
+
+
+ui.estimate(fit_cost([s.pooling], [cal.method], cal.flow_json))
 if not ui.run_button("Fit calibrator", "calp_fit", (*inputs, cal, s.pooling), type="primary"):
     st.info(f"Press **Fit calibrator** to fit {cal.method} on {ui.literal(fit_label)} with {ui.space_name()}.")
 else:
@@ -113,17 +133,21 @@ if space.is_model:
             dict.fromkeys(canonical_pooling(p, s.is_encoder_decoder) for p in (s.pooling, "cls", "first_last_avg"))
         ),
         key="calp_tp",
+        help=ui.pooling_help(s.pooling_modes, "Each pooling is embedded once, every calibrator fitted on it."),
     )
 else:  # the file's vectors are pooled already
     table_poolings = [space.label]
     t1.caption(f"One space: {ui.literal(space.label)} (its vectors are pooled already).")
+TABLE_METHODS = ("none", "whitening", "whitening:64", "whitening:128", "sn", "abtt:3", "sn+abtt:3", "flow")
 methods = t2.multiselect(
     "Calibrators",
-    ["none", "whitening", "whitening:64", "whitening:128", "sn", "abtt:3", "sn+abtt:3", "flow"],
+    TABLE_METHODS,
     default=["none", "whitening", "whitening:64", "sn+abtt:3"],  # a flow per pooling: add it (minutes)
     key="calp_tm",
+    help=ui.calibration_help(TABLE_METHODS),
 )
 table_request = (*inputs, tuple(table_poolings), tuple(methods), cal.flow_json)
+ui.estimate(fit_cost(list(table_poolings) if space.is_model else [], list(methods), cal.flow_json))
 if ui.run_button("Compute table", "calp_table_go", table_request):
     try:
         if space.is_model:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from isoscope.compare.cka import CKA_DESCRIPTIONS, CKA_KINDS
 from isoscope.compare.spaces import landscape_checkpoints
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures import compare as figures
@@ -17,6 +18,7 @@ from isoscope.dashboard.services import report as reports
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.encode.pooling import canonical_pooling
 from isoscope.errors import InputError
+from isoscope.neighbours.projection import PROJECTION_DESCRIPTIONS
 
 SIDEBAR, CHECKPOINT, FILE = "Sidebar model", "Loss-surface checkpoint", "Vectors file (the session's space)"
 TRAINED, RANDOM = "trained", "random (seed 0)"
@@ -40,6 +42,7 @@ PRESETS: dict[str, dict[str, tuple[str, str, str, str, int]]] = {
 }
 FILE_PRESET = "Vectors file vs the model"  # offered (and the default) when the session's space is a vectors file
 MAP_METHODS = {"PCA": "pca", "UMAP": "umap"}
+MAP_HELP = ui.glossary(MAP_METHODS, lambda label: PROJECTION_DESCRIPTIONS[MAP_METHODS[label]], "B is aligned to A.")
 MOVED = 20  # texts listed as most changed
 MAX_CATEGORIES = 12
 
@@ -101,7 +104,7 @@ def space_picker(side: str, runs: list[dict]) -> services.SpaceChoice | None:
             help="random: the same architecture with seeded random weights, the untrained baseline",
         )
         init = "random" if weights == RANDOM else "pretrained"
-    pooling = st.selectbox("Pooling", s.pooling_modes, key=f"cmp_{side}_pooling")
+    pooling = st.selectbox("Pooling", s.pooling_modes, key=f"cmp_{side}_pooling", help=ui.pooling_help(s.pooling_modes))
     cal = ui.calibration_controls(f"cmp_{side}_cal", default="none", include_none=True, dim=s.hidden_size)
     return services.SpaceChoice(model, init, 0, pooling, cal.method, cal.flow_json)
 
@@ -154,7 +157,7 @@ if choice_a is None or choice_b is None:
 ui.clamp("cmp_k", 1, min(50, n - 1))
 c1, c2, c3 = st.columns(3)
 k = int(c1.slider("k (neighbours per text)", 1, min(50, n - 1), min(10, n - 1), key="cmp_k"))
-method = MAP_METHODS[c2.radio("Maps", list(MAP_METHODS), horizontal=True, key="cmp_map")]
+method = MAP_METHODS[c2.radio("Maps", list(MAP_METHODS), horizontal=True, key="cmp_map", help=MAP_HELP)]
 points = int(c3.number_input("Texts on the maps (seeded sample)", 10, 20_000, min(n, 5000), step=500, key="cmp_points"))
 
 items = keyed_texts(texts)
@@ -208,7 +211,9 @@ st.subheader("Layer by layer")
 if not (space_a.layers and space_b.layers):
     st.info("Layer by layer compares a model's layers: a vectors file has none (choose a model on both sides).")
 else:
-    kind = st.radio("CKA", ("linear", "debiased"), horizontal=True, key="cmp_cka_kind")
+    kind = st.radio(
+        "CKA", CKA_KINDS, horizontal=True, key="cmp_cka_kind", help=ui.glossary(CKA_KINDS, CKA_DESCRIPTIONS.get)
+    )
     layers = services.layer_cka(space_a.layers, space_b.layers)
     matrix = layers.linear if kind == "linear" else layers.debiased
     rows_l, cols_l = (

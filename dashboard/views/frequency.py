@@ -30,9 +30,8 @@ space = c1.radio(
     key="freq_space",
     help="static: rows of the input embedding matrix; contextual: token vectors of the last layer in context.",
 )
-calibration = c2.selectbox(
-    "Calibration", ["whitening", "sn+abtt:3", "flow", "none"], key="freq_cal", help=ui.CALIBRATION_HELP
-)
+CALIBRATIONS = ("whitening", "sn+abtt:3", "flow", "none")
+calibration = c2.selectbox("Calibration", CALIBRATIONS, key="freq_cal", help=ui.calibration_help(CALIBRATIONS))
 try:
     result = geometry.frequency_result(s.model, keyed_texts(corpus.texts), s.max_length, calibration, (space,))
 except InputError as exc:

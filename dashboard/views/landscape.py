@@ -111,6 +111,11 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
         f"{ui.literal(classroom.shown_path(services.landscape_root()))}. A live run is a sketch: for faithful "
         "numbers, precompute a larger one from the command line (`python -m isoscope landscape`)."
     )
+    if not s.is_encoder_decoder:
+        try:
+            ui.estimate(services.live_cost(request))
+        except InputError:  # a task that cannot load: the run says so when it is pressed
+            pass
     if st.button("Run live", type="primary", key="land_run", disabled=s.is_encoder_decoder):
         st.session_state["land_request"] = request
         st.session_state.pop("land_done", None)

@@ -19,14 +19,12 @@ st.caption(
     "on the pairs; calibrators are fitted per pooling on the pairs' own sentences (no labels)."
 )
 pairs = ui.scored_pairs_input("pool", "The explorer needs")
+OFFERED = ("whitening", "whitening:64", "sn", "abtt:3", "sn+abtt:3", "flow")
 methods = st.multiselect(
-    "Calibrators",
-    ["whitening", "whitening:64", "sn", "abtt:3", "sn+abtt:3", "flow"],
-    default=["whitening:64"],
-    key="pool_methods",
-    help=ui.CALIBRATION_HELP,
+    "Calibrators", OFFERED, default=["whitening:64"], key="pool_methods", help=ui.calibration_help(OFFERED)
 )
 request = (pairs_key(pairs), tuple(methods), s.model, s.max_length)
+ui.estimate(anatomy.pooling_report_cost(s.model, pairs, tuple(methods), s.max_length))
 if not ui.run_button("Run the explorer", "pool_go", request, type="primary"):
     st.info("Press **Run the explorer** (one forward pass for all poolings; calibrators add a fit each).")
     st.stop()

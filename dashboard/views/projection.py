@@ -18,12 +18,19 @@ from isoscope.dashboard.figures import projection as figures
 from isoscope.dashboard.services import models, projection
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError
-from isoscope.neighbours.projection import precomputed_coordinates
+from isoscope.neighbours.projection import PROJECTION_DESCRIPTIONS, precomputed_coordinates
 from isoscope.sampling import sample_indices
 
 METHODS = {"PCA": "pca", "UMAP": "umap", "t-SNE": "tsne"}
 PRECOMPUTED = "precomputed (x, y columns)"
 DERIVED = ("norm", "token length", "text length", "none")
+
+
+def method_words(label: str) -> str:
+    """A Method option in words (``PROJECTION_DESCRIPTIONS``; the precomputed one: the file's own columns)."""
+    if label == PRECOMPUTED:
+        return "the coordinates in the corpus's own x and y (and z) columns, drawn as they are"
+    return PROJECTION_DESCRIPTIONS[METHODS[label]]
 
 
 def show_map(fig: go.Figure, name: str, dims: int) -> set[int]:
@@ -58,7 +65,7 @@ cal, calibrated = space.calibration, space.vectors
 xyz = precomputed_coordinates(corpus.meta)  # (n, 2|3) or None
 labels = list(METHODS) + ([PRECOMPUTED] if xyz is not None else [])
 c1, c2, c3, c4 = st.columns([2, 1, 2, 1])
-label = c1.selectbox("Method", labels, key="pj_projection")
+label = c1.selectbox("Method", labels, key="pj_projection", help=ui.glossary(labels, method_words))
 dim_options = (2, 3) if label != PRECOMPUTED or xyz.shape[1] == 3 else (2,)
 if st.session_state.get("pj_dims") not in dim_options:
     st.session_state["pj_dims"] = dim_options[0]

@@ -28,7 +28,7 @@ poolings = st.multiselect(
     s.pooling_modes,
     default=[s.pooling],
     key=f"sim_poolings:{s.pooling}",  # a new sidebar pooling starts a new comparison from it
-    help="The sidebar pooling is the default; add more to compare.",
+    help=ui.pooling_help(s.pooling_modes, "The sidebar pooling is the default; add more to compare."),
 )
 if not poolings:
     st.info("Choose at least one pooling mode.")

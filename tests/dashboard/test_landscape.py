@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from isoscope.dashboard.ui import ESTIMATE_PREFIX
 from tests.conftest import private_cache
 from tests.dashboard.conftest import open_page
 
@@ -44,6 +45,7 @@ def test_live_tiny_run_shows_both_initialisations(app: AppTest, results_root: Pa
     at.button(key="land_run").click().run(timeout=1200)
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
+    assert not [c.value for c in at.caption if ESTIMATE_PREFIX in c.value], "a finished run costs nothing now"
 
     out_dir = Path(at.selectbox(key="land_pick").value)
     assert out_dir.parent == results_root  # the new folder is selected and shown

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from isoscope.errors import InputError
-from isoscope.landscape.live import LiveRun, run_live
+from isoscope.landscape.live import LiveRun, finished, result_folder, run_live, seconds_per_point
 from isoscope.landscape.pipeline import experiment_key
 from isoscope.landscape.tasks import load_task
 
@@ -62,10 +62,18 @@ def test_options_that_cannot_run_are_input_errors(over, message):
 def test_run_live_writes_under_root_by_the_experiment_key(tiny, tmp_path):
     run = _run()
     stages: list[str] = []
+    assert not finished(run, result_folder(tiny, run, tmp_path))
     out = run_live(tiny, run, tmp_path, lambda desc: stages.append(desc) or None)
     expected = experiment_key(tiny, load_task("demo-topic", 0), load_task("demo-pairs", 0), run.config())
-    assert out == str(tmp_path / expected)
+    assert out == str(tmp_path / expected) == str(result_folder(tiny, run, tmp_path))
+    assert finished(run, out)  # the estimate of this run is FREE now
+    other = _run(grid=5)  # the same folder (it resumes there), but not finished: its surface is bigger
+    assert str(result_folder(tiny, other, tmp_path)) == out and not finished(other, out)
     summary = json.loads((tmp_path / expected / "summary.json").read_text())
     assert (summary["task"], summary["task2"], summary["grid"]["grid"]) == ("demo-topic", "demo-pairs", 3)
     assert len(stages) == run.n_stages  # the progress the page shows counts every stage
     assert run_live(tiny, run, tmp_path) == out  # a second run resumes from disk
+
+
+def test_one_evaluation_point_is_timed_on_the_runs_own_classifier(tiny):
+    assert 0 < seconds_per_point(tiny, _run()) < 60
