@@ -194,7 +194,7 @@ def test_ray_engine_without_ray_names_the_extra(cli, monkeypatch, tmp_path: Path
 def test_app_binds_localhost_and_carries_the_packaged_config(cli, capsys) -> None:
     assert cli(["app", "--dry-run", "--port", "8600"]) == 0
     command = capsys.readouterr().out
-    assert "streamlit run" in command and "dashboard/app.py" in command
+    assert "streamlit run" in command and "dashboard/serve.py" in command  # app.py behind the Atlas map routes
     assert "--server.address 127.0.0.1" in command and "--server.port 8600" in command
     assert "--server.headless true" in command and "--browser.gatherUsageStats false" in command
 
