@@ -79,4 +79,6 @@ HEAVY: tuple[str, ...] = (
     "tests/core/neighbours/test_projection.py::test_shape_dtype_and_determinism[3-umap]",  # 46 s (gate run)
     "tests/core/space/test_space_report.py::test_the_report_command",  # 53 s (gate run)
     "tests/e2e/test_pages.py::test_page[sweep]",  # 122 s + a 51 s rerun (gate run: the server computes the sweep cold)
+    "tests/hostile/test_classroom_server.py::test_every_upload_path_holds_the_class_row_limit[pairs]",  # 52 s (gate run)
+    "tests/core/neighbours/test_umap_jit.py::test_a_second_process_loads_the_kernel_instead_of_compiling",  # 28 s
 )
