@@ -44,6 +44,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from isoscope.atlas.synthetic import synthetic_atlas  # noqa: E402
+
 QUICK_POINTS = 100_000
 QUICK_LAYOUT_POINTS = 8_000
 RENDER_TARGET_S = 10.0
@@ -56,28 +58,6 @@ def peak_rss_gib() -> float:
 
 
 # ------------------------------------------------------------------ atlases
-
-
-def synthetic_atlas(out: Path, n: int, dim: int = 32, layout: str = "pca", calibrate: str = "none", seed: int = 0):
-    """An atlas of ``n`` synthetic sentences whose vectors are precomputed (clustered ``dim``-d points by
-    topic): the render input of ``--quick`` (32-d, PCA, raw only) and, with ``--precomputed``, the graph,
-    layout and memory of a big corpus without the hours of embedding (384-d, UMAP, whitening).
-    Returns (folder, AtlasRun or None when it was already complete)."""
-    import pandas as pd
-
-    from isoscope.atlas.pipeline import AtlasConfig, build_atlas, is_complete
-    from isoscope.atlas.synthetic import TOPICS, synthetic_corpus
-
-    if is_complete(out):
-        return out, None
-    texts, topics = synthetic_corpus(n, seed)
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(0, 4 / np.sqrt(dim / 32), (len(TOPICS), dim))
-    code = pd.Categorical(topics, categories=list(TOPICS)).codes
-    vectors = (centres[code] + rng.normal(0, 1, (n, dim))).astype(np.float32)  # (n, dim)
-    config = AtlasConfig(layout=layout, calibrate=calibrate)
-    run = build_atlas(None, texts, out, config, pd.DataFrame({"topic": topics}), vectors=vectors)
-    return out, run
 
 
 def full_atlas(out: Path, n: int) -> dict:

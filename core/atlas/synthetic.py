@@ -1,6 +1,7 @@
 """A small seeded generator of realistic English sentences on a few topics, for benchmarks and tests.
 
 texts, topics = synthetic_corpus(1000, seed=0)   # 1000 sentences, their topic names
+folder, run = synthetic_atlas(out, 20_000)       # an atlas of such sentences with made-up clustered vectors
 
 Each sentence is built from a topic's own nouns, verbs and adjectives plus shared function words, with a
 few templates, so sentences of one topic share vocabulary (and land near each other in an embedding
@@ -8,6 +9,8 @@ space) while the corpus still has many distinct strings. Written for Isoscope; n
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
@@ -92,3 +95,25 @@ def synthetic_corpus(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
         )
         texts.append(text)
     return texts, [names[t] for t in topic]
+
+
+def synthetic_atlas(out: Path, n: int, dim: int = 32, layout: str = "pca", calibrate: str = "none", seed: int = 0):
+    """An atlas in ``out`` of ``n`` synthetic sentences whose vectors are made up, not embedded (clustered
+    ``dim``-d points by topic): the render input of ``bench/atlas.py --quick`` (32-d, PCA, raw only) and of the
+    Atlas tests, and with ``--precomputed`` the graph, layout and memory of a big corpus without the hours of
+    embedding (384-d, UMAP, whitening).
+    Returns (folder, AtlasRun or None when it was already complete)."""
+    import pandas as pd
+
+    from isoscope.atlas.pipeline import AtlasConfig, build_atlas, is_complete
+
+    if is_complete(out):
+        return out, None
+    texts, topics = synthetic_corpus(n, seed)
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0, 4 / np.sqrt(dim / 32), (len(TOPICS), dim))
+    code = pd.Categorical(topics, categories=list(TOPICS)).codes
+    vectors = (centres[code] + rng.normal(0, 1, (n, dim))).astype(np.float32)  # (n, dim)
+    config = AtlasConfig(layout=layout, calibrate=calibrate)
+    run = build_atlas(None, texts, out, config, pd.DataFrame({"topic": topics}), vectors=vectors)
+    return out, run

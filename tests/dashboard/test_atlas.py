@@ -33,7 +33,7 @@ FOLDER_POINTS = 2_000
 
 @pytest.fixture(scope="module")
 def atlas_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from bench.atlas import synthetic_atlas
+    from isoscope.atlas.synthetic import synthetic_atlas
 
     folder, _ = synthetic_atlas(tmp_path_factory.mktemp("atlas") / "small", FOLDER_POINTS, calibrate="whitening")
     return folder

@@ -188,7 +188,7 @@ SMALL_ATLAS_POINTS = 20_000
 def small_atlas(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An atlas folder of 20,000 synthetic sentences with precomputed vectors (PCA, raw only: about 2 s, nothing
     embedded), which the server's Atlas page offers first (``ISOSCOPE_ATLAS_DIR``)."""
-    from bench.atlas import synthetic_atlas
+    from isoscope.atlas.synthetic import synthetic_atlas
 
     folder, _ = synthetic_atlas(tmp_path_factory.mktemp("atlas") / "small", SMALL_ATLAS_POINTS)
     return folder
