@@ -2,12 +2,14 @@
 
 Usage (from the repo root)::
 
-    .venv/bin/python bench/costs.py            # embedding (2 sizes, 2 engines), flow (2 sizes), UMAP, a live run
-    .venv/bin/python bench/costs.py --quick    # embedding (2 sizes, fast engine) and one flow: under a minute
+    .venv/bin/python bench/costs.py            # embedding (2 sizes, 2 engines), flows, kNN graphs, int8 build,
+                                               # UMAP, a landmark layout, a live run
+    .venv/bin/python bench/costs.py --quick    # embedding (2 sizes, fast engine), a flow, an exact kNN graph,
+                                               # the int8 build: about a minute
 
 For every case the script measures the rate the dashboard measures (the encoder's probe, a flow's two-epoch
-probe, UMAP's probe) exactly as ``isoscope.costs`` does, estimates the run from it, then times the run itself
-(uncached, in a temporary cache). ``ratio`` is estimate / measured; the target is a ratio within 3x either way
+probe, UMAP's probe, the kNN graphs' probe, the int8 probe builds) exactly as ``isoscope.costs`` does, estimates
+the run from it, then times the run itself (uncached, in a temporary cache). ``ratio`` is estimate / measured; the target is a ratio within 3x either way
 (an estimate that tells "about 2 min" for a run of 40 s or 6 min is still the right order to decide by). On a
 machine shared with other work both sides slow down together, which the ratio mostly cancels. Prints a table,
 then as its LAST line one JSON object.
@@ -92,13 +94,65 @@ def flow_cases(vectors: np.ndarray, sizes: list[int]) -> dict:
 def umap_cases(vectors: np.ndarray, sizes: list[int]) -> dict:
     from isoscope.neighbours.projection import project
 
-    rate = costs.measure_umap()  # the first call in the process: numba compiles
-    out: dict = {"umap_compile_s": round(rate.compile_seconds, 1), "umap_s_per_point": rate.seconds_per_point}
+    rate = costs.measure_umap()  # the first call in the process: numba compiles (or loads its disk cache)
+    out: dict = {
+        "umap_compile_s": round(rate.compile_seconds, 1),
+        "umap_s_per_point_epoch": rate.seconds_per_point_epoch,
+    }
     for n in sizes:
         start = time.perf_counter()
         project(vectors[:n], "umap", 2, seed=0)
         out[f"umap_{n}"] = case(costs.umap_cost(n, rate).seconds, time.perf_counter() - start)
     return out
+
+
+def grown(vectors: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
+    """(n, d) float32: the rows of ``vectors`` repeated, each copy moved by seeded noise (per dimension 0.02,
+    about 0.4 in norm next to unit rows: a new point near the old one) -- a bigger corpus of the same space."""
+    rng = np.random.default_rng(seed)
+    rows = vectors[np.arange(n) % len(vectors)]
+    return (rows + 0.02 * rng.standard_normal(rows.shape)).astype(np.float32)
+
+
+def knn_cases(vectors: np.ndarray, sizes: list[int]) -> dict:
+    """The atlas kNN graph (k = 16, as an atlas with k = 15 builds it), exact and HNSW, against its estimate."""
+    from isoscope.atlas.graph import knn_graph_chunked
+
+    dim = vectors.shape[1]
+    rate = costs.measure_knn(dim)
+    out: dict = {"knn_exact_rate": rate.exact, "knn_hnsw_rate": rate.hnsw}
+    for n in sizes:
+        x = grown(vectors, n)
+        start = time.perf_counter()
+        knn_graph_chunked(x, 16)
+        out[f"knn_{n}"] = case(costs.knn_cost(n, dim, 16, rate).seconds, time.perf_counter() - start)
+    return out
+
+
+def layout_case(vectors: np.ndarray, n: int, landmarks: int) -> dict:
+    """An atlas landmark layout (``isoscope.atlas.layout.layout``) of ``n`` grown rows against ``layout_cost``."""
+    from isoscope.atlas.graph import knn_graph_chunked
+    from isoscope.atlas.layout import layout
+
+    x = grown(vectors, n)
+    knn = knn_graph_chunked(x, 16)
+    umap, rate = costs.measure_umap(), costs.measure_knn(x.shape[1])
+    est = costs.layout_cost(n, x.shape[1], 16, landmarks, umap, rate)
+    start = time.perf_counter()
+    layout(x, "umap", knn, seed=0, landmarks=landmarks)
+    return {f"layout_{n}_landmarks_{landmarks}": case(est.seconds, time.perf_counter() - start)}
+
+
+def int8_case(encoder) -> dict:
+    """Building the int8 model (export and quantise, into an empty folder) against ``measure_int8_build``."""
+    from isoscope.encode.quantize import build_int8_onnx
+
+    est = costs.measure_int8_build(encoder)
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        build_int8_onnx(encoder, cache_dir=Path(tmp))
+        measured = time.perf_counter() - start
+    return {"int8_build": case(est, measured)}
 
 
 def landscape_case(encoder) -> dict:
@@ -131,9 +185,12 @@ def main(argv: list[str] | None = None) -> int:
     report.update(embedding_cases(fast, "fast", texts, sizes))
     vectors = encode_many(fast, texts, ["mean"], EmbedConfig(max_length=MAX_LENGTH))["mean"]  # (n, 384)
     report.update(flow_cases(vectors, [2000] if args.quick else [2000, len(texts)]))
+    report.update(knn_cases(vectors, [len(texts)] if args.quick else [len(texts), 60_000]))
+    report.update(int8_case(encoder))
     if not args.quick:
         report.update(embedding_cases(encoder, "torch", texts, sizes))
         report.update(umap_cases(vectors, [1500, len(texts)]))
+        report.update(layout_case(vectors, 30_000, 10_000))
         report.update(landscape_case(encoder))
     cases = {k: v for k, v in report.items() if isinstance(v, dict)}
     report["all_within_3x"] = all(v["within_3x"] for v in cases.values())

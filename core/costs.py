@@ -13,9 +13,14 @@ the run's own settings and data, times a rate measured here:
   evaluation set (``isoscope.landscape.live.seconds_per_point``); a training step costs ``STEP_FACTOR``
   forwards (the backward multiplies by each weight matrix twice: for the input and for the gradient), a
   Hessian-vector product ``HVP_FACTOR`` steps (a double backward, on the unfused attention kernel);
-- UMAP: the seconds per point of the layouts already timed in this process (``record_umap``), times the
-  number of points (its optimisation is linear in n); before the first one there is no rate (a probe would
-  pay numba's compile, a minute, itself), and ``measure_umap`` measures both on a probe for the benchmark.
+- UMAP: point-epochs (points x the epochs umap-learn runs) x the seconds per point-epoch of the layouts already
+  timed in this process (``record_umap``), or of a 1,000-point probe (``measure_umap``) when numba's disk
+  cache holds the kernels (``isoscope.neighbours.umap_jit.layout_kernels_ready``); before the first layout on
+  a machine there is no rate: the probe would pay the one-time compile (a minute) itself;
+- an atlas kNN graph: n^2 d (exact, up to ``isoscope.atlas.graph.EXACT_MAX_ROWS`` rows) or n log2 n (HNSW)
+  x the seconds of a graph of ``KNN_PROBE_ROWS`` low-rank probe vectors built both ways (``measure_knn``);
+- an int8 model: the seconds of building (exporting and quantising) one- and two-layer copies of the model
+  with random weights, extrapolated to its layers (``measure_int8_build``).
 
 ``Cost(seconds, disk_bytes)`` adds up and says itself in words: ``Cost(130, 40e6).describe()`` is
 "about 2 min, 40 MB on disk". A result that is cached costs ``FREE``; ``Cost.long`` says whether it is worth
@@ -55,6 +60,8 @@ PROBE_BATCHES = 2  # length-sorted batches of the probe, each about EmbedConfig.
 STEP_FACTOR = 3.0  # a training step / a forward pass: the backward multiplies by each weight twice
 HVP_FACTOR = 4.0  # a Hessian-vector product (double backward, attention on the unfused kernel) / a training step
 UMAP_PROBE_ROWS = 1_000
+KNN_PROBE_ROWS = 4_000
+KNN_PROBE_RANK = 32
 
 
 # ------------------------------------------------------------------ the value
@@ -236,53 +243,169 @@ def flow_cost(n_rows: int, config: FlowConfig, step_seconds: float) -> Cost:
 
 @dataclass(frozen=True)
 class UmapRate:
-    """UMAP's measured cost here: seconds per point once compiled, and what the first call took on top."""
+    """UMAP's measured cost here: seconds per point and epoch once compiled, and what the first call took on top."""
 
-    seconds_per_point: float
+    seconds_per_point_epoch: float
     compile_seconds: float
 
 
-_UMAP_SEEN: dict[str, tuple[int, float]] = {}  # "first" and "latest" (points, seconds) of layouts timed here
+def umap_epochs(n_points: int) -> int:
+    """The epochs umap-learn runs by default: 500 up to 10,000 points, 200 above."""
+    return 500 if n_points <= 10_000 else 200
 
 
-def record_umap(n_points: int, seconds: float) -> None:
-    """Remember a UMAP layout of ``n_points`` points timed in this process (the first paid numba's compile)."""
-    _UMAP_SEEN.setdefault("first", (n_points, seconds))
-    _UMAP_SEEN["latest"] = (n_points, seconds)
+_UMAP_SEEN: dict[str, tuple[int, float]] = {}  # "first" and "latest" (point-epochs, seconds) of layouts timed here
+
+
+def record_umap(n_points: int, seconds: float, epochs: int | None = None) -> None:
+    """Remember a UMAP layout of ``n_points`` points (``epochs``: default ``umap_epochs``) timed in this process."""
+    work = n_points * (epochs or umap_epochs(n_points))
+    _UMAP_SEEN.setdefault("first", (work, seconds))
+    _UMAP_SEEN["latest"] = (work, seconds)
 
 
 def seen_umap_rate() -> UmapRate | None:
-    """The rate of the layouts timed in this process (``record_umap``): seconds per point of the latest one
-    after the first (the first alone: its rate, compile included, an upper bound); None before any."""
+    """The rate of the layouts timed in this process (``record_umap``): seconds per point-epoch of the latest one
+    after the first (the first alone: its rate, any compile included, an upper bound); None before any."""
     if "first" not in _UMAP_SEEN:
         return None
-    (n1, s1), (n2, s2) = _UMAP_SEEN["first"], _UMAP_SEEN["latest"]
-    if len(_UMAP_SEEN) == 2 and (n1, s1) == (n2, s2):
-        return UmapRate(s1 / max(n1, 1), 0.0)
-    rate = s2 / max(n2, 1)
-    return UmapRate(rate, max(s1 - n1 * rate, 0.0))
+    (w1, s1), (w2, s2) = _UMAP_SEEN["first"], _UMAP_SEEN["latest"]
+    if len(_UMAP_SEEN) == 2 and (w1, s1) == (w2, s2):
+        return UmapRate(s1 / max(w1, 1), 0.0)
+    rate = s2 / max(w2, 1)
+    return UmapRate(rate, max(s1 - w1 * rate, 0.0))
 
 
-def measure_umap(dim: int = 32) -> UmapRate:
-    """Time UMAP (``isoscope.neighbours.projection.project``) on ``UMAP_PROBE_ROWS`` seeded random points
-    twice: the first call includes numba's compile (once per process), the second is the rate."""
+def measure_umap(dim: int = 32, repeat: bool = True) -> UmapRate:
+    """Time UMAP (``isoscope.neighbours.projection.project``) on ``UMAP_PROBE_ROWS`` seeded random points: the
+    first call includes numba's compile when its disk cache lacks the kernels, the second (``repeat``) is the
+    rate; ``repeat=False`` times one call and counts it all as the rate (for kernels known to be cached)."""
     import numpy as np
 
     from isoscope.neighbours.projection import project
 
     x = np.random.default_rng(0).standard_normal((UMAP_PROBE_ROWS, dim)).astype(np.float32)
+    work = UMAP_PROBE_ROWS * umap_epochs(UMAP_PROBE_ROWS)
     start = time.perf_counter()
     project(x, "umap", 2, seed=0)
     first = time.perf_counter() - start
+    if not repeat:
+        return UmapRate(max(first, 1e-6) / work, 0.0)
     start = time.perf_counter()
     project(x, "umap", 2, seed=0)
     second = max(time.perf_counter() - start, 1e-6)
-    return UmapRate(second / UMAP_PROBE_ROWS, max(first - second, 0.0))
+    return UmapRate(second / work, max(first - second, 0.0))
 
 
-def umap_cost(n_points: int, rate: UmapRate, compiled: bool = True) -> Cost:
-    """A UMAP layout of ``n_points`` points: the measured rate times n, plus the compile when not done yet."""
-    return Cost(n_points * rate.seconds_per_point + (0.0 if compiled else rate.compile_seconds))
+def umap_cost(n_points: int, rate: UmapRate, compiled: bool = True, epochs: int | None = None) -> Cost:
+    """A UMAP layout of ``n_points`` points for ``epochs`` (default ``umap_epochs``): the measured rate times the
+    point-epochs, plus the compile when not done yet."""
+    work = n_points * (epochs or umap_epochs(n_points))
+    return Cost(work * rate.seconds_per_point_epoch + (0.0 if compiled else rate.compile_seconds))
+
+
+# ------------------------------------------------------------------ kNN graphs
+
+
+@dataclass(frozen=True)
+class KnnRate:
+    """The atlas kNN graph's measured cost here (``isoscope.atlas.graph``): seconds per row pair and dimension
+    of an exact (flat) graph, and seconds per row and log2(rows) of an HNSW graph (build and search)."""
+
+    exact: float
+    hnsw: float
+
+
+def knn_probe_vectors(n_rows: int, dim: int):
+    """Seeded (n_rows, dim) float32 vectors near a ``KNN_PROBE_RANK``-dimensional subspace, as sentence
+    embeddings are (an HNSW graph of full-rank noise is slower to build than of any real space)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    rank = min(KNN_PROBE_RANK, dim)
+    low = rng.standard_normal((n_rows, rank)) @ rng.standard_normal((rank, dim))  # (n, d) of rank r
+    return (low + 0.1 * rng.standard_normal((n_rows, dim))).astype(np.float32)
+
+
+def measure_knn(dim: int, k: int = 16) -> KnnRate:
+    """Time the graph of ``KNN_PROBE_ROWS`` probe vectors (``knn_probe_vectors``) of ``dim`` dimensions, once
+    exact and once through HNSW (``knn_graph_chunked``, the atlas's own builder)."""
+    from isoscope.atlas.graph import knn_graph_chunked
+
+    n = KNN_PROBE_ROWS
+    x = knn_probe_vectors(n, dim)  # (n, d)
+    start = time.perf_counter()
+    knn_graph_chunked(x, k, exact_max_rows=n)
+    exact = time.perf_counter() - start
+    start = time.perf_counter()
+    knn_graph_chunked(x, k, exact_max_rows=0)
+    hnsw = time.perf_counter() - start
+    return KnnRate(max(exact, 1e-6) / (n * n * dim), max(hnsw, 1e-6) / (n * math.log2(n)))
+
+
+def knn_cost(n_rows: int, dim: int, k: int, rate: KnnRate) -> Cost:
+    """The kNN graph of ``n_rows`` rows (``k`` neighbours, itself included) as the atlas builds it: exact up to
+    ``isoscope.atlas.graph.EXACT_MAX_ROWS`` rows (n^2 d work), HNSW above (n log n); it writes ids and distances."""
+    from isoscope.atlas.graph import graph_kind
+
+    if n_rows < 2:
+        return FREE
+    if graph_kind(n_rows) == "flat":
+        seconds = n_rows * n_rows * dim * rate.exact
+    else:
+        seconds = n_rows * math.log2(n_rows) * rate.hnsw
+    return Cost(seconds, n_rows * k * 8)  # int32 ids + float32 distances
+
+
+def layout_cost(n_rows: int, dim: int, k: int, landmarks: int, umap: UmapRate, knn: KnnRate) -> Cost:
+    """An atlas UMAP layout of ``n_rows`` rows (``isoscope.atlas.layout.layout``): full UMAP, or above
+    ``landmarks`` rows the landmark layout: its sample's own kNN graph and UMAP, then ``REFINE_EPOCHS`` epochs
+    over every row (placing the rest from the graph is a few passes of arithmetic: not counted)."""
+    from isoscope.atlas.layout import REFINE_EPOCHS
+
+    if 0 < landmarks < n_rows:
+        sample = knn_cost(landmarks, dim, k, knn) + umap_cost(landmarks, umap)
+        return Cost(sample.seconds + umap_cost(n_rows, umap, epochs=REFINE_EPOCHS).seconds, n_rows * 8)
+    return Cost(umap_cost(n_rows, umap).seconds, n_rows * 8)  # (n, 2) float32
+
+
+# ------------------------------------------------------------------ int8 models
+
+
+def _layer_count_keys(config: object) -> list[str]:
+    return [key for key in ("num_hidden_layers", "num_layers", "num_decoder_layers", "n_layer") if hasattr(config, key)]
+
+
+def measure_int8_build(encoder: Encoder) -> float:
+    """Seconds to build ``encoder``'s int8 model here (``isoscope.encode.quantize.build_int8_onnx``: export and
+    quantise): one- and two-layer copies of its architecture with seeded random weights are built in a temporary
+    folder, and the second's extra time is counted once per further layer (the embeddings and the fixed costs
+    are in the first)."""
+    import copy
+    import tempfile
+    from pathlib import Path
+
+    import torch
+    from transformers import AutoModel
+
+    from isoscope.encode.models import encoder_from_model
+    from isoscope.encode.quantize import build_int8_onnx
+
+    seconds = []
+    for layers in (1, 2):
+        config = copy.deepcopy(encoder.model.config)
+        for key in _layer_count_keys(config):
+            setattr(config, key, layers)
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            model = AutoModel.from_config(config)
+        probe = encoder_from_model(model, encoder.tokenizer, f"int8-probe-{layers}")
+        with tempfile.TemporaryDirectory(prefix="isoscope-int8-probe-") as folder:
+            start = time.perf_counter()
+            build_int8_onnx(probe, cache_dir=Path(folder))
+            seconds.append(time.perf_counter() - start)
+    per_layer = max(seconds[1] - seconds[0], 0.0)
+    return seconds[0] + per_layer * max(encoder.num_layers - 1, 0)
 
 
 # ------------------------------------------------------------------ loss surfaces

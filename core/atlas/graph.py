@@ -34,13 +34,18 @@ def _unit_chunk(vectors: np.ndarray, start: int, stop: int) -> np.ndarray:
     return as_unit_float32(np.asarray(vectors[start:stop]), "vectors")  # (m, d)
 
 
-def build_graph_index(vectors: np.ndarray, progress: ProgressFn | None = None):
+def graph_kind(n: int, exact_max_rows: int = EXACT_MAX_ROWS) -> str:
+    """The index a graph of ``n`` rows is built with: ``flat`` (exact) up to ``exact_max_rows``, ``hnsw`` above."""
+    return "flat" if n <= exact_max_rows else "hnsw"
+
+
+def build_graph_index(vectors: np.ndarray, progress: ProgressFn | None = None, exact_max_rows: int = EXACT_MAX_ROWS):
     """A FAISS index over every row of ``vectors`` (n, d), added chunk by chunk: flat (exact) up to
-    ``EXACT_MAX_ROWS`` rows, HNSW above. Returns a ``isoscope.neighbours.index.VectorIndex``."""
+    ``exact_max_rows`` rows, HNSW above. Returns a ``isoscope.neighbours.index.VectorIndex``."""
     from isoscope.neighbours.index import IndexParams, VectorIndex
 
     n, dim = vectors.shape
-    kind = "flat" if n <= EXACT_MAX_ROWS else "hnsw"
+    kind = graph_kind(n, exact_max_rows)
     params = IndexParams(hnsw_m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION, ef_search=HNSW_EF_SEARCH)
     index = VectorIndex.create(dim, kind, params)
     for start in range(0, n, CHUNK_ROWS):
@@ -52,11 +57,12 @@ def build_graph_index(vectors: np.ndarray, progress: ProgressFn | None = None):
 
 
 def knn_graph_chunked(
-    vectors: np.ndarray, k: int = 15, progress: ProgressFn | None = None
+    vectors: np.ndarray, k: int = 15, progress: ProgressFn | None = None, exact_max_rows: int = EXACT_MAX_ROWS
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every row's ``k`` nearest rows by cosine, itself first: ids (n, k) int32, distances (n, k) float32.
 
-    ``progress(done, total)`` counts rows indexed then rows searched (total ``2 n``).
+    ``progress(done, total)`` counts rows indexed then rows searched (total ``2 n``); ``exact_max_rows``: the
+    largest graph built exactly (``graph_kind``).
     """
     vectors = np.asarray(vectors) if not isinstance(vectors, np.memmap) else vectors
     if vectors.ndim != 2:
@@ -64,7 +70,7 @@ def knn_graph_chunked(
     n = vectors.shape[0]
     if not 2 <= k <= n:
         raise InputError(f"k must be between 2 and the number of rows ({n}), got {k}")
-    index = build_graph_index(vectors, None if progress is None else lambda d, t: progress(d, 2 * t))
+    index = build_graph_index(vectors, None if progress is None else lambda d, t: progress(d, 2 * t), exact_max_rows)
     ids = np.empty((n, k), np.int32)
     dist = np.empty((n, k), np.float32)
     for start in range(0, n, CHUNK_ROWS):

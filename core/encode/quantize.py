@@ -41,7 +41,7 @@ from pathlib import Path
 
 from isoscope.cache import default_cache_dir, make_key
 from isoscope.encode.encoder import Encoder
-from isoscope.encode.onnx_cache import model_bytes
+from isoscope.encode.onnx_cache import model_bytes, paths
 from isoscope.encode.onnx_runtime import EXPORT_VERSION, OPSET, export_onnx, onnx_encoder, require_onnxruntime
 from isoscope.encode.precision import INT8_RECIPE, precision_suffix
 
@@ -141,6 +141,14 @@ def quantize_onnx(fp32_path: Path, int8_path: Path, config: Int8Config = DEFAULT
 def int8_key(encoder: Encoder, config: Int8Config = DEFAULT_CONFIG, outputs: str = "last") -> str:
     """The cache key of the int8 export ``outputs`` of ``encoder``."""
     return make_key(encoder.fingerprint, OPSET, EXPORT_VERSION, config.key(), outputs)
+
+
+def int8_built(encoder: Encoder, config: Int8Config = DEFAULT_CONFIG, cache_dir: Path | None = None) -> bool:
+    """Whether the int8 cache holds ``encoder``'s default export (``quantize_encoder`` then builds nothing; a
+    damaged copy found on reading is rebuilt all the same)."""
+    folder = Path(cache_dir) if cache_dir is not None else int8_cache_dir()
+    model, sidecar = paths(folder, int8_key(encoder, config, "last"))
+    return model.is_file() and sidecar.is_file()
 
 
 def build_int8_onnx(

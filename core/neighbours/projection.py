@@ -38,7 +38,7 @@ PROJECTION_DESCRIPTIONS: dict[str, str] = {
     "pca": "principal component analysis: the linear view along the directions of largest variance; keeps the "
     "global shape and distances, instant, but crowds clusters on top of each other",
     "umap": "UMAP: a non-linear map that keeps each point's nearest neighbours next to it; clusters separate, but "
-    "the distances between far-apart clusters mean little (the first run in a session compiles its code)",
+    "the distances between far-apart clusters mean little (the first run on a machine compiles its code)",
     "tsne": "t-SNE: like UMAP, keeps local neighbourhoods (perplexity: about how many); slower, and slow beyond a "
     "few thousand points",
 }

@@ -1,6 +1,7 @@
 """umap-learn with numba's on-disk cache switched on for its compiled kernels, so only the first process pays the JIT.
 
 umap = import_umap()    # the ``umap`` module; its kernels compiled once per machine, not once per process
+layout_kernels_ready()  # True when a layout will pay no compile (compiled here, or in numba's disk cache)
 
 umap-learn compiles its layout kernels with numba the first time a process runs a layout (``smooth_knn_dist``,
 ``compute_membership_strengths``, the epoch loop): about 25-50 s of one core on this 2-core machine, before a
@@ -15,10 +16,17 @@ the CPU, and recompiles when either changed. Kernels that umap compiles eagerly 
 
 from __future__ import annotations
 
+import os
 import sys
 from types import ModuleType
 
 CACHED_PACKAGES = ("umap",)
+LAYOUT_KERNELS = (  # the cacheable kernels a layout compiles (umap-learn 0.5; its utils compile at import)
+    "umap.umap_.smooth_knn_dist",
+    "umap.umap_.compute_membership_strengths",
+    "umap.layouts._nb_optimize_layout_euclidean_single_epoch",
+    "umap.layouts.rdist",
+)
 
 
 def _uncached_dispatchers(module: ModuleType) -> list:
@@ -51,3 +59,20 @@ def import_umap() -> ModuleType:
 
     enable_disk_cache()
     return umap
+
+
+def layout_kernels_ready() -> bool:
+    """Whether the next UMAP layout pays no compile: each of ``LAYOUT_KERNELS`` is compiled in this process or
+    has an index in numba's disk cache (an index for another CPU or umap version is recompiled: rare)."""
+    import_umap()
+    for name in LAYOUT_KERNELS:
+        module, _, attr = name.rpartition(".")
+        dispatcher = getattr(sys.modules.get(module), attr, None)
+        if dispatcher is None:
+            return False
+        if dispatcher.signatures:
+            continue
+        cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+        if cache_file is None or not os.path.exists(cache_file._index_path):
+            return False
+    return True

@@ -36,7 +36,7 @@ STAGE_TEXT = {
     "texts": "Saving the texts",
     "embed": "Embedding every text",
     "raw_knn": "Neighbour graph (raw)",
-    "raw_layout": "2-D layout (raw; UMAP compiles its code on a first run)",
+    "raw_layout": "2-D layout (raw; UMAP compiles its code on a machine's first run)",
     "raw_clusters": "Density, clusters and labels (raw)",
     "calibrate": "Calibrating every vector",
     "cal_knn": "Neighbour graph (calibrated)",
@@ -121,8 +121,8 @@ def _built(
     from isoscope.dashboard.services import costs
     from isoscope.dashboard.services.keyed import texts
 
-    layouts = 1 if config.calibrate == "none" else 2
-    cost = costs.atlas(model, texts(corpus.texts), config.pooling, config.max_length, layouts, config.layout == "umap")
+    dim = encoder.hidden_size if encoder is not None else vectors.shape[1]
+    cost = costs.atlas(model, texts(corpus.texts), config, dim)
     note = st.empty()
     if cost.long:
         note.caption(f":material/schedule: Building this atlas: {cost.describe()} on this machine.")
@@ -134,7 +134,7 @@ def _built(
         bar.progress(min(1.0, frac), text=text if stage == "wait" else f"{text}: {done:,} / {total:,}")
 
     run = build_atlas(encoder, corpus.texts, path, config, corpus.meta, progress, vectors=vectors)
-    if config.layout == "umap":  # the rate the next estimate uses
+    if config.layout == "umap" and not 0 < config.landmarks < len(corpus):  # the rate the next estimate uses
         for stage in ("raw_layout", "cal_layout"):
             if stage in run.seconds:
                 record_umap(len(corpus), run.seconds[stage])

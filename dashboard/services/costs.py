@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from isoscope.cache import ArrayCache
-from isoscope.costs import FREE, Cost, Throughput, embed_texts_cost, flow_cost, total
+from isoscope.costs import FREE, Cost, KnnRate, Throughput, UmapRate, embed_texts_cost, embedding_cost, flow_cost, total
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Joined, Texts
-from isoscope.dashboard.services.models import encoder, fast_encoder, fp32_encoder
+from isoscope.dashboard.services.models import encoder, fast_encoder, fp32_encoder, model_key, split_key
 from isoscope.encode.embed import companion_poolings
 from isoscope.encode.pooling import parse_pooling
+
+if TYPE_CHECKING:
+    from isoscope.atlas.pipeline import AtlasConfig
 
 
 @st.cache_resource(show_spinner="Measuring this machine's speed (once)…", max_entries=8)
@@ -93,17 +98,85 @@ def fits(methods: Sequence[str], n_rows: int, dim: int, flow_json: str = "", cac
     return total([flow(n_rows, dim, flow_json) for m in methods if m.strip() == "flow"])
 
 
-def atlas(model: str | None, items: Texts, pooling: str, max_length: int, layouts: int, umap: bool) -> Cost:
-    """Building an atlas of ``items``: their embedding (none for a vectors file: ``model`` None) and ``layouts``
-    2-D layouts (UMAP at the rate of this process's earlier layouts; before any, the embedding alone)."""
-    from isoscope.costs import embedding_cost, seen_umap_rate, umap_cost
+@st.cache_resource(show_spinner="Measuring this machine's speed (once)…", max_entries=1)
+def _umap_probe() -> UmapRate:
+    from isoscope.costs import measure_umap
 
-    cost = FREE
-    if model is not None and len(items) > 1:
-        hidden = parse_pooling(pooling).needs_hidden_states
-        rate = throughput(model, hidden, max_length)
-        cost += embedding_cost(rate, token_count(model, items, max_length))
-    seen = seen_umap_rate() if umap else None
+    return measure_umap(repeat=False)
+
+
+def umap_rate() -> UmapRate | None:
+    """UMAP's rate here: the layouts timed in this process (``isoscope.costs.seen_umap_rate``), else a 1,000-point
+    probe (a second or two) when numba's disk cache holds the kernels; None before the first layout on this
+    machine (the probe would pay the one-time compile itself)."""
+    from isoscope.costs import seen_umap_rate
+    from isoscope.neighbours.umap_jit import layout_kernels_ready
+
+    seen = seen_umap_rate()
     if seen is not None:
-        cost += Cost(layouts * umap_cost(len(items), seen).seconds)
+        return seen
+    return _umap_probe() if layout_kernels_ready() else None
+
+
+@st.cache_resource(show_spinner="Measuring this machine's speed (once)…", max_entries=4)
+def knn_rate(dim: int) -> KnnRate:
+    """The atlas kNN graph's rates for ``dim``-dimensional vectors (``isoscope.costs.measure_knn``)."""
+    from isoscope.costs import measure_knn
+
+    return measure_knn(dim)
+
+
+@st.cache_resource(show_spinner="Measuring this machine's speed (once)…", max_entries=2)
+def int8_build_seconds(model: str) -> float:
+    """Seconds to build ``model``'s int8 copy here (``isoscope.costs.measure_int8_build``)."""
+    from isoscope.costs import measure_int8_build
+
+    return measure_int8_build(fp32_encoder(model))
+
+
+def int8_build(model: str) -> Cost:
+    """Building ``model``'s int8 copy (``services.models``'s int8 encoder): ``FREE`` when the int8 cache holds it."""
+    from isoscope.encode.quantize import int8_built
+
+    base = split_key(model)[0]
+    if int8_built(fp32_encoder(base)):
+        return FREE
+    return Cost(int8_build_seconds(base))
+
+
+def sweep(model: str, items: Texts, pooling: str, max_length: int) -> Cost:
+    """The Precision & size sweep of ``items`` (``services.sweep.sweep``): the int8 copy when not built yet, and
+    both embeddings; before the int8 copy exists its pass is counted at the fp32 engine's rate (int8 runs faster:
+    an upper bound)."""
+    base = split_key(model)[0]
+    build = int8_build(base)
+    cost = build + embedding(model_key(base, "fp32"), items, [pooling], max_length)
+    if build == FREE:
+        return cost + embedding(model_key(base, "int8"), items, [pooling], max_length)
+    n_tokens = token_count(base, items, max_length)
+    rate = throughput(base, parse_pooling(pooling).needs_hidden_states, max_length)
+    return cost + embedding_cost(rate, n_tokens)
+
+
+def atlas(model: str | None, items: Texts, config: AtlasConfig, dim: int) -> Cost:
+    """Building an atlas of ``items`` with ``config``: their embedding (none for a vectors file: ``model`` None),
+    each space's kNN graph (when the build needs one) and 2-D layout (UMAP at ``umap_rate``; without a rate
+    yet, the layouts are left out)."""
+    from isoscope.atlas.folder import needs_graph
+    from isoscope.costs import embedding_cost, knn_cost, layout_cost
+
+    n = len(items)
+    cost = FREE
+    if n < 2:
+        return cost
+    if model is not None:
+        rate = throughput(model, parse_pooling(config.pooling).needs_hidden_states, config.max_length)
+        cost += embedding_cost(rate, token_count(model, items, config.max_length), 1, n, dim)
+    spaces = 1 if config.calibrate == "none" else 2
+    knn = knn_rate(dim)
+    if needs_graph(asdict(config)):
+        cost += total([knn_cost(n, dim, config.k + 1, knn)] * spaces)
+    umap = umap_rate() if config.layout == "umap" else None
+    if umap is not None:
+        cost += total([layout_cost(n, dim, config.k + 1, config.landmarks, umap, knn)] * spaces)
     return cost

@@ -8,12 +8,13 @@ import time
 import numpy as np
 import streamlit as st
 
-from isoscope.costs import record_umap, seen_umap_rate, umap_cost
+from isoscope.costs import record_umap, umap_cost
+from isoscope.dashboard.services import costs
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Vectors
 
 _MESSAGE = {
     "pca": "PCA of {n:,} points…",
-    "umap": "UMAP of {n:,} points… (the first UMAP run in a session compiles its code: allow a minute)",
+    "umap": "UMAP of {n:,} points… (the first UMAP run on this machine compiles its code: allow a minute)",
     "tsne": "t-SNE of {n:,} points… (slow beyond a few thousand points: lower the sample size)",
 }
 
@@ -31,8 +32,8 @@ def projection(
 
     rows = sample_indices(len(vectors), sample, seed)  # (m,)
     message = _MESSAGE.get(method, "Projecting {n:,} points…").format(n=len(rows))
-    rate = seen_umap_rate() if method == "umap" else None
-    if rate is not None:  # measured on this process's earlier layouts
+    rate = costs.umap_rate() if method == "umap" else None
+    if rate is not None:  # measured on this process's earlier layouts, or on a probe
         cost = umap_cost(len(rows), rate)
         message = f"UMAP of {len(rows):,} points… ({cost.describe()})" if cost.long else message
     start = time.perf_counter()

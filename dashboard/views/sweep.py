@@ -6,6 +6,7 @@ import streamlit as st
 
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures.sweep import MEASURES, smallest_kept, sweep_figure
+from isoscope.dashboard.services import costs
 from isoscope.dashboard.services import sweep as sweep_service
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError, first_line
@@ -55,6 +56,9 @@ request = (
     tuple(dims),
     k,
 )
+if space.is_model:  # the int8 copy's build (once per model) and both passes, when not cached
+    swept = list(corpus.texts) + (list(pairs.texts) if pairs is not None else [])
+    ui.estimate(costs.sweep(s.model, keyed_texts(swept), s.pooling, s.max_length))
 if not ui.run_button("Run the sweep", "sweep_run", request, type="primary"):
     if space.is_model:
         st.info("Press **Run the sweep**: it encodes the texts with both models (cached) and measures every variant.")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 
 from isoscope import costs
@@ -84,11 +87,69 @@ def test_a_flow_costs_its_steps(tiny):
     assert costs.flow_cost(16, config, step).seconds == pytest.approx(3 * step / 2)  # half a batch per epoch
 
 
-def test_a_umap_costs_its_points_and_its_first_compile():
-    rate = costs.UmapRate(seconds_per_point=1e-3, compile_seconds=30.0)
-    assert costs.umap_cost(2_000, rate).seconds == pytest.approx(2.0)
+def test_a_umap_costs_its_point_epochs_and_its_first_compile():
+    rate = costs.UmapRate(seconds_per_point_epoch=2e-6, compile_seconds=30.0)
+    assert costs.umap_epochs(2_000) == 500 and costs.umap_epochs(20_000) == 200  # umap-learn's defaults
+    assert costs.umap_cost(2_000, rate).seconds == pytest.approx(2.0)  # 2,000 points x 500 epochs
     assert costs.umap_cost(2_000, rate, compiled=False).seconds == pytest.approx(32.0)
-    assert costs.umap_cost(4_000, rate).seconds > costs.umap_cost(2_000, rate).seconds
+    assert costs.umap_cost(20_000, rate).seconds == pytest.approx(8.0)  # 200 epochs above 10,000 points
+    assert costs.umap_cost(20_000, rate, epochs=30).seconds == pytest.approx(1.2)
+
+
+def test_the_rate_of_layouts_seen_here_leaves_out_the_first_compile(monkeypatch):
+    monkeypatch.setattr(costs, "_UMAP_SEEN", {})
+    assert costs.seen_umap_rate() is None
+    costs.record_umap(1_000, 31.0)  # 500,000 point-epochs: 1 s of them, 30 s of compile
+    alone = costs.seen_umap_rate()
+    assert alone.seconds_per_point_epoch == pytest.approx(31.0 / 500_000) and alone.compile_seconds == 0
+    costs.record_umap(20_000, 8.0)  # 4,000,000 point-epochs in 8 s
+    rate = costs.seen_umap_rate()
+    assert rate.seconds_per_point_epoch == pytest.approx(2e-6) and rate.compile_seconds == pytest.approx(30.0)
+
+
+def test_a_knn_graph_costs_n_squared_d_exact_and_n_log_n_through_hnsw():
+    from isoscope.atlas.graph import EXACT_MAX_ROWS
+
+    rate = costs.KnnRate(exact=1e-11, hnsw=1e-5)
+    exact = costs.knn_cost(10_000, 384, 16, rate)
+    assert exact.seconds == pytest.approx(1e8 * 384 * 1e-11) and exact.disk_bytes == 10_000 * 16 * 8
+    assert costs.knn_cost(EXACT_MAX_ROWS, 384, 16, rate).seconds == pytest.approx(EXACT_MAX_ROWS**2 * 384e-11)
+    n = EXACT_MAX_ROWS + 1  # HNSW from here on
+    assert costs.knn_cost(n, 384, 16, rate).seconds == pytest.approx(n * math.log2(n) * 1e-5)
+    assert costs.knn_cost(1_000_000, 384, 16, rate).seconds == pytest.approx(1e6 * math.log2(1e6) * 1e-5)
+    assert costs.knn_cost(1, 384, 16, rate) == FREE
+
+
+def test_the_landmark_layout_costs_its_sample_and_the_refinement():
+    from isoscope.atlas.layout import REFINE_EPOCHS
+
+    umap, knn = costs.UmapRate(2e-6, 0.0), costs.KnnRate(1e-11, 1e-5)
+    full = costs.layout_cost(50_000, 384, 16, 0, umap, knn)
+    assert full.seconds == pytest.approx(50_000 * 200 * 2e-6)
+    assert costs.layout_cost(50_000, 384, 16, 100_000, umap, knn) == full  # fewer rows than landmarks: full UMAP
+    big = costs.layout_cost(1_000_000, 384, 16, 100_000, umap, knn)
+    sample = costs.knn_cost(100_000, 384, 16, knn).seconds + 100_000 * 200 * 2e-6
+    assert big.seconds == pytest.approx(sample + 1_000_000 * REFINE_EPOCHS * 2e-6)
+    assert big.seconds < costs.layout_cost(1_000_000, 384, 16, 0, umap, knn).seconds / 2
+
+
+def test_the_knn_probe_measures_both_indexes():
+    rate = costs.measure_knn(8)  # 4,000 probe rows of 8 dimensions: milliseconds
+    assert rate.exact > 0 and rate.hnsw > 0
+    x = costs.knn_probe_vectors(500, 64)
+    assert x.shape == (500, 64) and x.dtype == np.float32
+    assert np.linalg.svd(x, compute_uv=False)[costs.KNN_PROBE_RANK] < 0.1 * np.linalg.svd(x, compute_uv=False)[0]
+
+
+def test_the_int8_probe_builds_small_copies_elsewhere_and_the_cache_says_when_it_is_built(tiny, tmp_path):
+    from isoscope.encode.quantize import build_int8_onnx, int8_built
+
+    assert not int8_built(tiny, cache_dir=tmp_path)
+    assert costs.measure_int8_build(tiny) > 0
+    assert not any(tmp_path.iterdir()), "the probe builds in its own temporary folders"
+    assert tiny.model.config.num_hidden_layers == 2, "the encoder's own config is left as it was"
+    build_int8_onnx(tiny, cache_dir=tmp_path)
+    assert int8_built(tiny, cache_dir=tmp_path)
 
 
 def _run(**over) -> LiveRun:

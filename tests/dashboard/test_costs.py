@@ -3,6 +3,11 @@ nothing (a finished one, neither: see test_landscape's live run)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from isoscope.dashboard.ui import ESTIMATE_PREFIX
@@ -41,3 +46,61 @@ def test_short_runs_say_nothing(tmp_path, monkeypatch) -> None:
     at.multiselect(key="calp_tp").set_value(["mean"])
     at.multiselect(key="calp_tm").set_value(["none", "whitening", "flow"]).run()
     assert not at.exception and not estimates(at), "a flow of 3 epochs on 40 vectors: a fraction of one batch"
+
+
+def test_the_sweep_says_what_the_int8_build_and_both_passes_cost_before_it_starts(tmp_path, monkeypatch) -> None:
+    """A cache with no int8 model in it (the session's embeddings and fp32 ONNX engine shared): the Precision &
+    size page says the cost of the sweep, the int8 copy's build included, before its button is pressed.
+    Whether that is over the 20 s threshold depends on the machine, so the threshold is lowered to show any
+    non-zero cost; ``services.costs.sweep`` itself is checked against its parts."""
+    from isoscope import costs
+    from isoscope.dashboard.services import costs as estimate
+    from isoscope.dashboard.services.keyed import texts
+    from isoscope.data import load_corpus
+    from isoscope.paths import DEMO_CORPUS
+    from tests.conftest import private_cache
+
+    session = Path(os.environ["ISOSCOPE_CACHE"])
+    root = private_cache(tmp_path / "cache")
+    (session / "onnx").mkdir(parents=True, exist_ok=True)
+    (root / "onnx").symlink_to(session / "onnx", target_is_directory=True)
+    monkeypatch.setenv("ISOSCOPE_CACHE", str(root))
+    monkeypatch.setattr(costs, "SHOW_SECONDS", 1e-6)
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page("views/sweep.py").run()
+    assert not at.exception, at.exception
+    (shown,) = estimates(at)
+    assert "about" in shown, shown
+    assert not at.get("plotly_chart"), "nothing ran"
+    build = estimate.int8_build("")
+    assert build.seconds > 0, "no int8 model in this cache: its build is part of the cost"
+    demo = texts(load_corpus(DEMO_CORPUS).texts)
+    total = estimate.sweep("", demo, "mean", 128)
+    assert total.seconds > build.seconds
+    assert not (root / "int8").exists() or not any((root / "int8").iterdir()), "the estimate built nothing"
+
+
+def test_an_atlas_estimate_counts_each_space_s_knn_graph_and_layout() -> None:
+    """``services.costs.atlas`` for a vectors file (nothing embedded): a PCA map of the raw space needs no graph
+    and costs nothing; a calibrated one adds a kNN graph per space; UMAP adds a layout per space at the rate this
+    machine measured (a probe, once numba's kernels are compiled or cached)."""
+    from isoscope import costs
+    from isoscope.atlas.pipeline import AtlasConfig
+    from isoscope.dashboard.services import costs as estimate
+    from isoscope.dashboard.services.keyed import texts
+    from isoscope.neighbours.projection import project
+
+    n, dim = 50_000, 8
+    items = texts([f"row {i}" for i in range(n)])
+    assert estimate.atlas(None, items, AtlasConfig(layout="pca", calibrate="none"), dim) == costs.FREE
+    knn = costs.knn_cost(n, dim, 16, estimate.knn_rate(dim))
+    assert knn.seconds > 0
+    pca = estimate.atlas(None, items, AtlasConfig(layout="pca"), dim)
+    assert pca == knn + knn  # raw and whitened
+    project(np.random.default_rng(0).standard_normal((80, dim)).astype(np.float32), "umap", 2, seed=0)
+    rate = estimate.umap_rate()  # the kernels are compiled now: a probe measures the rate
+    assert rate is not None and rate.seconds_per_point_epoch > 0
+    layout = costs.layout_cost(n, dim, 16, AtlasConfig().landmarks, rate, estimate.knn_rate(dim))
+    umap = estimate.atlas(None, items, AtlasConfig(), dim)
+    assert umap.seconds == pytest.approx((knn + knn + layout + layout).seconds)

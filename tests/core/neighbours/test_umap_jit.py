@@ -44,3 +44,14 @@ def test_a_second_process_loads_the_kernel_instead_of_compiling():
     first = _probe()  # compiled and written here (or already loaded, when an earlier run wrote it)
     assert first["d"] == 5.0 and first["hits"] in (0, 1)
     assert _probe() == {"d": 5.0, "hits": 1}  # loaded from disk (umap as it comes compiles it again: 0 hits)
+
+
+def test_after_a_layout_its_kernels_are_ready_for_the_next():
+    import numpy as np
+
+    from isoscope.neighbours.projection import project
+    from isoscope.neighbours.umap_jit import layout_kernels_ready
+
+    x = np.random.default_rng(0).standard_normal((80, 8)).astype(np.float32)
+    project(x, "umap", 2, seed=0)  # compiles, or loads numba's disk cache
+    assert layout_kernels_ready()  # every name in LAYOUT_KERNELS is a kernel, compiled now
