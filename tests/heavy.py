@@ -81,4 +81,9 @@ HEAVY: tuple[str, ...] = (
     "tests/e2e/test_pages.py::test_page[sweep]",  # 122 s + a 51 s rerun (gate run: the server computes the sweep cold)
     "tests/hostile/test_classroom_server.py::test_every_upload_path_holds_the_class_row_limit[pairs]",  # 52 s (gate run)
     "tests/core/neighbours/test_umap_jit.py::test_a_second_process_loads_the_kernel_instead_of_compiling",  # 28 s
+    "tests/core/test_cli.py::test_python_m_core_end_to_end",  # 31 s (gate run; every command has its own test)
+    "tests/core/commands/test_calibrate.py::test_subprocess_bad_method_is_one_line",  # 16 s (gate run)
+    "tests/hostile/test_classroom_server.py::test_an_upload_over_the_class_size_is_refused_by_the_server",  # 33 s
+    "tests/hostile/test_bombs.py::test_cli_sts_refuses_the_parquet_bomb_in_bounded_memory",  # 22 s (gate run)
+    "tests/hostile/test_models.py::test_a_config_larger_than_its_weights_is_refused_before_allocating",  # 27 s
 )

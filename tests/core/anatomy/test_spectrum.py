@@ -29,8 +29,10 @@ CONFIG = EmbedConfig(batch_size=64, max_length=64)
 
 
 @pytest.fixture(scope="module")
-def demo_pairs():
-    return load_pairs(DEMO_PAIRS)
+def demo_pairs() -> Pairs:
+    """The first 200 demo pairs (400 texts: each rank of the shrink curve re-embeds them all)."""
+    p = load_pairs(DEMO_PAIRS)
+    return Pairs(p.sentence1[:200], p.sentence2[:200], p.scores[:200], name="demo_pairs_head")
 
 
 @pytest.fixture(scope="module")
