@@ -111,9 +111,11 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
         f"{ui.literal(classroom.shown_path(services.landscape_root()))}. A live run is a sketch: for faithful "
         "numbers, precompute a larger one from the command line (`python -m isoscope landscape`)."
     )
+    estimate = st.empty()  # what the run will cost, until it has run
     if not s.is_encoder_decoder:
         try:
-            ui.estimate(services.live_cost(request))
+            with estimate:
+                ui.estimate(services.live_cost(request))
         except InputError:  # a task that cannot load: the run says so when it is pressed
             pass
     if st.button("Run live", type="primary", key="land_run", disabled=s.is_encoder_decoder):
@@ -129,6 +131,7 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
         else:
             st.session_state["land_done"] = request
             st.session_state["land_pick"] = out_dir
+            estimate.empty()  # done: it costs nothing now
     error = st.session_state.get("land_error")
     if error and error[0] == request:
         ui.user_error(classroom.without_server_paths(error[1]))

@@ -43,6 +43,7 @@ def free_port() -> int:
 class Server:
     port: int
     process: subprocess.Popen
+    cache: Path | None = None  # its ISOSCOPE_CACHE
 
     @property
     def url(self) -> str:
@@ -86,7 +87,7 @@ def start_classroom(cache: Path, env: dict[str, str] | None = None) -> Server:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    server = Server(port, process)
+    server = Server(port, process, cache)
     deadline = time.monotonic() + 180
     while True:
         try:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.classroom import Session, _free_port, start_server
+from tests.hostile.streamlit_ws import run_async
 
 SESSIONS = 10
 
@@ -40,7 +41,7 @@ def test_ten_students_open_a_cold_atlas_page_at_once(tmp_path: Path) -> None:
         return await asyncio.gather(*(student() for _ in range(SESSIONS)))
 
     try:
-        errors = asyncio.run(class_())
+        errors = run_async(class_())  # in a thread: Playwright may hold this worker's event loop
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
