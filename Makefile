@@ -29,14 +29,16 @@ $(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.installed
 	$(BIN)/pip install -q $(PIP_FAST) -r requirements-dev.txt
 	@touch $@
 
-# the dev tools, the map widget, nbclient, ipykernel; meanwhile scripts/warm_caches.py compiles, on the core pip
-# leaves idle, the bytecode and UMAP kernels every test process would otherwise compile at its start
+# the dev tools, the map widget, nbclient, ipykernel; meanwhile scripts/warm_caches.py writes, on the CPU pip
+# leaves idle, the bytecode and UMAP kernels every test process would otherwise compile at its start (then the
+# bytecode of what these installs added)
 $(VENV)/.notebook-installed: requirements-notebook.txt requirements-dev.txt $(VENV)/.installed
 	@$(BIN)/python scripts/warm_caches.py > $(VENV)/warm-caches.log 2>&1 & warm=$$!; \
 	$(BIN)/pip install -q $(PIP_FAST) -r requirements-dev.txt \
 	&& $(BIN)/pip install -q $(PIP_FAST) -c requirements-dev.txt -r requirements-notebook.txt; \
 	status=$$?; \
 	wait $$warm || echo "cache warm-up failed (see $(VENV)/warm-caches.log): the first tests compile instead"; \
+	test $$status -eq 0 && $(BIN)/python scripts/warm_caches.py --bytecode >> $(VENV)/warm-caches.log 2>&1; \
 	cat $(VENV)/warm-caches.log; \
 	test $$status -eq 0 && touch $(VENV)/.dev-installed $@
 

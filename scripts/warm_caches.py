@@ -1,47 +1,47 @@
 """Pay a fresh venv's one-time compiles while pip is still installing the dev tools (``make test`` runs this in
-the background beside those installs, on the core pip leaves idle).
+the background beside those installs, whose pip leaves most of the CPU idle, then ``--bytecode`` once more for
+what those installs added).
 
 - Python bytecode: the pip installs run with ``--no-compile`` (byte-compiling every installed file took two
-  CPU-minutes, most of it for modules nothing imports), so the first process to import torch, transformers,
-  Streamlit, plotly, pandas or scikit-learn compiles what it imports; here that happens once, before the test
-  workers and the servers they start all compile the same modules at the same moment.
+  CPU-minutes in pip's one process), and where ``PYTHONDONTWRITEBYTECODE`` is set (as on this project's machines)
+  Python never writes the bytecode it compiles on import: every process compiled each module it imported from
+  source again (``from transformers import PreTrainedModel``: 12 s of ``compile`` in each test worker, server and
+  command). ``compileall`` writes it once, here.
 - numba: the first UMAP layout on a machine compiles umap's kernels (about 45 s of one core); with the disk
   cache ``isoscope.neighbours.umap_jit`` switches on, later processes load them.
 
-Nothing here is needed for correctness: a failure only means the first tests pay these compiles themselves
-(the Makefile says so and carries on). Prints what it did and how long each part took.
+Nothing here is needed for correctness: a failure only means the tests pay these compiles themselves (the
+Makefile says so and carries on). Prints what it did and how long each part took.
 """
 
 from __future__ import annotations
 
-import importlib
+import argparse
+import compileall
+import sysconfig
 import time
+from pathlib import Path
 
-STACK = (  # what the app, the CLI and the tests import, heaviest first
-    "torch",
-    "transformers",
-    "streamlit",
-    "plotly.express",
-    "plotly.graph_objects",
-    "pandas",
-    "pyarrow.parquet",
-    "sklearn.decomposition",
-    "scipy.stats",
-    "onnxruntime",
-    "faiss",
-    "safetensors.torch",
-    "isoscope.dashboard.figures.atlas",
-    "isoscope.space",
-    "isoscope.encode.models",
-    "isoscope.calibrate",
-    "isoscope.evaluate.sts",
-)
+ROOT = Path(__file__).resolve().parents[1]
+SKIPPED = ("pip", "setuptools", "ray", "debugpy")  # never imported by the app or the gate's tests
+OWN = ("core", "dashboard")  # the package's own folders (installed editable)
 
 
-def warm_imports() -> float:
+def bytecode_folders() -> list[Path]:
+    """Every package folder of the venv's site-packages but ``SKIPPED``, and the package's own folders."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    skip = {*SKIPPED, "__pycache__"}
+    folders = [p for p in sorted(site.iterdir()) if p.is_dir() and p.name not in skip and "." not in p.name]
+    return folders + [ROOT / name for name in OWN]
+
+
+def write_bytecode(workers: int) -> float:
+    """``compileall`` over ``bytecode_folders`` with ``workers`` processes (0: one per core); files whose
+    bytecode is current are skipped."""
     start = time.perf_counter()
-    for name in STACK:
-        importlib.import_module(name)
+    compileall.compile_dir(sysconfig.get_paths()["purelib"], maxlevels=0, quiet=2)  # single-file modules
+    for folder in bytecode_folders():
+        compileall.compile_dir(folder, quiet=2, workers=workers)
     return time.perf_counter() - start
 
 
@@ -56,8 +56,14 @@ def warm_umap() -> float:
     return time.perf_counter() - start
 
 
-def main() -> int:
-    print(f"imports: {warm_imports():.1f} s", flush=True)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bytecode", action="store_true", help="only the bytecode, on every core (the last pass)")
+    args = parser.parse_args(argv)
+    if args.bytecode:
+        print(f"bytecode (last pass, every core): {write_bytecode(0):.1f} s", flush=True)
+        return 0
+    print(f"bytecode: {write_bytecode(0):.1f} s", flush=True)
     print(f"umap kernels: {warm_umap():.1f} s", flush=True)
     return 0
 
