@@ -173,10 +173,9 @@ def atlas(model: str | None, items: Texts, config: AtlasConfig, dim: int) -> Cos
         rate = throughput(model, parse_pooling(config.pooling).needs_hidden_states, config.max_length)
         cost += embedding_cost(rate, token_count(model, items, config.max_length), 1, n, dim)
     spaces = 1 if config.calibrate == "none" else 2
-    knn = knn_rate(dim)
-    if needs_graph(asdict(config)):
-        cost += total([knn_cost(n, dim, config.k + 1, knn)] * spaces)
+    if needs_graph(asdict(config)):  # the kNN probe only when a graph is built
+        cost += total([knn_cost(n, dim, config.k + 1, knn_rate(dim))] * spaces)
     umap = umap_rate() if config.layout == "umap" else None
     if umap is not None:
-        cost += total([layout_cost(n, dim, config.k + 1, config.landmarks, umap, knn)] * spaces)
+        cost += total([layout_cost(n, dim, config.k + 1, config.landmarks, umap, knn_rate(dim))] * spaces)
     return cost
