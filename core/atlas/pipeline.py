@@ -17,8 +17,10 @@ total)`` reports each stage (``wait`` while another build of the same folder hol
 - per space (``raw``, ``cal``): ``knn_ids.npy`` int32 (n, k) / ``knn_dist.npy`` (``isoscope.atlas.graph``; not
   built for a raw-only PCA map, which needs no graph),
   ``xy.npy`` float32 (n, 2) (``isoscope.atlas.layout``: above ``landmarks`` rows, UMAP on that many and the
-  rest placed from the graph), then ``density.npy``, ``cluster.npy``, ``grid.npy`` and ``clusters.json`` (the
-  clusters at three levels, labelled by ``isoscope.atlas.labels``).
+  rest placed from the graph; from ``PARALLEL_LAYOUT_ROWS`` rows the two spaces' seeded, single-core UMAP
+  layouts run side by side in worker processes, ``isoscope.atlas.workers``), then ``density.npy``,
+  ``cluster.npy``, ``grid.npy`` and ``clusters.json`` (the clusters at three levels, labelled by
+  ``isoscope.atlas.labels``). Both spaces' vectors and graphs come before either layout.
 - ``extras``: ``norm.npy`` (raw L2 norm), ``length.npy`` (characters), ``overlap.npy`` (Jaccard of the raw
   and calibrated neighbour lists).
 ``manifest.json`` records what the folder was built from (texts digest, model, settings); a folder built
@@ -56,6 +58,7 @@ from isoscope.atlas.folder import (
 from isoscope.atlas.graph import knn_graph_chunked
 from isoscope.atlas.labels import TermCounts
 from isoscope.atlas.layout import LANDMARKS, check_method, layout
+from isoscope.atlas.workers import Job, run_side_by_side
 from isoscope.cache import atomic_save_npy, atomic_write_bytes, text_digest
 from isoscope.data.vectors.table import vectors_digest
 from isoscope.errors import InputError
@@ -80,17 +83,18 @@ STAGES: tuple[str, ...] = (
     "texts",
     "embed",
     "raw_knn",
-    "raw_layout",
-    "raw_clusters",
     "calibrate",
     "cal_knn",
+    "raw_layout",
     "cal_layout",
+    "raw_clusters",
     "cal_clusters",
     "extras",
 )
 MAX_ATLAS_ROWS = 1_000_000
 StageProgress = Callable[[str, int, int], None]  # (stage, done, total)
 CHUNK_ROWS = 65_536
+PARALLEL_LAYOUT_ROWS = 50_000  # from here the two spaces' UMAP layouts run side by side (isoscope.atlas.workers)
 
 
 @dataclass
@@ -252,6 +256,29 @@ class _Stages:
             self.progress(name, 1, 1)
         log.info("atlas stage %s: %.1f s", name, self.run.seconds[name])
 
+    def side_by_side(self, jobs: dict[str, tuple[Sequence[Path], Sequence[Path], Job]], parallel: bool) -> None:
+        """Stages (name -> (inputs, outputs, job)) whose jobs may run at once: in worker processes when
+        ``parallel`` and more than one is stale (``isoscope.atlas.workers``), else one after the other here.
+        Each stage's seconds run from the common start to its own end."""
+        stale = {name: job for name, job in jobs.items() if not self.ledger.fresh(name, job[0], job[1])}
+        if not parallel or len(stale) < 2:
+            for name, (inputs, outputs, (fn, args)) in jobs.items():
+                report = None if self.progress is None else (lambda a, b, name=name: self.progress(name, a, b))
+                self(name, inputs, outputs, lambda fn=fn, args=args, report=report: fn(*args, report))
+            return
+        self.run.skipped += [name for name in jobs if name not in stale]
+        for name in stale:
+            if self.progress is not None:
+                self.progress(name, 0, 1)
+        seconds = run_side_by_side({name: job[2] for name, job in stale.items()}, self.progress)
+        for name, (inputs, outputs, _) in stale.items():
+            self.ledger.record(name, inputs, outputs)
+            self.run.seconds[name] = seconds[name]
+            self.run.computed.append(name)
+            if self.progress is not None:
+                self.progress(name, 1, 1)
+            log.info("atlas stage %s: %.1f s (side by side)", name, seconds[name])
+
 
 def _check_input(texts: list[str], meta: pd.DataFrame | None, vectors: np.ndarray | None) -> pd.DataFrame:
     n = len(texts)
@@ -323,31 +350,12 @@ def _run_stages(run, encoder, texts, meta, vectors, config: AtlasConfig, progres
         return terms[0]
 
     stage("texts", [], [out / "points.parquet"], lambda: _save_points(out, texts, meta))
-
-    def embed() -> None:
-        if vectors is not None:
-            atomic_save_npy(out / "vectors.npy", vectors)
-            return
-        from isoscope.encode.chunked import embed_to_npy  # torch: only when texts are embedded here
-        from isoscope.encode.embed import EmbedConfig
-        from isoscope.encode.engines import engine_in_use, fastest_fp32_encoder
-        from isoscope.encode.pooling import parse_pooling
-
-        fast = fastest_fp32_encoder(encoder)  # the fp32 vectors within FP32_ENGINE_TOLERANCE, faster; int8 as asked
-        spec = parse_pooling(config.pooling, encoder.num_layers, encoder.is_encoder_decoder)
-        run.engine = engine_in_use(fast, spec.needs_hidden_states)
-        log.info("atlas: embedding %d texts with %s", len(texts), run.engine)
-        cfg = EmbedConfig(batch_size=config.batch_size, max_length=config.max_length)
-        report = None if progress is None else (lambda d, t: progress("embed", d, t))
-        embed_to_npy(fast, texts, out / "vectors.npy", config.pooling, cfg, config.embed_chunk, report)
-
-    stage("embed", [], [out / "vectors.npy"], embed)
+    stage("embed", [], [out / "vectors.npy"], lambda: _embed(run, encoder, texts, vectors, config, progress))
     spaces = ["raw"] + ([] if config.calibrate == "none" else ["cal"])
     graph = needs_graph(asdict(config))
-    for space in spaces:
+    for space in spaces:  # every vector and graph first, so that the two layouts can run side by side
         d = out / space
         d.mkdir(parents=True, exist_ok=True)
-        vec_path = out / "vectors.npy" if space == "raw" else d / "vectors.npy"
         if space == "cal":
             cal_files = [
                 d / "vectors.npy",
@@ -355,30 +363,107 @@ def _run_stages(run, encoder, texts, meta, vectors, config: AtlasConfig, progres
                 d / "calibrator" / "calibrator.safetensors",
             ]
             stage("calibrate", [out / "vectors.npy"], cal_files, lambda d=d: _calibrate(out, d, config, progress))
-        graph_files = [d / "knn_ids.npy", d / "knn_dist.npy"]
-
-        def knn(d: Path = d, vec_path: Path = vec_path, space: str = space) -> None:
-            report = None if progress is None else (lambda a, b: progress(f"{space}_knn", a, b))
-            ids, dist = knn_graph_chunked(_load(vec_path, mmap=True), k + 1, report)
-            atomic_save_npy(d / "knn_dist.npy", dist)
-            atomic_save_npy(d / "knn_ids.npy", ids)
-
         if graph:
-            stage(f"{space}_knn", [vec_path], graph_files, knn)
-
-        def lay(d: Path = d, vec_path: Path = vec_path, space: str = space) -> None:
-            knn_pair = (_load(d / "knn_ids.npy"), _load(d / "knn_dist.npy")) if graph else None
-            report = None if progress is None else (lambda a, b: progress(f"{space}_layout", a, b))
-            xy = layout(_load(vec_path, mmap=True), config.layout, knn_pair, config.seed, config.landmarks, report)
-            atomic_save_npy(d / "xy.npy", xy)
-
-        stage(f"{space}_layout", [vec_path, *(graph_files if graph else [])], [d / "xy.npy"], lay)
+            vec_path = _space_vectors(out, space)
+            stage(
+                f"{space}_knn",
+                [vec_path],
+                _graph_files(out, space),
+                lambda s=space, v=vec_path: _knn(out, s, v, k, progress),
+            )
+    layouts = {
+        f"{s}_layout": (
+            [_space_vectors(out, s), *(_graph_files(out, s) if graph else [])],
+            [out / s / "xy.npy"],
+            (_write_layout, (str(out), s, graph, config.layout, config.seed, config.landmarks)),
+        )
+        for s in spaces
+    }
+    stage.side_by_side(layouts, config.layout == "umap" and len(texts) >= PARALLEL_LAYOUT_ROWS)
+    for space in spaces:
+        d = out / space
         outputs = [d / f for f in ("grid.npy", "density.npy", "cluster.npy", "clusters.json")]
         inputs = [d / "xy.npy", out / "points.parquet"]
         stage(f"{space}_clusters", inputs, outputs, lambda d=d: _clusters(term_counts, _load(d / "xy.npy"), d))
     extra_in = [out / "vectors.npy", *([out / s / "knn_ids.npy" for s in spaces] if "cal" in spaces else [])]
     extra_out = [out / f for f in ("norm.npy", "length.npy", "overlap.npy")]
     stage("extras", extra_in, extra_out, lambda: _extras(out, texts, spaces))
+
+
+def _space_vectors(out: Path, space: str) -> Path:
+    return out / "vectors.npy" if space == "raw" else out / space / "vectors.npy"
+
+
+def _graph_files(out: Path, space: str) -> list[Path]:
+    return [out / space / "knn_ids.npy", out / space / "knn_dist.npy"]
+
+
+def _embed(run: AtlasRun, encoder, texts, vectors, config: AtlasConfig, progress: StageProgress | None) -> None:
+    """``vectors.npy`` (n, d): the given vectors, or every distinct text embedded once (``distinct_rows``) on the
+    fastest engine of the encoder's precision, resumable chunk by chunk, then copied to the rows repeating it."""
+    out = run.path / "vectors.npy"
+    if vectors is not None:
+        atomic_save_npy(out, vectors)
+        return
+    from isoscope.encode.chunked import embed_to_npy  # torch: only when texts are embedded here
+    from isoscope.encode.embed import EmbedConfig
+    from isoscope.encode.engines import engine_in_use, fastest_fp32_encoder
+    from isoscope.encode.pooling import parse_pooling
+
+    fast = fastest_fp32_encoder(encoder)  # the fp32 vectors within FP32_ENGINE_TOLERANCE, faster; int8 as asked
+    spec = parse_pooling(config.pooling, encoder.num_layers, encoder.is_encoder_decoder)
+    run.engine = engine_in_use(fast, spec.needs_hidden_states)
+    distinct, rows = distinct_rows(texts)
+    log.info("atlas: embedding %d distinct of %d texts with %s", len(distinct), len(texts), run.engine)
+    cfg = EmbedConfig(batch_size=config.batch_size, max_length=config.max_length)
+    report = None if progress is None else (lambda d, t: progress("embed", d, t))
+    if len(distinct) == len(texts):
+        embed_to_npy(fast, texts, out, config.pooling, cfg, config.embed_chunk, report)
+        return
+    once = run.path / "vectors.distinct.npy"  # resumable like any chunked embedding; gone once copied out
+    embed_to_npy(fast, distinct, once, config.pooling, cfg, config.embed_chunk, report)
+    _spread(_load(once, mmap=True), rows, out)
+    once.unlink()
+
+
+def distinct_rows(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """(the distinct texts in order of first appearance, (n,) int64: each text's row among them)."""
+    first: dict[str, int] = {}
+    rows = np.fromiter((first.setdefault(t, len(first)) for t in texts), np.int64, len(texts))  # (n,)
+    return list(first), rows
+
+
+def _spread(vectors: np.ndarray, rows: np.ndarray, path: Path) -> None:
+    """``vectors[rows]`` (n, d) into ``path`` (.npy), chunk by chunk, renamed when complete."""
+    tmp = path.with_name(path.name + ".partial")
+    mm = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(len(rows), vectors.shape[1]))
+    for s in range(0, len(rows), CHUNK_ROWS):
+        block = rows[s : s + CHUNK_ROWS]  # (m,)
+        order = np.argsort(block, kind="stable")  # read the memory map in ascending rows
+        mm[s + order] = vectors[block[order]]
+    mm.flush()
+    del mm
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _knn(out: Path, space: str, vec_path: Path, k: int, progress: StageProgress | None) -> None:
+    report = None if progress is None else (lambda a, b: progress(f"{space}_knn", a, b))
+    ids, dist = knn_graph_chunked(_load(vec_path, mmap=True), k + 1, report)
+    ids_path, dist_path = _graph_files(out, space)
+    atomic_save_npy(dist_path, dist)
+    atomic_save_npy(ids_path, ids)
+
+
+def _write_layout(
+    out: str, space: str, graph: bool, method: str, seed: int, landmarks: int, report: Callable[[int, int], None]
+) -> None:
+    """The layout of ``space`` into its ``xy.npy`` (n, 2); module-level, so a worker process can run it."""
+    folder = Path(out)
+    knn_pair = tuple(_load(p) for p in _graph_files(folder, space)) if graph else None
+    xy = layout(_load(_space_vectors(folder, space), mmap=True), method, knn_pair, seed, landmarks, report)
+    atomic_save_npy(folder / space / "xy.npy", xy)
 
 
 def _calibrate(out: Path, d: Path, config: AtlasConfig, progress: StageProgress | None) -> None:

@@ -163,6 +163,7 @@ def atlas(model: str | None, items: Texts, config: AtlasConfig, dim: int) -> Cos
     each space's kNN graph (when the build needs one) and 2-D layout (UMAP at ``umap_rate``; without a rate
     yet, the layouts are left out)."""
     from isoscope.atlas.folder import needs_graph
+    from isoscope.atlas.pipeline import PARALLEL_LAYOUT_ROWS
     from isoscope.costs import embedding_cost, knn_cost, layout_cost
 
     n = len(items)
@@ -176,6 +177,9 @@ def atlas(model: str | None, items: Texts, config: AtlasConfig, dim: int) -> Cos
     if needs_graph(asdict(config)):  # the kNN probe only when a graph is built
         cost += total([knn_cost(n, dim, config.k + 1, knn_rate(dim))] * spaces)
     umap = umap_rate() if config.layout == "umap" else None
-    if umap is not None:
-        cost += total([layout_cost(n, dim, config.k + 1, config.landmarks, umap, knn_rate(dim))] * spaces)
+    if umap is not None:  # from PARALLEL_LAYOUT_ROWS rows the spaces' layouts run side by side: one's time
+        side_by_side = n >= PARALLEL_LAYOUT_ROWS
+        cost += total(
+            [layout_cost(n, dim, config.k + 1, config.landmarks, umap, knn_rate(dim))] * (1 if side_by_side else spaces)
+        )
     return cost

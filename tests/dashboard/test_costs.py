@@ -84,9 +84,10 @@ def test_the_sweep_says_what_the_int8_build_and_both_passes_cost_before_it_start
 def test_an_atlas_estimate_counts_each_space_s_knn_graph_and_layout() -> None:
     """``services.costs.atlas`` for a vectors file (nothing embedded): a PCA map of the raw space needs no graph
     and costs nothing; a calibrated one adds a kNN graph per space; UMAP adds a layout per space at the rate this
-    machine measured (a probe, once numba's kernels are compiled or cached)."""
+    machine measured (a probe, once numba's kernels are compiled or cached), one layout's time when the two run
+    side by side."""
     from isoscope import costs
-    from isoscope.atlas.pipeline import AtlasConfig
+    from isoscope.atlas.pipeline import PARALLEL_LAYOUT_ROWS, AtlasConfig
     from isoscope.dashboard.services import costs as estimate
     from isoscope.dashboard.services.keyed import texts
     from isoscope.neighbours.projection import project
@@ -103,4 +104,10 @@ def test_an_atlas_estimate_counts_each_space_s_knn_graph_and_layout() -> None:
     assert rate is not None and rate.seconds_per_point_epoch > 0
     layout = costs.layout_cost(n, dim, 16, AtlasConfig().landmarks, rate, estimate.knn_rate(dim))
     umap = estimate.atlas(None, items, AtlasConfig(), dim)
+    assert n >= PARALLEL_LAYOUT_ROWS  # the two layouts run side by side: the stage takes one layout's time
+    assert umap.seconds == pytest.approx((knn + knn + layout).seconds)
+    m = PARALLEL_LAYOUT_ROWS - 1  # below, one after the other
+    knn = costs.knn_cost(m, dim, 16, estimate.knn_rate(dim))
+    layout = costs.layout_cost(m, dim, 16, AtlasConfig().landmarks, rate, estimate.knn_rate(dim))
+    umap = estimate.atlas(None, texts([f"row {i}" for i in range(m)]), AtlasConfig(), dim)
     assert umap.seconds == pytest.approx((knn + knn + layout + layout).seconds)

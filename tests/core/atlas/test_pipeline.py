@@ -105,9 +105,19 @@ def test_raw_only_atlas_has_full_overlap_and_one_space(tiny, tmp_path):
 
 
 def test_duplicates_are_kept_with_a_warning_and_bad_input_is_refused(tiny, tmp_path):
-    texts = ["same text here"] * 3 + [f"other sentence {i}" for i in range(20)]
-    run = build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca", calibrate="none"))
-    assert run.n == 23 and any("repeat" in w for w in run.warnings)
+    texts = ["same text here"] * 3 + [f"other sentence {i}" for i in range(20)] + ["other sentence 4"]
+    seen: list[tuple[int, int]] = []
+    progress = lambda stage, done, total: seen.append((done, total)) if stage == "embed" else None  # noqa: E731
+    run = build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca", calibrate="none"), progress=progress)
+    assert run.n == 24 and any("repeat" in w for w in run.warnings)
+    assert (21, 21) in seen and all(total in (1, 21) for _, total in seen)  # each distinct text embedded once
+    vectors = load_atlas(tmp_path / "a").vectors("raw")
+    assert vectors.shape[0] == 24 and not (tmp_path / "a" / "vectors.distinct.npy").exists()
+    config = AtlasConfig()
+    alone = encode(tiny, texts, config.pooling, EmbedConfig(config.batch_size, config.max_length))  # (24, d), torch
+    rel = np.linalg.norm(vectors - alone, axis=1) / np.linalg.norm(alone, axis=1)
+    assert rel.max() <= FP32_ENGINE_TOLERANCE  # every row its own text's vector, repeats included
+    assert np.array_equal(vectors[0], vectors[2]) and np.array_equal(vectors[7], vectors[23])
     with pytest.raises(InputError, match="at least 4 texts"):
         build_atlas(tiny, ["a", "b"], tmp_path / "c")
     with pytest.raises(InputError, match="empty"):
