@@ -123,7 +123,10 @@ def _settle(page, timeout_s: float = 120.0) -> None:
 
 
 def _canvas(page):
-    return page.locator(".isoscope-atlas-canvas").first
+    """The map's canvas, scrolled into the viewport (the mouse reaches only what is on screen)."""
+    c = page.locator(".isoscope-atlas-canvas").first
+    c.scroll_into_view_if_needed()
+    return c
 
 
 def _frames_during(page, action) -> dict:
@@ -208,6 +211,7 @@ def _deep_zoom(page, xy: np.ndarray, seed: int = 0) -> dict:
         m = _map(page)
         if m["view"]["zoom"] >= m["maxLevel"] - 1e-6:
             break
+        box = _canvas(page).bounding_box()  # where the canvas is now (a rerun may have moved the page)
         sx, sy = page.evaluate(f"(window.__isoscopeAtlas[{MAP!r}]).toScreen({float(target[0])}, {float(target[1])})")
         page.mouse.move(box["x"] + sx, box["y"] + sy)
         page.mouse.wheel(0, -200)

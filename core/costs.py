@@ -17,8 +17,9 @@ the run's own settings and data, times a rate measured here:
   timed in this process (``record_umap``), or of a 1,000-point probe (``measure_umap``) when numba's disk
   cache holds the kernels (``isoscope.neighbours.umap_jit.layout_kernels_ready``); before the first layout on
   a machine there is no rate: the probe would pay the one-time compile (a minute) itself;
-- an atlas kNN graph: n^2 d (exact, up to ``isoscope.atlas.graph.EXACT_MAX_ROWS`` rows) or n log2 n (HNSW)
-  x the seconds of a graph of ``KNN_PROBE_ROWS`` low-rank probe vectors built both ways (``measure_knn``);
+- an atlas kNN graph: n^2 d (exact, up to ``isoscope.atlas.graph.EXACT_MAX_ROWS`` rows) or n log2 n
+  (NN-descent) x the seconds of a graph of ``KNN_PROBE_ROWS`` low-rank probe vectors built both ways
+  (``measure_knn``);
 - an int8 model: the seconds of building (exporting and quantising) one- and two-layer copies of the model
   with random weights, extrapolated to its layers (``measure_int8_build``).
 
@@ -310,15 +311,15 @@ def umap_cost(n_points: int, rate: UmapRate, compiled: bool = True, epochs: int 
 @dataclass(frozen=True)
 class KnnRate:
     """The atlas kNN graph's measured cost here (``isoscope.atlas.graph``): seconds per row pair and dimension
-    of an exact (flat) graph, and seconds per row and log2(rows) of an HNSW graph (build and search)."""
+    of an exact (flat) graph, and seconds per row and log2(rows) of an NN-descent graph."""
 
     exact: float
-    hnsw: float
+    approx: float
 
 
 def knn_probe_vectors(n_rows: int, dim: int):
     """Seeded (n_rows, dim) float32 vectors near a ``KNN_PROBE_RANK``-dimensional subspace, as sentence
-    embeddings are (an HNSW graph of full-rank noise is slower to build than of any real space)."""
+    embeddings are (an approximate graph of full-rank noise is slower to build than of any real space)."""
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -329,7 +330,8 @@ def knn_probe_vectors(n_rows: int, dim: int):
 
 def measure_knn(dim: int, k: int = 16) -> KnnRate:
     """Time the graph of ``KNN_PROBE_ROWS`` probe vectors (``knn_probe_vectors``) of ``dim`` dimensions, once
-    exact and once through HNSW (``knn_graph_chunked``, the atlas's own builder)."""
+    exact and once through NN-descent (``knn_graph_chunked``, the atlas's own builder; its kernels loaded on a
+    small graph first, so the probe times the graph, not numba's cache)."""
     from isoscope.atlas.graph import knn_graph_chunked
 
     n = KNN_PROBE_ROWS
@@ -337,15 +339,17 @@ def measure_knn(dim: int, k: int = 16) -> KnnRate:
     start = time.perf_counter()
     knn_graph_chunked(x, k, exact_max_rows=n)
     exact = time.perf_counter() - start
+    knn_graph_chunked(x[:200], k, exact_max_rows=0)
     start = time.perf_counter()
     knn_graph_chunked(x, k, exact_max_rows=0)
-    hnsw = time.perf_counter() - start
-    return KnnRate(max(exact, 1e-6) / (n * n * dim), max(hnsw, 1e-6) / (n * math.log2(n)))
+    approx = time.perf_counter() - start
+    return KnnRate(max(exact, 1e-6) / (n * n * dim), max(approx, 1e-6) / (n * math.log2(n)))
 
 
 def knn_cost(n_rows: int, dim: int, k: int, rate: KnnRate) -> Cost:
     """The kNN graph of ``n_rows`` rows (``k`` neighbours, itself included) as the atlas builds it: exact up to
-    ``isoscope.atlas.graph.EXACT_MAX_ROWS`` rows (n^2 d work), HNSW above (n log n); it writes ids and distances."""
+    ``isoscope.atlas.graph.EXACT_MAX_ROWS`` rows (n^2 d work), NN-descent above (n log n); it writes ids and
+    distances."""
     from isoscope.atlas.graph import graph_kind
 
     if n_rows < 2:
@@ -353,7 +357,7 @@ def knn_cost(n_rows: int, dim: int, k: int, rate: KnnRate) -> Cost:
     if graph_kind(n_rows) == "flat":
         seconds = n_rows * n_rows * dim * rate.exact
     else:
-        seconds = n_rows * math.log2(n_rows) * rate.hnsw
+        seconds = n_rows * math.log2(n_rows) * rate.approx
     return Cost(seconds, n_rows * k * 8)  # int32 ids + float32 distances
 
 

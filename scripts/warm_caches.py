@@ -7,8 +7,10 @@ what those installs added).
   Python never writes the bytecode it compiles on import: every process compiled each module it imported from
   source again (``from transformers import PreTrainedModel``: 12 s of ``compile`` in each test worker, server and
   command). ``compileall`` writes it once, here.
-- numba: the first UMAP layout on a machine compiles umap's kernels (about 45 s of one core); with the disk
-  cache ``isoscope.neighbours.umap_jit`` switches on, later processes load them.
+- numba: the first UMAP layout on a machine compiles umap's kernels (about 45 s of one core), the first atlas
+  graph above 20,000 rows pynndescent's (about 60 s, of which 40 s can be cached; its NN-descent loop, 20 s,
+  compiles in every process); with the disk cache ``isoscope.neighbours.umap_jit`` switches on, later processes
+  load them.
 
 Nothing here is needed for correctness: a failure only means the tests pay these compiles themselves (the
 Makefile says so and carries on). Prints what it did and how long each part took.
@@ -48,11 +50,13 @@ def write_bytecode(workers: int) -> float:
 def warm_umap() -> float:
     import numpy as np
 
+    from isoscope.atlas.graph import knn_graph_chunked
     from isoscope.neighbours.projection import project
 
     start = time.perf_counter()
     x = np.random.default_rng(0).standard_normal((200, 8)).astype(np.float32)  # (200, 8)
     project(x, "umap", 2, seed=0)  # the layout kernels, compiled into numba's disk cache
+    knn_graph_chunked(x, 16, exact_max_rows=0)  # the atlas's NN-descent graph kernels, likewise
     return time.perf_counter() - start
 
 
@@ -64,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bytecode (last pass, every core): {write_bytecode(0):.1f} s", flush=True)
         return 0
     print(f"bytecode: {write_bytecode(0):.1f} s", flush=True)
-    print(f"umap kernels: {warm_umap():.1f} s", flush=True)
+    print(f"umap and nndescent kernels: {warm_umap():.1f} s", flush=True)
     return 0
 
 

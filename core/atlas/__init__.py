@@ -5,7 +5,7 @@ served as tiles that stay sharp at every zoom.
 - ``isoscope.atlas.pipeline``: ``AtlasConfig``, ``build_atlas`` (the stages).
 - ``isoscope.atlas.folder``: the folder on disk: its ledger (every file proved by size and SHA-256), the build
   lock, ``load_atlas`` (every file checked before use), ``is_complete``.
-- ``isoscope.atlas.graph``: the kNN graph (exact flat, FAISS HNSW beyond 20k rows), neighbour overlap.
+- ``isoscope.atlas.graph``: the kNN graph (exact flat, NN-descent beyond 20k rows), neighbour overlap.
 - ``isoscope.atlas.layout``: UMAP on the precomputed graph (the landmark layout for big corpora), chunked PCA.
 - ``isoscope.atlas.density``: density grid, density-basin clusters at three levels.
 - ``isoscope.atlas.labels``: cluster labels by class-based TF-IDF against the whole corpus.

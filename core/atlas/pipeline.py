@@ -25,8 +25,8 @@ total)`` reports each stage (``wait`` while another build of the same folder hol
   and calibrated neighbour lists).
 ``manifest.json`` records what the folder was built from (texts digest, model, settings); a folder built
 from something else is refused rather than mixed. One build per folder at a time (``folder.build_lock``).
-Memory: the vectors are memory-mapped and read in chunks; the largest resident pieces at 1M x 384 are the
-HNSW index (~1.7 GiB) and UMAP's graph.
+Memory: the vectors are memory-mapped and read in chunks; the largest resident pieces at 1M x 384 are
+NN-descent's unit copy of the vectors (1.5 GiB) with its heaps, and UMAP's graph in each layout worker.
 """
 
 from __future__ import annotations

@@ -61,6 +61,16 @@ def import_umap() -> ModuleType:
     return umap
 
 
+def import_pynndescent() -> ModuleType:
+    """``import pynndescent`` with the kernels it does not mark ``cache=True`` itself (its NN-descent loop among
+    them: about 40 s of compiling before a first graph) cached on disk too; idempotent."""
+    import pynndescent
+    import pynndescent.pynndescent_  # the NN-descent kernels live in its submodules
+
+    enable_disk_cache(("pynndescent",))
+    return pynndescent
+
+
 def layout_kernels_ready() -> bool:
     """Whether the next UMAP layout pays no compile: each of ``LAYOUT_KERNELS`` is compiled in this process or
     has an index in numba's disk cache (an index for another CPU or umap version is recompiled: rare)."""

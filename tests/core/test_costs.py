@@ -107,14 +107,14 @@ def test_the_rate_of_layouts_seen_here_leaves_out_the_first_compile(monkeypatch)
     assert rate.seconds_per_point_epoch == pytest.approx(2e-6) and rate.compile_seconds == pytest.approx(30.0)
 
 
-def test_a_knn_graph_costs_n_squared_d_exact_and_n_log_n_through_hnsw():
+def test_a_knn_graph_costs_n_squared_d_exact_and_n_log_n_through_nndescent():
     from isoscope.atlas.graph import EXACT_MAX_ROWS
 
-    rate = costs.KnnRate(exact=1e-11, hnsw=1e-5)
+    rate = costs.KnnRate(exact=1e-11, approx=1e-5)
     exact = costs.knn_cost(10_000, 384, 16, rate)
     assert exact.seconds == pytest.approx(1e8 * 384 * 1e-11) and exact.disk_bytes == 10_000 * 16 * 8
     assert costs.knn_cost(EXACT_MAX_ROWS, 384, 16, rate).seconds == pytest.approx(EXACT_MAX_ROWS**2 * 384e-11)
-    n = EXACT_MAX_ROWS + 1  # HNSW from here on
+    n = EXACT_MAX_ROWS + 1  # NN-descent from here on
     assert costs.knn_cost(n, 384, 16, rate).seconds == pytest.approx(n * math.log2(n) * 1e-5)
     assert costs.knn_cost(1_000_000, 384, 16, rate).seconds == pytest.approx(1e6 * math.log2(1e6) * 1e-5)
     assert costs.knn_cost(1, 384, 16, rate) == FREE
@@ -135,7 +135,7 @@ def test_the_landmark_layout_costs_its_sample_and_the_refinement():
 
 def test_the_knn_probe_measures_both_indexes():
     rate = costs.measure_knn(8)  # 4,000 probe rows of 8 dimensions: milliseconds
-    assert rate.exact > 0 and rate.hnsw > 0
+    assert rate.exact > 0 and rate.approx > 0
     x = costs.knn_probe_vectors(500, 64)
     assert x.shape == (500, 64) and x.dtype == np.float32
     assert np.linalg.svd(x, compute_uv=False)[costs.KNN_PROBE_RANK] < 0.1 * np.linalg.svd(x, compute_uv=False)[0]

@@ -21,7 +21,7 @@ def blobs(n: int = 600, k: int = 3, d: int = 8, seed: int = 0) -> tuple[np.ndarr
     return (centres[label] + rng.normal(0, 1, (n, d))).astype(np.float32), label
 
 
-def test_knn_graph_is_exact_below_the_hnsw_threshold():
+def test_knn_graph_is_exact_below_the_threshold():
     X, _ = blobs(300, d=16)
     ids, dist = knn_graph_chunked(X, k=6)
     U = X / np.linalg.norm(X, axis=1, keepdims=True)
@@ -43,7 +43,25 @@ def test_knn_graph_puts_each_row_first_even_among_duplicates():
     assert all(set(ids[i, 1:]) == set(range(3 * (i // 3), 3 * (i // 3) + 3)) - {i} for i in range(12))
 
 
-def test_self_first_pads_with_self_when_hnsw_returns_too_few():
+def test_nndescent_graph_above_the_exact_threshold_finds_the_true_neighbours():
+    """NN-descent (the graph of every atlas above EXACT_MAX_ROWS rows) on 3,000 clustered rows: each row first at
+    distance 0, the others nearest first at 1 - cos, and nearly all of the exact neighbours (recall@10)."""
+    X, _ = blobs(3_000, k=6, d=24, seed=1)
+    exact_ids, _ = knn_graph_chunked(X, k=11)
+    seen = []
+    ids, dist = knn_graph_chunked(X, k=11, exact_max_rows=0, progress=lambda d, t: seen.append((d, t)))
+    assert seen[0] == (0, 3_000) and seen[-1] == (3_000, 3_000)
+    assert ids.dtype == np.int32 and ids.shape == (3_000, 11) and dist.dtype == np.float32
+    assert np.array_equal(ids[:, 0], np.arange(3_000)) and np.all(dist[:, 0] == 0)
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    cos = np.einsum("nd,nkd->nk", U, U[ids[:, 1:]])
+    np.testing.assert_allclose(dist[:, 1:], np.minimum(1 - cos, 1.0), atol=1e-5)
+    assert np.all(np.diff(dist, axis=1) >= -1e-6)
+    recall = np.mean([len(set(a[1:]) & set(b[1:])) / 10 for a, b in zip(ids, exact_ids, strict=True)])
+    assert recall >= 0.95, recall
+
+
+def test_self_first_pads_with_self_when_a_search_returns_too_few():
     rows = np.array([5, 6])
     found = np.array([[5, 9, -1], [7, 6, 8]])
     scores = np.array([[1.0, 0.5, -np.inf], [0.9, 1.0, 0.2]], np.float32)
