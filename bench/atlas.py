@@ -3,7 +3,7 @@
 Usage (from the repo root)::
 
     .venv/bin/python bench/atlas.py --quick             # 100,000 precomputed points in headless chromium + layouts at 8k
-    .venv/bin/python bench/atlas.py --n 1000000         # full: embed 1M synthetic sentences, graph, layout, render
+    .venv/bin/python bench/atlas.py --n 1000000         # full: embed 1M synthetic sentences (int8), graph, layout, render
     .venv/bin/python bench/atlas.py --quick --n 1000000  # render 1M precomputed points
     .venv/bin/python bench/atlas.py --precomputed --n 200000   # graph, layout, RSS on 384-d vectors, no embedding
     .venv/bin/python bench/atlas.py --layouts --n 100000 --landmarks 25000   # landmark layout vs full umap-learn
@@ -60,31 +60,46 @@ def peak_rss_gib() -> float:
 # ------------------------------------------------------------------ atlases
 
 
-def full_atlas(out: Path, n: int) -> dict:
-    """Embed and map ``n`` synthetic sentences with the real model; stage seconds (only stages run now)."""
+def full_atlas(out: Path, n: int, precision: str) -> dict:
+    """Embed and map ``n`` synthetic sentences with the real model at ``precision`` (``isoscope atlas
+    --precision``); stage seconds (only stages run now), the machine's load beside them."""
     import pandas as pd
 
-    from isoscope.atlas.pipeline import AtlasConfig, build_atlas
+    from isoscope.atlas.pipeline import AtlasConfig, build_atlas, distinct_rows
     from isoscope.atlas.synthetic import synthetic_corpus
     from isoscope.encode.models import load_encoder
 
     texts, topics = synthetic_corpus(n, 0)
+    distinct = len(distinct_rows(texts)[0])
     last = {"stage": None}
+    load: dict[str, list[float]] = {}
 
     def progress(stage: str, done: int, total: int) -> None:
+        load.setdefault(stage, []).append(os.getloadavg()[0])
         if stage != last["stage"]:
-            print(f"  {stage} ...", file=sys.stderr, flush=True)
+            print(
+                f"  {time.strftime('%H:%M:%S')} {stage} ... (load {os.getloadavg()[0]:.1f})",
+                file=sys.stderr,
+                flush=True,
+            )
             last["stage"] = stage
 
-    run = build_atlas(load_encoder(), texts, out, AtlasConfig(), pd.DataFrame({"topic": topics}), progress)
+    config = AtlasConfig()
+    run = build_atlas(load_encoder(precision=precision), texts, out, config, pd.DataFrame({"topic": topics}), progress)
     secs = run.seconds
+    layouts = [secs[s] for s in ("raw_layout", "cal_layout") if s in secs]
     return {
+        "precision": precision,
+        "distinct_texts": distinct,
         "stage_seconds": {k: round(v, 1) for k, v in secs.items()},
         "engine": run.engine or None,  # what embedded the texts (isoscope.encode.engines; None: resumed past it)
         "embed_texts_per_s": round(n / secs["embed"], 1) if "embed" in secs else None,
+        "embed_distinct_per_s": round(distinct / secs["embed"], 1) if "embed" in secs else None,
         "knn_seconds": round(secs.get("raw_knn", 0) + secs.get("cal_knn", 0), 1) or None,
-        "layout_seconds": round(secs.get("raw_layout", 0) + secs.get("cal_layout", 0), 1) or None,
+        "layout_seconds": round(max(layouts), 1) if layouts else None,  # side by side: the longer one
+        "load_by_stage": {k: round(float(np.mean(v)), 1) for k, v in load.items()},
         "peak_rss_gib": round(peak_rss_gib(), 2),
+        "peak_rss_worker_gib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20, 2),
         "resumed_stages": run.skipped,
     }
 
@@ -495,6 +510,12 @@ def main() -> None:
     ap.add_argument("--layouts", action="store_true", help="landmark layout vs full umap-learn on real sentences")
     ap.add_argument("--landmarks", type=int, default=None, help="landmarks of --layouts (default: n / 4)")
     ap.add_argument("--tiles", action="store_true", help="server render time of tiles per level")
+    ap.add_argument(
+        "--precision",
+        choices=("fp32", "int8"),
+        default="int8",
+        help="full run: the encoder (default: int8, the fastest)",
+    )
     args = ap.parse_args()
     from isoscope.cache import default_cache_dir
 
@@ -506,6 +527,7 @@ def main() -> None:
         return
     n = args.n or (QUICK_POINTS if args.quick else 1_000_000)
     kind = "synthetic-vectors" if args.quick or args.tiles else "precomputed-384" if args.precomputed else "full"
+    kind += f"-{args.precision}" if kind == "full" else ""
     out = Path(args.out) if args.out else default_cache_dir() / "bench-atlas-v2" / f"{kind}-{n}"
     t0 = time.perf_counter()
     if args.quick or args.tiles:
@@ -519,7 +541,7 @@ def main() -> None:
             result["layout_seconds"] = round(secs.get("raw_layout", 0) + secs.get("cal_layout", 0), 1)
             result["peak_rss_gib"] = round(peak_rss_gib(), 2)
     else:
-        result.update(full_atlas(out, n))
+        result.update(full_atlas(out, n, args.precision))
     result["build_seconds"] = round(time.perf_counter() - t0, 1)
     result["points"] = n
     if args.tiles:
