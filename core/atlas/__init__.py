@@ -7,6 +7,7 @@ served as tiles that stay sharp at every zoom.
   lock, ``load_atlas`` (every file checked before use), ``is_complete``.
 - ``isoscope.atlas.graph``: the kNN graph (exact flat, NN-descent beyond 20k rows), neighbour overlap.
 - ``isoscope.atlas.layout``: UMAP on the precomputed graph (the landmark layout for big corpora), chunked PCA.
+- ``isoscope.atlas.workers``: stages side by side in worker processes (the two spaces' single-core layouts).
 - ``isoscope.atlas.density``: density grid, density-basin clusters at three levels.
 - ``isoscope.atlas.labels``: cluster labels by class-based TF-IDF against the whole corpus.
 - ``isoscope.atlas.spatial``: the layout's spatial index (Morton order: every tile is one slice; box and

@@ -92,18 +92,16 @@ def _exact_graph(vectors: np.ndarray, k: int, progress: ProgressFn | None) -> tu
 def _nndescent_graph(
     vectors: np.ndarray, k: int, seed: int, progress: ProgressFn | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    from pynndescent import NNDescent
-
     from isoscope.neighbours.umap_jit import import_pynndescent
 
-    import_pynndescent()  # its kernels from numba's disk cache after the first graph on a machine
+    pynndescent = import_pynndescent()  # its kernels from numba's disk cache after the first graph on a machine
     n = len(vectors)
     if progress is not None:
         progress(0, n)
     unit = np.concatenate([_unit_chunk(vectors, s, min(n, s + CHUNK_ROWS)) for s in range(0, n, CHUNK_ROWS)])  # (n, d)
     with warnings.catch_warnings(), torch_threads_kept():  # numba's OpenMP layer would reset torch's thread count
         warnings.filterwarnings("ignore", message="Cannot cache compiled function")  # the loop (module docstring)
-        found, far = NNDescent(
+        found, far = pynndescent.NNDescent(
             unit, metric="dot", n_neighbors=min(k + 1, n), random_state=seed, low_memory=True, verbose=False
         ).neighbor_graph  # (n, k+1) each, nearest first
     del unit
