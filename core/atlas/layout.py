@@ -109,20 +109,25 @@ def umap_layout(
     return np.asarray(xy, np.float32)
 
 
-def place_from_graph(
-    ids: np.ndarray, dist: np.ndarray, anchors: np.ndarray, anchor_xy: np.ndarray, passes: int = PLACE_PASSES
-) -> np.ndarray:
-    """Positions (n, 2) float32 for every row of the kNN graph ``ids, dist`` (n, k) (column 0 = the row itself):
-    the ``anchors`` (m,) keep ``anchor_xy`` (m, 2); every other row goes to the weighted mean of its placed
-    neighbours, pass by pass (a row placed in one pass anchors its neighbours in the next). Weights are UMAP's
-    membership strengths, exp(-(d - rho) / sigma) with rho the row's nearest distance and sigma its mean excess.
-    Rows no placed neighbour reaches in ``passes`` passes go to the anchors' centroid (logged)."""
-    n = len(ids)
-    nb = np.asarray(ids[:, 1:], np.int64)  # (n, k-1)
-    d = np.asarray(dist[:, 1:], np.float32)
+def _membership(d: np.ndarray) -> np.ndarray:
+    """UMAP's membership strengths of neighbours at distances ``d`` (r, m), nearest first: exp(-(d - rho) / sigma)
+    with rho the row's nearest distance and sigma its mean excess; (r, m) float32 in (0, 1]."""
     excess = d - d[:, :1]
     sigma = np.maximum(excess.mean(axis=1, keepdims=True), 1e-6)
-    weight = np.exp(-excess / sigma).astype(np.float32)  # (n, k-1) in (0, 1]
+    return np.exp(-excess / sigma).astype(np.float32)
+
+
+def place_from_graph(
+    ids: np.ndarray, dist: np.ndarray, anchors: np.ndarray, anchor_xy: np.ndarray, passes: int = PLACE_PASSES
+) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (n, 2) float32 for the rows of the kNN graph ``ids, dist`` (n, k) (column 0 = the row itself)
+    and whether each was placed (n,) bool: the ``anchors`` (m,) keep ``anchor_xy`` (m, 2); every other row goes
+    to the mean of its placed neighbours weighted by ``_membership``, pass by pass (a row placed in one pass
+    anchors its neighbours in the next). Rows no anchor reaches in ``passes`` passes stay unplaced (a group of
+    repeated texts is its own island in a kNN graph: ``place_by_vectors`` places those)."""
+    n = len(ids)
+    nb = np.asarray(ids[:, 1:], np.int64)  # (n, k-1)
+    weight = _membership(np.asarray(dist[:, 1:], np.float32))  # (n, k-1)
     xy = np.zeros((n, 2), np.float32)
     placed = np.zeros(n, bool)
     xy[anchors], placed[anchors] = anchor_xy, True
@@ -141,10 +146,22 @@ def place_from_graph(
             new_xy.append(pos)
         rows = np.concatenate(new_rows)
         xy[rows], placed[rows] = np.concatenate(new_xy), True  # Jacobi: a pass sees the previous pass only
-    if not placed.all():
-        log.warning("%d rows reach no landmark in the graph; placed at the centre", int((~placed).sum()))
-        xy[~placed] = anchor_xy.mean(axis=0)
-    return xy
+    return xy, placed
+
+
+def place_by_vectors(
+    vectors: np.ndarray, rows: np.ndarray, anchors: np.ndarray, anchor_xy: np.ndarray, k: int
+) -> np.ndarray:
+    """Positions (r, 2) float32 of ``rows`` from their ``k`` nearest ``anchors`` by cosine (exact search over
+    the anchors' vectors), weighted as in ``place_from_graph``."""
+    from isoscope.neighbours.exact import exact_topk
+    from isoscope.neighbours.index import as_unit_float32
+
+    A = as_unit_float32(np.asarray(vectors[anchors]), "vectors")  # (m, d)
+    Q = as_unit_float32(np.asarray(vectors[rows]), "vectors")  # (r, d)
+    scores, near = exact_topk(A, Q, min(k, len(anchors)))  # (r, k) each, nearest first
+    w = _membership(1.0 - scores)  # (r, k)
+    return ((w[:, :, None] * anchor_xy[near]).sum(axis=1) / w.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
 def landmark_layout(
@@ -171,7 +188,11 @@ def landmark_layout(
     anchor_xy = umap_layout(sub, sub_knn, seed)  # (m, 2)
     del sub
     _report(progress, 2)
-    xy = place_from_graph(ids, dist, rows, anchor_xy)
+    xy, placed = place_from_graph(ids, dist, rows, anchor_xy)
+    if not placed.all():  # islands of the graph (repeated texts): placed by their nearest landmarks in the space
+        islands = np.flatnonzero(~placed)
+        log.info("%d rows reach no landmark in the graph; placed by their nearest landmarks", len(islands))
+        xy[islands] = place_by_vectors(vectors, islands, rows, anchor_xy, k - 1)
     _report(progress, 3)
     if refine_epochs > 0:
         xy = umap_layout(vectors, knn, seed, n_epochs=refine_epochs, init=xy, learning_rate=REFINE_LEARNING_RATE)
