@@ -54,7 +54,6 @@ HEAVY: tuple[str, ...] = (
     "tests/dashboard/test_shared_work.py::test_a_second_session_recomputes_nothing",  # 20 s
     "tests/dashboard/test_sweep.py::test_sidebar_precision_reaches_the_pages",  # 78 s
     "tests/dashboard/test_sweep.py::test_sweep_page_on_the_demo_corpus",  # 94 s
-    "tests/docs/test_notebook.py::test_the_example_notebook_runs_and_shows_cards",  # 60 s
     "tests/docs/test_readme.py::test_python_snippet_runs_as_written[0]",  # 43 s
     "tests/docs/test_readme.py::test_python_snippet_runs_as_written[1]",  # 54 s
     "tests/docs/test_readme.py::test_python_snippet_runs_as_written[2]",  # 95 s
@@ -63,7 +62,6 @@ HEAVY: tuple[str, ...] = (
     "tests/e2e/test_pages.py::test_page[landscape]",  # 67 s
     "tests/e2e/test_pages.py::test_similarity_compares_two_poolings",  # 13 s
     "tests/e2e/test_pages.py::test_similarity_compares_two_poolings_after_upload",  # 16 s
-    "tests/e2e/test_report.py::test_the_report_opens_offline_with_every_figure_drawn",  # 90 s
     "tests/e2e/test_space.py::test_launch_on_a_vectors_file",  # 32 s
     "tests/hostile/test_atlas_class.py::test_ten_students_open_a_cold_atlas_page_at_once",  # 282 s (load 9; one cold demo atlas for ten sessions)
     "tests/hostile/test_caches.py::test_two_swapped_valid_entries_are_recomputed_not_served",  # 53 s

@@ -17,7 +17,7 @@ import streamlit as st
 
 from isoscope.cache import ArrayCache
 from isoscope.costs import FREE, Cost, KnnRate, Throughput, UmapRate, embed_texts_cost, embedding_cost, flow_cost, total
-from isoscope.dashboard.services.keyed import HASH_FUNCS, Joined, Texts
+from isoscope.dashboard.services.keyed import HASH_FUNCS, Joined, Texts, texts
 from isoscope.dashboard.services.models import encoder, fast_encoder, fp32_encoder, model_key, split_key
 from isoscope.encode.embed import companion_poolings
 from isoscope.encode.pooling import parse_pooling
@@ -170,9 +170,10 @@ def atlas(model: str | None, items: Texts, config: AtlasConfig, dim: int) -> Cos
     cost = FREE
     if n < 2:
         return cost
-    if model is not None:
+    if model is not None:  # each distinct text is embedded once (atlas.pipeline.distinct_rows)
+        distinct = items if len(set(items.items)) == n else texts(dict.fromkeys(items.items))
         rate = throughput(model, parse_pooling(config.pooling).needs_hidden_states, config.max_length)
-        cost += embedding_cost(rate, token_count(model, items, config.max_length), 1, n, dim)
+        cost += embedding_cost(rate, token_count(model, distinct, config.max_length), 1, n, dim)
     spaces = 1 if config.calibrate == "none" else 2
     if needs_graph(asdict(config)):  # the kNN probe only when a graph is built
         cost += total([knn_cost(n, dim, config.k + 1, knn_rate(dim))] * spaces)

@@ -111,3 +111,20 @@ def test_an_atlas_estimate_counts_each_space_s_knn_graph_and_layout() -> None:
     layout = costs.layout_cost(m, dim, 16, AtlasConfig().landmarks, rate, estimate.knn_rate(dim))
     umap = estimate.atlas(None, texts([f"row {i}" for i in range(m)]), AtlasConfig(), dim)
     assert umap.seconds == pytest.approx((knn + knn + layout + layout).seconds)
+
+
+def test_an_atlas_estimate_counts_each_distinct_text_once() -> None:
+    """The atlas embeds each distinct text once (``atlas.pipeline.distinct_rows``): a corpus that repeats every
+    text costs the embedding of one copy, while its vectors file still holds a row per text."""
+    from isoscope.atlas.pipeline import AtlasConfig
+    from isoscope.dashboard.services import costs as estimate
+    from isoscope.dashboard.services.keyed import texts
+    from isoscope.data import load_corpus
+    from isoscope.paths import DEMO_CORPUS
+
+    once = load_corpus(DEMO_CORPUS).texts[:600]
+    config = AtlasConfig(layout="pca", calibrate="none")  # no graph, no layout: the embedding alone
+    single = estimate.atlas("", texts(once), config, 384)
+    double = estimate.atlas("", texts(once + once), config, 384)
+    assert single.seconds > 0 and double.seconds == pytest.approx(single.seconds)
+    assert double.disk_bytes == pytest.approx(2 * single.disk_bytes)
