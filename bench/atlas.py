@@ -50,7 +50,8 @@ QUICK_POINTS = 100_000
 QUICK_LAYOUT_POINTS = 8_000
 RENDER_TARGET_S = 10.0
 RSS_TARGET_GIB = 8.0
-MAP = "atlas_map_raw"  # the map component's name on the page (views/atlas.py: atlas_map_{space})
+MAP = "atlas_map_raw"
+DEEP_BORDER_PX = 12  # the deep-zoom count ignores this margin of the canvas (points cut by its edge)  # the map component's name on the page (views/atlas.py: atlas_map_{space})
 
 
 def peak_rss_gib() -> float:
@@ -199,11 +200,14 @@ def _zoom(page) -> dict:
 
 
 def _set_box(page, label: str, value: bool) -> None:
+    """Set a checkbox and wait for the rerun it starts to finish (the run counter of tests/e2e/browser.py: a rerun
+    that starts late would otherwise redraw the map under the next step and reset its view)."""
+    from tests.e2e import browser as b
+
     box = page.get_by_label(label)
     if box.is_checked() != value:
-        box.click(force=True)
-        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', state="attached")
-        page.wait_for_timeout(800)
+        b.rerun_after(page, lambda: box.click(force=True))
+        _settle(page)
 
 
 def _deep_zoom(page, xy: np.ndarray, seed: int = 0) -> dict:
@@ -220,13 +224,25 @@ def _deep_zoom(page, xy: np.ndarray, seed: int = 0) -> dict:
     _set_box(page, "Cluster labels", False)
     _set_box(page, "Density contours", False)
     _settle(page)
-    target = xy[np.random.default_rng(seed).integers(len(xy))]
+    index = SpatialIndex.build(xy, World.around(layout_bounds(xy)))
+    m = _map(page)
+    x0, y0, x1, y1 = page.evaluate(f"(window.__isoscopeAtlas[{MAP!r}]).box()")  # the view, after the pan above
+    mx, my = 0.1 * (x1 - x0), 0.1 * (y1 - y0)
+    inside = np.flatnonzero(
+        (xy[:, 0] > x0 + mx) & (xy[:, 0] < x1 - mx) & (xy[:, 1] > y0 + my) & (xy[:, 1] < y1 - my)
+    )  # a point on the map as shown: the wheel only zooms where the mouse is over the map
+    shrink = 2.0 ** -(m["maxLevel"] - m["view"]["zoom"])  # the deepest view's size relative to this one
+    half = np.array([x1 - x0, y1 - y0]) * shrink / 2
+    rng = np.random.default_rng(seed)
+    candidates = inside[rng.choice(len(inside), min(300, len(inside)), replace=False)]
+    crowd = [len(index.rows_in_box(*(xy[r] - half), *(xy[r] + half))) for r in candidates]
+    target = xy[candidates[int(np.argmax(crowd))]]  # the most crowded deepest view: the hardest to keep sharp
     box = _canvas(page).bounding_box()
     for _ in range(40):
         m = _map(page)
         if m["view"]["zoom"] >= m["maxLevel"] - 1e-6:
             break
-        box = _canvas(page).bounding_box()  # where the canvas is now (a rerun may have moved the page)
+        box = _canvas(page).bounding_box()  # where the canvas is now
         sx, sy = page.evaluate(f"(window.__isoscopeAtlas[{MAP!r}]).toScreen({float(target[0])}, {float(target[1])})")
         page.mouse.move(box["x"] + sx, box["y"] + sy)
         page.mouse.wheel(0, -200)
@@ -234,15 +250,21 @@ def _deep_zoom(page, xy: np.ndarray, seed: int = 0) -> dict:
     page.mouse.move(box["x"] + 2, box["y"] + 2)  # no tooltip in the picture
     _settle(page)
     m = _map(page)
-    view = page.evaluate(f"(window.__isoscopeAtlas[{MAP!r}]).box()")
-    index = SpatialIndex.build(xy, World.around(layout_bounds(xy)))
-    in_view = len(index.rows_in_box(*view))
+    if m["view"]["zoom"] < m["maxLevel"] - 1e-6:  # a measurement of the wrong view is no measurement
+        raise RuntimeError(f"the deep zoom did not reach the deepest level: {m['view']}, level {m['level']}")
     img = np.asarray(Image.open(io.BytesIO(_canvas(page).screenshot())).convert("RGB")).astype(int)
-    ink = (img < 235).any(axis=2)  # anything not white
-    ink[:, -45:] = False  # the toolbar
-    labels, _ = ndimage.label(ink)
+    h, w = img.shape[:2]
+    border = DEEP_BORDER_PX  # points cut by the edge, the toolbar and the status line are left out of both counts
+    wx0, wy1 = page.evaluate(f"(window.__isoscopeAtlas[{MAP!r}]).toWorld({border}, {border})")
+    wx1, wy0 = page.evaluate(f"(window.__isoscopeAtlas[{MAP!r}]).toWorld({w - border - 45}, {h - border})")
+    in_view = len(index.rows_in_box(wx0, wy0, wx1, wy1))
+    ink = (img.max(axis=2) - img.min(axis=2)) > 60  # palette colours: points (labels, status, contours are grey)
+    labels, count = ndimage.label(ink)
+    centres = np.array(ndimage.center_of_mass(ink, labels, range(1, count + 1))).reshape(-1, 2)  # (blobs, 2): y, x
     sizes = np.bincount(labels.ravel())[1:]
-    blobs = int((sizes >= 4).sum())
+    keep = (sizes >= 4) & (centres[:, 0] > border) & (centres[:, 0] < h - border)
+    keep &= (centres[:, 1] > border) & (centres[:, 1] < w - border - 45)
+    blobs = int(keep.sum())
     return {
         "deep_zoom_level": m["level"],
         "deep_zoom_factor": round(2 ** (m["view"]["zoom"] - m["view"]["fit"]), 1),
@@ -274,12 +296,39 @@ def _pick_http(page, n: int = 20) -> float:
     return round(float(ms), 2)
 
 
-def render(atlas_dir: Path, n: int, timeout_s: float = 300.0) -> dict:
+def _hover_shot(page, path: Path) -> str:
+    """Hover the point nearest the map's centre (the deep zoom shows single points), wait for its text, and
+    save the map with the tooltip; returns the text shown."""
+    import io
+
+    from PIL import Image
+    from scipy import ndimage
+
+    canvas = _canvas(page)
+    img = np.asarray(Image.open(io.BytesIO(canvas.screenshot())).convert("RGB")).astype(int)
+    ink = (img < 235).any(axis=2)
+    ink[:, -45:] = False  # the toolbar
+    labels, count = ndimage.label(ink)
+    centres = np.array(ndimage.center_of_mass(ink, labels, range(1, count + 1)))  # (blobs, 2) as (y, x)
+    middle = np.array(img.shape[:2]) / 2
+    y, x = centres[np.argmin(((centres - middle) ** 2).sum(axis=1))]
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + x, box["y"] + y)
+    tip = page.locator(".isoscope-atlas-tip-text")
+    tip.wait_for(state="visible", timeout=10_000)
+    text = tip.inner_text()
+    page.locator(".isoscope-atlas").first.screenshot(path=str(path))
+    return text
+
+
+def render(atlas_dir: Path, n: int, timeout_s: float = 300.0, shots: Path | None = None) -> dict:
     """Cold visit (fresh server, fresh tile cache), then a warm visit in a new session: time to every visible
-    tile drawn, pan and zoom frames, the deep zoom, picks."""
+    tile drawn, pan and zoom frames, the deep zoom, picks. ``shots``: a folder for the whole map and the deep
+    zoom with a point's text (``atlas-{n}-whole.png``, ``atlas-{n}-deep.png``; the README's)."""
     from playwright.sync_api import sync_playwright
 
     from isoscope.atlas.folder import load_atlas
+    from tests.e2e.browser import RUN_COUNTER_JS
     from tests.e2e.conftest import CHROMIUM_ARGS, chromium_path, free_port
 
     exe = chromium_path()
@@ -304,6 +353,7 @@ def render(atlas_dir: Path, n: int, timeout_s: float = 300.0) -> dict:
                 if visit == "warm":  # Streamlit's own page load, next to the warm atlas visit
                     out["home_page_seconds"] = _baseline(browser, url.rsplit("/", 1)[0] + "/")
                 ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+                ctx.add_init_script(RUN_COUNTER_JS)  # counts finished script runs (tests/e2e/browser.py)
                 page = ctx.new_page()
                 t0 = time.perf_counter()
                 page.goto(url, wait_until="commit")
@@ -316,12 +366,17 @@ def render(atlas_dir: Path, n: int, timeout_s: float = 300.0) -> dict:
                     out["points_drawn"] = n if drawn is not None else 0
                     m = _map(page)
                     out["tile_levels"] = round(m["maxLevel"] - m["view"]["fit"], 1)
+                    if shots is not None:
+                        _settle(page)
+                        page.locator(".isoscope-atlas").first.screenshot(path=str(shots / f"atlas-{n}-whole.png"))
                     out.update(_pan(page))
                     _settle(page)
                     out.update(_zoom(page))
                     _settle(page)
                     out["pick_http_ms"] = _pick_http(page)
                     out.update(_deep_zoom(page, xy))
+                    if shots is not None:
+                        out["deep_zoom_hover_text"] = _hover_shot(page, shots / f"atlas-{n}-deep.png")
                 ctx.close()
             browser.close()
     finally:
@@ -516,6 +571,7 @@ def main() -> None:
         default="int8",
         help="full run: the encoder (default: int8, the fastest)",
     )
+    ap.add_argument("--shots", default=None, help="folder for screenshots of the whole map and the deep zoom")
     args = ap.parse_args()
     from isoscope.cache import default_cache_dir
 
@@ -550,7 +606,7 @@ def main() -> None:
         print(json.dumps(result))
         return
     result.update(pick_ms(out))
-    result.update(render(out, n))
+    result.update(render(out, n, shots=Path(args.shots) if args.shots else None))
     if args.quick:
         result.update(layout_quality(QUICK_LAYOUT_POINTS, QUICK_LAYOUT_POINTS // 4))
     result["meets_render_target"] = result["render_seconds"] is not None and result["render_seconds"] <= RENDER_TARGET_S

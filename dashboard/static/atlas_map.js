@@ -310,6 +310,7 @@ function expose(s) {
       return [x0, y0, x1, y1];
     },
     toScreen: (x, y) => toScreen(s, x, y),
+    toWorld: (px, py) => toWorld(s, px, py),
   };
 }
 
