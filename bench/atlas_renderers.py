@@ -699,6 +699,10 @@ def main() -> None:
     )
     ap.add_argument("--screenshots", default=None, help="folder for the three pages' screenshots")
     args = ap.parse_args()
+    import importlib.util
+
+    if importlib.util.find_spec("datashader") is None:
+        raise SystemExit("datashader is not installed here: run `make bench-renderers` (its own venv, .venv-renderers)")
     from isoscope.atlas.synthetic import synthetic_atlas
     from isoscope.cache import default_cache_dir
 
