@@ -8,6 +8,7 @@ COMPAT := .venv-compat
 PEERS  := .venv-peers
 REMOTE := .venv-remote
 LAB    := .venv-lab
+RENDER := .venv-renderers
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -15,7 +16,7 @@ export TOKENIZERS_PARALLELISM := false
 # pip byte-compiles every file it installs (2 CPU-minutes for torch and the rest); Python compiles what it imports
 PIP_FAST := --no-compile --disable-pip-version-check
 
-.PHONY: run test test-heavy test-fast test-compat test-remote test-lab lint format bench bench-peers bench-widget screenshots browser lock lock-peers clean
+.PHONY: run test test-heavy test-fast test-compat test-remote test-lab lint format bench bench-peers bench-renderers bench-widget screenshots browser lock lock-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -104,6 +105,16 @@ $(PEERS)/.installed: bench/peers/requirements.lock pyproject.toml  # its own ven
 bench-peers: $(PEERS)/.installed  # Isoscope against sentence-transformers' ONNX backends and fastembed (not in make test)
 	$(PEERS)/bin/python bench/encode_peers.py $(ARGS)
 
+$(RENDER)/.installed: bench/renderers/requirements.txt requirements.txt requirements-dev.txt pyproject.toml  # its own venv: datashader is not a dependency
+	test -x $(RENDER)/bin/python || $(PYTHON) -m venv $(RENDER)
+	$(RENDER)/bin/pip install -q $(PIP_FAST) torch==2.13.0  # the CPU wheel on disk first: nothing may resolve a CUDA build
+	$(RENDER)/bin/pip install -q $(PIP_FAST) -r requirements.txt -r bench/renderers/requirements.txt -c requirements-dev.txt
+	$(RENDER)/bin/pip install -q $(PIP_FAST) --no-deps -e .
+	@touch $@
+
+bench-renderers: $(RENDER)/.installed browser  # the Atlas map's renderers side by side: ours, datashader, deck.gl (not in make test)
+	$(RENDER)/bin/python bench/atlas_renderers.py $(ARGS)
+
 screenshots: $(VENV)/.dev-installed browser
 	CI=true ISOSCOPE_SCREENSHOTS=1 $(BIN)/pytest tests/e2e -q  # CI=true: no browser is a failure, not a skip
 
@@ -114,4 +125,4 @@ lock-peers:  # re-resolve bench/peers/requirements.in (bench/peers/lock.sh)
 	PYTHON=$(PYTHON) bash bench/peers/lock.sh
 
 clean:
-	rm -rf $(VENV) $(COMPAT) $(PEERS) $(REMOTE) $(LAB) .pytest_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) $(COMPAT) $(PEERS) $(REMOTE) $(LAB) $(RENDER) .pytest_cache .ruff_cache build *.egg-info

@@ -32,10 +32,12 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -321,20 +323,13 @@ def _hover_shot(page, path: Path) -> str:
     return text
 
 
-def render(atlas_dir: Path, n: int, timeout_s: float = 300.0, shots: Path | None = None) -> dict:
-    """Cold visit (fresh server, fresh tile cache), then a warm visit in a new session: time to every visible
-    tile drawn, pan and zoom frames, the deep zoom, picks. ``shots``: a folder for the whole map and the deep
-    zoom with a point's text (``atlas-{n}-whole.png``, ``atlas-{n}-deep.png``; the README's)."""
-    from playwright.sync_api import sync_playwright
+@contextmanager
+def app_server(atlas_dir: Path):
+    """``isoscope app`` (the app with its tile routes) on the atlas folder (``ISOSCOPE_ATLAS_DIR``) with a fresh
+    tile cache, on a free loopback port: yields its base URL (``http://127.0.0.1:PORT``); the server's process
+    group is stopped at the end and the tile cache removed."""
+    from tests.e2e.conftest import free_port
 
-    from isoscope.atlas.folder import load_atlas
-    from tests.e2e.browser import RUN_COUNTER_JS
-    from tests.e2e.conftest import CHROMIUM_ARGS, chromium_path, free_port
-
-    exe = chromium_path()
-    if exe is None:
-        raise SystemExit("chromium not found: run scripts/ensure_browser.sh")
-    xy = load_atlas(atlas_dir).spaces["raw"].xy
     port = free_port()
     cache = tempfile.mkdtemp(prefix="atlas-bench-cache-")
     env = dict(os.environ, ISOSCOPE_ATLAS_DIR=str(atlas_dir), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
@@ -343,45 +338,65 @@ def render(atlas_dir: Path, n: int, timeout_s: float = 300.0, shots: Path | None
     cmd = [sys.executable, "-m", "isoscope", "app", "--port", str(port), "--host", "127.0.0.1"]
     log = open(tempfile.mkstemp(suffix=".log")[1], "wb")
     proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}/atlas"
-    out: dict = {"renderer": "tiles"}
     try:
         _wait_health(port, proc)
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
-            for visit in ("cold", "warm"):
-                if visit == "warm":  # Streamlit's own page load, next to the warm atlas visit
-                    out["home_page_seconds"] = _baseline(browser, url.rsplit("/", 1)[0] + "/")
-                ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-                ctx.add_init_script(RUN_COUNTER_JS)  # counts finished script runs (tests/e2e/browser.py)
-                page = ctx.new_page()
-                t0 = time.perf_counter()
-                page.goto(url, wait_until="commit")
-                drawn = _wait_drawn(page, timeout_s)
-                wall = time.perf_counter() - t0
-                out[f"{visit}_render_seconds"] = None if drawn is None else round(drawn / 1000, 2)
-                out[f"{visit}_wall_seconds"] = round(wall, 2)
-                if visit == "warm":
-                    out["render_seconds"] = out["warm_render_seconds"]
-                    out["points_drawn"] = n if drawn is not None else 0
-                    m = _map(page)
-                    out["tile_levels"] = round(m["maxLevel"] - m["view"]["fit"], 1)
-                    if shots is not None:
-                        _settle(page)
-                        page.locator(".isoscope-atlas").first.screenshot(path=str(shots / f"atlas-{n}-whole.png"))
-                    out.update(_pan(page))
-                    _settle(page)
-                    out.update(_zoom(page))
-                    _settle(page)
-                    out["pick_http_ms"] = _pick_http(page)
-                    out.update(_deep_zoom(page, xy))
-                    if shots is not None:
-                        out["deep_zoom_hover_text"] = _hover_shot(page, shots / f"atlas-{n}-deep.png")
-                ctx.close()
-            browser.close()
+        yield f"http://127.0.0.1:{port}"
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(timeout=30)
+        log.close()
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def render(atlas_dir: Path, n: int, timeout_s: float = 300.0, shots: Path | None = None) -> dict:
+    """Cold visit (fresh server, fresh tile cache), then a warm visit in a new session: time to every visible
+    tile drawn, pan and zoom frames, the deep zoom, picks. ``shots``: a folder for the whole map and the deep
+    zoom with a point's text (``atlas-{n}-whole.png``, ``atlas-{n}-deep.png``; the README's)."""
+    from playwright.sync_api import sync_playwright
+
+    from isoscope.atlas.folder import load_atlas
+    from tests.e2e.browser import RUN_COUNTER_JS
+    from tests.e2e.conftest import CHROMIUM_ARGS, chromium_path, keep_children_at_our_priority
+
+    exe = chromium_path()
+    if exe is None:
+        raise SystemExit("chromium not found: run scripts/ensure_browser.sh")
+    keep_children_at_our_priority()  # as the tests and bench/widget.py: chromium may not renice itself to -8
+    xy = load_atlas(atlas_dir).spaces["raw"].xy
+    out: dict = {"renderer": "tiles"}
+    with app_server(atlas_dir) as base, sync_playwright() as p:
+        url = f"{base}/atlas"
+        browser = p.chromium.launch(executable_path=exe, args=CHROMIUM_ARGS)
+        for visit in ("cold", "warm"):
+            if visit == "warm":  # Streamlit's own page load, next to the warm atlas visit
+                out["home_page_seconds"] = _baseline(browser, f"{base}/")
+            ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+            ctx.add_init_script(RUN_COUNTER_JS)  # counts finished script runs (tests/e2e/browser.py)
+            page = ctx.new_page()
+            t0 = time.perf_counter()
+            page.goto(url, wait_until="commit")
+            drawn = _wait_drawn(page, timeout_s)
+            wall = time.perf_counter() - t0
+            out[f"{visit}_render_seconds"] = None if drawn is None else round(drawn / 1000, 2)
+            out[f"{visit}_wall_seconds"] = round(wall, 2)
+            if visit == "warm":
+                out["render_seconds"] = out["warm_render_seconds"]
+                out["points_drawn"] = n if drawn is not None else 0
+                m = _map(page)
+                out["tile_levels"] = round(m["maxLevel"] - m["view"]["fit"], 1)
+                if shots is not None:
+                    _settle(page)
+                    page.locator(".isoscope-atlas").first.screenshot(path=str(shots / f"atlas-{n}-whole.png"))
+                out.update(_pan(page))
+                _settle(page)
+                out.update(_zoom(page))
+                _settle(page)
+                out["pick_http_ms"] = _pick_http(page)
+                out.update(_deep_zoom(page, xy))
+                if shots is not None:
+                    out["deep_zoom_hover_text"] = _hover_shot(page, shots / f"atlas-{n}-deep.png")
+            ctx.close()
+        browser.close()
     return out
 
 
@@ -450,6 +465,18 @@ def pick_ms(atlas_dir: Path, queries: int = 500, seed: int = 0) -> dict:
     }
 
 
+def tiles_with_points(tmap, xy: np.ndarray, z: int, k: int, rng: np.random.Generator) -> list[tuple[int, int]]:
+    """(tx, ty) of ``k`` tiles of level ``z`` that hold points: the tiles under ``k`` random rows of ``xy`` (n, 2)."""
+    w = tmap.grid.world
+    out = []
+    for r in rng.integers(0, len(xy), k):
+        x, y = xy[r]
+        tx = int((x - w.x0) / w.size * 2**z)
+        ty = int((w.y0 + w.size - y) / w.size * 2**z)
+        out.append((min(tx, 2**z - 1), min(ty, 2**z - 1)))
+    return out
+
+
 def tile_times(atlas_dir: Path, per_level: int = 12, seed: int = 0) -> dict:
     """Server render time of tiles (colour by cluster, contours on) per level: median and max ms of
     ``per_level`` tiles that hold points, and the PNG bytes."""
@@ -465,14 +492,8 @@ def tile_times(atlas_dir: Path, per_level: int = 12, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     out = {}
     for z in range(tmap.grid.max_level + 1):
-        rows = rng.integers(0, len(sp.xy), per_level)
         ms, sizes = [], []
-        for r in rows:
-            x, y = sp.xy[r]
-            w = tmap.grid.world
-            tx = int((x - w.x0) / w.size * 2**z)
-            ty = int((w.y0 + w.size - y) / w.size * 2**z)
-            tx, ty = min(tx, 2**z - 1), min(ty, 2**z - 1)
+        for tx, ty in tiles_with_points(tmap, sp.xy, z, per_level, rng):
             t = time.perf_counter()
             png = to_png(tmap.tile(colors, z, tx, ty, True))
             ms.append((time.perf_counter() - t) * 1000)
