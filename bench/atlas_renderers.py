@@ -2,7 +2,8 @@
 
 Usage (from the repo root; datashader lives in its own venv, ``make bench-renderers``)::
 
-    .venv-renderers/bin/python bench/atlas_renderers.py --quick   # 100,000 points, with the ScatterplotLayer baseline
+    .venv-renderers/bin/python bench/atlas_renderers.py --quick   # 100,000 points, 6 tiles a level: about a minute
+    .venv-renderers/bin/python bench/atlas_renderers.py --quick --scatter   # ... and the ScatterplotLayer baseline
     .venv-renderers/bin/python bench/atlas_renderers.py           # 1,000,000 points
 
 The atlas is ``isoscope.atlas.synthetic.synthetic_atlas`` (the one ``bench/atlas.py --quick`` renders, cached in the
@@ -70,6 +71,7 @@ from bench import atlas as bench_atlas  # noqa: E402  bench/atlas.py: the app se
 
 QUICK_POINTS = 100_000
 PER_LEVEL = 12
+QUICK_PER_LEVEL = 6
 VIEWPORT = {"width": 1400, "height": 1000}
 RAF_FRAMES, RAF_BUDGET_MS, RAF_STEP = 60, 60_000, (4, 2)  # the same 240 x 120 px as the drag, a step every frame
 DEEP_LEVELS = 5  # the second in-page pan: this many levels deeper, about the densest point
@@ -686,16 +688,16 @@ def _table(result: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument(
-        "--quick", action="store_true", help=f"{QUICK_POINTS:,} points (with the ScatterplotLayer baseline)"
+        "--quick", action="store_true", help=f"{QUICK_POINTS:,} points, {QUICK_PER_LEVEL} tiles a level, no baseline"
     )
     ap.add_argument("--n", type=int, default=None, help="points (default: 100,000 with --quick, else 1,000,000)")
     ap.add_argument("--out", default=None, help="atlas folder (default: bench/atlas.py's cache folder for n)")
-    ap.add_argument("--per-level", type=int, default=PER_LEVEL, help="tiles timed per level, server side")
+    ap.add_argument("--per-level", type=int, default=None, help=f"tiles timed per level (default {PER_LEVEL})")
     ap.add_argument(
         "--scatter",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help=f"the ScatterplotLayer baseline (default: up to {SCATTER_MAX:,} points)",
+        help=f"the ScatterplotLayer baseline (seconds a frame; default: up to {SCATTER_MAX:,} points, not --quick)",
     )
     ap.add_argument("--screenshots", default=None, help="folder for the three pages' screenshots")
     args = ap.parse_args()
@@ -714,12 +716,12 @@ def main() -> None:
     synthetic_atlas(out, n)
     result["atlas_seconds"] = round(time.perf_counter() - t, 1)  # 0 when cached
     t = time.perf_counter()
-    server = server_side(out, args.per_level)
+    server = server_side(out, args.per_level or (QUICK_PER_LEVEL if args.quick else PER_LEVEL))
     tmap = server.pop("tmap")
     server["seconds"] = round(time.perf_counter() - t, 1)
     result["server"] = server
     result["load"]["after_server"] = load()
-    scatter = n <= SCATTER_MAX if args.scatter is None else args.scatter
+    scatter = (n <= SCATTER_MAX and not args.quick) if args.scatter is None else args.scatter
     shots = Path(args.screenshots) if args.screenshots else Path(tempfile.mkdtemp(prefix="atlas-renderers-shots-"))
     t = time.perf_counter()
     result["client"] = client_side(out, tmap, n, scatter, shots)
