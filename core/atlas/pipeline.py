@@ -369,7 +369,7 @@ def _run_stages(run, encoder, texts, meta, vectors, config: AtlasConfig, progres
                 f"{space}_knn",
                 [vec_path],
                 _graph_files(out, space),
-                lambda s=space, v=vec_path: _knn(out, s, v, k, progress),
+                lambda s=space, v=vec_path: _knn(out, s, v, k, config.seed, progress),
             )
     layouts = {
         f"{s}_layout": (
@@ -448,9 +448,9 @@ def _spread(vectors: np.ndarray, rows: np.ndarray, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _knn(out: Path, space: str, vec_path: Path, k: int, progress: StageProgress | None) -> None:
+def _knn(out: Path, space: str, vec_path: Path, k: int, seed: int, progress: StageProgress | None) -> None:
     report = None if progress is None else (lambda a, b: progress(f"{space}_knn", a, b))
-    ids, dist = knn_graph_chunked(_load(vec_path, mmap=True), k + 1, report)
+    ids, dist = knn_graph_chunked(_load(vec_path, mmap=True), k + 1, report, seed=seed)
     ids_path, dist_path = _graph_files(out, space)
     atomic_save_npy(dist_path, dist)
     atomic_save_npy(ids_path, ids)
