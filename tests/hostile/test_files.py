@@ -281,14 +281,14 @@ def _feed(fifo: Path, lines: int | None) -> threading.Thread:
             fd = os.open(fifo, os.O_WRONLY)  # blocks until a reader opens it (never, when it is refused)
         except OSError:
             return
-        with os.fdopen(fd, "wb") as f:
-            try:
+        try:  # the reader going away breaks the pipe on a write or on the last flush, when the file closes
+            with os.fdopen(fd, "wb") as f:
                 n = 0
                 while lines is None or n < lines:
                     f.write(b"y\n" * 1000)
                     n += 1000
-            except (BrokenPipeError, OSError):
-                pass
+        except OSError:  # BrokenPipeError included
+            pass
 
     t = threading.Thread(target=run, daemon=True)
     t.start()
