@@ -2,8 +2,14 @@
 
 Streamlit marks its root element ``[data-testid="stApp"]`` with ``data-test-script-state`` ("running",
 "notRunning", ...) and elements left over from the previous run with ``data-stale="true"``. A counter of
-finished runs (transitions out of "running"), installed in every page before it loads, tells whether the
-rerun an action triggered has completed, so waiting never races with a rerun that has not begun yet.
+finished runs, installed in every page before it loads, tells whether the rerun an action triggered has
+completed, so waiting never races with a rerun that has not begun yet.
+
+The counter reads the server's messages, not the DOM: it counts the ``script_finished`` ForwardMsgs that
+arrive on the app's WebSocket. Counting the attribute's transitions out of "running" missed runs: when the
+server sends a run's "running" status, its deltas and its end in one burst (a busy server whose event loop
+flushes late), React renders the state once, the attribute never reads "running", and a finished rerun
+looked like none ("no finished rerun after choosing ...", with the page idle and the new content drawn).
 """
 
 from __future__ import annotations
@@ -23,14 +29,47 @@ SETTLE_MS = 600  # no change in the DOM for this long after a run = drawn
 ACTION_TIMEOUT_MS = 20_000  # find and click an element (runs have their own, longer timeout)
 
 
-# Counts finished script runs in window.__stRuns (installed with context.add_init_script). The old value
-# of each attribute record is used: by the time the observer runs, a fast run may already be over.
+# Counts finished script runs in window.__stRuns: every ForwardMsg whose top-level field 6 (script_finished,
+# a varint enum) says the run or fragment run finished (0 successfully, 1 compile error, 3 fragment; not 2,
+# ended early for a rerun). One ForwardMsg a WebSocket frame (streamlit.runtime.runtime_util). The DOM count of
+# transitions out of "running" is kept as window.__stDomRuns for failure messages (it misses batched runs).
 RUN_COUNTER_JS = """
 (() => {
   window.__stRuns = 0;
+  window.__stDomRuns = 0;
+  const FINISHED = new Set([0, 1, 3]);
+  const scriptFinished = (bytes) => {  // the script_finished value of a serialized ForwardMsg, or -1
+    let i = 0;
+    const varint = () => {
+      let value = 0, shift = 0, byte;
+      do { byte = bytes[i++]; value += (byte & 0x7f) * 2 ** shift; shift += 7; } while (byte & 0x80 && i < bytes.length);
+      return value;
+    };
+    while (i < bytes.length) {
+      const key = varint(), field = Math.floor(key / 8), wire = key % 8;
+      if (wire === 0) { const value = varint(); if (field === 6) { return value; } }
+      else if (wire === 2) { const length = varint(); i += length; }  // not i += varint(): i is read first
+      else if (wire === 1) { i += 8; }
+      else if (wire === 5) { i += 4; }
+      else { return -1; }
+    }
+    return -1;
+  };
+  window.__stScriptFinished = scriptFinished;  // for tests/e2e/test_run_counter.py
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener("message", (event) => {
+        if (event.data instanceof ArrayBuffer && FINISHED.has(scriptFinished(new Uint8Array(event.data)))) {
+          window.__stRuns += 1;
+        }
+      });
+    }
+  };
   const observer = new MutationObserver((records) => {
     for (const r of records) {
-      if (r.oldValue === "running") { window.__stRuns += 1; }
+      if (r.oldValue === "running") { window.__stDomRuns += 1; }
     }
   });
   const start = () => observer.observe(document.documentElement, {
@@ -41,8 +80,8 @@ RUN_COUNTER_JS = """
   // (Streamlit logs there when it drops a rerun because it thinks it is disconnected).
   window.__stSent = 0;
   window.__stLog = [];
-  const send = WebSocket.prototype.send;
-  WebSocket.prototype.send = function (...args) { window.__stSent += 1; return send.apply(this, args); };
+  const send = Native.prototype.send;
+  Native.prototype.send = function (...args) { window.__stSent += 1; return send.apply(this, args); };
   for (const level of ["error", "warn"]) {
     const original = console[level].bind(console);
     console[level] = (...args) => {
@@ -99,6 +138,7 @@ def state(page: Page) -> str:
                     url: location.href,
                     script: app && app.getAttribute("data-test-script-state"),
                     runs: window.__stRuns || 0,
+                    dom_runs: window.__stDomRuns || 0,
                     frames_sent: window.__stSent || 0,
                     console: window.__stLog || [],
                     stale: document.querySelectorAll('[data-stale="true"]').length,
