@@ -52,8 +52,10 @@ QUICK_POINTS = 100_000
 QUICK_LAYOUT_POINTS = 8_000
 RENDER_TARGET_S = 10.0
 RSS_TARGET_GIB = 8.0
-MAP = "atlas_map_raw"
-DEEP_BORDER_PX = 12  # the deep-zoom count ignores this margin of the canvas (points cut by its edge)  # the map component's name on the page (views/atlas.py: atlas_map_{space})
+MAP = "atlas_map_raw"  # the map component's name on the page (views/atlas.py: atlas_map_{space})
+DEEP_BORDER_PX = 12  # the deep-zoom count ignores this margin of the canvas (points cut by its edge)
+STATUS_PX = 24  # ... and this strip at its bottom, where the map's status line is written
+INK = 235  # a pixel whose darkest channel is below this is ink on the white map: a point of any colour
 
 
 def peak_rss_gib() -> float:
@@ -258,13 +260,16 @@ def _deep_zoom(page, xy: np.ndarray, seed: int = 0) -> dict:
     h, w = img.shape[:2]
     border = DEEP_BORDER_PX  # points cut by the edge, the toolbar and the status line are left out of both counts
     wx0, wy1 = page.evaluate(f"(window.__isoscopeAtlas[{MAP!r}]).toWorld({border}, {border})")
-    wx1, wy0 = page.evaluate(f"(window.__isoscopeAtlas[{MAP!r}]).toWorld({w - border - 45}, {h - border})")
+    wx1, wy0 = page.evaluate(f"(window.__isoscopeAtlas[{MAP!r}]).toWorld({w - border - 45}, {h - STATUS_PX})")
     in_view = len(index.rows_in_box(wx0, wy0, wx1, wy1))
-    ink = (img.max(axis=2) - img.min(axis=2)) > 60  # palette colours: points (labels, status, contours are grey)
+    # every point, grey ones too: points in no cluster are drawn grey (an earlier count kept only saturated
+    # colours and found 0 blobs for 80 sharp grey points); labels and contours are off, the toolbar and the status
+    # line are outside the counted box
+    ink = img.min(axis=2) < INK
     labels, count = ndimage.label(ink)
     centres = np.array(ndimage.center_of_mass(ink, labels, range(1, count + 1))).reshape(-1, 2)  # (blobs, 2): y, x
     sizes = np.bincount(labels.ravel())[1:]
-    keep = (sizes >= 4) & (centres[:, 0] > border) & (centres[:, 0] < h - border)
+    keep = (sizes >= 4) & (centres[:, 0] > border) & (centres[:, 0] < h - STATUS_PX)
     keep &= (centres[:, 1] > border) & (centres[:, 1] < w - border - 45)
     blobs = int(keep.sum())
     return {
