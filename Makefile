@@ -9,6 +9,7 @@ PEERS  := .venv-peers
 REMOTE := .venv-remote
 LAB    := .venv-lab
 RENDER := .venv-renderers
+FRESH  := .venv-fresh
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -16,7 +17,7 @@ export TOKENIZERS_PARALLELISM := false
 # pip byte-compiles every file it installs (2 CPU-minutes for torch and the rest); Python compiles what it imports
 PIP_FAST := --no-compile --disable-pip-version-check
 
-.PHONY: run test test-heavy test-fast test-compat test-remote test-lab lint format bench bench-peers bench-renderers bench-widget screenshots browser lock lock-peers clean
+.PHONY: run test test-heavy test-fast test-compat test-remote test-lab test-fresh lint format bench bench-peers bench-renderers bench-widget screenshots browser lock lock-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -73,6 +74,13 @@ test-remote: $(VENV)/.dev-installed requirements-remote.txt  # the endpoint clie
 	$(REMOTE)/bin/pip install -q -r requirements-remote.txt  # infinity-emb pins numpy<2: its own venv
 	ISOSCOPE_TEST_REMOTE=$(abspath $(REMOTE))/bin/infinity_emb $(BIN)/pytest tests/remote -q
 
+test-fresh: $(VENV)/.dev-installed  # the README's snippets in a new venv holding only `pip install ".[notebook]"`
+	rm -rf $(FRESH) && $(PYTHON) -m venv $(FRESH)
+	$(FRESH)/bin/pip install -q $(PIP_FAST) torch==2.13.0  # the CPU wheel on disk first, as the README's install says
+	$(FRESH)/bin/pip install -q $(PIP_FAST) ".[notebook]"  # a wheel built from the checkout, its ranges resolved anew
+	$(FRESH)/bin/pip freeze > $(FRESH)/freeze.txt
+	ISOSCOPE_README_PYTHON=$(abspath $(FRESH))/bin/python $(BIN)/pytest tests/docs/test_readme.py -q
+
 $(LAB)/.installed: requirements-lab.txt
 	test -x $(LAB)/bin/python || $(PYTHON) -m venv $(LAB)
 	$(LAB)/bin/pip install -q -r requirements-lab.txt
@@ -125,4 +133,4 @@ lock-peers:  # re-resolve bench/peers/requirements.in (bench/peers/lock.sh)
 	PYTHON=$(PYTHON) bash bench/peers/lock.sh
 
 clean:
-	rm -rf $(VENV) $(COMPAT) $(PEERS) $(REMOTE) $(LAB) $(RENDER) .pytest_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) $(COMPAT) $(PEERS) $(REMOTE) $(LAB) $(RENDER) $(FRESH) .pytest_cache .ruff_cache build *.egg-info

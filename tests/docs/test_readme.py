@@ -1,4 +1,7 @@
-"""The README's Python snippets run as written (in a fresh interpreter, from another folder, offline)."""
+"""The README's Python snippets run as written (in a fresh interpreter, from another folder, offline).
+
+``ISOSCOPE_README_PYTHON`` runs them with another interpreter: ``make test-fresh`` points it at a new venv that
+holds only ``pip install ".[notebook]"`` (and the CPU torch), what a reader of the README has."""
 
 from __future__ import annotations
 
@@ -31,10 +34,15 @@ def test_python_snippet_runs_as_written(
     code = python_snippets()[index]
     if "stsb_dir" in code:
         request.getfixturevalue("stsb_dir")  # a snippet on STS-B skips where STS-B is absent, as its tests do
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ISOSCOPE_CACHE": str(session_cache)}  # the demo embedded once
+    if "stsb_dir" in code:  # an installed (not editable) isoscope looks for STS-B beside site-packages
+        from isoscope.paths import stsb_dir
+
+        env["ISOSCOPE_STSB_DIR"] = str(stsb_dir())
     proc = subprocess.run(
-        [sys.executable, "-c", code],
+        [os.environ.get("ISOSCOPE_README_PYTHON") or sys.executable, "-c", code],
         cwd=tmp_path,  # from another folder: only the installed package, never the checkout's folders
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "ISOSCOPE_CACHE": str(session_cache)},  # the demo embedded once
+        env=env,
         capture_output=True,
         text=True,
         timeout=900,
