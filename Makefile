@@ -50,10 +50,12 @@ run: $(VENV)/.installed
 browser:
 	@bash scripts/ensure_browser.sh
 
-test: $(VENV)/.notebook-installed browser  # the gate CI runs: two workers (pytest-xdist), the browser tests share one
+# the gate CI runs: two workers (pytest-xdist), the browser tests share one; JupyterLab (its own venv, 10 s to
+# install) for the map widget's lasso test
+test: $(VENV)/.notebook-installed $(LAB)/.installed browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -n 2 --dist loadgroup -m "not heavy" --durations=40  # the slowest, in every CI log
+	ISOSCOPE_LAB=$(abspath $(LAB))/bin/jupyter-lab $(BIN)/pytest -n 2 --dist loadgroup -m "not heavy" --durations=40  # the slowest, in every CI log
 
 test-heavy: $(VENV)/.notebook-installed browser  # the heavy tier (tests/heavy.py): whole-demo, server, notebook, README runs
 	$(BIN)/pytest -n 2 --dist loadgroup -m heavy
@@ -83,10 +85,10 @@ test-fresh: $(VENV)/.dev-installed  # the README's snippets in a new venv holdin
 
 $(LAB)/.installed: requirements-lab.txt
 	test -x $(LAB)/bin/python || $(PYTHON) -m venv $(LAB)
-	$(LAB)/bin/pip install -q -r requirements-lab.txt
+	$(LAB)/bin/pip install -q $(PIP_FAST) -r requirements-lab.txt
 	@touch $@
 
-test-lab: $(VENV)/.notebook-installed $(LAB)/.installed browser  # the map widget in a real JupyterLab (tests/lab)
+test-lab: $(VENV)/.notebook-installed $(LAB)/.installed browser  # the map widget in a real JupyterLab alone (tests/lab; make test runs it too)
 	ISOSCOPE_LAB=$(abspath $(LAB))/bin/jupyter-lab $(BIN)/pytest tests/lab -q
 
 bench-widget: $(VENV)/.notebook-installed $(LAB)/.installed browser  # the map widget's first draw and pan frame rates in JupyterLab
