@@ -25,7 +25,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     executable = lab_executable()
     if executable is None:
-        pytest.skip("JupyterLab is not set up: run `make test` or `make test-lab` (they build .venv-lab and set ISOSCOPE_LAB)")
+        pytest.skip(
+            "JupyterLab is not set up: run `make test` or `make test-lab` (they build .venv-lab and set ISOSCOPE_LAB)"
+        )
     if chromium_path() is None:
         pytest.fail("chromium was not found; run `make browser`", pytrace=False)
     try:
