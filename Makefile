@@ -78,7 +78,7 @@ test-remote: $(VENV)/.dev-installed requirements-remote.txt  # the endpoint clie
 
 test-fresh: $(VENV)/.dev-installed  # the README's snippets in a new venv holding only `pip install ".[notebook]"`
 	rm -rf $(FRESH) && $(PYTHON) -m venv $(FRESH)
-	$(FRESH)/bin/pip install -q $(PIP_FAST) torch==2.13.0  # the CPU wheel on disk first, as the README's install says
+	$(FRESH)/bin/pip install -q $(PIP_FAST) torch==2.13.0  # the torch of your choice first, as the README says (here the CPU wheel on disk)
 	$(FRESH)/bin/pip install -q $(PIP_FAST) ".[notebook]"  # a wheel built from the checkout, its ranges resolved anew
 	$(FRESH)/bin/pip freeze > $(FRESH)/freeze.txt
 	ISOSCOPE_README_PYTHON=$(abspath $(FRESH))/bin/python $(BIN)/pytest tests/docs/test_readme.py -q
