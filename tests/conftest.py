@@ -64,6 +64,40 @@ def encoder():
     return load_encoder()
 
 
+@pytest.fixture(scope="session")
+def chromium_executable() -> str:
+    """Debian's chromium for the browser tests (tests/e2e, tests/lab); skipped without it, failed under CI=true."""
+    from tests.e2e.conftest import chromium_path, unavailable
+
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        unavailable("the playwright Python package is not installed")
+    path = chromium_path()
+    if path is None:
+        where = os.environ.get("ISOSCOPE_CHROMIUM") or "/usr/bin/chromium or on PATH"
+        unavailable(f"chromium was not found ({where})")
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_executable: str):
+    """One headless chromium for a test process, shared by tests/e2e and tests/lab: Playwright's sync API runs one
+    instance per thread (a second ``sync_playwright()`` in the same worker fails, "using Playwright Sync API inside
+    the asyncio loop", which is what the lab test met when xdist gave it the browser tests' worker)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.e2e.conftest import CHROMIUM_ARGS, keep_children_at_our_priority
+
+    keep_children_at_our_priority()
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium_executable, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
 @pytest.fixture()
 def tmp_cache(tmp_path, monkeypatch):
     """An ArrayCache in a temporary folder (and ISOSCOPE_CACHE pointed there)."""

@@ -50,7 +50,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group("browser"))  # `pytest -n 2 --dist loadgroup`: one worker
 
 
-def _unavailable(reason: str) -> None:
+def unavailable(reason: str) -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"CI=true and {reason}; run `make browser` (scripts/ensure_browser.sh)", pytrace=False)
     pytest.skip(f"{reason}; run `make browser` to install Debian chromium")
@@ -153,19 +153,6 @@ def stop_server(server: Server) -> None:
         pass
 
 
-@pytest.fixture(scope="session")
-def chromium_executable() -> str:
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        _unavailable("the playwright Python package is not installed")
-    path = chromium_path()
-    if path is None:
-        where = os.environ.get("ISOSCOPE_CHROMIUM") or "/usr/bin/chromium or on PATH"
-        _unavailable(f"chromium was not found ({where})")
-    return str(path)
-
-
 def seed_landscape_result(root: Path) -> None:
     """One small stored loss-landscape experiment (a tiny random BERT on the demo tasks, a few seconds) in
     ``root``, so the Loss surfaces page has a result to show without minutes of live training."""
@@ -219,19 +206,6 @@ def streamlit_server(
         yield server
     finally:
         stop_server(server)
-
-
-@pytest.fixture(scope="session")
-def browser(chromium_executable: str):
-    from playwright.sync_api import sync_playwright
-
-    keep_children_at_our_priority()
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_executable, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """JupyterLab for the widget's browser test (``make test-lab``): one server for the session (``tests/lab/jupyter.py``,
 shared with ``bench/widget.py``: the server from ``.venv-lab``, the kernel from the project's venv, an isolated
-Jupyter config, no network, a token; stopped at the end) and one headless Debian chromium."""
+Jupyter config, no network, a token; stopped at the end); the browser is the test process's one chromium
+(``browser``, tests/conftest.py), shared with tests/e2e."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import CHROMIUM_ARGS, chromium_path, keep_children_at_our_priority
+from tests.e2e.conftest import chromium_path
 from tests.lab.jupyter import Lab, LabError, lab_executable, running_lab
 
 
@@ -35,16 +36,3 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             yield server
     except LabError as exc:
         pytest.fail(str(exc), pytrace=False)
-
-
-@pytest.fixture(scope="session")
-def lab_browser():
-    from playwright.sync_api import sync_playwright
-
-    keep_children_at_our_priority()
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()

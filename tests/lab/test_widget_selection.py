@@ -26,9 +26,9 @@ m"""
 READ = 'print("SELECTED", json.dumps(m.selection.tolist()))'
 
 
-def test_a_lasso_in_jupyterlab_comes_back_as_row_ids(lab: Lab, lab_browser) -> None:
+def test_a_lasso_in_jupyterlab_comes_back_as_row_ids(lab: Lab, browser) -> None:
     write_notebook(lab.root / "widget.ipynb", (SETUP, READ))
-    context, outside = offline_context(lab_browser, lab, {"width": 1400, "height": 1000})
+    context, outside = offline_context(browser, lab, {"width": 1400, "height": 1000})
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
