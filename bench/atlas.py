@@ -333,7 +333,7 @@ def app_server(atlas_dir: Path):
     """``isoscope app`` (the app with its tile routes) on the atlas folder (``ISOSCOPE_ATLAS_DIR``) with a fresh
     tile cache, on a free loopback port: yields its base URL (``http://127.0.0.1:PORT``); the server's process
     group is stopped at the end and the tile cache removed."""
-    from tests.e2e.conftest import free_port
+    from tests.chromium import free_port
 
     port = free_port()
     cache = tempfile.mkdtemp(prefix="atlas-bench-cache-")
@@ -360,8 +360,8 @@ def render(atlas_dir: Path, n: int, timeout_s: float = 300.0, shots: Path | None
     from playwright.sync_api import sync_playwright
 
     from isoscope.atlas.folder import load_atlas
+    from tests.chromium import CHROMIUM_ARGS, chromium_path, keep_children_at_our_priority
     from tests.e2e.browser import RUN_COUNTER_JS
-    from tests.e2e.conftest import CHROMIUM_ARGS, chromium_path, keep_children_at_our_priority
 
     exe = chromium_path()
     if exe is None:

@@ -547,7 +547,7 @@ def client_side(atlas_dir: Path, tmap, n: int, scatter: bool, shots: Path | None
 
     from isoscope.atlas.folder import load_atlas
     from isoscope.dashboard.figures.atlas import colours
-    from tests.e2e.conftest import CHROMIUM_ARGS, chromium_path, keep_children_at_our_priority
+    from tests.chromium import CHROMIUM_ARGS, chromium_path, keep_children_at_our_priority
 
     exe = chromium_path()
     if exe is None:

@@ -54,7 +54,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from tests.e2e.conftest import CHROMIUM_ARGS, chromium_path, keep_children_at_our_priority  # noqa: E402
+from tests.chromium import CHROMIUM_ARGS, chromium_path, keep_children_at_our_priority  # noqa: E402
 from tests.lab import scatter  # noqa: E402
 from tests.lab.jupyter import (  # noqa: E402
     LabError,

@@ -67,7 +67,7 @@ def encoder():
 @pytest.fixture(scope="session")
 def chromium_executable() -> str:
     """Debian's chromium for the browser tests (tests/e2e, tests/lab); skipped without it, failed under CI=true."""
-    from tests.e2e.conftest import chromium_path, unavailable
+    from tests.chromium import chromium_path, unavailable
 
     try:
         import playwright.sync_api  # noqa: F401
@@ -87,7 +87,7 @@ def browser(chromium_executable: str):
     the asyncio loop", which is what the lab test met when xdist gave it the browser tests' worker)."""
     from playwright.sync_api import sync_playwright
 
-    from tests.e2e.conftest import CHROMIUM_ARGS, keep_children_at_our_priority
+    from tests.chromium import CHROMIUM_ARGS, keep_children_at_our_priority
 
     keep_children_at_our_priority()
     with sync_playwright() as p:

@@ -32,13 +32,9 @@ def test_python_snippet_runs_as_written(
     index: int, tmp_path: Path, session_cache: Path, request: pytest.FixtureRequest
 ) -> None:
     code = python_snippets()[index]
-    if "stsb_dir" in code:
-        request.getfixturevalue("stsb_dir")  # a snippet on STS-B skips where STS-B is absent, as its tests do
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "ISOSCOPE_CACHE": str(session_cache)}  # the demo embedded once
-    if "stsb_dir" in code:  # an installed (not editable) isoscope looks for STS-B beside site-packages
-        from isoscope.paths import stsb_dir
-
-        env["ISOSCOPE_STSB_DIR"] = str(stsb_dir())
+    if "stsb_dir" in code:  # skips where STS-B is absent, as its tests do; an installed (not editable) isoscope
+        env["ISOSCOPE_STSB_DIR"] = str(request.getfixturevalue("stsb_dir"))  # looks for it beside site-packages
     proc = subprocess.run(
         [os.environ.get("ISOSCOPE_README_PYTHON") or sys.executable, "-c", code],
         cwd=tmp_path,  # from another folder: only the installed package, never the checkout's folders

@@ -1,4 +1,5 @@
-"""Real-browser fixtures: one Streamlit server and one headless Debian chromium for the whole session.
+"""Real-browser fixtures: one Streamlit server for the whole session, visited by the session's one headless Debian
+chromium (``browser`` in tests/conftest.py; its helpers in tests/chromium.py).
 
 The server runs ``dashboard/app.py`` on a free loopback port with the user's embedding cache (so a second
 run is fast) and is stopped at the end by killing its process group. No browser is ever downloaded: the
@@ -9,9 +10,7 @@ except under ``CI=true`` where a missing browser is a failure.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,20 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.chromium import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 README_SCREENSHOTS = ROOT / "docs" / "screenshots"  # written only when ISOSCOPE_SCREENSHOTS=1 (make screenshots)
 VIEWPORT = {"width": 1400, "height": 1000}
 HEALTH_TIMEOUT_S = 90.0
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -48,50 +39,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.e2e)
             item.add_marker(pytest.mark.flaky(reruns=2, reruns_delay=2))
             item.add_marker(pytest.mark.xdist_group("browser"))  # `pytest -n 2 --dist loadgroup`: one worker
-
-
-def unavailable(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI=true and {reason}; run `make browser` (scripts/ensure_browser.sh)", pytrace=False)
-    pytest.skip(f"{reason}; run `make browser` to install Debian chromium")
-
-
-def chromium_path() -> str | None:
-    explicit = os.environ.get("ISOSCOPE_CHROMIUM")
-    candidates = (
-        [explicit] if explicit else ["/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")]
-    )
-    for c in candidates:
-        if c and Path(c).is_file() and os.access(c, os.X_OK):
-            return c
-    return None
-
-
-PR_CAPBSET_DROP, CAP_SYS_NICE = 24, 23  # <linux/prctl.h>, <linux/capability.h>
-
-
-def keep_children_at_our_priority() -> None:
-    """Stop the processes we start from raising their own priority (Linux, as root).
-
-    Chromium gives its GPU and renderer processes nice -8 when it may (root has CAP_SYS_NICE), which weighs
-    about 6x against the second pytest worker at nice 0 (measured under `make test`: the browser tests'
-    worker 551 -> 337 s, the suite 1005 -> 816 s once this was dropped). Dropping CAP_SYS_NICE from this
-    process's bounding set removes it from everything it executes afterwards (the Playwright driver and
-    chromium); this process keeps its own. Not root, or not Linux: nothing to do (chromium cannot renice
-    itself there).
-    """
-    if sys.platform != "linux" or os.geteuid() != 0:
-        return
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_CAPBSET_DROP, CAP_SYS_NICE, 0, 0, 0)  # best effort: without CAP_SETPCAP it fails, harmlessly
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

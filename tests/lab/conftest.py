@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import chromium_path
 from tests.lab.jupyter import Lab, LabError, lab_executable, running_lab
 
 
@@ -23,14 +22,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+def lab(tmp_path_factory: pytest.TempPathFactory, chromium_executable: str) -> Iterator[Lab]:
     executable = lab_executable()
     if executable is None:
         pytest.skip(
             "JupyterLab is not set up: run `make test` or `make test-lab` (they build .venv-lab and set ISOSCOPE_LAB)"
         )
-    if chromium_path() is None:
-        pytest.fail("chromium was not found; run `make browser`", pytrace=False)
     try:
         with running_lab(executable, tmp_path_factory.mktemp("lab")) as server:
             yield server

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.e2e.conftest import free_port
+from tests.chromium import free_port
 
 KERNEL = "isoscope-test"
 KERNEL_NAME = "isoscope (test)"
