@@ -1,4 +1,5 @@
-"""Benchmark isoscope.costs: each estimate next to the run it estimates, measured side by side in one process.
+"""Benchmark the cost models (``isoscope.<domain>.costs``, each returning an ``isoscope.costs.Cost``): each estimate
+next to the run it estimates, measured side by side in one process.
 
 Usage (from the repo root)::
 
@@ -8,7 +9,7 @@ Usage (from the repo root)::
                                                # the int8 build: about a minute
 
 For every case the script measures the rate the dashboard measures (the encoder's probe, a flow's two-epoch
-probe, UMAP's probe, the kNN graphs' probe, the int8 probe builds) exactly as ``isoscope.costs`` does, estimates
+probe, UMAP's probe, the kNN graphs' probe, the int8 probe builds) exactly as the cost models do, estimates
 the run from it, then times the run itself (uncached, in a temporary cache). ``ratio`` is estimate / measured; the target is a ratio within 3x either way
 (an estimate that tells "about 2 min" for a run of 40 s or 6 min is still the right order to decide by). On a
 machine shared with other work both sides slow down together, which the ratio mostly cancels. Prints a table,
@@ -33,13 +34,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
-from isoscope import costs  # noqa: E402
+from isoscope.atlas import costs as atlas_costs  # noqa: E402
 from isoscope.cache import ArrayCache  # noqa: E402
+from isoscope.calibrate import costs as flow_costs  # noqa: E402
 from isoscope.calibrate.flow import Flow, FlowConfig  # noqa: E402
 from isoscope.data import load_corpus  # noqa: E402
+from isoscope.encode import costs as encode_costs  # noqa: E402
 from isoscope.encode.embed import EmbedConfig, companion_poolings, encode_many  # noqa: E402
 from isoscope.encode.engines import fastest_fp32_encoder  # noqa: E402
 from isoscope.encode.models import load_encoder  # noqa: E402
+from isoscope.landscape import costs as landscape_costs  # noqa: E402
+from isoscope.neighbours import costs as umap_costs  # noqa: E402
 from isoscope.paths import DEMO_CORPUS  # noqa: E402
 
 TARGET_RATIO = 3.0
@@ -61,16 +66,20 @@ def embedding_cases(encoder, name: str, texts: list[str], sizes: list[int]) -> d
     """What the app's embedding pass costs: every companion pooling (hidden states), uncached, into a fresh cache."""
     out = {}
     poolings = [p.name for p in companion_poolings(encoder, 1)]
-    rate = costs.measure_throughput(encoder, poolings, MAX_LENGTH)
+    rate = encode_costs.measure_throughput(encoder, poolings, MAX_LENGTH)
     for n in sizes:
         sub = texts[:n]
         with tempfile.TemporaryDirectory() as tmp:
             cache = ArrayCache(tmp)
-            est = costs.embed_texts_cost(encoder, sub, ["mean"], MAX_LENGTH, lambda h: rate, cache, companions=True)
+            est = encode_costs.embed_texts_cost(
+                encoder, sub, ["mean"], max_length=MAX_LENGTH, rate=lambda h: rate, cache=cache, companions=True
+            )
             start = time.perf_counter()
             encode_many(encoder, sub, ["mean"], EmbedConfig(max_length=MAX_LENGTH), cache=cache, companions=True)
             measured = time.perf_counter() - start
-            free = costs.embed_texts_cost(encoder, sub, ["mean"], MAX_LENGTH, lambda h: rate, cache, companions=True)
+            free = encode_costs.embed_texts_cost(
+                encoder, sub, ["mean"], max_length=MAX_LENGTH, rate=lambda h: rate, cache=cache, companions=True
+            )
         out[f"embed_{name}_{n}"] = case(
             est.seconds, measured, tokens_per_s=round(rate.tokens_per_second), cached_after=free.seconds
         )
@@ -80,13 +89,13 @@ def embedding_cases(encoder, name: str, texts: list[str], sizes: list[int]) -> d
 def flow_cases(vectors: np.ndarray, sizes: list[int]) -> dict:
     out = {}
     config = FlowConfig()
-    step = costs.measure_flow_step(vectors.shape[1], config)
+    step = flow_costs.measure_flow_step(vectors.shape[1], config)
     for n in sizes:
         x = vectors[:n]
         start = time.perf_counter()
         Flow(config).fit(x)
         measured = time.perf_counter() - start
-        est = costs.flow_cost(n, config, step)
+        est = flow_costs.flow_cost(n, config, step)
         out[f"flow_{n}"] = case(est.seconds, measured, step_s=round(step, 4))
     return out
 
@@ -94,7 +103,7 @@ def flow_cases(vectors: np.ndarray, sizes: list[int]) -> dict:
 def umap_cases(vectors: np.ndarray, sizes: list[int]) -> dict:
     from isoscope.neighbours.projection import project
 
-    rate = costs.measure_umap()  # the first call in the process: numba compiles (or loads its disk cache)
+    rate = umap_costs.measure_umap()  # the first call in the process: numba compiles (or loads its disk cache)
     out: dict = {
         "umap_compile_s": round(rate.compile_seconds, 1),
         "umap_s_per_point_epoch": rate.seconds_per_point_epoch,
@@ -102,7 +111,7 @@ def umap_cases(vectors: np.ndarray, sizes: list[int]) -> dict:
     for n in sizes:
         start = time.perf_counter()
         project(vectors[:n], "umap", 2, seed=0)
-        out[f"umap_{n}"] = case(costs.umap_cost(n, rate).seconds, time.perf_counter() - start)
+        out[f"umap_{n}"] = case(umap_costs.umap_cost(n, rate).seconds, time.perf_counter() - start)
     return out
 
 
@@ -119,13 +128,13 @@ def knn_cases(vectors: np.ndarray, sizes: list[int]) -> dict:
     from isoscope.atlas.graph import knn_graph_chunked
 
     dim = vectors.shape[1]
-    rate = costs.measure_knn(dim)
+    rate = atlas_costs.measure_knn(dim)
     out: dict = {"knn_exact_rate": rate.exact, "knn_approx_rate": rate.approx}
     for n in sizes:
         x = grown(vectors, n)
         start = time.perf_counter()
         knn_graph_chunked(x, 16)
-        out[f"knn_{n}"] = case(costs.knn_cost(n, dim, 16, rate).seconds, time.perf_counter() - start)
+        out[f"knn_{n}"] = case(atlas_costs.knn_cost(n, dim, k=16, rate=rate).seconds, time.perf_counter() - start)
     return out
 
 
@@ -136,8 +145,8 @@ def layout_case(vectors: np.ndarray, n: int, landmarks: int) -> dict:
 
     x = grown(vectors, n)
     knn = knn_graph_chunked(x, 16)
-    umap, rate = costs.measure_umap(), costs.measure_knn(x.shape[1])
-    est = costs.layout_cost(n, x.shape[1], 16, landmarks, umap, rate)
+    umap, rate = umap_costs.measure_umap(), atlas_costs.measure_knn(x.shape[1])
+    est = atlas_costs.layout_cost(n, x.shape[1], k=16, landmarks=landmarks, umap=umap, knn=rate)
     start = time.perf_counter()
     layout(x, "umap", knn, seed=0, landmarks=landmarks)
     return {f"layout_{n}_landmarks_{landmarks}": case(est.seconds, time.perf_counter() - start)}
@@ -147,7 +156,7 @@ def int8_case(encoder) -> dict:
     """Building the int8 model (export and quantise, into an empty folder) against ``measure_int8_build``."""
     from isoscope.encode.quantize import build_int8_onnx
 
-    est = costs.measure_int8_build(encoder)
+    est = encode_costs.measure_int8_build(encoder)
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         build_int8_onnx(encoder, cache_dir=Path(tmp))
@@ -161,7 +170,7 @@ def landscape_case(encoder) -> dict:
     run = LiveRun("", "demo-topic", 16, 1, 5e-5, 3, 32, 8, hessian_iters=2)
     point = seconds_per_point(encoder, run)
     n_params = sum(p.numel() for p in encoder.model.parameters())
-    est = costs.landscape_cost(run, n_params, encoder.num_layers, point)
+    est = landscape_costs.landscape_cost(run, n_params=n_params, num_layers=encoder.num_layers, point_seconds=point)
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         run_live(encoder, run, tmp)

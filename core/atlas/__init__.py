@@ -15,4 +15,5 @@ served as tiles that stay sharp at every zoom.
 - ``isoscope.atlas.tiles``: the tile pyramid: every point drawn at every zoom, contours per level.
 - ``isoscope.atlas.raster``: image helpers (compositing, contour levels, PNG).
 - ``isoscope.atlas.synthetic``: a seeded sentence generator for benchmarks and tests.
+- ``isoscope.atlas.costs``: what a kNN graph and a layout will cost here (rates timed on probe vectors).
 """

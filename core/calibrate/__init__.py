@@ -9,7 +9,8 @@ or of a separate corpus) and map any embedding into a better-conditioned space. 
   ``StandardNormalization`` (``sn``), ``AllButTheTop`` (``abtt:D``) and ``Chain`` (``sn+abtt:D``);
 - ``flow``: ``Flow`` (BERT-flow, a normalizing flow to a standard normal) and its ``FlowConfig``;
 - ``methods``: the method strings users can ask for (light: no torch), ``factory``: them parsed into
-  calibrators (``make_calibrator``).
+  calibrators (``make_calibrator``);
+- ``costs``: what training a flow will cost here.
 
 z = make_calibrator("whitening").fit(vectors).transform(vectors)  # (n, d) float32
 

@@ -1,1 +1,1 @@
-"""Encoding texts into vectors: models, pooling, batched forward passes, corpora, precision."""
+"""Encoding texts into vectors: models, pooling, batched forward passes, corpora, precision, and their costs."""

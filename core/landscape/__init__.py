@@ -22,7 +22,8 @@ One concept per module:
   npz, safetensors; never pickle); each JSON record is one ``schema.Record`` the writer and the reader
   share, read strictly (a schema change fails loudly). ``tables``: flat tables of the typed results.
 - ``pipeline``: the experiment for both initialisations and every seed, cached and resumable.
-- ``live``: ``LiveRun``, one frozen value for a small run (the dashboard's), and ``run_live``.
+- ``live``: ``LiveRun``, one frozen value for a small run (the dashboard's), and ``run_live``; ``costs``: what
+  a live run will cost here (its evaluation points x the seconds of one).
 
 The names below are imported lazily, so ``import isoscope.landscape.options`` does not import torch.
 """

@@ -135,7 +135,7 @@ def _folder(encoder: Encoder, run: LiveRun, root: str | Path, task1, task2) -> P
 def seconds_per_point(encoder: Encoder, run: LiveRun) -> float:
     """One evaluation point of ``run`` timed as its pipeline evaluates one: the pre-trained classifier of its
     first task on the same fixed evaluation set (the pipeline's samples), evaluated at theta0 once to warm
-    up, then once timed. What ``isoscope.costs.landscape_cost`` multiplies."""
+    up, then once timed. What ``isoscope.landscape.costs.landscape_cost`` multiplies."""
     import time
 
     from isoscope.landscape.classifier import Evaluator, build_classifier, make_eval_set

@@ -6,11 +6,12 @@ import streamlit as st
 
 from isoscope.cache import ArrayCache, make_key
 from isoscope.calibrate import Calibrator, make_calibrator
-from isoscope.costs import FREE, Cost, embed_texts_cost, total
+from isoscope.costs import FREE, Cost, total
 from isoscope.dashboard.services import costs
 from isoscope.dashboard.services.keyed import HASH_FUNCS, pairs_key
 from isoscope.dashboard.services.models import encoder, private_encoder
 from isoscope.data import Pairs
+from isoscope.encode.costs import embed_texts_cost
 from isoscope.encode.embed import EmbedConfig
 
 
@@ -63,7 +64,7 @@ def pooling_report_cost(model: str, pairs: Pairs, calibrations: tuple[str, ...],
     texts, _ = unique_index(pairs.texts)
     modes = pooling_modes_for(enc)
     rate = lambda hidden: costs.throughput(model, hidden, max_length, fast=False)  # noqa: E731
-    embed = embed_texts_cost(enc, texts, modes, max_length, rate, ArrayCache())
+    embed = embed_texts_cost(enc, texts, modes, max_length=max_length, rate=rate, cache=ArrayCache())
     return embed + total([costs.fits(calibrations, len(texts), enc.hidden_size) for _ in modes])
 
 

@@ -25,10 +25,10 @@ from isoscope.atlas.pipeline import (
 )
 from isoscope.atlas.tiles import TileMap
 from isoscope.cache import default_cache_dir, make_key, text_digest
-from isoscope.costs import record_umap
 from isoscope.dashboard.figures import atlas as figures
 from isoscope.dashboard.services.space import Space
 from isoscope.data import Corpus, load_corpus
+from isoscope.neighbours.costs import record_umap
 
 ATLAS_DIR_ENV = "ISOSCOPE_ATLAS_DIR"  # a finished atlas folder (python -m isoscope atlas --out DIR) to open
 STAGE_TEXT = {

@@ -13,11 +13,11 @@ import streamlit as st
 
 from isoscope.cache import ArrayCache, make_key
 from isoscope.compare import CKAMatrix, Comparison, SpaceSpec, cka_matrix, compare_spaces, load_space_encoder
-from isoscope.costs import Throughput, embed_texts_cost, measure_throughput
 from isoscope.dashboard.services.calibration import calibrated
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
 from isoscope.dashboard.services.models import encoder as base_encoder
 from isoscope.dashboard.services.space import Space, vectors_for
+from isoscope.encode.costs import Throughput, embed_texts_cost, measure_throughput
 from isoscope.encode.embed import EmbedConfig, companion_poolings, encode_many
 from isoscope.encode.models import Encoder
 
@@ -58,7 +58,7 @@ def space_encoder(model: str, init: str, seed: int) -> Encoder:
 
 @st.cache_resource(show_spinner="Measuring this machine's speed (once)…", max_entries=8)
 def _throughput(model: str, init: str, seed: int, hidden: bool, max_length: int) -> Throughput:
-    """``isoscope.costs.measure_throughput`` of a space's encoder (every hidden state pooled, or the last layer)."""
+    """``isoscope.encode.costs.measure_throughput`` of a space's encoder (every hidden state pooled, or the last layer)."""
     enc = space_encoder(model, init, seed)
     return measure_throughput(enc, [p.name for p in companion_poolings(enc, 1)] if hidden else ["mean"], max_length)
 
@@ -67,7 +67,9 @@ def _throughput(model: str, init: str, seed: int, hidden: bool, max_length: int)
 def _embed(model: str, init: str, seed: int, items: Texts, poolings: tuple[str, ...], max_length: int) -> dict:
     enc = space_encoder(model, init, seed)
     rate = lambda hidden: _throughput(model, init, seed, hidden, max_length)  # noqa: E731
-    cost = embed_texts_cost(enc, items.items, poolings, max_length, rate, ArrayCache(), companions=True)
+    cost = embed_texts_cost(
+        enc, items.items, poolings, max_length=max_length, rate=rate, cache=ArrayCache(), companions=True
+    )
     note = f" · {cost.describe()} in all" if cost.long else ""  # said before the pass starts
     bar = st.progress(0.0, text=f"Embedding {len(items):,} texts with {enc.name}{note}…")
 

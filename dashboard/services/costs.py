@@ -1,5 +1,6 @@
-"""What a long run will cost (``isoscope.costs``): the rates measured once per server process, and the estimates
-built from them, each knowing what the caches already hold (a cached result costs ``FREE``).
+"""What a long run will cost (an ``isoscope.costs.Cost``, from the cost model beside each domain: ``isoscope.encode.costs``,
+``calibrate.costs``, ``neighbours.costs``, ``atlas.costs``): the rates measured once per server process, and the
+estimates built from them, each knowing what the caches already hold (a cached result costs ``FREE``).
 
 The rates (an encoder's tokens per second, a flow's seconds per step) are measured on short probes the first
 time a page asks, and kept for the process; token counts are kept per text list. The estimates themselves are
@@ -15,12 +16,16 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from isoscope.atlas.costs import KnnRate
 from isoscope.cache import ArrayCache
-from isoscope.costs import FREE, Cost, KnnRate, Throughput, UmapRate, embed_texts_cost, embedding_cost, flow_cost, total
+from isoscope.calibrate.costs import flow_cost
+from isoscope.costs import FREE, Cost, total
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Joined, Texts, texts
 from isoscope.dashboard.services.models import encoder, fast_encoder, fp32_encoder, model_key, split_key
+from isoscope.encode.costs import Throughput, embed_texts_cost, embedding_cost
 from isoscope.encode.embed import companion_poolings
 from isoscope.encode.pooling import parse_pooling
+from isoscope.neighbours.costs import UmapRate
 
 if TYPE_CHECKING:
     from isoscope.atlas.pipeline import AtlasConfig
@@ -31,7 +36,7 @@ def throughput(model: str, hidden: bool, max_length: int, fast: bool = True) -> 
     """The tokens per second of the engine that embeds for ``model`` (a ``model_key``; ``fast``: its fastest
     engine, else the loaded model itself), with every hidden state pooled (``hidden``: what a pass with layer
     poolings and companions computes) or the last layer only."""
-    from isoscope.costs import measure_throughput
+    from isoscope.encode.costs import measure_throughput
 
     enc = fast_encoder(model) if fast else encoder(model)
     poolings = [p.name for p in companion_poolings(enc, 1)] if hidden else ["mean"]
@@ -40,16 +45,16 @@ def throughput(model: str, hidden: bool, max_length: int, fast: bool = True) -> 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH_FUNCS)
 def token_count(model: str, items: Texts, max_length: int) -> int:
-    """``isoscope.costs.token_count`` of ``items`` with ``model``'s tokenizer (a seeded sample, scaled)."""
-    from isoscope.costs import token_count as count
+    """``isoscope.encode.costs.token_count`` of ``items`` with ``model``'s tokenizer (a seeded sample, scaled)."""
+    from isoscope.encode.costs import token_count as count
 
     return count(fp32_encoder(model), items.items, max_length)
 
 
 @st.cache_resource(show_spinner="Measuring this machine's speed (once)…", max_entries=8)
 def flow_step_seconds(dim: int, flow_json: str) -> float:
-    """Seconds per optimiser step of a flow with these settings (``isoscope.costs.measure_flow_step``)."""
-    from isoscope.costs import measure_flow_step
+    """Seconds per optimiser step of a flow with these settings (``isoscope.calibrate.costs.measure_flow_step``)."""
+    from isoscope.calibrate.costs import measure_flow_step
 
     return measure_flow_step(dim, _flow_config(flow_json))
 
@@ -62,7 +67,7 @@ def _flow_config(flow_json: str):
 
 def embedding(model: str, items: Texts, poolings: Sequence[str], max_length: int) -> Cost:
     """What ``services.embeddings.embed_many(model, items, poolings, max_length)`` will cost
-    (``isoscope.costs.embed_texts_cost``: ``FREE`` when the disk cache holds every pooling, of every part of a
+    (``isoscope.encode.costs.embed_texts_cost``: ``FREE`` when the disk cache holds every pooling, of every part of a
     ``Joined`` list)."""
     if isinstance(items, Joined) and len(items.parts) > 1:
         return total([embedding(model, part, poolings, max_length) for part in items.parts])
@@ -70,9 +75,9 @@ def embedding(model: str, items: Texts, poolings: Sequence[str], max_length: int
         fast_encoder(model),
         items.items,
         poolings,
-        max_length,
-        lambda hidden: throughput(model, hidden, max_length),
-        ArrayCache(),
+        max_length=max_length,
+        rate=lambda hidden: throughput(model, hidden, max_length),
+        cache=ArrayCache(),
         companions=True,
         tokens=lambda: token_count(model, items, max_length),
     )
@@ -100,16 +105,16 @@ def fits(methods: Sequence[str], n_rows: int, dim: int, flow_json: str = "", cac
 
 @st.cache_resource(show_spinner="Measuring this machine's speed (once)…", max_entries=1)
 def _umap_probe() -> UmapRate:
-    from isoscope.costs import measure_umap
+    from isoscope.neighbours.costs import measure_umap
 
     return measure_umap(repeat=False)
 
 
 def umap_rate() -> UmapRate | None:
-    """UMAP's rate here: the layouts timed in this process (``isoscope.costs.seen_umap_rate``), else a 1,000-point
+    """UMAP's rate here: the layouts timed in this process (``isoscope.neighbours.costs.seen_umap_rate``), else a 1,000-point
     probe (a second or two) when numba's disk cache holds the kernels; None before the first layout on this
     machine (the probe would pay the one-time compile itself)."""
-    from isoscope.costs import seen_umap_rate
+    from isoscope.neighbours.costs import seen_umap_rate
     from isoscope.neighbours.umap_jit import layout_kernels_ready
 
     seen = seen_umap_rate()
@@ -120,16 +125,16 @@ def umap_rate() -> UmapRate | None:
 
 @st.cache_resource(show_spinner="Measuring this machine's speed (once)…", max_entries=4)
 def knn_rate(dim: int) -> KnnRate:
-    """The atlas kNN graph's rates for ``dim``-dimensional vectors (``isoscope.costs.measure_knn``)."""
-    from isoscope.costs import measure_knn
+    """The atlas kNN graph's rates for ``dim``-dimensional vectors (``isoscope.atlas.costs.measure_knn``)."""
+    from isoscope.atlas.costs import measure_knn
 
     return measure_knn(dim)
 
 
 @st.cache_resource(show_spinner="Measuring this machine's speed (once)…", max_entries=2)
 def int8_build_seconds(model: str) -> float:
-    """Seconds to build ``model``'s int8 copy here (``isoscope.costs.measure_int8_build``)."""
-    from isoscope.costs import measure_int8_build
+    """Seconds to build ``model``'s int8 copy here (``isoscope.encode.costs.measure_int8_build``)."""
+    from isoscope.encode.costs import measure_int8_build
 
     return measure_int8_build(fp32_encoder(model))
 
@@ -162,9 +167,9 @@ def atlas(model: str | None, items: Texts, config: AtlasConfig, dim: int) -> Cos
     """Building an atlas of ``items`` with ``config``: their embedding (none for a vectors file: ``model`` None),
     each space's kNN graph (when the build needs one) and 2-D layout (UMAP at ``umap_rate``; without a rate
     yet, the layouts are left out)."""
+    from isoscope.atlas.costs import knn_cost, layout_cost
     from isoscope.atlas.folder import needs_graph
     from isoscope.atlas.pipeline import PARALLEL_LAYOUT_ROWS
-    from isoscope.costs import embedding_cost, knn_cost, layout_cost
 
     n = len(items)
     cost = FREE
@@ -173,14 +178,13 @@ def atlas(model: str | None, items: Texts, config: AtlasConfig, dim: int) -> Cos
     if model is not None:  # each distinct text is embedded once (atlas.pipeline.distinct_rows)
         distinct = items if len(set(items.items)) == n else texts(dict.fromkeys(items.items))
         rate = throughput(model, parse_pooling(config.pooling).needs_hidden_states, config.max_length)
-        cost += embedding_cost(rate, token_count(model, distinct, config.max_length), 1, n, dim)
+        cost += embedding_cost(rate, token_count(model, distinct, config.max_length), n_arrays=1, n_rows=n, dim=dim)
     spaces = 1 if config.calibrate == "none" else 2
     if needs_graph(asdict(config)):  # the kNN probe only when a graph is built
-        cost += total([knn_cost(n, dim, config.k + 1, knn_rate(dim))] * spaces)
+        cost += total([knn_cost(n, dim, k=config.k + 1, rate=knn_rate(dim))] * spaces)
     umap = umap_rate() if config.layout == "umap" else None
     if umap is not None:  # from PARALLEL_LAYOUT_ROWS rows the spaces' layouts run side by side: one's time
         side_by_side = n >= PARALLEL_LAYOUT_ROWS
-        cost += total(
-            [layout_cost(n, dim, config.k + 1, config.landmarks, umap, knn_rate(dim))] * (1 if side_by_side else spaces)
-        )
+        layout = layout_cost(n, dim, k=config.k + 1, landmarks=config.landmarks, umap=umap, knn=knn_rate(dim))
+        cost += total([layout] * (1 if side_by_side else spaces))
     return cost

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from isoscope.costs import FREE, Cost, landscape_cost
+from isoscope.costs import FREE, Cost
 from isoscope.dashboard.services.models import fp32_encoder
 from isoscope.errors import InputError
+from isoscope.landscape.costs import landscape_cost
 from isoscope.landscape.live import LiveRun
 
 if TYPE_CHECKING:  # isoscope.landscape imports torch: only inside the functions that run or read an experiment
@@ -114,4 +115,6 @@ def live_cost(run: LiveRun) -> Cost:
     done = finished(run, _result_folder(run, str(landscape_root())))
     if done:
         return FREE
-    return landscape_cost(run, parameter_count(run.model), encoder.num_layers, _point_seconds(run))
+    return landscape_cost(
+        run, n_params=parameter_count(run.model), num_layers=encoder.num_layers, point_seconds=_point_seconds(run)
+    )

@@ -8,9 +8,9 @@ import time
 import numpy as np
 import streamlit as st
 
-from isoscope.costs import record_umap, umap_cost
 from isoscope.dashboard.services import costs
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Vectors
+from isoscope.neighbours.costs import record_umap, umap_cost
 
 _MESSAGE = {
     "pca": "PCA of {n:,} points…",

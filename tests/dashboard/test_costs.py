@@ -86,29 +86,30 @@ def test_an_atlas_estimate_counts_each_space_s_knn_graph_and_layout() -> None:
     and costs nothing; a calibrated one adds a kNN graph per space; UMAP adds a layout per space at the rate this
     machine measured (a probe, once numba's kernels are compiled or cached), one layout's time when the two run
     side by side."""
-    from isoscope import costs
+    from isoscope.atlas.costs import knn_cost, layout_cost
     from isoscope.atlas.pipeline import PARALLEL_LAYOUT_ROWS, AtlasConfig
+    from isoscope.costs import FREE
     from isoscope.dashboard.services import costs as estimate
     from isoscope.dashboard.services.keyed import texts
     from isoscope.neighbours.projection import project
 
     n, dim = 50_000, 8
     items = texts([f"row {i}" for i in range(n)])
-    assert estimate.atlas(None, items, AtlasConfig(layout="pca", calibrate="none"), dim) == costs.FREE
-    knn = costs.knn_cost(n, dim, 16, estimate.knn_rate(dim))
+    assert estimate.atlas(None, items, AtlasConfig(layout="pca", calibrate="none"), dim) == FREE
+    knn = knn_cost(n, dim, k=16, rate=estimate.knn_rate(dim))
     assert knn.seconds > 0
     pca = estimate.atlas(None, items, AtlasConfig(layout="pca"), dim)
     assert pca == knn + knn  # raw and whitened
     project(np.random.default_rng(0).standard_normal((80, dim)).astype(np.float32), "umap", 2, seed=0)
     rate = estimate.umap_rate()  # the kernels are compiled now: a probe measures the rate
     assert rate is not None and rate.seconds_per_point_epoch > 0
-    layout = costs.layout_cost(n, dim, 16, AtlasConfig().landmarks, rate, estimate.knn_rate(dim))
+    layout = layout_cost(n, dim, k=16, landmarks=AtlasConfig().landmarks, umap=rate, knn=estimate.knn_rate(dim))
     umap = estimate.atlas(None, items, AtlasConfig(), dim)
     assert n >= PARALLEL_LAYOUT_ROWS  # the two layouts run side by side: the stage takes one layout's time
     assert umap.seconds == pytest.approx((knn + knn + layout).seconds)
     m = PARALLEL_LAYOUT_ROWS - 1  # below, one after the other
-    knn = costs.knn_cost(m, dim, 16, estimate.knn_rate(dim))
-    layout = costs.layout_cost(m, dim, 16, AtlasConfig().landmarks, rate, estimate.knn_rate(dim))
+    knn = knn_cost(m, dim, k=16, rate=estimate.knn_rate(dim))
+    layout = layout_cost(m, dim, k=16, landmarks=AtlasConfig().landmarks, umap=rate, knn=estimate.knn_rate(dim))
     umap = estimate.atlas(None, texts([f"row {i}" for i in range(m)]), AtlasConfig(), dim)
     assert umap.seconds == pytest.approx((knn + knn + layout + layout).seconds)
 
