@@ -418,10 +418,14 @@ def _embed(run: AtlasRun, encoder, texts, vectors, config: AtlasConfig, progress
     cfg = EmbedConfig(batch_size=config.batch_size, max_length=config.max_length)
     report = None if progress is None else (lambda d, t: progress("embed", d, t))
     if len(distinct) == len(texts):
-        embed_to_npy(fast, texts, out, config.pooling, cfg, config.embed_chunk, report)
+        embed_to_npy(
+            fast, texts, out, pooling=config.pooling, config=cfg, chunk_size=config.embed_chunk, progress=report
+        )
         return
     once = run.path / "vectors.distinct.npy"  # resumable like any chunked embedding; gone once copied out
-    embed_to_npy(fast, distinct, once, config.pooling, cfg, config.embed_chunk, report)
+    embed_to_npy(
+        fast, distinct, once, pooling=config.pooling, config=cfg, chunk_size=config.embed_chunk, progress=report
+    )
     _spread(_load(once, mmap=True), rows, out)
     once.unlink()
 

@@ -142,8 +142,8 @@ def _run_chunked(args: argparse.Namespace, out: Path) -> dict:
         encoder_from_args(args),
         source,
         out,
-        args.pooling,
-        embed_config(args),
+        pooling=args.pooling,
+        config=embed_config(args),
         chunk_size=args.chunk_size,
         progress=progress_bar(args, "embed"),
     )

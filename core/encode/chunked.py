@@ -124,15 +124,35 @@ def _chunk_len(c: int, n: int, chunk_size: int) -> int:
     return min(chunk_size, n - c * chunk_size)
 
 
-def run_signature(encoder: Encoder, pooling: str, config: EmbedConfig, n: int, digest: str, chunk: int) -> dict:
-    return {
+@dataclass(frozen=True)
+class RunPlan:
+    """What a resumable embedding run starts from: its texts counted, its chunks, and the signature an earlier
+    run's files must carry to be resumed (model, pooling, settings, the texts' digest, the chunk size)."""
+
+    n: int
+    num_chunks: int
+    signature: dict
+    warnings: list[str]  # from reading a .txt source (encoding, truncation)
+
+
+def plan_run(encoder: Encoder, source: TextSource, *, pooling: str, config: EmbedConfig, chunk_size: int) -> RunPlan:
+    """The start every engine shares (``embed_to_npy`` here, ``isoscope.encode.shards.embed_with_ray``): the pooling
+    checked against the model, the texts counted and digested (a file is streamed once), InputError when there
+    are none."""
+    parse_pooling(pooling, encoder.num_layers, encoder.is_encoder_decoder)
+    warnings: list[str] = []
+    n, digest = scan_source(source, warnings)
+    if n == 0:
+        raise InputError("no texts to embed (the input is empty)")
+    signature = {
         "model": encoder.fingerprint,
         "pooling": pooling,
         "max_length": config.max_length,
         "n": n,
         "texts": digest,
-        "chunk_size": chunk,
+        "chunk_size": chunk_size,
     }
+    return RunPlan(n, -(-n // chunk_size), signature, warnings)
 
 
 def _load_progress(out: Path, signature: dict) -> tuple[set[int], np.ndarray | None]:
@@ -166,6 +186,7 @@ def embed_to_npy(
     encoder: Encoder,
     source: TextSource,
     out: str | Path,
+    *,
     pooling: str = "mean",
     config: EmbedConfig | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
@@ -182,16 +203,11 @@ def embed_to_npy(
         raise InputError(f"output must end in .npy, got '{out.name}'")
     if chunk_size < 1:
         raise InputError(f"chunk size must be at least 1, got {chunk_size}")
-    parse_pooling(pooling, encoder.num_layers, encoder.is_encoder_decoder)
-    warnings: list[str] = []
-    n, digest = scan_source(source, warnings)
-    if n == 0:
-        raise InputError("no texts to embed (the input is empty)")
-    num_chunks = -(-n // chunk_size)
-    signature = run_signature(encoder, pooling, config, n, digest, chunk_size)
+    plan = plan_run(encoder, source, pooling=pooling, config=config, chunk_size=chunk_size)
+    n, num_chunks, signature = plan.n, plan.num_chunks, plan.signature
     done, mm = _load_progress(out, signature)
-    run = ChunkedRun(out, n, 0 if mm is None else mm.shape[1], chunk_size, num_chunks, resumed_chunks=sorted(done))
-    run.warnings = warnings
+    dim = 0 if mm is None else mm.shape[1]
+    run = ChunkedRun(out, n, dim, chunk_size, num_chunks, resumed_chunks=sorted(done), warnings=plan.warnings)
     if done:
         log.info("resuming %s: %d of %d chunks already done", out.name, len(done), num_chunks)
     for c, texts in iter_chunks(source, chunk_size):

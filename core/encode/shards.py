@@ -22,9 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from isoscope.cache import atomic_write_bytes
-from isoscope.encode.chunked import FORMAT_VERSION, TextSource, iter_chunks, run_signature, scan_source
+from isoscope.encode.chunked import FORMAT_VERSION, TextSource, iter_chunks, plan_run
 from isoscope.encode.embed import EmbedConfig, encode
-from isoscope.encode.pooling import parse_pooling
 from isoscope.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -39,7 +38,7 @@ def shard_path(shard_dir: Path, shard: int) -> Path:
     return shard_dir / f"shard-{shard:06d}.npz"
 
 
-def write_shard(shard_dir: Path, shard: int, ids: np.ndarray, vectors: np.ndarray) -> Path:
+def write_shard(shard_dir: Path, shard: int, *, ids: np.ndarray, vectors: np.ndarray) -> Path:
     """Save one shard atomically: ``ids`` (m,) int64 and ``vectors`` (m, d) float32 in an .npz."""
     import io
 
@@ -83,7 +82,7 @@ def _write_manifest(shard_dir: Path, meta: dict) -> None:
 class ShardEmbedder:
     """Ray Data actor: loads one model, embeds whole shards and writes them to ``shard_dir``."""
 
-    def __init__(self, model: str, pooling: str, batch_size: int, max_length: int, shard_dir: str) -> None:
+    def __init__(self, *, model: str, pooling: str, batch_size: int, max_length: int, shard_dir: str) -> None:
         from isoscope.encode.models import load_encoder
 
         self.encoder = load_encoder(model or None)
@@ -97,7 +96,7 @@ class ShardEmbedder:
             texts = [str(t) for t in texts]
             vectors = encode(self.encoder, texts, self.pooling, self.config)  # (m, d)
             ids = np.arange(int(start), int(start) + len(texts), dtype=np.int64)  # (m,)
-            write_shard(self.shard_dir, int(shard), ids, vectors)
+            write_shard(self.shard_dir, int(shard), ids=ids, vectors=vectors)
             rows.append(len(texts))
             dims.append(vectors.shape[1])
         return {"shard": np.asarray(batch["shard"], np.int64), "rows": np.array(rows), "dim": np.array(dims)}
@@ -189,6 +188,7 @@ def _ray_init(address: str, num_cpus: int) -> bool:
 def embed_with_ray(
     source: TextSource,
     shard_dir: str | Path,
+    *,
     model: str | None = None,
     pooling: str = "mean",
     config: EmbedConfig | None = None,
@@ -214,18 +214,9 @@ def embed_with_ray(
     if model and Path(model).expanduser().exists():  # a local folder: absolute, since workers run elsewhere
         model = str(Path(model).expanduser().resolve())
     encoder = load_encoder(model or None)  # checks model and pooling before any work; gives the fingerprint
-    parse_pooling(pooling, encoder.num_layers, encoder.is_encoder_decoder)
-    warnings: list[str] = []
-    n, digest = scan_source(source, warnings)
-    if n == 0:
-        raise InputError("no texts to embed (the input is empty)")
-    num_shards = -(-n // shard_rows)
-    signature = {
-        "format": SHARDS_FORMAT,
-        "version": FORMAT_VERSION,
-        **run_signature(encoder, pooling, config, n, digest, shard_rows),
-        "num_shards": num_shards,
-    }
+    plan = plan_run(encoder, source, pooling=pooling, config=config, chunk_size=shard_rows)
+    n, num_shards = plan.n, plan.num_chunks
+    signature = {"format": SHARDS_FORMAT, "version": FORMAT_VERSION, **plan.signature, "num_shards": num_shards}
     signature["shard_rows"] = signature.pop("chunk_size")
     old = read_manifest(shard_dir)
     if old is not None and {k: old.get(k) for k in signature} != signature:
@@ -237,7 +228,7 @@ def embed_with_ray(
     shard_dir.mkdir(parents=True, exist_ok=True)
     done = _finished_shards(shard_dir, n, shard_rows)
     _write_manifest(shard_dir, {**signature, "dim": old.get("dim") if old else None, "complete": False})
-    run = ShardRun(shard_dir, n, 0, shard_rows, num_shards, resumed_shards=sorted(done), warnings=warnings)
+    run = ShardRun(shard_dir, n, 0, shard_rows, num_shards, resumed_shards=sorted(done), warnings=plan.warnings)
     items = [
         {"shard": c, "start": c * shard_rows, "texts": texts}
         for c, texts in iter_chunks(source, shard_rows)
@@ -298,7 +289,7 @@ def save_shards(vectors: np.ndarray, shard_dir: str | Path, shard_rows: int = DE
     for c in range(num_shards):
         start = c * shard_rows
         block = np.asarray(vectors[start : start + shard_rows], np.float32)  # (m, d)
-        write_shard(shard_dir, c, np.arange(start, start + len(block)), block)
+        write_shard(shard_dir, c, ids=np.arange(start, start + len(block)), vectors=block)
     meta = {"format": SHARDS_FORMAT, "version": FORMAT_VERSION, "n": n, "dim": dim, "shard_rows": shard_rows}
     _write_manifest(shard_dir, {**meta, "num_shards": num_shards, "complete": True})
     return num_shards
@@ -340,6 +331,7 @@ def load_shards(shard_dir: str | Path) -> tuple[np.ndarray, np.ndarray]:
 
 def build_ivfpq_from_shards(
     shard_dir: str | Path,
+    *,
     sample_size: int = 100_000,
     nlist: int | None = None,
     m: int | None = None,
