@@ -10,6 +10,7 @@ or of a separate corpus) and map any embedding into a better-conditioned space. 
 - ``flow``: ``Flow`` (BERT-flow, a normalizing flow to a standard normal) and its ``FlowConfig``;
 - ``methods``: the method strings users can ask for (light: no torch), ``factory``: them parsed into
   calibrators (``make_calibrator``);
+- ``store``: fitted calibrators kept on disk under their key (method, flow settings, fit vectors);
 - ``costs``: what training a flow will cost here.
 
 z = make_calibrator("whitening").fit(vectors).transform(vectors)  # (n, d) float32

@@ -1,27 +1,21 @@
-"""Fitted calibrators (kept in memory and on disk) and the vectors they map."""
+"""Fitted calibrators (kept in memory, and on disk by ``isoscope.calibrate.store``) and the vectors they map."""
 
 from __future__ import annotations
 
-import json
-import logging
-import shutil
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from isoscope.cache import default_cache_dir, make_key
-from isoscope.calibrate import Calibrator, Flow, FlowConfig, load_calibrator, make_calibrator
+from isoscope.cache import make_key
+from isoscope.calibrate import Calibrator, Flow
+from isoscope.calibrate.store import CalibratorKey, is_stored, keep, load_stored
 from isoscope.dashboard.services import costs
 from isoscope.dashboard.services.embeddings import embed_many
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
 from isoscope.data import Pairs
-from isoscope.errors import InputError
 from isoscope.evaluate.similarity import sts_scores
-
-log = logging.getLogger(__name__)
 
 
 def _flow_progress(note: str = ""):
@@ -45,19 +39,15 @@ def _flow_progress(note: str = ""):
 
 @st.cache_resource(show_spinner=False, max_entries=32, hash_funcs=HASH_FUNCS)
 def fit_calibrator(method: str, flow_json: str, fit: Vectors) -> Calibrator:
-    """A calibrator fitted on ``fit``; also kept on disk (safetensors + JSON) so a restart does not retrain.
+    """A calibrator fitted on ``fit``; also kept on disk (``isoscope.calibrate.store``) so a restart does not retrain.
 
     ``flow_json`` is the FlowConfig as JSON ("" for the default). A flow shows its bits/dim per epoch live.
     """
-    folder = calibrator_folder(method, flow_json, fit.key)
-    try:  # exists() itself raises PermissionError in a folder we may not enter
-        if (folder / "calibrator.json").exists():
-            return load_calibrator(folder)
-    except (InputError, OSError) as exc:
-        log.warning("dropping the unreadable cached calibrator %s: %s", folder, exc)
-        shutil.rmtree(folder, ignore_errors=True)
-    config = FlowConfig.from_dict(json.loads(flow_json)) if flow_json else None
-    calibrator = make_calibrator(method, config)
+    key = CalibratorKey(method, flow_json, fit.key)
+    stored = load_stored(key)
+    if stored is not None:
+        return stored
+    calibrator = key.calibrator()
     if isinstance(calibrator, Flow):
         cost = costs.flow(len(fit.array), fit.array.shape[1], flow_json)
         progress, cleanup = _flow_progress(f" · {cost.describe()}" if cost.long else "")
@@ -67,24 +57,13 @@ def fit_calibrator(method: str, flow_json: str, fit: Vectors) -> Calibrator:
             cleanup()
     else:
         calibrator.fit(fit.array)
-    try:
-        calibrator.save(folder)
-    except OSError as exc:  # a read-only or full disk only costs a refit next time
-        log.warning("could not keep the fitted calibrator in %s: %s", folder, exc)
+    keep(calibrator, key)
     return calibrator
-
-
-def calibrator_folder(method: str, flow_json: str, fit_key: str) -> Path:
-    """Where ``fit_calibrator`` keeps the calibrator fitted on the vectors named ``fit_key``."""
-    return default_cache_dir() / "calibrators" / make_key(method, flow_json, fit_key)
 
 
 def calibrator_on_disk(method: str, flow_json: str, fit_key: str) -> bool:
     """Whether ``fit_calibrator`` will read this calibrator from disk instead of fitting it."""
-    try:
-        return (calibrator_folder(method, flow_json, fit_key) / "calibrator.json").is_file()
-    except OSError:
-        return False
+    return is_stored(CalibratorKey(method, flow_json, fit_key))
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
