@@ -2,7 +2,7 @@
 
 Before the guard, the 20-guess lock was per session: 50 reconnecting sessions made 24-34 guesses a second,
 and an admitted student's Home page went from 0.06 s to 2 s. Now guesses are throttled per client address
-and for the whole server (``isoscope.dashboard.guard``), before Streamlit runs the code form.
+and for the whole server (``isoscope.dashboard.classroom.guard``), before Streamlit runs the code form.
 
 Starts ``isoscope app --classroom`` on a fresh cache folder, admits one student, then measures side by side
 in one run:
@@ -105,7 +105,7 @@ async def bench(port: int, pid: int, attackers: int, flood_seconds: float, views
         task.cancel()
     await student.close()
 
-    from isoscope.dashboard.guard import GUESSES_OVERALL, GUESSES_PER_CLIENT
+    from isoscope.dashboard.classroom.guard import GUESSES_OVERALL, GUESSES_PER_CLIENT
 
     burst = GUESSES_PER_CLIENT[0]
     answered = sorted(t for t in stats["answered"] if t <= end)  # during the flood

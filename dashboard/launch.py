@@ -37,7 +37,7 @@ from isoscope.errors import InputError
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud or from a board
 MIN_CODE_CHARS = 6  # letters or digits of an access code
-# what the server process reads (dashboard/classroom.py, dashboard/services/data.py)
+# what the server process reads (dashboard/classroom/, dashboard/services/data.py)
 # ENV_CLASSROOM ("1" in classroom mode) and ENV_ALLOW_ENDPOINTS ("1": students may use embeddings endpoints, which
 # spend the server's API key) are defined in isoscope.encode.endpoints, whose client enforces them
 ENV_CODE_HASH = "ISOSCOPE_ACCESS_CODE_SHA256"  # hex SHA-256 of the access code: the server never holds the code

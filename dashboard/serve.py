@@ -5,10 +5,11 @@ mode the server layer in front of everything.
 through Starlette/uvicorn with
 - the routes of ``isoscope.dashboard.tiles`` (map tiles, lit-up points, the point under the cursor), which only
   answer for atlases a page has published (by a random token, so only a session past the access code knows it);
-- in classroom mode two ASGI middlewares in front of Streamlit's own routes and the map's: ``ClassroomGuard``
-  (``isoscope.dashboard.guard``: before the access code, nothing but the code form reaches a session; no
-  uploads, no cache control, no metrics; guesses throttled per client address and for the server) and
-  ``SecurityHeaders`` (every HTTP response, the routes' included, carries ``X-Frame-Options: DENY`` and
+- in classroom mode two ASGI middlewares in front of Streamlit's own routes and the map's
+  (``isoscope.dashboard.classroom.middleware()``): ``ClassroomGuard`` (``classroom.guard``: before the access
+  code, nothing but the code form reaches a session; no uploads, no cache control, no metrics; guesses
+  throttled per client address and for the server) and ``SecurityHeaders`` (``classroom.headers``: every HTTP
+  response, the routes' included, carries ``X-Frame-Options: DENY`` and
   ``Content-Security-Policy: frame-ancestors 'none'``; no server path in the WebSocket's session message).
 """
 
@@ -17,11 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import streamlit as st
-from starlette.middleware import Middleware
 
 from isoscope.dashboard import classroom, tiles
-from isoscope.dashboard.classroom import SecurityHeaders
-from isoscope.dashboard.guard import ClassroomGuard
 
-middleware = [Middleware(ClassroomGuard), Middleware(SecurityHeaders)] if classroom.enabled() else []
+middleware = classroom.middleware()
 app = st.App(str(Path(__file__).resolve().parent / "app.py"), routes=tiles.routes(), middleware=middleware)

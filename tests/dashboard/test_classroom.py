@@ -69,9 +69,9 @@ def test_the_access_code_opens_every_page(classroom: Path) -> None:
 
 
 def test_attempts_are_limited_per_session(classroom: Path, monkeypatch) -> None:
-    import isoscope.dashboard.classroom
+    import isoscope.dashboard.classroom.session
 
-    monkeypatch.setattr(isoscope.dashboard.classroom, "MAX_ATTEMPTS", 3)
+    monkeypatch.setattr(isoscope.dashboard.classroom.session, "MAX_ATTEMPTS", 3)
     at = AppTest.from_file(APP, default_timeout=600).run()
     for _ in range(3):
         _enter(at, "WRONG-CODE")

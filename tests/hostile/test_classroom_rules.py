@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from isoscope.dashboard import guard
+from isoscope.dashboard.classroom import guard
 from isoscope.dashboard.launch import code_hash
 from tests.dashboard.conftest import APP
 from tests.hostile.peak import ROOT

@@ -3,7 +3,7 @@ processed (no uploads, no cache control, no metrics), guesses are throttled per 
 whole server (not per session), and an admitted student's hostile upload costs the server little memory.
 
 These tests start ``isoscope app --classroom`` and speak Streamlit's WebSocket protocol (``streamlit_ws``), so
-they go through the server layer that enforces the rules (``isoscope.dashboard.guard``), as a browser or a
+they go through the server layer that enforces the rules (``isoscope.dashboard.classroom.guard``), as a browser or a
 script would. The throttle tests assert lower bounds on elapsed time: a slow machine only makes them truer.
 """
 
@@ -306,7 +306,7 @@ def test_guesses_are_throttled_per_client_address_not_per_session() -> None:
     """Issue 28: the lock was per session (20 guesses, one a second), so 50 reconnecting sessions made 24-34
     guesses a second. Now every session of an address draws from the address's budget (40 at once, then one
     a second): 10 sessions x 6 guesses need at least 20 s, however many sessions share them."""
-    from isoscope.dashboard.guard import GUESSES_PER_CLIENT
+    from isoscope.dashboard.classroom.guard import GUESSES_PER_CLIENT
 
     burst, rate = GUESSES_PER_CLIENT
     with _fresh_server() as server:
@@ -320,7 +320,7 @@ def test_guesses_are_throttled_per_client_address_not_per_session() -> None:
 def test_guesses_are_throttled_for_the_whole_server() -> None:
     """Four client addresses (127.0.0.2-5 on the loopback), each within its own budget, share the server's:
     128 guesses against a burst of 100 and three a second need at least 9 s."""
-    from isoscope.dashboard.guard import GUESSES_OVERALL, GUESSES_PER_CLIENT
+    from isoscope.dashboard.classroom.guard import GUESSES_OVERALL, GUESSES_PER_CLIENT
 
     burst, rate = GUESSES_OVERALL
     assert 32 <= GUESSES_PER_CLIENT[0]

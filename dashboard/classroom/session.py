@@ -1,16 +1,13 @@
-"""Classroom mode (``isoscope app --classroom``): one server, a class of students on the network.
+"""Classroom mode in a student's session: the access code before any page, what the model box offers, and
+messages and bug reports that name no server path. Read from the environment the ``app`` command sets
+(``isoscope.dashboard.launch.ENV_*``), so it holds for every session.
 
-What it changes, read from the environment the ``app`` command sets (so it holds for every session):
-
-- an access code before any page (``gate``); the server only knows the code's SHA-256; until the code is
-  given, the server layer (``isoscope.dashboard.guard``, installed by ``dashboard/serve.py``) passes nothing
-  but the code form's runs to the session, and throttles guesses per client address and for the server;
-- the model box offers the embedded model and the teacher's allowlist, nothing else on disk (``allowed_models``);
-  a model that fails to load is named by its label, never by its path;
-- a bug is shown without its traceback (which names server files) and logged on the server (``bug_report``);
-- lower upload and decode limits (``ISOSCOPE_MAX_*``, set by the command);
-- response headers that forbid framing and sniffing, and no server path in the WebSocket's session message
-  (``SecurityHeaders``, an ASGI middleware that ``dashboard/serve.py`` installs through Streamlit's ``st.App``).
+- ``gate``: until this session has given the code, stop the script at the code form; the server only knows
+  the code's SHA-256 (``check_code``), and a right code admits the session to the server layer
+  (``isoscope.dashboard.classroom.guard.admit``);
+- ``allowed_models``: the embedded model and the teacher's allowlist, nothing else on disk;
+- ``shown_path``, ``shown_name``, ``without_server_paths``: messages without the server's paths;
+- ``bug_report``: a bug without its traceback (which names server files), logged on the server.
 """
 
 from __future__ import annotations
@@ -23,14 +20,14 @@ import re
 
 import streamlit as st
 
-from isoscope.dashboard import guard
 from isoscope.dashboard.bugs import log_bug
+from isoscope.dashboard.classroom.guard import admit
 from isoscope.dashboard.launch import ENV_CLASSROOM, ENV_CODE_HASH, ENV_MODELS, code_hash
 
 log = logging.getLogger("isoscope.dashboard")
 
 MAX_ATTEMPTS = 20  # wrong codes per session before its form stops answering (guesses are throttled per
-# client address and for the whole server by isoscope.dashboard.guard, which a new session does not reset)
+# client address and for the whole server by isoscope.dashboard.classroom.guard, which a new session does not reset)
 _OK = "_classroom_admitted"
 _TRIES = "_classroom_attempts"
 
@@ -113,7 +110,7 @@ def _admit_this_session() -> None:
 
     ctx = get_script_run_ctx()
     if ctx is not None:
-        guard.admit(ctx.session_id)
+        admit(ctx.session_id)
 
 
 def bug_report(exc: BaseException) -> None:
@@ -124,60 +121,3 @@ def bug_report(exc: BaseException) -> None:
         "with your input. What you loaded is kept. Please tell your teacher.",
         icon=":material/bug_report:",
     )
-
-
-# ---------------------------------------------------------------- HTTP headers
-
-SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
-    (b"x-frame-options", b"DENY"),
-    (b"content-security-policy", b"frame-ancestors 'none'"),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-)
-
-
-def without_script_path(frame: bytes) -> bytes:
-    """A ForwardMsg frame with ``new_session.main_script_path`` blanked (Streamlit sends every browser the
-    absolute path of the app on the server; the frontend does not need it)."""
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    msg = ForwardMsg()
-    try:
-        msg.ParseFromString(frame)
-    except Exception:  # not a ForwardMsg: pass it on untouched
-        return frame
-    if msg.WhichOneof("type") != "new_session" or not msg.new_session.main_script_path:
-        return frame
-    msg.new_session.main_script_path = ""
-    return msg.SerializeToString()
-
-
-class SecurityHeaders:
-    """Pure ASGI middleware: adds ``SECURITY_HEADERS`` to every HTTP response, and removes the server's script
-    path from the messages sent over the WebSocket."""
-
-    def __init__(self, app) -> None:
-        self.app = app
-
-    async def __call__(self, scope, receive, send) -> None:
-        if scope.get("type") == "websocket":
-
-            async def send_without_paths(message) -> None:
-                if message.get("type") == "websocket.send" and message.get("bytes"):
-                    message = {**message, "bytes": without_script_path(message["bytes"])}
-                await send(message)
-
-            await self.app(scope, receive, send_without_paths)
-            return
-        if scope.get("type") != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_with_headers(message) -> None:
-            if message.get("type") == "http.response.start":
-                names = {k.lower() for k, _ in message.get("headers", [])}
-                extra = [(k, v) for k, v in SECURITY_HEADERS if k not in names]
-                message = {**message, "headers": [*message.get("headers", []), *extra]}
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
