@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from isoscope.data.vectors.table import MIN_DIMS as MIN_DIMS  # the one set of limits, re-exported
+from isoscope.data.vectors.table import MIN_ROWS as MIN_ROWS
+from isoscope.data.vectors.table import check_numbers, checked_matrix
 from isoscope.errors import InputError
 
 if TYPE_CHECKING:
@@ -30,8 +33,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MIN_ROWS, MIN_DIMS = 3, 2
-SHOWN_BAD_ROWS = 5  # row ids named in the message about non-finite rows
 _ENCODERS: dict[tuple[str, str], Encoder] = {}
 _ENCODERS_LOCK = threading.Lock()
 
@@ -105,21 +106,11 @@ def _raw_array(x: Any, name: str) -> np.ndarray:
 
 
 def as_matrix(x: Any, name: str = "vectors") -> np.ndarray:
-    """``x`` (see the module docstring) as a C-contiguous (n, d) float32 array; InputError saying what to fix."""
+    """``x`` (see the module docstring) as a C-contiguous (n, d) float32 array, checked as a vectors file is
+    (``isoscope.data.vectors.table``: ``check_numbers``, ``checked_matrix``); InputError saying what to fix."""
     arr = _raw_array(x, name)
-    if arr.dtype.kind not in "fiub":
-        raise InputError(f"{name} must be real numbers, got values of type {arr.dtype}")
-    if arr.ndim != 2:
-        raise InputError(f"{name} must be a 2-D array (rows, dimensions), got shape {arr.shape}")
-    n, d = arr.shape
-    if n < MIN_ROWS or d < MIN_DIMS:
-        raise InputError(f"{name}: need at least {MIN_ROWS} rows and {MIN_DIMS} dimensions, got {n} x {d}")
-    out = np.ascontiguousarray(arr, dtype=np.float32)  # (n, d); float16 and bfloat16 widen, float64 narrows
-    bad = np.flatnonzero(~np.isfinite(out).all(axis=1))  # (b,)
-    if len(bad):
-        shown = ", ".join(map(str, bad[:SHOWN_BAD_ROWS])) + (", ..." if len(bad) > SHOWN_BAD_ROWS else "")
-        raise InputError(f"{name}: {len(bad)} row(s) contain NaN or infinite values (rows {shown}); fix them first")
-    return out
+    check_numbers(arr, name)
+    return checked_matrix(arr, name)  # (n, d)
 
 
 def as_texts(texts: Any, n: int | None, name: str = "texts") -> list[str] | None:

@@ -3,6 +3,10 @@
 Every reader ends in ``finish``: the values converted to float32 once (integer and binary codes said so in a
 warning), rows with NaN or infinite values named, and the ``VectorOrigin`` whose ``fingerprint`` every cache
 key of the space carries (as a model's fingerprint does for a computed space).
+
+The checks every space's vectors pass, from a file or an array-like (``isoscope.space.sources.as_matrix``), are
+here once: ``check_numbers`` (the dtype), ``check_shape`` (at least ``MIN_ROWS`` x ``MIN_DIMS``) and
+``checked_matrix`` (2-D, float32, every row finite).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ CODE_NOTES = {
 def _rows(idx: np.ndarray) -> str:
     shown = ", ".join(str(int(i)) for i in idx[:SHOWN_ROWS])
     more = f" and {len(idx) - SHOWN_ROWS} more" if len(idx) > SHOWN_ROWS else ""
-    return f"{'rows' if len(idx) > 1 else 'row'} {shown}{more} (counting from 0)"
+    return f"{'rows' if len(idx) > 1 else 'row'} {shown}{more}"
 
 
 @dataclass(frozen=True)
@@ -148,9 +152,33 @@ def as_float32(values: np.ndarray, dtype: str) -> np.ndarray:
         return np.asarray(values, np.float32)
 
 
+def check_numbers(values: np.ndarray, name: str) -> None:
+    """InputError unless ``values`` hold numbers (floats, integers, booleans)."""
+    if values.dtype.kind not in "fiub":
+        raise InputError(f"{name}: holds {values.dtype} values, not numbers; give a 2-D array of real numbers (floats)")
+
+
 def check_shape(rows: int, dims: int, name: str) -> None:
     if rows < MIN_ROWS or dims < MIN_DIMS:
         raise InputError(f"{name}: need at least {MIN_ROWS} rows and {MIN_DIMS} dimensions, got {rows} x {dims}")
+
+
+def checked_matrix(values: np.ndarray, name: str) -> np.ndarray:
+    """``values`` as the C-contiguous (n, d) float32 array a space holds: 2-D, at least ``MIN_ROWS`` x ``MIN_DIMS``,
+    every row finite once in float32 (float16 and bfloat16 widen, float64 narrows); InputError naming the rows
+    that are not."""
+    if values.ndim != 2:
+        raise InputError(f"{name}: vectors must be a 2-D array (rows, dimensions), got shape {values.shape}")
+    check_shape(*values.shape, name)
+    with np.errstate(over="ignore", invalid="ignore"):  # float64 past float32's range becomes inf: named below
+        out = np.ascontiguousarray(values, np.float32)  # (n, d)
+    bad = np.flatnonzero(~np.isfinite(out).all(axis=1))  # (k,)
+    if len(bad):
+        raise InputError(
+            f"{name}: {len(bad)} row(s) contain NaN or infinite values ({_rows(bad)}) in float32, counting rows "
+            "from 0; fix or drop them"
+        )
+    return out
 
 
 def finish(
@@ -162,15 +190,7 @@ def finish(
 ) -> VectorTable:
     """The checked table: at least 3 x 2, every row finite, the digest computed, the dtype said when not float."""
     name = origin.label()
-    if vectors.ndim != 2:
-        raise InputError(f"{name}: vectors must be a 2-D array (rows, dimensions), got shape {vectors.shape}")
-    check_shape(*vectors.shape, name)
-    vectors = np.ascontiguousarray(vectors, np.float32)  # (n, d)
-    bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))  # (k,)
-    if len(bad):
-        raise InputError(
-            f"{name}: {len(bad)} row(s) contain NaN or infinite values (in float32): {_rows(bad)}; fix or drop them"
-        )
+    vectors = checked_matrix(vectors, name)  # (n, d)
     notes = [f"{name}: {CODE_NOTES[origin.dtype]}"] if origin.dtype in CODE_NOTES else []
     if texts is not None and len(texts) != len(vectors):
         raise ValueError(f"{len(texts)} texts for {len(vectors)} vectors")  # the readers keep them aligned
@@ -188,8 +208,7 @@ def vectors_from_array(
     The same checks as a file: 2-D, at least 3 x 2, numbers, finite; ``texts`` one per row.
     """
     arr = np.asarray(array)
-    if arr.dtype.kind not in "fiub":
-        raise InputError(f"{name}: holds {arr.dtype} values, not numbers; give a 2-D array of floats")
+    check_numbers(arr, name)
     dtype = "bool" if arr.dtype.kind == "b" else str(arr.dtype)
     vectors = as_float32(arr, dtype) if arr.ndim == 2 else arr
     clean = None if texts is None else [str(t) for t in texts]
