@@ -90,7 +90,14 @@ def full_atlas(out: Path, n: int, precision: str) -> dict:
             last["stage"] = stage
 
     config = AtlasConfig()
-    run = build_atlas(load_encoder(precision=precision), texts, out, config, pd.DataFrame({"topic": topics}), progress)
+    run = build_atlas(
+        load_encoder(precision=precision),
+        texts,
+        out,
+        config=config,
+        meta=pd.DataFrame({"topic": topics}),
+        progress=progress,
+    )
     secs = run.seconds
     layouts = [secs[s] for s in ("raw_layout", "cal_layout") if s in secs]
     return {
@@ -446,7 +453,7 @@ def pick_ms(atlas_dir: Path, queries: int = 500, seed: int = 0) -> dict:
 
     sp = load_atlas(atlas_dir).spaces["raw"]
     t = time.perf_counter()
-    tmap = TileMap.of(sp.xy, sp.bounds, sp.grid, sp.density)
+    tmap = TileMap.of(sp.xy, sp.bounds, density_grid=sp.grid, point_density=sp.density)
     build = time.perf_counter() - t
     rng = np.random.default_rng(seed)
     targets = sp.xy[rng.integers(0, len(sp.xy), queries)] + rng.normal(0, 1e-3, (queries, 2))
@@ -492,7 +499,7 @@ def tile_times(atlas_dir: Path, per_level: int = 12, seed: int = 0) -> dict:
 
     atlas = load_atlas(atlas_dir)
     sp = atlas.spaces["raw"]
-    tmap = TileMap.of(sp.xy, sp.bounds, sp.grid, sp.density)
+    tmap = TileMap.of(sp.xy, sp.bounds, density_grid=sp.grid, point_density=sp.density)
     colors = tmap.sorted(colours(atlas, "raw", "cluster")[0])
     rng = np.random.default_rng(seed)
     out = {}
@@ -500,7 +507,7 @@ def tile_times(atlas_dir: Path, per_level: int = 12, seed: int = 0) -> dict:
         ms, sizes = [], []
         for tx, ty in tiles_with_points(tmap, sp.xy, z, per_level, rng):
             t = time.perf_counter()
-            png = to_png(tmap.tile(colors, z, tx, ty, True))
+            png = to_png(tmap.tile(colors, z, tx, ty, contours=True))
             ms.append((time.perf_counter() - t) * 1000)
             sizes.append(len(png))
         out[str(z)] = {
@@ -546,12 +553,12 @@ def layout_quality(n: int, landmarks: int, sample: int = 2_000, seed: int = 0) -
     texts = _sentences(n)
     X = encode(load_encoder(), texts, "mean", cache=ArrayCache())  # (n, 384), cached on disk after the first run
     ids, dist = knn_graph_chunked(X, 16)
-    umap_layout(X[:300], knn_graph_chunked(X[:300], 16), seed)  # compile numba's code before timing
+    umap_layout(X[:300], knn_graph_chunked(X[:300], 16), seed=seed)  # compile numba's code before timing
     t = time.perf_counter()
-    full = umap_layout(X, (ids, dist), seed)
+    full = umap_layout(X, (ids, dist), seed=seed)
     full_s = time.perf_counter() - t
     t = time.perf_counter()
-    ours = landmark_layout(X, (ids, dist), seed, landmarks)
+    ours = landmark_layout(X, (ids, dist), seed=seed, landmarks=landmarks)
     ours_s = time.perf_counter() - t
     marks = set(sample_indices(len(X), landmarks, seed).tolist())
     held = np.array([i for i in range(len(X)) if i not in marks])

@@ -150,7 +150,7 @@ def server_side(atlas_dir: Path, per_level: int = PER_LEVEL, seed: int = 0) -> d
     atlas = load_atlas(atlas_dir)
     sp = atlas.spaces["raw"]
     t = time.perf_counter()
-    tmap = TileMap.of(sp.xy, sp.bounds, sp.grid, sp.density)
+    tmap = TileMap.of(sp.xy, sp.bounds, density_grid=sp.grid, point_density=sp.density)
     colors = tmap.sorted(colours(atlas, "raw", "cluster")[0])  # (n, 3) uint8
     index_s = time.perf_counter() - t
     t = time.perf_counter()
@@ -159,8 +159,8 @@ def server_side(atlas_dir: Path, per_level: int = PER_LEVEL, seed: int = 0) -> d
     shaded = Datashaded(tmap, colors)
     frame_s = time.perf_counter() - t
     renderers = {
-        "ours": lambda z, x, y: tmap.tile(colors, z, x, y, False),
-        "ours+contours": lambda z, x, y: tmap.tile(colors, z, x, y, True),
+        "ours": lambda z, x, y: tmap.tile(colors, z, x, y, contours=False),
+        "ours+contours": lambda z, x, y: tmap.tile(colors, z, x, y, contours=True),
         "datashader": lambda z, x, y: shaded.tile(z, x, y, crop=False),
         "datashader-crop": lambda z, x, y: shaded.tile(z, x, y, crop=True),
     }

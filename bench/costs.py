@@ -148,7 +148,7 @@ def layout_case(vectors: np.ndarray, n: int, landmarks: int) -> dict:
     umap, rate = umap_costs.measure_umap(), atlas_costs.measure_knn(x.shape[1])
     est = atlas_costs.layout_cost(n, x.shape[1], k=16, landmarks=landmarks, umap=umap, knn=rate)
     start = time.perf_counter()
-    layout(x, "umap", knn, seed=0, landmarks=landmarks)
+    layout(x, "umap", knn=knn, seed=0, landmarks=landmarks)
     return {f"layout_{n}_landmarks_{landmarks}": case(est.seconds, time.perf_counter() - start)}
 
 

@@ -204,7 +204,7 @@ def data_file_environment(options: ServerOptions, environ: Mapping[str, str] | N
     kind = data_kind(path, options.vector_column, options.text_column)
     # InputError: one line that says what to fix
     if kind == "vectors":
-        load_vector_file(path, options.vector_column, options.text_column, limits=limits)
+        load_vector_file(path, options.vector_column, text_column=options.text_column, limits=limits)
     elif kind == "pairs":
         load_pairs(path, limits=limits)
     else:

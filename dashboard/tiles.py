@@ -161,7 +161,7 @@ def tile_png(path: str, space: str, style: tuple[str, bool], z: int, x: int, y: 
     disk = _disk_path(path, space, style, z, x, y)
     if (png := _disk_read(disk)) is None:
         colours = svc.sorted_colours(path, space, style[0])
-        png = to_png(tmap.tile(colours, z, x, y, style[1]))
+        png = to_png(tmap.tile(colours, z, x, y, contours=style[1]))
         _disk_write(disk, png)
     _remember(key, png)
     return png

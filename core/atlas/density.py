@@ -50,7 +50,7 @@ def grid_size(n: int) -> int:
 
 
 def density_grid(
-    xy: np.ndarray, bounds: tuple[float, float, float, float], size: int | None = None, sigma: float = SIGMA_CELLS
+    xy: np.ndarray, bounds: tuple[float, float, float, float], size: int | None = None, *, sigma: float = SIGMA_CELLS
 ) -> np.ndarray:
     """Point counts per cell (size, size) float64 (``size`` default: ``grid_size(n)``), smoothed with a
     Gaussian of ``sigma`` cells."""
@@ -100,6 +100,7 @@ def density_clusters(
     xy: np.ndarray,
     bounds: tuple[float, float, float, float],
     grid: np.ndarray,
+    *,
     min_points: int | None = None,
     max_clusters: int = MAX_CLUSTERS,
 ) -> np.ndarray:
@@ -151,4 +152,4 @@ DEFAULT_LEVEL = 1  # levels(n)[1] is grid_size(n) for every n (32 <= grid_size <
 def level_clusters(xy: np.ndarray, bounds: tuple[float, float, float, float], level: Level) -> np.ndarray:
     """``density_clusters`` of ``xy`` on the grid of ``level`` (n,) int32, -1 = none."""
     grid = density_grid(xy, bounds, level.grid)
-    return density_clusters(xy, bounds, grid, level.min_points, level.max_clusters)
+    return density_clusters(xy, bounds, grid, min_points=level.min_points, max_clusters=level.max_clusters)

@@ -47,6 +47,7 @@ def graph_kind(n: int, exact_max_rows: int = EXACT_MAX_ROWS) -> str:
 def knn_graph_chunked(
     vectors: np.ndarray,
     k: int = 15,
+    *,
     progress: ProgressFn | None = None,
     exact_max_rows: int = EXACT_MAX_ROWS,
     seed: int = 0,

@@ -71,6 +71,7 @@ def pca_layout(vectors: np.ndarray, n_components: int = 2) -> np.ndarray:
 def umap_layout(
     vectors: np.ndarray,
     knn: tuple[np.ndarray, np.ndarray],
+    *,
     seed: int = 0,
     n_epochs: int | None = None,
     init: np.ndarray | None = None,
@@ -118,7 +119,7 @@ def _membership(d: np.ndarray) -> np.ndarray:
 
 
 def place_from_graph(
-    ids: np.ndarray, dist: np.ndarray, anchors: np.ndarray, anchor_xy: np.ndarray, passes: int = PLACE_PASSES
+    ids: np.ndarray, dist: np.ndarray, *, anchors: np.ndarray, anchor_xy: np.ndarray, passes: int = PLACE_PASSES
 ) -> tuple[np.ndarray, np.ndarray]:
     """Positions (n, 2) float32 for the rows of the kNN graph ``ids, dist`` (n, k) (column 0 = the row itself)
     and whether each was placed (n,) bool: the ``anchors`` (m,) keep ``anchor_xy`` (m, 2); every other row goes
@@ -150,7 +151,7 @@ def place_from_graph(
 
 
 def place_by_vectors(
-    vectors: np.ndarray, rows: np.ndarray, anchors: np.ndarray, anchor_xy: np.ndarray, k: int
+    vectors: np.ndarray, rows: np.ndarray, *, anchors: np.ndarray, anchor_xy: np.ndarray, k: int
 ) -> np.ndarray:
     """Positions (r, 2) float32 of ``rows`` from their ``k`` nearest ``anchors`` by cosine (exact search over
     the anchors' vectors), weighted as in ``place_from_graph``."""
@@ -167,6 +168,7 @@ def place_by_vectors(
 def landmark_layout(
     vectors: np.ndarray,
     knn: tuple[np.ndarray, np.ndarray],
+    *,
     seed: int = 0,
     landmarks: int = LANDMARKS,
     refine_epochs: int = REFINE_EPOCHS,
@@ -185,17 +187,17 @@ def landmark_layout(
     sub = np.asarray(vectors[rows], np.float32)  # (m, d)
     sub_knn = knn_graph_chunked(sub, min(k, len(rows) - 1))
     _report(progress, 1)
-    anchor_xy = umap_layout(sub, sub_knn, seed)  # (m, 2)
+    anchor_xy = umap_layout(sub, sub_knn, seed=seed)  # (m, 2)
     del sub
     _report(progress, 2)
-    xy, placed = place_from_graph(ids, dist, rows, anchor_xy)
+    xy, placed = place_from_graph(ids, dist, anchors=rows, anchor_xy=anchor_xy)
     if not placed.all():  # islands of the graph (repeated texts): placed by their nearest landmarks in the space
         islands = np.flatnonzero(~placed)
         log.info("%d rows reach no landmark in the graph; placed by their nearest landmarks", len(islands))
-        xy[islands] = place_by_vectors(vectors, islands, rows, anchor_xy, k - 1)
+        xy[islands] = place_by_vectors(vectors, islands, anchors=rows, anchor_xy=anchor_xy, k=k - 1)
     _report(progress, 3)
     if refine_epochs > 0:
-        xy = umap_layout(vectors, knn, seed, n_epochs=refine_epochs, init=xy, learning_rate=REFINE_LEARNING_RATE)
+        xy = umap_layout(vectors, knn, seed=seed, n_epochs=refine_epochs, init=xy, learning_rate=REFINE_LEARNING_RATE)
     _report(progress, 4)
     return xy
 
@@ -208,6 +210,7 @@ def _report(progress: ProgressFn | None, done: int) -> None:
 def layout(
     vectors: np.ndarray,
     method: str = "umap",
+    *,
     knn: tuple[np.ndarray, np.ndarray] | None = None,
     seed: int = 0,
     landmarks: int = LANDMARKS,
@@ -221,5 +224,5 @@ def layout(
     if knn is None:
         raise ValueError("the umap layout needs the kNN graph (ids, dist)")
     if 0 < landmarks < len(knn[0]):
-        return landmark_layout(vectors, knn, seed, landmarks, progress=progress)
-    return umap_layout(vectors, knn, seed)
+        return landmark_layout(vectors, knn, seed=seed, landmarks=landmarks, progress=progress)
+    return umap_layout(vectors, knn, seed=seed)

@@ -300,6 +300,7 @@ def build_atlas(
     encoder,
     texts: Sequence[str],
     out: str | Path,
+    *,
     config: AtlasConfig | None = None,
     meta: pd.DataFrame | None = None,
     progress: StageProgress | None = None,
@@ -454,7 +455,7 @@ def _spread(vectors: np.ndarray, rows: np.ndarray, path: Path) -> None:
 
 def _knn(out: Path, space: str, vec_path: Path, k: int, seed: int, progress: StageProgress | None) -> None:
     report = None if progress is None else (lambda a, b: progress(f"{space}_knn", a, b))
-    ids, dist = knn_graph_chunked(_load(vec_path, mmap=True), k + 1, report, seed=seed)
+    ids, dist = knn_graph_chunked(_load(vec_path, mmap=True), k + 1, progress=report, seed=seed)
     ids_path, dist_path = _graph_files(out, space)
     atomic_save_npy(dist_path, dist)
     atomic_save_npy(ids_path, ids)
@@ -466,7 +467,8 @@ def _write_layout(
     """The layout of ``space`` into its ``xy.npy`` (n, 2); module-level, so a worker process can run it."""
     folder = Path(out)
     knn_pair = tuple(_load(p) for p in _graph_files(folder, space)) if graph else None
-    xy = layout(_load(_space_vectors(folder, space), mmap=True), method, knn_pair, seed, landmarks, report)
+    vectors = _load(_space_vectors(folder, space), mmap=True)  # (n, d)
+    xy = layout(vectors, method, knn=knn_pair, seed=seed, landmarks=landmarks, progress=report)
     atomic_save_npy(folder / space / "xy.npy", xy)
 
 

@@ -68,7 +68,7 @@ class SpatialIndex:
     """The points of a layout in Morton order: ``codes`` (n,) uint32 ascending, ``order`` (n,) int64 (sorted
     position -> row), ``xy`` (n, 2) float32 in sorted order."""
 
-    def __init__(self, world: World, codes: np.ndarray, order: np.ndarray, xy: np.ndarray) -> None:
+    def __init__(self, world: World, *, codes: np.ndarray, order: np.ndarray, xy: np.ndarray) -> None:
         self.world, self.codes, self.order, self.xy = world, codes, order, xy
 
     @classmethod
@@ -77,7 +77,7 @@ class SpatialIndex:
         qx, qy = cls._quantise(world, xy[:, 0], xy[:, 1])
         codes = morton(qx, qy)
         order = np.argsort(codes, kind="stable")
-        return cls(world, codes[order], order.astype(np.int64), np.ascontiguousarray(xy[order]))
+        return cls(world, codes=codes[order], order=order.astype(np.int64), xy=np.ascontiguousarray(xy[order]))
 
     @property
     def n(self) -> int:

@@ -97,7 +97,7 @@ def synthetic_corpus(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
     return texts, [names[t] for t in topic]
 
 
-def synthetic_atlas(out: Path, n: int, dim: int = 32, layout: str = "pca", calibrate: str = "none", seed: int = 0):
+def synthetic_atlas(out: Path, n: int, dim: int = 32, *, layout: str = "pca", calibrate: str = "none", seed: int = 0):
     """An atlas in ``out`` of ``n`` synthetic sentences whose vectors are made up, not embedded (clustered
     ``dim``-d points by topic): the render input of ``bench/atlas.py --quick`` (32-d, PCA, raw only) and of the
     Atlas tests, and with ``--precomputed`` the graph, layout and memory of a big corpus without the hours of
@@ -115,5 +115,5 @@ def synthetic_atlas(out: Path, n: int, dim: int = 32, layout: str = "pca", calib
     code = pd.Categorical(topics, categories=list(TOPICS)).codes
     vectors = (centres[code] + rng.normal(0, 1, (n, dim))).astype(np.float32)  # (n, dim)
     config = AtlasConfig(layout=layout, calibrate=calibrate)
-    run = build_atlas(None, texts, out, config, pd.DataFrame({"topic": topics}), vectors=vectors)
+    run = build_atlas(None, texts, out, config=config, meta=pd.DataFrame({"topic": topics}), vectors=vectors)
     return out, run

@@ -68,7 +68,7 @@ class TileGrid:
         return {**self.world.to_dict(), "tile": TILE, "maxLevel": self.max_level}
 
 
-def nearest_spacing(xy: np.ndarray, size: float, sample: int = SPACING_SAMPLE, seed: int = 0) -> float:
+def nearest_spacing(xy: np.ndarray, size: float, *, sample: int = SPACING_SAMPLE, seed: int = 0) -> float:
     """Median distance from a point of ``xy`` (n, 2) to its nearest point at another position. Above
     ``sample`` points it is measured on a seeded sample of that many and scaled by sqrt(sample / n) (the
     nearest-neighbour distance of a point process goes as 1 / sqrt(density)); ``size`` / 65,536 when no two
@@ -146,6 +146,7 @@ def render_tile(
     z: int,
     tx: int,
     ty: int,
+    *,
     field: ContourField | None = None,
 ) -> np.ndarray:
     """Tile (z, tx, ty) as RGBA (TILE, TILE, 4) uint8; ``colors`` (n, 3) uint8 in the index's sorted order."""
@@ -229,7 +230,7 @@ class ContourField:
         padded = np.pad(self.grid, self.PAD)
         self.coefficients = spline_filter(padded, order=3, mode="mirror")  # (G + 2 PAD, G + 2 PAD)
 
-    def values(self, grid: TileGrid, z: int, tx: int, ty: int, size: int = TILE + 1) -> np.ndarray:
+    def values(self, grid: TileGrid, z: int, tx: int, ty: int, *, size: int = TILE + 1) -> np.ndarray:
         """The density at the pixel centres of a tile, (size, size), row 0 at the top."""
         x0, _, _, y1 = grid.world.tile_box(z, tx, ty)
         pix = grid.pixel(z)
@@ -276,7 +277,7 @@ class TileMap:
     field: ContourField
 
     @classmethod
-    def of(cls, xy: np.ndarray, bounds, density_grid: np.ndarray, point_density: np.ndarray) -> TileMap:
+    def of(cls, xy: np.ndarray, bounds, *, density_grid: np.ndarray, point_density: np.ndarray) -> TileMap:
         """From a space's layout ``xy`` (n, 2), its ``bounds``, density grid and per-point density."""
         from isoscope.atlas.raster import contour_levels
 
@@ -287,8 +288,8 @@ class TileMap:
         """Per-row values (n, ...) in the index's order (what ``render_tile`` and ``highlight_tile`` take)."""
         return np.ascontiguousarray(np.asarray(values)[self.index.order])
 
-    def tile(self, colors_sorted: np.ndarray, z: int, tx: int, ty: int, contours: bool) -> np.ndarray:
-        return render_tile(self.index, colors_sorted, self.grid, z, tx, ty, self.field if contours else None)
+    def tile(self, colors_sorted: np.ndarray, z: int, tx: int, ty: int, *, contours: bool) -> np.ndarray:
+        return render_tile(self.index, colors_sorted, self.grid, z, tx, ty, field=self.field if contours else None)
 
     def highlight(self, mask_sorted: np.ndarray, z: int, tx: int, ty: int) -> np.ndarray:
         return highlight_tile(self.index, mask_sorted, self.grid, z, tx, ty)

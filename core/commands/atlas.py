@@ -124,13 +124,22 @@ def run(args: argparse.Namespace) -> dict:
     given = _given(args)
     if given is not None:
         texts, vectors, meta, load_warnings = given
-        run_ = build_atlas(None, texts, Path(args.out), config, meta, _progress(args), vectors=vectors)
+        run_ = build_atlas(
+            None, texts, Path(args.out), config=config, meta=meta, progress=_progress(args), vectors=vectors
+        )
     else:
         if args.input is None:
             raise InputError("give --input (a corpus), or --vectors")
         corpus = load_corpus(args.input, text_column=args.text_column, max_rows=MAX_ATLAS_ROWS)
         load_warnings = corpus.warnings
-        run_ = build_atlas(encoder_from_args(args), corpus.texts, Path(args.out), config, corpus.meta, _progress(args))
+        run_ = build_atlas(
+            encoder_from_args(args),
+            corpus.texts,
+            Path(args.out),
+            config=config,
+            meta=corpus.meta,
+            progress=_progress(args),
+        )
     warnings = [*load_warnings, *run_.warnings]
     result = {
         "out": str(run_.path),

@@ -154,7 +154,7 @@ def vector_input(
     from isoscope.data.inputs import VectorInput, load_input, load_vector_input
 
     if getattr(args, "vectors", None):
-        return load_vector_input(args.vectors, source, kind, args.text_column)
+        return load_vector_input(args.vectors, source, kind=kind, text_column=args.text_column)
     if not is_endpoint_model(getattr(args, "model", "")):
         return None
     from isoscope.encode.remote import embed_endpoint

@@ -81,7 +81,7 @@ def _given(args: argparse.Namespace, pairs, corpus, calibrator) -> dict | None:
     stage = lambda s: _progress(args, s)  # noqa: E731
     fit_on = None if corpus is None else (corpus.name, corpus.warnings)
     if args.vectors:
-        given = load_pair_vectors(pairs, args.vectors, args.vectors_b, args.pair_ids)
+        given = load_pair_vectors(pairs, args.vectors, args.vectors_b, pair_ids=args.pair_ids)
         fit = None if corpus is None else given.table.vectors_for(corpus.texts)  # (m, d), the file read once
         result = sts_of_vectors(given.a, given.b, pairs, calibrator, fit, fit_on, given.name, None, stage, args.seed)
         result["vectors"] = given.origin.to_dict()

@@ -255,7 +255,7 @@ class SpaceSources:
             else:
                 from isoscope.data.vectors import load_vector_file
 
-                self._read[spec.encoder_key] = load_vector_file(spec.vectors, spec.column, spec.text_column)
+                self._read[spec.encoder_key] = load_vector_file(spec.vectors, spec.column, text_column=spec.text_column)
         return self._read[spec.encoder_key]
 
     def endpoint(self, spec: SpaceSpec) -> Endpoint:

@@ -33,6 +33,7 @@ def stream_texts(
     source: str | Path | bytes | Source,
     name: str | None = None,
     limits: DecodeLimits | None = None,
+    *,
     stats: TextStats | None = None,
 ) -> Iterator[str]:
     """Texts of a one-text-per-line file, one at a time: stripped, empty lines skipped, long ones cut.
@@ -70,6 +71,7 @@ def streamable_corpus(source: str | Path, text_column: str | None = None) -> tup
 def load_corpus(
     source: str | Path | bytes,
     name: str | None = None,
+    *,
     text_column: str | None = None,
     max_rows: int | None = None,
     max_chars: int | None = None,
@@ -84,12 +86,14 @@ def load_corpus(
     fmt = src.format(CORPUS_FORMATS)
     if fmt == "txt":
         stats = TextStats(name)
-        lines = list(stream_texts(src, name, limits, stats))
+        lines = list(stream_texts(src, name, limits, stats=stats))
         if not lines:
             raise InputError(f"{name}: the file is empty")
         warnings = stats.warnings() + stats.truncation_warning()
         return Corpus(lines, pd.DataFrame(index=range(len(lines))), warnings, name)
-    df, has_header, warnings = read_table(src, name, fmt, (text_column,) if text_column else (), limits)
+    df, has_header, warnings = read_table(
+        src, name, fmt, header_names=(text_column,) if text_column else (), limits=limits
+    )
     col = _text_column(df, name, text_column, has_header)
     texts = clean_texts(df[col])
     meta = df.drop(columns=[col])
@@ -100,7 +104,7 @@ def load_corpus(
     meta = meta.reset_index(drop=True)
     texts = texts.reset_index(drop=True)
     check_rows(len(texts), name, limits.max_rows)
-    (texts,) = truncate_texts([texts], name, warnings, limits.max_chars)
+    (texts,) = truncate_texts([texts], name, warnings, max_chars=limits.max_chars)
     return Corpus(texts.tolist(), meta, warnings, name)
 
 

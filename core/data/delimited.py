@@ -23,7 +23,7 @@ BLANK_ROWS_PER_ROW = 4  # blank records allowed per row limit (a file of empty l
 class DelimitedParser:
     """Feed decoded pieces with ``feed`` (yields finished records), then call ``close``."""
 
-    def __init__(self, sep: str, name: str, cap: int, max_columns: int) -> None:
+    def __init__(self, sep: str, name: str, *, cap: int, max_columns: int) -> None:
         self.sep, self.name, self.max_columns = sep, name, max_columns
         self.special = re.compile(f'[{re.escape(sep)}"\r\n]')
         self.cell = CellBuilder(cap)
@@ -114,9 +114,9 @@ def _blank(row: list[str]) -> bool:
     return not any(c.strip() for c in row)
 
 
-def parse_rows(pieces: Iterable[str], sep: str, name: str, limits: DecodeLimits) -> list[list[str]]:
+def parse_rows(pieces: Iterable[str], sep: str, name: str, *, limits: DecodeLimits) -> list[list[str]]:
     """Non-blank records of a delimited text, at most ``max_rows + 2`` (a header and one row over the limit)."""
-    parser = DelimitedParser(sep, name, limits.max_chars, limits.max_columns)
+    parser = DelimitedParser(sep, name, cap=limits.max_chars, max_columns=limits.max_columns)
     rows: list[list[str]] = []
     blanks, max_blank = 0, BLANK_ROWS_PER_ROW * limits.max_rows
     for row in _records(pieces, parser, strict=True):
@@ -133,7 +133,7 @@ def parse_rows(pieces: Iterable[str], sep: str, name: str, limits: DecodeLimits)
 
 def _sample(pieces: list[str], sep: str, name: str, limits: DecodeLimits) -> list[list[str]] | None:
     """The first non-blank records of ``pieces`` split on ``sep``, or None when they cannot be split so."""
-    parser = DelimitedParser(sep, name, limits.max_chars, limits.max_columns)
+    parser = DelimitedParser(sep, name, cap=limits.max_chars, max_columns=limits.max_columns)
     try:
         rows = (r for r in _records(pieces, parser, strict=False) if not _blank(r))
         return list(itertools.islice(rows, SAMPLE_ROWS))
@@ -147,7 +147,7 @@ def _common_width(rows: list[list[str]] | None) -> int:
     return widths.pop() if len(widths) == 1 else 0
 
 
-def choose_delimiter(sample: list[str], sep: str, name: str, limits: DecodeLimits) -> str:
+def choose_delimiter(sample: list[str], sep: str, name: str, *, limits: DecodeLimits) -> str:
     """``sep``, or the other delimiter when the first rows clearly use it.
 
     A .csv whose rows all hold the same number (>= 2) of tab-separated fields, while its comma-separated
@@ -170,14 +170,14 @@ def choose_delimiter(sample: list[str], sep: str, name: str, limits: DecodeLimit
 
 
 def read_delimited(
-    pieces: Iterator[str], sep: str, name: str, limits: DecodeLimits, warnings: list[str]
+    pieces: Iterator[str], sep: str, name: str, *, limits: DecodeLimits, warnings: list[str]
 ) -> list[list[str]]:
     """Rows of a CSV/TSV (blank rows skipped) on the delimiter the file really uses (warned when it differs)."""
     sample = list(itertools.islice(pieces, 1))  # the first block of text decides the delimiter
-    chosen = choose_delimiter(sample, sep, name, limits)
+    chosen = choose_delimiter(sample, sep, name, limits=limits)
     if chosen != sep:
         warnings.append(f"{name}: columns are separated by {'tabs' if chosen == chr(9) else 'commas'}; read as such")
-    rows = parse_rows(itertools.chain(sample, pieces), chosen, name, limits)
+    rows = parse_rows(itertools.chain(sample, pieces), chosen, name, limits=limits)
     if not rows:
         raise InputError(f"{name}: the file is empty")
     return rows

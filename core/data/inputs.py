@@ -165,6 +165,7 @@ class VectorInput:
 def load_vector_input(
     vectors: str | Path,
     source: str | Path | None = None,
+    *,
     kind: InputKind = "auto",
     text_column: str | None = None,
 ) -> VectorInput:
@@ -222,6 +223,7 @@ def load_pair_vectors(
     pairs: str | Path | Pairs,
     vectors: str | Path,
     vectors_b: str | Path | None = None,
+    *,
     pair_ids: bool = False,
 ) -> PairVectors:
     """The vectors of both sides of a pairs file, from one vectors file or two.

@@ -68,7 +68,9 @@ def _clip(value: object, cell: CellBuilder, stats: TextStats) -> object:
     return value
 
 
-def read_jsonl(pieces: Iterable[str], name: str, limits: DecodeLimits, stats: TextStats | None = None) -> pd.DataFrame:
+def read_jsonl(
+    pieces: Iterable[str], name: str, limits: DecodeLimits, *, stats: TextStats | None = None
+) -> pd.DataFrame:
     """One JSON object per line (blank lines skipped) as a frame, one column per key; ``stats`` counts the
     surrogates replaced (for the file's warnings)."""
     stats = stats if stats is not None else TextStats(name)

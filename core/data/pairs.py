@@ -44,6 +44,7 @@ class Pairs:
 def load_pairs(
     source: str | Path | bytes,
     name: str | None = None,
+    *,
     max_rows: int | None = None,
     max_chars: int | None = None,
     limits: DecodeLimits | None = None,
@@ -84,7 +85,7 @@ def load_pairs(
             raise InputError(f"{name}: no row has a numeric score between {SCORE_RANGE[0]:g} and {SCORE_RANGE[1]:g}")
         scores = scores_all[keep].to_numpy(np.float64)
     s1, s2 = s1[keep], s2[keep]
-    s1, s2 = truncate_texts([s1, s2], name, warnings, limits.max_chars)
+    s1, s2 = truncate_texts([s1, s2], name, warnings, max_chars=limits.max_chars)
     return Pairs(s1.tolist(), s2.tolist(), scores, warnings, name)
 
 

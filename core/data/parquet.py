@@ -106,7 +106,12 @@ def _check_pages(src: Source, md: Any, name: str, limits: DecodeLimits) -> int:
                 for j in range(rg.num_columns):
                     col = rg.column(j)
                     chunk = walk_chunk(
-                        buf, chunk_start(col), col.total_compressed_size, size, budget - total, MAX_PAGES - pages
+                        buf,
+                        chunk_start(col),
+                        col.total_compressed_size,
+                        size=size,
+                        budget=budget - total,
+                        max_pages=MAX_PAGES - pages,
                     )
                     pages += chunk.pages
                     total += chunk.decoded_bound

@@ -138,7 +138,7 @@ def chunk_start(col: Any) -> int:
     return start
 
 
-def walk_chunk(buf: Any, start: int, length: int, size: int, budget: int, max_pages: int) -> ChunkPages:
+def walk_chunk(buf: Any, start: int, length: int, *, size: int, budget: int, max_pages: int) -> ChunkPages:
     """Sum the page headers of the column chunk at ``start`` (``length`` bytes), stopping once past ``budget``
     decoded bytes or ``max_pages`` pages."""
     end = start + length

@@ -23,6 +23,7 @@ def read_table(
     raw: bytes | str | Path | Source,
     name: str,
     fmt: str,
+    *,
     header_names: tuple[str, ...] = (),
     limits: DecodeLimits | None = None,
 ) -> tuple[pd.DataFrame, bool, list[str]]:
@@ -40,10 +41,10 @@ def read_table(
     with src.open() as stream:
         pieces = decoded_pieces(stream, stats)
         if fmt == "jsonl":
-            df = read_jsonl(pieces, name, limits, stats)
+            df = read_jsonl(pieces, name, limits, stats=stats)
             return df, True, stats.warnings()
         warnings: list[str] = []
-        rows = read_delimited(pieces, "\t" if fmt == "tsv" else ",", name, limits, warnings)
+        rows = read_delimited(pieces, "\t" if fmt == "tsv" else ",", name, limits=limits, warnings=warnings)
     width = max(len(r) for r in rows)
     rows = [r + [""] * (width - len(r)) for r in rows]
     header = [c.strip().lower() for c in rows[0]]
@@ -82,7 +83,7 @@ def clean_texts(values: pd.Series) -> pd.Series:
 
 
 def truncate_texts(
-    columns: Sequence[pd.Series], name: str, warnings: list[str], max_chars: int | None = None
+    columns: Sequence[pd.Series], name: str, warnings: list[str], *, max_chars: int | None = None
 ) -> list[pd.Series]:
     """Texts cut to ``max_chars`` characters, with one warning for all ``columns`` when any was (or had been) cut."""
     max_chars = max_chars or current_limits().max_chars

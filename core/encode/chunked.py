@@ -63,7 +63,7 @@ def iter_texts(source: TextSource, stats: TextStats | None = None) -> Iterator[s
         yield from (str(t) for t in source)
         return
     path = _check_text_file(Path(source))
-    yield from stream_texts(path, path.name, streaming_limits(), stats)
+    yield from stream_texts(path, path.name, streaming_limits(), stats=stats)
 
 
 def scan_source(source: TextSource, warnings: list[str] | None = None) -> tuple[int, str]:

@@ -133,7 +133,7 @@ def _built(
         text = STAGE_TEXT.get(stage, stage)
         bar.progress(min(1.0, frac), text=text if stage == "wait" else f"{text}: {done:,} / {total:,}")
 
-    run = build_atlas(encoder, corpus.texts, path, config, corpus.meta, progress, vectors=vectors)
+    run = build_atlas(encoder, corpus.texts, path, config=config, meta=corpus.meta, progress=progress, vectors=vectors)
     if config.layout == "umap" and not 0 < config.landmarks < len(corpus):  # the rate the next estimate uses
         for stage in ("raw_layout", "cal_layout"):
             if stage in run.seconds:
@@ -173,7 +173,7 @@ def colour_table(path: str, space: str, colour_by: str) -> tuple[np.ndarray, lis
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _tile_map(path: str, space: str, version: int) -> TileMap:
     sp = open_atlas(path).spaces[space]
-    return TileMap.of(sp.xy, sp.bounds, sp.grid, sp.density)
+    return TileMap.of(sp.xy, sp.bounds, density_grid=sp.grid, point_density=sp.density)
 
 
 def tile_map(path: str, space: str) -> TileMap:

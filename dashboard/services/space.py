@@ -92,12 +92,12 @@ def parse_upload(
 ) -> VectorTable:
     """An uploaded vectors file (and, for .npy/.safetensors, a texts file), through the bounded loader."""
     with _parsing:
-        return load_vector_file(data, column, text_column, texts, name, texts_name)
+        return load_vector_file(data, column, text_column=text_column, texts=texts, name=name, texts_name=texts_name)
 
 
 @st.cache_resource(show_spinner="Reading the vectors file given to isoscope app…", max_entries=2)
 def _launched(path: str, column: str | None, text_column: str | None, mtime: float) -> VectorTable:
-    return load_vector_file(path, column, text_column)
+    return load_vector_file(path, column, text_column=text_column)
 
 
 def launched_table(path: str, column: str | None, text_column: str | None) -> VectorTable:

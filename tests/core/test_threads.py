@@ -19,7 +19,7 @@ X = np.random.default_rng(0).standard_normal((200, 8)).astype(np.float32)
 if {which!r} == "atlas":
     from isoscope.atlas.graph import knn_graph_chunked
     from isoscope.atlas.layout import layout
-    xy = layout(X, "umap", knn_graph_chunked(X, 10), seed=0)
+    xy = layout(X, "umap", knn=knn_graph_chunked(X, 10), seed=0)
 else:
     from isoscope.neighbours.projection import project
     xy = project(X, "umap", seed=0)

@@ -25,7 +25,7 @@ def build(out: Path, n: int = 400, seed: int = 0) -> list[str]:
     texts, topics = synthetic_corpus(n, seed)
     vectors = np.random.default_rng(seed).normal(0, 1, (n, 8)).astype(np.float32)
     config = AtlasConfig(layout="pca", calibrate="none")
-    build_atlas(None, texts, out, config, pd.DataFrame({"topic": topics}), vectors=vectors)
+    build_atlas(None, texts, out, config=config, meta=pd.DataFrame({"topic": topics}), vectors=vectors)
     return texts
 
 

@@ -38,7 +38,7 @@ def vectors_of(texts: list[str], dim: int = 16, seed: int = 0) -> np.ndarray:
 
 def build(out: Path, n: int = 300, seed: int = 1):
     texts, topics = synthetic_corpus(n, seed)
-    return build_atlas(None, texts, out, CONFIG, pd.DataFrame({"topic": topics}), vectors=vectors_of(texts))
+    return build_atlas(None, texts, out, config=CONFIG, meta=pd.DataFrame({"topic": topics}), vectors=vectors_of(texts))
 
 
 def rewrite_ledger(out: Path, rel: str) -> None:
@@ -213,7 +213,7 @@ def test_concurrent_builds_of_one_folder_wait_and_share(tmp_path):
         "from isoscope.atlas.synthetic import synthetic_corpus\n"
         "texts, _ = synthetic_corpus(300, 1)\n"
         "vectors = np.random.default_rng(0).normal(size=(300, 16)).astype(np.float32)\n"
-        "run = build_atlas(None, texts, sys.argv[1], AtlasConfig(layout='pca', calibrate='none'), vectors=vectors)\n"
+        "run = build_atlas(None, texts, sys.argv[1], config=AtlasConfig(layout='pca', calibrate='none'), vectors=vectors)\n"
         "print(len(run.computed))\n"
     )
     procs = [

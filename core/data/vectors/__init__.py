@@ -99,6 +99,7 @@ def _source(source: str | Path | bytes, name: str | None, limits: DecodeLimits) 
 def load_vector_file(
     source: str | Path | bytes,
     column: str | None = None,
+    *,
     text_column: str | None = None,
     texts: str | Path | bytes | None = None,
     name: str | None = None,
@@ -130,7 +131,9 @@ def load_vector_file(
         fmt = vector_format(path)
         source = path
     if fmt == "datasets":
-        table = read_dataset(Path(source), column, None if texts is not None else text_column, limits)
+        table = read_dataset(
+            Path(source), column=column, text_column=None if texts is not None else text_column, limits=limits
+        )
     else:
         src = _source(source, name, limits)
         if fmt == "npy":
@@ -138,15 +141,15 @@ def load_vector_file(
                 raise InputError(f"{src.name}: a .npy file has no columns; give the file alone (not FILE:{column})")
             table = read_npy(src.path if src.path is not None else src.data or b"", src.name, limits)
         elif fmt == "safetensors":
-            table = read_safetensors(src, src.name, column, limits)
+            table = read_safetensors(src, src.name, column=column, limits=limits)
         else:
             text_col = None if texts is not None else text_column
             arrow = (
-                parquet_source(src, src.name, column, limits)
+                parquet_source(src, src.name, column=column, limits=limits)
                 if fmt == "parquet"
                 else ipc_sources([src], src.name, limits)
             )
-            table = read_arrow(arrow, column, text_col, limits)
+            table = read_arrow(arrow, column=column, text_column=text_col, limits=limits)
     if texts is not None:
         table = _with_texts_file(table, texts, texts_name, text_column, limits)
     elif text_column is not None and fmt in ("npy", "safetensors"):

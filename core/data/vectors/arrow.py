@@ -104,7 +104,7 @@ class Columns:
     warnings: list[str]
 
 
-def pick_columns(schema: Any, name: str, column: str | None, text_column: str | None) -> Columns:
+def pick_columns(schema: Any, name: str, *, column: str | None, text_column: str | None) -> Columns:
     """The vector, text and metadata columns of a schema; InputError naming what is wrong and what there is."""
     import pyarrow as pa
 
@@ -192,17 +192,17 @@ def _clean(v: Any) -> str:
 
 
 def read_arrow(
-    src: ArrowSource, column: str | None, text_column: str | None, limits: DecodeLimits, file: str | None = None
+    src: ArrowSource, *, column: str | None, text_column: str | None, limits: DecodeLimits, file: str | None = None
 ) -> VectorTable:
     """The vectors (and texts, metadata) of an Arrow source, bounded as the module docstring says."""
     import pyarrow as pa
 
     name = src.name
-    cols = pick_columns(src.schema, name, column, text_column)
+    cols = pick_columns(src.schema, name, column=column, text_column=text_column)
     label = f"{name}:{cols.vector}"
     if len([*cols.meta, cols.vector, *([cols.text] if cols.text else [])]) > limits.max_columns:
         raise InputError(f"{name}: more than {limits.max_columns} columns (ISOSCOPE_MAX_COLUMNS)")
-    check_budget(src.rows, cols.dims or 0, label, limits, "sample the rows first (or raise the limit)")
+    check_budget(src.rows, cols.dims or 0, label, limits=limits, hint="sample the rows first (or raise the limit)")
     wanted = [cols.vector, *([cols.text] if cols.text else []), *cols.meta]
     cell = CellBuilder(limits.max_chars)
     out: np.ndarray | None = None
@@ -214,7 +214,7 @@ def read_arrow(
             values = _matrix(batch.column(cols.vector), label, cols.vector, n, cols.dims)  # (b, d)
             b, d = values.shape
             if out is None:
-                check_budget(src.rows, d, label, limits, "sample the rows first (or raise the limit)")
+                check_budget(src.rows, d, label, limits=limits, hint="sample the rows first (or raise the limit)")
                 out = np.empty((src.rows, d), np.float32)  # (n, d)
             if d != out.shape[1]:
                 raise InputError(
@@ -241,7 +241,8 @@ def read_arrow(
     if n_cut := sum(isinstance(t, ClippedText) for t in texts):
         warnings.append(f"{name}: {n_cut} text(s) longer than {limits.max_chars} characters were truncated")
     frame = frame_of(meta) if meta else None
-    return finish(out, origin, [str(t) for t in texts] if cols.text else None, frame, warnings)
+    texts_out = [str(t) for t in texts] if cols.text else None
+    return finish(out, origin, texts=texts_out, meta=frame, warnings=warnings)
 
 
 # ---------------------------------------------------------------- Parquet
@@ -290,7 +291,7 @@ def _check_parquet(md: Any, schema: Any, name: str, column: str | None, limits: 
     return int(min(MAX_BATCH_ROWS, max(1, BATCH_BYTES // widest)))
 
 
-def parquet_source(src: Source, name: str, column: str | None, limits: DecodeLimits) -> ArrowSource:
+def parquet_source(src: Source, name: str, *, column: str | None, limits: DecodeLimits) -> ArrowSource:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -307,7 +308,7 @@ def parquet_source(src: Source, name: str, column: str | None, limits: DecodeLim
             f"{name}: {len(schema)} columns, over the limit of {limits.max_columns} (ISOSCOPE_MAX_COLUMNS)"
         )
     if column is not None and column in schema.names:
-        pick_columns(schema, name, column, None)  # a column of strings is named before the sizes are
+        pick_columns(schema, name, column=column, text_column=None)  # a column of strings is named before the sizes are
     batch_rows = _check_parquet(md, schema, name, column if column in schema.names else None, limits)
 
     def batches(columns: list[str], texts: list[str], rows: int) -> Iterator[Any]:

@@ -73,7 +73,7 @@ def dataset_shards(folder: Path, limits: DecodeLimits) -> list[Path]:
     return shards
 
 
-def read_dataset(folder: Path, column: str | None, text_column: str | None, limits: DecodeLimits) -> VectorTable:
+def read_dataset(folder: Path, *, column: str | None, text_column: str | None, limits: DecodeLimits) -> VectorTable:
     name = folder.name
     shards = dataset_shards(folder, limits)
-    return read_arrow(ipc_sources(list(shards), name, limits), column, text_column, limits)
+    return read_arrow(ipc_sources(list(shards), name, limits), column=column, text_column=text_column, limits=limits)

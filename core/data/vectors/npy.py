@@ -28,7 +28,9 @@ def _header(stream: BinaryIO) -> tuple[tuple[int, ...], bool, np.dtype, int]:
     return shape, fortran, dtype, stream.tell()
 
 
-def check_budget(rows: int, dims: int, name: str, limits: DecodeLimits, hint: str = "sample the vectors first") -> None:
+def check_budget(
+    rows: int, dims: int, name: str, *, limits: DecodeLimits, hint: str = "sample the vectors first"
+) -> None:
     """InputError when ``rows`` or ``rows x dims`` float32 values are over the limits (before anything is read)."""
     if rows > limits.max_rows:
         raise InputError(f"{name}: {rows:,} rows is over the limit of {limits.max_rows:,}; {hint}")
@@ -56,7 +58,7 @@ def _check_header(
         )
 
 
-def check_npy_header(data: bytes, name: str, hint: str = NPY_HINT, max_rows: int | None = None) -> None:
+def check_npy_header(data: bytes, name: str, *, hint: str = NPY_HINT, max_rows: int | None = None) -> None:
     """Refuse a .npy whose header claims more rows than the limit, or a data size the file does not hold.
 
     Read before ``np.load``, which would otherwise try to allocate whatever the header claims (a 130-byte
@@ -84,7 +86,9 @@ def _convert(arr: np.ndarray, dtype: str) -> np.ndarray:
     return out
 
 
-def read_npy(source: Path | bytes, name: str, limits: DecodeLimits | None = None, hint: str = NPY_HINT) -> VectorTable:
+def read_npy(
+    source: Path | bytes, name: str, limits: DecodeLimits | None = None, *, hint: str = NPY_HINT
+) -> VectorTable:
     """A .npy of shape (n, d) on disk (memory-mapped) or in memory, as a checked ``VectorTable``."""
     limits = limits or current_limits()
     if isinstance(source, bytes | bytearray | memoryview):
@@ -104,7 +108,7 @@ def read_npy(source: Path | bytes, name: str, limits: DecodeLimits | None = None
     stored = _stored_dtype(dtype, name)
     if len(shape) != 2:
         raise InputError(f"{name}: vectors must be a 2-D array (rows, dimensions), got shape {shape}")
-    check_budget(shape[0], shape[1], name, limits)
+    check_budget(shape[0], shape[1], name, limits=limits)
     order = "F" if fortran else "C"
     if isinstance(source, bytes | bytearray | memoryview):
         arr = np.frombuffer(source, dtype, math.prod(shape), start).reshape(shape, order=order)

@@ -184,6 +184,7 @@ def checked_matrix(values: np.ndarray, name: str) -> np.ndarray:
 def finish(
     vectors: np.ndarray,
     origin: VectorOrigin,
+    *,
     texts: list[str] | None = None,
     meta: pd.DataFrame | None = None,
     warnings: Sequence[str] = (),
@@ -201,7 +202,7 @@ def finish(
 
 
 def vectors_from_array(
-    array, texts: Sequence[str] | None = None, name: str = "array", meta: pd.DataFrame | None = None
+    array, texts: Sequence[str] | None = None, *, name: str = "array", meta: pd.DataFrame | None = None
 ) -> VectorTable:
     """A table from an in-memory array (numpy, or anything ``np.asarray`` takes: a torch tensor on the CPU, ...).
 
@@ -214,4 +215,5 @@ def vectors_from_array(
     clean = None if texts is None else [str(t) for t in texts]
     if clean is not None and arr.ndim == 2 and len(clean) != len(arr):
         raise InputError(f"{name}: {len(clean)} texts for {len(arr)} vectors; give one text per row")
-    return finish(vectors, VectorOrigin(name, None, "texts" if texts is not None else None, dtype), clean, meta)
+    origin = VectorOrigin(name, None, "texts" if texts is not None else None, dtype)
+    return finish(vectors, origin, texts=clean, meta=meta)

@@ -84,7 +84,7 @@ def _tensor(header: dict[str, Any], name: str, column: str | None) -> tuple[str,
     raise InputError(f"{name}: several 2-D tensors ({', '.join(two_d)}); name one as {name}:TENSOR")
 
 
-def read_safetensors(src: Source, name: str, column: str | None, limits: DecodeLimits) -> VectorTable:
+def read_safetensors(src: Source, name: str, *, column: str | None, limits: DecodeLimits) -> VectorTable:
     header, start, held = _header(src, name)
     key, info = _tensor(header, name, column)
     label = f"{name}:{key}"
@@ -94,7 +94,7 @@ def read_safetensors(src: Source, name: str, column: str | None, limits: DecodeL
     if not isinstance(shape, list) or len(shape) != 2 or not all(isinstance(s, int) and s >= 0 for s in shape):
         raise InputError(f"{label}: vectors must be a 2-D tensor (rows, dimensions), got shape {shape}")
     rows, dims = shape
-    check_budget(rows, dims, label, limits)
+    check_budget(rows, dims, label, limits=limits)
     stored, kind = DTYPES[dtype]
     nbytes = math.prod(shape) * np.dtype(stored).itemsize
     if (

@@ -89,8 +89,8 @@ def test_pca_layout_matches_projection_pca_chunk_by_chunk(monkeypatch):
 def test_umap_layout_keeps_blobs_apart_and_is_deterministic():
     X, label = blobs(300, k=3, d=10)
     graph = knn_graph_chunked(X, k=10)
-    a = layout(X, "umap", graph, seed=0)
-    b = layout(X, "umap", graph, seed=0)
+    a = layout(X, "umap", knn=graph, seed=0)
+    b = layout(X, "umap", knn=graph, seed=0)
     assert a.shape == (300, 2) and a.dtype == np.float32
     np.testing.assert_array_equal(a, b)
     bounds = dens.layout_bounds(a)

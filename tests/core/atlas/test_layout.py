@@ -13,7 +13,9 @@ def test_a_row_goes_to_the_weighted_mean_of_its_placed_neighbours():
     # rows 0 and 1 are anchors; row 2 sees both at equal distance, row 3 sees only row 2 (placed next pass)
     ids = np.array([[0, 1, 2], [1, 0, 2], [2, 0, 1], [3, 2, 2]], np.int32)
     dist = np.array([[0, 0.1, 0.2], [0, 0.1, 0.2], [0, 0.3, 0.3], [0, 0.1, 0.1]], np.float32)
-    xy, placed = place_from_graph(ids, dist, np.array([0, 1]), np.array([[0.0, 0.0], [2.0, 4.0]], np.float32))
+    xy, placed = place_from_graph(
+        ids, dist, anchors=np.array([0, 1]), anchor_xy=np.array([[0.0, 0.0], [2.0, 4.0]], np.float32)
+    )
     assert placed.all()
     np.testing.assert_allclose(xy[:2], [[0, 0], [2, 4]])
     np.testing.assert_allclose(xy[2], [1.0, 2.0], rtol=1e-6)  # equal weights: the midpoint
@@ -23,7 +25,9 @@ def test_a_row_goes_to_the_weighted_mean_of_its_placed_neighbours():
 def test_nearer_neighbours_weigh_more_and_unreachable_rows_stay_unplaced():
     ids = np.array([[0, 1, 2], [1, 0, 2], [2, 0, 1], [3, 3, 3]], np.int32)
     dist = np.array([[0, 0.1, 0.1], [0, 0.1, 0.1], [0, 0.1, 0.9], [0, 0, 0]], np.float32)
-    xy, placed = place_from_graph(ids, dist, np.array([0, 1]), np.array([[0.0, 0.0], [1.0, 0.0]], np.float32))
+    xy, placed = place_from_graph(
+        ids, dist, anchors=np.array([0, 1]), anchor_xy=np.array([[0.0, 0.0], [1.0, 0.0]], np.float32)
+    )
     assert 0 < xy[2, 0] < 0.5  # closer to row 0 (distance 0.1) than to row 1 (0.9)
     assert placed.tolist() == [True, True, True, False]  # row 3: no neighbour but itself
 
@@ -77,5 +81,5 @@ def test_landmark_layout_keeps_blobs_apart_like_full_umap():
 def test_layout_uses_landmarks_only_above_their_number():
     X, _ = blobs(400, d=8)
     knn = knn_graph_chunked(X, 11)
-    np.testing.assert_array_equal(layout(X, "umap", knn, 0, landmarks=0), umap_layout(X, knn, 0))
-    np.testing.assert_array_equal(layout(X, "umap", knn, 0, landmarks=1_000), umap_layout(X, knn, 0))
+    np.testing.assert_array_equal(layout(X, "umap", knn=knn, seed=0, landmarks=0), umap_layout(X, knn, seed=0))
+    np.testing.assert_array_equal(layout(X, "umap", knn=knn, seed=0, landmarks=1_000), umap_layout(X, knn, seed=0))

@@ -30,11 +30,18 @@ def corpus(n: int = 240) -> tuple[list[str], pd.DataFrame]:
 def test_build_writes_every_stage_and_a_rerun_reuses_them(tiny, tmp_path):
     texts, meta = corpus()
     seen: list[str] = []
-    run = build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca"), meta, lambda s, d, t: seen.append(s))
+    run = build_atlas(
+        tiny,
+        texts,
+        tmp_path / "a",
+        config=AtlasConfig(layout="pca"),
+        meta=meta,
+        progress=lambda s, d, t: seen.append(s),
+    )
     assert run.computed == list(STAGES) and not run.skipped
     assert set(seen) >= set(STAGES) and is_complete(tmp_path / "a")
     assert run.engine == "ONNX Runtime fp32"  # the fastest engine within the fp32 tolerance, named
-    again = build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca"), meta)
+    again = build_atlas(tiny, texts, tmp_path / "a", config=AtlasConfig(layout="pca"), meta=meta)
     assert again.computed == [] and again.skipped == list(STAGES) and again.engine == ""  # nothing embedded
     atlas = load_atlas(tmp_path / "a")
     n = len(texts)
@@ -64,7 +71,7 @@ def test_calibrated_space_is_the_calibrator_applied_to_every_row(tiny, tmp_path)
     from isoscope.calibrate import load_calibrator
 
     texts, meta = corpus(200)
-    build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca", fit_rows=120), meta)
+    build_atlas(tiny, texts, tmp_path / "a", config=AtlasConfig(layout="pca", fit_rows=120), meta=meta)
     atlas = load_atlas(tmp_path / "a")
     calibrator = load_calibrator(tmp_path / "a" / "cal" / "calibrator")
     want = calibrator.transform(np.asarray(atlas.vectors("raw")))
@@ -74,32 +81,34 @@ def test_calibrated_space_is_the_calibrator_applied_to_every_row(tiny, tmp_path)
 def test_an_interrupted_build_resumes_from_the_missing_stage(tiny, tmp_path):
     texts, meta = corpus(200)
     out = tmp_path / "a"
-    build_atlas(tiny, texts, out, AtlasConfig(layout="pca"), meta)
+    build_atlas(tiny, texts, out, config=AtlasConfig(layout="pca"), meta=meta)
     before = np.load(out / "cal" / "xy.npy")
     (out / "cal" / "xy.npy").unlink()
     (out / "overlap.npy").unlink()
-    run = build_atlas(tiny, texts, out, AtlasConfig(layout="pca"), meta)
+    run = build_atlas(tiny, texts, out, config=AtlasConfig(layout="pca"), meta=meta)
     assert run.computed == ["cal_layout", "extras"]
     np.testing.assert_array_equal(np.load(out / "cal" / "xy.npy"), before)
 
 
 def test_a_folder_of_other_texts_or_settings_is_refused(tiny, tmp_path):
     texts, meta = corpus(100)
-    build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca", calibrate="none"), meta)
+    build_atlas(tiny, texts, tmp_path / "a", config=AtlasConfig(layout="pca", calibrate="none"), meta=meta)
     with pytest.raises(InputError, match="other texts, model or settings"):
-        build_atlas(tiny, texts[:-1], tmp_path / "a", AtlasConfig(layout="pca", calibrate="none"), meta.iloc[:-1])
+        build_atlas(
+            tiny, texts[:-1], tmp_path / "a", config=AtlasConfig(layout="pca", calibrate="none"), meta=meta.iloc[:-1]
+        )
     with pytest.raises(InputError, match="other texts, model or settings"):
-        build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca", calibrate="sn"), meta)
+        build_atlas(tiny, texts, tmp_path / "a", config=AtlasConfig(layout="pca", calibrate="sn"), meta=meta)
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "notes.txt").write_text("mine")
     with pytest.raises(InputError, match="not empty"):
-        build_atlas(tiny, texts, tmp_path / "b", AtlasConfig(layout="pca"), meta)
+        build_atlas(tiny, texts, tmp_path / "b", config=AtlasConfig(layout="pca"), meta=meta)
     assert (tmp_path / "b" / "notes.txt").read_text() == "mine"
 
 
 def test_raw_only_atlas_has_full_overlap_and_one_space(tiny, tmp_path):
     texts, meta = corpus(100)
-    build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="umap", calibrate="none"), meta)
+    build_atlas(tiny, texts, tmp_path / "a", config=AtlasConfig(layout="umap", calibrate="none"), meta=meta)
     atlas = load_atlas(tmp_path / "a")
     assert set(atlas.spaces) == {"raw"} and np.all(atlas.overlap == 1)
 
@@ -108,7 +117,9 @@ def test_duplicates_are_kept_with_a_warning_and_bad_input_is_refused(tiny, tmp_p
     texts = ["same text here"] * 3 + [f"other sentence {i}" for i in range(20)] + ["other sentence 4"]
     seen: list[tuple[int, int]] = []
     progress = lambda stage, done, total: seen.append((done, total)) if stage == "embed" else None  # noqa: E731
-    run = build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca", calibrate="none"), progress=progress)
+    run = build_atlas(
+        tiny, texts, tmp_path / "a", config=AtlasConfig(layout="pca", calibrate="none"), progress=progress
+    )
     assert run.n == 24 and any("repeat" in w for w in run.warnings)
     assert (21, 21) in seen and all(total in (1, 21) for _, total in seen)  # each distinct text embedded once
     vectors = load_atlas(tmp_path / "a").vectors("raw")
@@ -123,7 +134,7 @@ def test_duplicates_are_kept_with_a_warning_and_bad_input_is_refused(tiny, tmp_p
     with pytest.raises(InputError, match="empty"):
         build_atlas(tiny, ["a", " ", "b", "c", "d"], tmp_path / "d")
     with pytest.raises(InputError, match="unknown layout"):
-        build_atlas(tiny, texts, tmp_path / "e", AtlasConfig(layout="tsne"))
+        build_atlas(tiny, texts, tmp_path / "e", config=AtlasConfig(layout="tsne"))
 
 
 def test_cli_builds_resumes_and_explains_bad_input(tiny, tmp_path, monkeypatch, capsys):
@@ -150,7 +161,7 @@ def test_cli_builds_resumes_and_explains_bad_input(tiny, tmp_path, monkeypatch, 
 
 def test_raw_only_pca_map_skips_the_graph(tiny, tmp_path):
     texts, meta = corpus(80)
-    run = build_atlas(tiny, texts, tmp_path / "a", AtlasConfig(layout="pca", calibrate="none"), meta)
+    run = build_atlas(tiny, texts, tmp_path / "a", config=AtlasConfig(layout="pca", calibrate="none"), meta=meta)
     assert "raw_knn" not in run.computed and not (tmp_path / "a" / "raw" / "knn_ids.npy").exists()
     atlas = load_atlas(tmp_path / "a")
     assert atlas.spaces["raw"].knn_ids is None and atlas.texts.tolist() == texts

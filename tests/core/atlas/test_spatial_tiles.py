@@ -94,14 +94,19 @@ def test_top_tile_draws_every_point_with_its_colour():
 def test_deep_tiles_draw_discs_and_join_without_seams():
     rng = np.random.default_rng(5)
     xy = rng.uniform(-1, 1, (400, 2)).astype(np.float32)
-    tmap = TileMap.of(xy, (-1.0, -1.0, 1.0, 1.0), np.ones((32, 32)), np.ones(400, np.float32))
+    tmap = TileMap.of(
+        xy, (-1.0, -1.0, 1.0, 1.0), density_grid=np.ones((32, 32)), point_density=np.ones(400, np.float32)
+    )
     z = 4
     colors = tmap.sorted(np.full((400, 3), 50, np.uint8))
     radius = tmap.grid.point_radius(z)
     assert radius > 1
     # a 2 x 2 block of tiles drawn one by one equals the same region drawn as one image (disc kernel per point)
     block = np.concatenate(
-        [np.concatenate([tmap.tile(colors, z, tx, ty, False)[..., 3] for tx in (7, 8)], axis=1) for ty in (7, 8)],
+        [
+            np.concatenate([tmap.tile(colors, z, tx, ty, contours=False)[..., 3] for tx in (7, 8)], axis=1)
+            for ty in (7, 8)
+        ],
         axis=0,
     )
     pix = tmap.grid.pixel(z)

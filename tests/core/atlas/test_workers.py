@@ -64,11 +64,11 @@ def test_layouts_side_by_side_equal_one_after_the_other(tmp_path, monkeypatch):
     vectors[: n // 2] += 3.0  # two blobs
     config = AtlasConfig(layout="umap")
     monkeypatch.setattr(pipeline, "PARALLEL_LAYOUT_ROWS", 10**9)
-    alone = build_atlas(None, texts, tmp_path / "alone", config, vectors=vectors)
+    alone = build_atlas(None, texts, tmp_path / "alone", config=config, vectors=vectors)
     monkeypatch.setattr(pipeline, "PARALLEL_LAYOUT_ROWS", 0)
     seen: list[tuple[str, int, int]] = []
     together = build_atlas(
-        None, texts, tmp_path / "together", config, vectors=vectors, progress=lambda *a: seen.append(a)
+        None, texts, tmp_path / "together", config=config, vectors=vectors, progress=lambda *a: seen.append(a)
     )
     assert alone.computed == together.computed == list(STAGES)
     assert {"raw_layout", "cal_layout"} <= set(together.seconds)
@@ -76,5 +76,5 @@ def test_layouts_side_by_side_equal_one_after_the_other(tmp_path, monkeypatch):
         a, b = (tmp_path / f / space / "xy.npy" for f in ("alone", "together"))
         assert a.read_bytes() == b.read_bytes()
         assert (f"{space}_layout", 1, 1) in seen  # its end reported from the worker side
-    again = build_atlas(None, texts, tmp_path / "together", config, vectors=vectors)
+    again = build_atlas(None, texts, tmp_path / "together", config=config, vectors=vectors)
     assert again.computed == [] and again.skipped == list(STAGES)

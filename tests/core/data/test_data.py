@@ -502,7 +502,7 @@ TRICKY_CSV = [
 def test_delimited_parser_reads_what_the_csv_module_reads(text: str, piece: int) -> None:
     """The streaming parser against the csv module (excel dialect), fed in pieces of every size."""
     expected = [[c.strip() for c in row] for row in csv.reader(io.StringIO(text, newline=""))]
-    parser = DelimitedParser(",", "t.csv", 10_000, 100)
+    parser = DelimitedParser(",", "t.csv", cap=10_000, max_columns=100)
     rows = []
     for i in range(0, len(text), piece):
         rows += parser.feed(text[i : i + piece])
