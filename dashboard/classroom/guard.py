@@ -1,7 +1,8 @@
 """Classroom mode's server layer: before a session has given the access code, only the code form reaches it.
 
-``dashboard/serve.py`` installs ``ClassroomGuard`` in front of Streamlit's own routes. It sees every HTTP
-request and every WebSocket message, so what it refuses is never processed, whatever a client sends:
+``dashboard/serve.py`` installs ``ClassroomGuard`` in front of Streamlit's own routes (``classroom.middleware()``).
+It sees every HTTP request and every WebSocket message, so what it refuses is never processed, whatever a
+client sends:
 
 - a WebSocket session that has not been admitted (``admit``, called by ``classroom.gate`` when the code is
   right) may send only script runs and heartbeats: cache control (``clear_cache``), upload URL requests,
