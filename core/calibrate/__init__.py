@@ -8,8 +8,8 @@ or of a separate corpus) and map any embedding into a better-conditioned space. 
 - ``linear``: ``Identity`` (``none``), ``Whitening`` (``whitening``, ``whitening:K``),
   ``StandardNormalization`` (``sn``), ``AllButTheTop`` (``abtt:D``) and ``Chain`` (``sn+abtt:D``);
 - ``flow``: ``Flow`` (BERT-flow, a normalizing flow to a standard normal) and its ``FlowConfig``;
-- ``methods``: the method strings users can ask for (light: no torch), ``factory``: them parsed into
-  calibrators (``make_calibrator``).
+- ``methods``: the method strings users can ask for and their one grammar (``parse_method`` -> ``MethodSpec``;
+  light: no torch), ``factory``: them made into calibrators (``make_calibrator``).
 
 z = make_calibrator("whitening").fit(vectors).transform(vectors)  # (n, d) float32
 
@@ -29,7 +29,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("check_array", "load_calibrator"), "base"),
     **dict.fromkeys(("AllButTheTop", "Chain", "Identity", "StandardNormalization", "Whitening"), "linear"),
     **dict.fromkeys(("EVAL_ROWS", "FLOW_COUPLINGS", "FLOW_LINEARS", "Flow", "FlowConfig"), "flow"),
-    **dict.fromkeys(("CALIBRATION_METHODS", "METHOD_DESCRIPTIONS", "CalibrationMethod", "methods_help"), "methods"),
+    **dict.fromkeys(("CALIBRATION_METHODS", "METHOD_DESCRIPTIONS", "METHOD_NAMES", "CalibrationMethod"), "methods"),
+    **dict.fromkeys(("MethodSpec", "MethodStep", "methods_help", "parse_method"), "methods"),
     **dict.fromkeys(("make_calibrator", "whitened_dims"), "factory"),
 }
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "FLOW_LINEARS",
     "JSON_NAME",
     "METHOD_DESCRIPTIONS",
+    "METHOD_NAMES",
     "TENSORS_NAME",
     "AllButTheTop",
     "CalibrationMethod",
@@ -49,6 +51,8 @@ __all__ = [
     "Flow",
     "FlowConfig",
     "Identity",
+    "MethodSpec",
+    "MethodStep",
     "NotFittedError",
     "StandardNormalization",
     "Whitening",
@@ -56,6 +60,7 @@ __all__ = [
     "load_calibrator",
     "make_calibrator",
     "methods_help",
+    "parse_method",
     "whitened_dims",
 ]  # the names of _EXPORTS (tests/core/calibrate check it)
 
@@ -87,4 +92,13 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from isoscope.calibrate.factory import make_calibrator, whitened_dims
     from isoscope.calibrate.flow import EVAL_ROWS, FLOW_COUPLINGS, FLOW_LINEARS, Flow, FlowConfig
     from isoscope.calibrate.linear import AllButTheTop, Chain, Identity, StandardNormalization, Whitening
-    from isoscope.calibrate.methods import CALIBRATION_METHODS, METHOD_DESCRIPTIONS, CalibrationMethod, methods_help
+    from isoscope.calibrate.methods import (
+        CALIBRATION_METHODS,
+        METHOD_DESCRIPTIONS,
+        METHOD_NAMES,
+        CalibrationMethod,
+        MethodSpec,
+        MethodStep,
+        methods_help,
+        parse_method,
+    )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from isoscope.calibrate import Calibrator, EpochProgressFn, check_array, whitened_dims
+from isoscope.calibrate import Calibrator, EpochProgressFn, check_array, parse_method, whitened_dims
 from isoscope.errors import InputError
 from isoscope.evaluate.similarity import sts_scores
 
@@ -71,7 +71,7 @@ def fit_size_warning(calibrator: Calibrator, n_fit: int, d: int) -> str | None:
     k = whitened_dims(calibrator, d)
     if fit_too_small(calibrator, n_fit, d):
         advice = "fit on a larger corpus"
-        if "flow" not in calibrator.method:
+        if not parse_method(calibrator.method).trains_flow:
             advice += f" or use whitening:K with K well below {n_fit // 2} (e.g. whitening:{safe_components(n_fit, d)})"
         return (
             f"{calibrator.method} was fitted on {n_fit} vectors for {k} whitened dimensions; it needs many more "

@@ -9,7 +9,13 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import streamlit as st
 
-from isoscope.calibrate.methods import CALIBRATION_METHODS, explain_method
+from isoscope.calibrate.methods import (
+    CALIBRATION_METHODS,
+    explain_method,
+    fill_placeholder,
+    parse_method,
+    placeholder,
+)
 from isoscope.dashboard.services import calibration as calibration_service
 from isoscope.dashboard.services import data as data_service
 from isoscope.dashboard.services.keyed import Texts, Vectors, joined
@@ -52,7 +58,7 @@ def safe_default(method: str, n_fit: int | None, dim: int) -> str:
     set is too small for it (``isoscope.evaluate.sts.safe_method``); unknown size: ``method``."""
     from isoscope.evaluate.sts import safe_method
 
-    if n_fit is None or method.endswith((":K", ":D")):  # a choice whose parameter is set next to it
+    if n_fit is None or placeholder(method):  # a choice whose parameter is set next to it
         return method
     return safe_method(method, n_fit, dim)
 
@@ -72,7 +78,7 @@ def calibration_controls(
     dim = int(dim or space().dims or settings().hidden_size)
     default_k = min(SAFE_COMPONENTS, dim) if n_fit is None else safe_components(n_fit, dim)
     safe = safe_default(default, n_fit, dim)
-    default = "whitening:K" if safe.startswith("whitening:") else safe
+    default = safe if placeholder(safe) else parse_method(safe).generic  # whitening:12 is the whitening:K choice
     for name, top in ((f"{key}_k", dim), (f"{key}_d", max(1, min(64, dim - 1)))):
         if st.session_state.get(name, 0) > top:  # kept from vectors with more dimensions
             st.session_state[name] = top
@@ -82,13 +88,13 @@ def calibration_controls(
         "Calibration", choices, index=choices.index(default), key=f"{key}_method", help=calibration_help(choices)
     )
     method = choice
-    if choice.endswith(":K"):
+    if placeholder(choice) == "K":
         k = c2.number_input("K (components kept)", 2, max(2, dim), default_k, key=f"{key}_k")
-        method = f"whitening:{int(k)}"
-    elif choice.endswith(":D"):
+        method = fill_placeholder(choice, int(k))
+    elif placeholder(choice) == "D":
         top = max(1, min(64, dim - 1))
         d = c2.number_input("D (top directions removed)", 1, top, min(3, top), key=f"{key}_d")
-        method = choice.replace("D", str(int(d)))
+        method = fill_placeholder(choice, int(d))
     flow_json = ""
     if choice == "flow":
         base = FlowConfig()

@@ -10,6 +10,7 @@ import pytest
 
 from isoscope.anatomy.poolings import COLUMNS, explore_poolings, pooling_modes_for, unique_index
 from isoscope.cache import ArrayCache
+from isoscope.calibrate.methods import parse_method
 from isoscope.data import Pairs, load_pairs
 from isoscope.encode.embed import EmbedConfig, encode
 from isoscope.errors import InputError
@@ -40,10 +41,14 @@ class LocalWhitening:
 
 
 def local_factory(method: str) -> LocalWhitening:
-    name, _, k = method.partition(":")
-    if name != "whitening":
+    """``whitening`` or ``whitening:K`` (read with the one grammar, ``parse_method``) as a LocalWhitening."""
+    try:
+        (step,) = parse_method(method).steps
+    except ValueError:  # not a method string (an InputError), or a chain
+        step = None
+    if step is None or step.name != "whitening":
         raise ValueError(f"unknown calibration '{method}'; choose one of none, whitening, whitening:K")
-    return LocalWhitening(int(k) if k else None)
+    return LocalWhitening(step.arg)
 
 
 SMALL = 150  # demo pairs: fewer unique sentences than the model's 384 dimensions, where full whitening breaks
