@@ -7,7 +7,8 @@ or of a separate corpus) and map any embedding into a better-conditioned space. 
 - ``base``: the scikit-learn estimator contract and save/load as safetensors + JSON (never pickle);
 - ``linear``: ``Identity`` (``none``), ``Whitening`` (``whitening``, ``whitening:K``),
   ``StandardNormalization`` (``sn``), ``AllButTheTop`` (``abtt:D``) and ``Chain`` (``sn+abtt:D``);
-- ``flow``: ``Flow`` (BERT-flow, a normalizing flow to a standard normal) and its ``FlowConfig``;
+- ``flow``: ``Flow`` (BERT-flow, a normalizing flow to a standard normal; its hyperparameters are its
+  ``__init__`` parameters, as scikit-learn's are);
 - ``methods``: the method strings users can ask for and their one grammar (``parse_method`` -> ``MethodSpec``;
   light: no torch), ``factory``: them made into calibrators (``make_calibrator``).
 
@@ -28,7 +29,7 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(("check_array", "load_calibrator"), "base"),
     **dict.fromkeys(("AllButTheTop", "Chain", "Identity", "StandardNormalization", "Whitening"), "linear"),
-    **dict.fromkeys(("EVAL_ROWS", "FLOW_COUPLINGS", "FLOW_LINEARS", "Flow", "FlowConfig"), "flow"),
+    **dict.fromkeys(("EVAL_ROWS", "FLOW_COUPLINGS", "FLOW_LINEARS", "Flow"), "flow"),
     **dict.fromkeys(("CALIBRATION_METHODS", "METHOD_DESCRIPTIONS", "METHOD_NAMES", "CalibrationMethod"), "methods"),
     **dict.fromkeys(("MethodSpec", "MethodStep", "methods_help", "parse_method"), "methods"),
     **dict.fromkeys(("make_calibrator", "whitened_dims"), "factory"),
@@ -49,7 +50,6 @@ __all__ = [
     "Chain",
     "EpochProgressFn",
     "Flow",
-    "FlowConfig",
     "Identity",
     "MethodSpec",
     "MethodStep",
@@ -90,7 +90,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         load_calibrator,
     )
     from isoscope.calibrate.factory import make_calibrator, whitened_dims
-    from isoscope.calibrate.flow import EVAL_ROWS, FLOW_COUPLINGS, FLOW_LINEARS, Flow, FlowConfig
+    from isoscope.calibrate.flow import EVAL_ROWS, FLOW_COUPLINGS, FLOW_LINEARS, Flow
     from isoscope.calibrate.linear import AllButTheTop, Chain, Identity, StandardNormalization, Whitening
     from isoscope.calibrate.methods import (
         CALIBRATION_METHODS,

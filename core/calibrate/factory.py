@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from sklearn.base import clone
+
 from isoscope.calibrate.base import Calibrator
-from isoscope.calibrate.flow import Flow, FlowConfig
+from isoscope.calibrate.flow import Flow
 from isoscope.calibrate.linear import AllButTheTop, Chain, Identity, StandardNormalization, Whitening
 from isoscope.calibrate.methods import MethodSpec, MethodStep, parse_method
 
 
-def _calibrator(step: MethodStep, flow_config: FlowConfig | None) -> Calibrator:
+def _calibrator(step: MethodStep, flow: Flow | None) -> Calibrator:
     if step.name == "flow":
-        return Flow(flow_config)
+        return Flow() if flow is None else clone(flow)
     if step.name == "whitening":
         return Whitening(step.arg)
     if step.name == "sn":
@@ -20,13 +22,14 @@ def _calibrator(step: MethodStep, flow_config: FlowConfig | None) -> Calibrator:
     return Identity()  # none
 
 
-def make_calibrator(method: str | MethodSpec, flow_config: FlowConfig | None = None) -> Calibrator:
+def make_calibrator(method: str | MethodSpec, *, flow: Flow | None = None) -> Calibrator:
     """``none, flow, whitening, whitening:K, sn, abtt:D, sn+abtt:D`` (``parse_method``) as an unfitted calibrator.
 
-    ``+`` chains calibrators left to right. InputError (a ValueError) listing the valid choices for any other
-    method.
+    ``+`` chains calibrators left to right. ``flow``: an unfitted ``Flow`` whose hyperparameters every flow step
+    copies (``sklearn.base.clone``; default: ``Flow()``). InputError (a ValueError) listing the valid choices for
+    any other method.
     """
-    steps = [_calibrator(step, flow_config) for step in parse_method(method).steps]
+    steps = [_calibrator(step, flow) for step in parse_method(method).steps]
     return steps[0] if len(steps) == 1 else Chain(steps)
 
 
@@ -37,5 +40,5 @@ def whitened_dims(calibrator: Calibrator, d: int) -> int:
     if isinstance(calibrator, Whitening):
         return d if calibrator.n_components is None else int(calibrator.n_components)
     if isinstance(calibrator, Flow):
-        return d if calibrator._config().whiten else 0
+        return d if calibrator.whiten else 0
     return 0

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from isoscope.calibrate import Calibrator
 
 METHOD_HELP = methods_help()
-DEFAULT_FLOW_EPOCHS = 3  # FlowConfig().epochs (a test keeps the two equal; the help must not import torch)
+DEFAULT_FLOW_EPOCHS = 3  # Flow().epochs (a test keeps the two equal; the help must not import torch)
 
 
 def add_flow_arguments(p: argparse.ArgumentParser) -> None:
@@ -45,14 +45,14 @@ def add_flow_arguments(p: argparse.ArgumentParser) -> None:
 
 def calibrator_from_args(args: argparse.Namespace, method: str) -> Calibrator:
     """Parse the method (InputError listing the choices) with the flow options applied."""
-    from isoscope.calibrate import FlowConfig, make_calibrator
+    from isoscope.calibrate import Flow, make_calibrator
 
     if args.flow_epochs is not None and args.flow_epochs < 0:
         raise InputError("--flow-epochs must be >= 0")
-    config = FlowConfig(seed=args.seed)
+    flow = Flow(seed=args.seed)
     if args.flow_epochs is not None:
-        config.epochs = args.flow_epochs
-    return make_calibrator(method, flow_config=config)
+        flow.set_params(epochs=args.flow_epochs)
+    return make_calibrator(method, flow=flow)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from isoscope.cache import default_cache_dir, make_key
-from isoscope.calibrate import Calibrator, Flow, FlowConfig, load_calibrator, make_calibrator
+from isoscope.calibrate import Calibrator, Flow, load_calibrator, make_calibrator
 from isoscope.dashboard.services import costs
 from isoscope.dashboard.services.embeddings import embed_many
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
@@ -47,7 +47,7 @@ def _flow_progress(note: str = ""):
 def fit_calibrator(method: str, flow_json: str, fit: Vectors) -> Calibrator:
     """A calibrator fitted on ``fit``; also kept on disk (safetensors + JSON) so a restart does not retrain.
 
-    ``flow_json`` is the FlowConfig as JSON ("" for the default). A flow shows its bits/dim per epoch live.
+    ``flow_json`` is the flow's parameters as JSON (``Flow().get_params()``; "" for the default). A flow shows its bits/dim per epoch live.
     """
     folder = calibrator_folder(method, flow_json, fit.key)
     try:  # exists() itself raises PermissionError in a folder we may not enter
@@ -56,8 +56,7 @@ def fit_calibrator(method: str, flow_json: str, fit: Vectors) -> Calibrator:
     except (InputError, OSError) as exc:
         log.warning("dropping the unreadable cached calibrator %s: %s", folder, exc)
         shutil.rmtree(folder, ignore_errors=True)
-    config = FlowConfig.from_dict(json.loads(flow_json)) if flow_json else None
-    calibrator = make_calibrator(method, config)
+    calibrator = make_calibrator(method, flow=Flow(**json.loads(flow_json)) if flow_json else None)
     if isinstance(calibrator, Flow):
         cost = costs.flow(len(fit.array), fit.array.shape[1], flow_json)
         progress, cleanup = _flow_progress(f" · {cost.describe()}" if cost.long else "")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
@@ -43,7 +43,7 @@ VECTOR_FIT_CHOICES = ("Every row of the vectors file", "These sentences only")  
 
 @dataclass(frozen=True)
 class Calibration:
-    """A calibration choice: method string for isoscope.calibrate.make_calibrator, flow settings as JSON."""
+    """A calibration choice: method string for isoscope.calibrate.make_calibrator, the flow's parameters as JSON."""
 
     method: str
     flow_json: str = ""
@@ -72,7 +72,7 @@ def calibration_controls(
     the size of the default fit set, when known: a ``default`` too big for it becomes whitening:K with a K it
     supports (a default must never show a degenerate fit as a success).
     """
-    from isoscope.calibrate import FlowConfig
+    from isoscope.calibrate import Flow
     from isoscope.evaluate.sts import SAFE_COMPONENTS, safe_components
 
     dim = int(dim or space().dims or settings().hidden_size)
@@ -97,10 +97,10 @@ def calibration_controls(
         method = fill_placeholder(choice, int(d))
     flow_json = ""
     if choice == "flow":
-        base = FlowConfig()
+        base = Flow()
         with st.expander("Flow settings"):
             f1, f2, f3 = st.columns(3)
-            cfg = FlowConfig(
+            flow = Flow(
                 epochs=int(f1.number_input("Epochs", 1, 200, base.epochs, key=f"{key}_epochs")),
                 lr=float(f2.select_slider("Learning rate", (1e-4, 3e-4, 1e-3, 3e-3), base.lr, key=f"{key}_lr")),
                 n_steps=int(f3.number_input("Flow steps", 1, 16, base.n_steps, key=f"{key}_steps")),
@@ -108,7 +108,7 @@ def calibration_controls(
                 coupling=f2.selectbox("Coupling", ("additive", "affine"), key=f"{key}_coupling"),
                 seed=int(f3.number_input("Seed", 0, 10_000, base.seed, key=f"{key}_seed")),
             )
-        flow_json = json.dumps(asdict(cfg), sort_keys=True)
+        flow_json = json.dumps(flow.get_params(), sort_keys=True)
     return Calibration(method, flow_json)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from isoscope import costs
 from isoscope.cache import ArrayCache
-from isoscope.calibrate.flow import FlowConfig
+from isoscope.calibrate.flow import Flow
 from isoscope.costs import FREE, Cost, Throughput
 from isoscope.encode.embed import EmbedConfig, encode_many
 from isoscope.landscape.live import LiveRun
@@ -77,14 +77,14 @@ def test_embedding_cost_grows_with_the_texts_and_is_free_once_cached(tiny, rate,
 
 
 def test_a_flow_costs_its_steps(tiny):
-    config = FlowConfig(hidden=16, batch_size=32, epochs=3)
-    step = costs.measure_flow_step(8, config)
+    flow = Flow(hidden=16, batch_size=32, epochs=3)
+    step = costs.measure_flow_step(8, flow)
     assert step > 0
-    one, two = costs.flow_cost(320, config, step), costs.flow_cost(640, config, step)
+    one, two = costs.flow_cost(320, flow, step), costs.flow_cost(640, flow, step)
     assert two.seconds == pytest.approx(2 * one.seconds)  # 10 -> 20 batches per epoch
-    longer = costs.flow_cost(320, FlowConfig(hidden=16, batch_size=32, epochs=6), step)
+    longer = costs.flow_cost(320, Flow(hidden=16, batch_size=32, epochs=6), step)
     assert longer.seconds == pytest.approx(2 * one.seconds)
-    assert costs.flow_cost(16, config, step).seconds == pytest.approx(3 * step / 2)  # half a batch per epoch
+    assert costs.flow_cost(16, flow, step).seconds == pytest.approx(3 * step / 2)  # half a batch per epoch
 
 
 def test_a_umap_costs_its_point_epochs_and_its_first_compile():

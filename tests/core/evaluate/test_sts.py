@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isoscope.calibrate import Flow, FlowConfig, make_calibrator
+from isoscope.calibrate import Flow, make_calibrator
 from isoscope.errors import InputError
 from isoscope.evaluate.similarity import cosine_pairs
 from isoscope.evaluate.sts import calibrated_sts, fit_size_warning, safe_components, safe_method
@@ -36,7 +36,7 @@ def test_calibrated_sts_reports_every_key(synth):
     assert abs(out["avg_cosine_after"]) < abs(out["avg_cosine_before"])
     same = calibrated_sts(a, b, gold, make_calibrator("none"))
     assert same["spearman"] == pytest.approx(same["raw_spearman"])
-    flow = calibrated_sts(a, b, gold, Flow(FlowConfig(epochs=1, hidden=16, n_steps=1)))
+    flow = calibrated_sts(a, b, gold, Flow(epochs=1, hidden=16, n_steps=1))
     assert isinstance(flow["bits_per_dim"], float)
 
 
