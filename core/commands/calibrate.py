@@ -94,8 +94,15 @@ def run(args: argparse.Namespace) -> dict:
         name = given.texts.name or given.name
         stage = lambda s: _progress(args, s)  # noqa: E731
         result = fit_and_save_vectors(
-            given.vectors, name, calibrator, out, space, given.texts.warnings, stage, args.seed
-        )
+            given.vectors,
+            name,
+            calibrator,
+            out,
+            space=space,
+            warnings=given.texts.warnings,
+            progress=stage,
+            seed=args.seed,
+        ).to_dict()
         n_texts = len(given)
     else:
         if args.input is None:
@@ -108,12 +115,12 @@ def run(args: argparse.Namespace) -> dict:
             corpus,
             calibrator,
             out,
-            args.pooling,
-            embed_config(args),
-            cache_from_args(args),
-            lambda stage: _progress(args, stage),
-            args.seed,
-        )
+            pooling=args.pooling,
+            embed_config=embed_config(args),
+            cache=cache_from_args(args),
+            progress=lambda stage: _progress(args, stage),
+            seed=args.seed,
+        ).to_dict()
         name, n_texts = corpus.name, len(corpus)
     pooling = f", pooling {result['pooling']}" if result["pooling"] else ""
     lines = [

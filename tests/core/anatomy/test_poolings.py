@@ -70,7 +70,12 @@ def module_cache() -> ArrayCache:
 def real_report(encoder, demo_pairs, module_cache):
     calibrations = ["whitening", "whitening:64", "whitening"]  # the duplicate is dropped
     return explore_poolings(
-        encoder, demo_pairs, calibrations, CONFIG, calibrator_factory=local_factory, cache=module_cache
+        encoder,
+        demo_pairs,
+        calibrations=calibrations,
+        config=CONFIG,
+        calibrator_factory=local_factory,
+        cache=module_cache,
     )
 
 
@@ -151,7 +156,7 @@ def test_warns_when_fewer_sentences_than_dimensions(real_report, demo_pairs) -> 
 
 
 def test_real_calibrator_matches_local_whitening(real_report, encoder, demo_pairs, module_cache) -> None:
-    report = explore_poolings(encoder, demo_pairs, "whitening:64", CONFIG, cache=module_cache)
+    report = explore_poolings(encoder, demo_pairs, calibrations="whitening:64", config=CONFIG, cache=module_cache)
     ours = report.table[report.table.calibration == "whitening:64"].set_index("pooling")["spearman"]
     local = real_report.table[real_report.table.calibration == "whitening:64"].set_index("pooling")["spearman"]
     pd.testing.assert_series_equal(ours, local, atol=1e-3, check_exact=False)
