@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 from isoscope.atlas import costs as atlas_costs  # noqa: E402
 from isoscope.cache import ArrayCache  # noqa: E402
 from isoscope.calibrate import costs as flow_costs  # noqa: E402
-from isoscope.calibrate.flow import Flow, FlowConfig  # noqa: E402
+from isoscope.calibrate.flow import Flow  # noqa: E402
 from isoscope.data import load_corpus  # noqa: E402
 from isoscope.encode import costs as encode_costs  # noqa: E402
 from isoscope.encode.embed import EmbedConfig, companion_poolings, encode_many  # noqa: E402
@@ -88,14 +88,14 @@ def embedding_cases(encoder, name: str, texts: list[str], sizes: list[int]) -> d
 
 def flow_cases(vectors: np.ndarray, sizes: list[int]) -> dict:
     out = {}
-    config = FlowConfig()
-    step = flow_costs.measure_flow_step(vectors.shape[1], config)
+    flow = Flow()
+    step = flow_costs.measure_flow_step(vectors.shape[1], flow)
     for n in sizes:
         x = vectors[:n]
         start = time.perf_counter()
-        Flow(config).fit(x)
+        Flow().fit(x)
         measured = time.perf_counter() - start
-        est = flow_costs.flow_cost(n, config, step)
+        est = flow_costs.flow_cost(n, flow, step)
         out[f"flow_{n}"] = case(est.seconds, measured, step_s=round(step, 4))
     return out
 

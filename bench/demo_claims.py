@@ -137,7 +137,9 @@ def hub_figures(vectors: dict, poolings) -> dict[str, dict[str, dict[str, float]
 
 def frequency_figures(encoder, texts, spaces, config: EmbedConfig) -> dict:
     """Mean token norm and kNN distance per frequency bucket, and Spearman(norm, count), raw and whitened."""
-    result = frequency_analysis(encoder, texts, spaces, "whitening", FrequencyConfig(), config)
+    result = frequency_analysis(
+        encoder, texts, spaces=spaces, calibrator="whitening", config=FrequencyConfig(), embed_config=config
+    )
     buckets = {
         f"{r.space}/{r.stage}/{r.bucket}": {
             "n_tokens": int(r.n_tokens),

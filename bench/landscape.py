@@ -49,11 +49,13 @@ TARGET_GRID_SECONDS = 180.0
 
 def _train(encoder, task, config: TrainConfig, folder: Path, slot: str):
     """Fine-tune from the pre-trained weights; returns (model, layout, first and last theta, seconds)."""
-    model = build_classifier(encoder, task.n_classes, "pretrained", config.seed)
+    model = build_classifier(encoder, task.n_classes, init="pretrained", seed=config.seed)
     layout = FlatLayout.from_module(model)
-    key = run_key(encoder.fingerprint, "pretrained", task, config, layout)
+    key = run_key(encoder.fingerprint, "pretrained", task, config=config, layout=layout)
     start = time.perf_counter()
-    ckpts, _ = train_run(model, layout, encoder.tokenizer, task, config, folder / slot, key, reuse=False)
+    ckpts, _ = train_run(
+        model, layout, encoder.tokenizer, task=task, config=config, run_dir=folder / slot, key=key, reuse=False
+    )
     return model, layout, ckpts[0].load(), ckpts[-1].load(), time.perf_counter() - start
 
 
@@ -82,7 +84,11 @@ def run(grid: int, eval_size: int, n_train: int, epochs: int, hvps: int, seed: i
     plane = make_plane(theta0, theta1, theta2)
     half = eval_size // 2
     eval_set = make_eval_set(
-        encoder.tokenizer, sample(train1, half, seed + 1), sample(stsb.heldout, eval_size - half, seed + 2), 128, 8
+        encoder.tokenizer,
+        sample(train1, half, seed + 1),
+        sample(stsb.heldout, eval_size - half, seed + 2),
+        max_length=128,
+        chunk_size=8,
     )
     evaluate = Evaluator(model, layout, eval_set)  # the padding-free forward for this BERT model
     padded = Evaluator(model, layout, eval_set, packed=False)
@@ -91,7 +97,7 @@ def run(grid: int, eval_size: int, n_train: int, epochs: int, hvps: int, seed: i
     logits_gap = float((evaluate.logits(theta1) - padded.logits(theta1)).abs().max())
     alphas, betas = np.linspace(-0.5, 1.5, grid), np.linspace(-0.5, 1.5, grid)
     t, cpu = time.perf_counter(), time.process_time()
-    surface = surface_2d(evaluate, plane, alphas, betas)
+    surface = surface_2d(evaluate, plane, alphas=alphas, betas=betas)
     grid_seconds, grid_cpu = time.perf_counter() - t, time.process_time() - cpu
     t = time.perf_counter()
     d1 = filter_normalized_direction(layout, theta1, direction_seed(seed, 0))
@@ -99,7 +105,7 @@ def run(grid: int, eval_size: int, n_train: int, epochs: int, hvps: int, seed: i
     d2 = filter_normalized_direction(layout, theta1, direction_seed(seed, 1))
     filter_alphas = np.linspace(-1.0, 1.0, grid)
     t = time.perf_counter()
-    filter_surface = surface_2d(evaluate, DirectionPlane(theta1, d1, d2), filter_alphas, filter_alphas)
+    filter_surface = surface_2d(evaluate, DirectionPlane(theta1, d1, d2), alphas=filter_alphas, betas=filter_alphas)
     filter_seconds = time.perf_counter() - t
     hvp_seconds = None
     if hvps:

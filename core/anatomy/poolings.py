@@ -154,6 +154,7 @@ def fit_size_warnings(methods: Sequence[str], n_fit: int, d: int) -> list[str]:
 def explore_poolings(
     encoder: Encoder,
     pairs: Pairs,
+    *,
     calibrations: str | Sequence[str] | None = None,
     config: EmbedConfig | None = None,
     progress: ProgressFn | None = None,

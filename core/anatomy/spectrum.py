@@ -212,6 +212,7 @@ def default_ranks(width: int) -> list[int]:
 def shrink_curve(
     encoder: Encoder,
     pairs: Pairs,
+    *,
     ranks: Sequence[int] | None = None,
     pooling: str = "mean",
     config: EmbedConfig | None = None,

@@ -7,9 +7,10 @@ or of a separate corpus) and map any embedding into a better-conditioned space. 
 - ``base``: the scikit-learn estimator contract and save/load as safetensors + JSON (never pickle);
 - ``linear``: ``Identity`` (``none``), ``Whitening`` (``whitening``, ``whitening:K``),
   ``StandardNormalization`` (``sn``), ``AllButTheTop`` (``abtt:D``) and ``Chain`` (``sn+abtt:D``);
-- ``flow``: ``Flow`` (BERT-flow, a normalizing flow to a standard normal) and its ``FlowConfig``;
-- ``methods``: the method strings users can ask for (light: no torch), ``factory``: them parsed into
-  calibrators (``make_calibrator``);
+- ``flow``: ``Flow`` (BERT-flow, a normalizing flow to a standard normal; its hyperparameters are its
+  ``__init__`` parameters, as scikit-learn's are);
+- ``methods``: the method strings users can ask for and their one grammar (``parse_method`` -> ``MethodSpec``;
+  light: no torch), ``factory``: them made into calibrators (``make_calibrator``).
 - ``store``: fitted calibrators kept on disk under their key (method, flow settings, fit vectors);
 - ``costs``: what training a flow will cost here.
 
@@ -30,8 +31,9 @@ _EXPORTS: dict[str, str] = {
     ),
     **dict.fromkeys(("check_array", "load_calibrator"), "base"),
     **dict.fromkeys(("AllButTheTop", "Chain", "Identity", "StandardNormalization", "Whitening"), "linear"),
-    **dict.fromkeys(("EVAL_ROWS", "FLOW_COUPLINGS", "FLOW_LINEARS", "Flow", "FlowConfig"), "flow"),
-    **dict.fromkeys(("CALIBRATION_METHODS", "METHOD_DESCRIPTIONS", "CalibrationMethod", "methods_help"), "methods"),
+    **dict.fromkeys(("EVAL_ROWS", "FLOW_COUPLINGS", "FLOW_LINEARS", "Flow"), "flow"),
+    **dict.fromkeys(("CALIBRATION_METHODS", "METHOD_DESCRIPTIONS", "METHOD_NAMES", "CalibrationMethod"), "methods"),
+    **dict.fromkeys(("MethodSpec", "MethodStep", "methods_help", "parse_method"), "methods"),
     **dict.fromkeys(("make_calibrator", "whitened_dims"), "factory"),
 }
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "FLOW_LINEARS",
     "JSON_NAME",
     "METHOD_DESCRIPTIONS",
+    "METHOD_NAMES",
     "TENSORS_NAME",
     "AllButTheTop",
     "CalibrationMethod",
@@ -49,8 +52,9 @@ __all__ = [
     "Chain",
     "EpochProgressFn",
     "Flow",
-    "FlowConfig",
     "Identity",
+    "MethodSpec",
+    "MethodStep",
     "NotFittedError",
     "StandardNormalization",
     "Whitening",
@@ -58,6 +62,7 @@ __all__ = [
     "load_calibrator",
     "make_calibrator",
     "methods_help",
+    "parse_method",
     "whitened_dims",
 ]  # the names of _EXPORTS (tests/core/calibrate check it)
 
@@ -87,6 +92,15 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         load_calibrator,
     )
     from isoscope.calibrate.factory import make_calibrator, whitened_dims
-    from isoscope.calibrate.flow import EVAL_ROWS, FLOW_COUPLINGS, FLOW_LINEARS, Flow, FlowConfig
+    from isoscope.calibrate.flow import EVAL_ROWS, FLOW_COUPLINGS, FLOW_LINEARS, Flow
     from isoscope.calibrate.linear import AllButTheTop, Chain, Identity, StandardNormalization, Whitening
-    from isoscope.calibrate.methods import CALIBRATION_METHODS, METHOD_DESCRIPTIONS, CalibrationMethod, methods_help
+    from isoscope.calibrate.methods import (
+        CALIBRATION_METHODS,
+        METHOD_DESCRIPTIONS,
+        METHOD_NAMES,
+        CalibrationMethod,
+        MethodSpec,
+        MethodStep,
+        methods_help,
+        parse_method,
+    )

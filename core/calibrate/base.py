@@ -61,10 +61,18 @@ def calibrator_class(name: str) -> type[Calibrator] | None:
 
 def check_array(X: object, name: str = "X", min_rows: int = 1) -> np.ndarray:
     """A finite float64 (n, d) array, or a one-line InputError saying what is wrong with it."""
+    from scipy.sparse import issparse
+
+    if issparse(X):
+        raise InputError(f"{name} is a sparse matrix; calibrators take dense vectors (convert it with .toarray())")
     try:
-        arr = np.asarray(X, dtype=np.float64)
+        arr = np.asarray(X)
+        complex_ = arr.dtype.kind == "c"  # a cast to float64 would drop the imaginary parts with only a warning
+        arr = arr if complex_ else arr.astype(np.float64, copy=False)
     except (TypeError, ValueError):
         raise InputError(f"{name} must be a numeric array of shape (n, d)") from None
+    if complex_:
+        raise InputError(f"Complex data not supported: {name} must hold real numbers")
     if arr.ndim != 2 or arr.shape[1] < 1:
         raise InputError(f"{name} must have shape (n, d); got {arr.shape}")
     if arr.shape[0] < min_rows:
@@ -83,6 +91,11 @@ class Calibrator(TransformerMixin, BaseEstimator):
     """
 
     invertible: ClassVar[bool] = True
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float32"]  # transform returns float32, whatever it is given
+        return tags
 
     @property
     def method(self) -> str:

@@ -7,31 +7,31 @@ The value is ``isoscope.costs.Cost``. Light to import: numpy and torch are impor
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from isoscope.costs import Cost
 
 if TYPE_CHECKING:
-    from isoscope.calibrate.flow import FlowConfig
+    from isoscope.calibrate.flow import Flow
 
 
-def measure_flow_step(dim: int, config: FlowConfig | None = None) -> float:
-    """Seconds per optimiser step of a ``Flow`` with ``config`` on ``dim``-dimensional vectors: two epochs of
-    one batch on seeded random vectors, the second timed (the flow's own ``history_`` seconds: the first
-    step pays the optimiser's lazy set-up)."""
+def measure_flow_step(dim: int, flow: Flow | None = None) -> float:
+    """Seconds per optimiser step of ``flow`` (an unfitted ``Flow``; default ``Flow()``) on ``dim``-dimensional
+    vectors: two epochs of one batch on seeded random vectors, the second timed (the flow's own ``history_``
+    seconds: the first step pays the optimiser's lazy set-up)."""
     import numpy as np
+    from sklearn.base import clone
 
-    from isoscope.calibrate.flow import Flow, FlowConfig
+    from isoscope.calibrate.flow import Flow
 
-    cfg = replace(config or FlowConfig(), epochs=2)
-    x = np.random.default_rng(0).standard_normal((max(cfg.batch_size, 2), dim)).astype(np.float32)  # (b, d)
-    flow = Flow(cfg).fit(x)
-    return max(float(flow.history_[-1]["seconds"]) if flow.history_ else 0.0, 1e-6)
+    probe = clone(flow if flow is not None else Flow()).set_params(epochs=2)
+    x = np.random.default_rng(0).standard_normal((max(probe.batch_size, 2), dim)).astype(np.float32)  # (b, d)
+    probe.fit(x)
+    return max(float(probe.history_[-1]["seconds"]) if probe.history_ else 0.0, 1e-6)
 
 
-def flow_cost(n_rows: int, config: FlowConfig, step_seconds: float) -> Cost:
+def flow_cost(n_rows: int, flow: Flow, step_seconds: float) -> Cost:
     """Training a flow on ``n_rows`` vectors: every epoch passes each row once, at ``step_seconds`` per full
     batch (a smaller last batch, or a fit set smaller than one batch, costs its share; its saved parameters
     are a few MB, not worth naming)."""
-    return Cost(config.epochs * max(n_rows, 1) / config.batch_size * step_seconds)
+    return Cost(flow.epochs * max(n_rows, 1) / flow.batch_size * step_seconds)

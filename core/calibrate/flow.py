@@ -1,13 +1,13 @@
 """BERT-flow (Li et al. 2020): a Glow-style normalizing flow that maps sentence vectors to a standard normal.
 
-Read top to bottom: the layers (``_ActNorm``, ``_LULinear``/``_Permutation``, ``_Coupling``), their
-configuration (``FlowConfig``), the network (``_FlowNet``), the likelihood (``_nll``) and the calibrator
-(``Flow``: fit by maximum likelihood with Adam, transform, inverse_transform, save/load).
+Read top to bottom: the layers (``_ActNorm``, ``_LULinear``/``_Permutation``, ``_Coupling``), the network
+(``_FlowNet``), the likelihood (``_nll``) and the calibrator (``Flow``: its hyperparameters, fit by maximum
+likelihood with Adam, transform, inverse_transform, save/load).
 
 It starts where whitening ends (a fixed whitening pre-transform, zero-initialised coupling outputs: the
 untrained flow gives whitening's cosines); training then removes non-Gaussian structure. On STS-B that
 structure is partly semantic: longer training lowers the likelihood further but also lowers STS Spearman,
-so the default schedule is short (see ``FlowConfig``).
+so the default schedule is short (see ``Flow``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import copy
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 import numpy as np
@@ -34,7 +33,7 @@ FLOW_LINEARS: tuple[str, ...] = ("lu", "permutation")
 FlowCoupling = Literal["additive", "affine"]
 FLOW_COUPLINGS: tuple[str, ...] = ("additive", "affine")
 EVAL_ROWS = 4096  # rows of the fit data used for actnorm init and the flow's bits/dim summaries
-# (lowest, highest) of each whole-number FlowConfig field: the defaults are 4 steps, 1 level, 256 hidden
+# (lowest, highest) of each whole-number Flow parameter: the defaults are 4 steps, 1 level, 256 hidden
 FLOW_BOUNDS: dict[str, tuple[int, int]] = {
     "n_steps": (1, 256),
     "n_levels": (1, 16),
@@ -43,6 +42,9 @@ FLOW_BOUNDS: dict[str, tuple[int, int]] = {
     "epochs": (0, 100_000),
     "seed": (-(2**63), 2**64 - 1),  # what torch.Generator.manual_seed accepts
 }
+# the real-valued parameters: finite, and >= 0 (noise, weight decay) or > 0 (the rest)
+FLOW_NONNEGATIVE: tuple[str, ...] = ("noise_std", "weight_decay")
+FLOW_POSITIVE: tuple[str, ...] = ("lr", "scale_bound", "whiten_eps", "clip_grad_norm", "divergence_bits")
 
 
 class _ActNorm(nn.Module):
@@ -174,126 +176,51 @@ class _Coupling(nn.Module):
         return torch.cat([a, (b - shift) * torch.exp(-log_s)], 1)
 
 
-@dataclass
-class FlowConfig:
-    """Architecture and training schedule of a ``Flow``.
-
-    Each of ``n_levels`` levels has ``n_steps`` steps of actnorm -> invertible linear map (``lu``) or fixed
-    permutation -> coupling; after each level but the last, half of the remaining dimensions are factored
-    out to the prior (multi-scale, as in Glow). Adam with gradient-norm clipping.
-
-    The defaults are tuned on STS-B (all-MiniLM-L6-v2, 17k x 384 vectors, fit on train+dev+test):
-
-    - ``linear="permutation"``: after the fixed whitening the best linear map is already found, so learned
-      LU maps only random-walk (same STS, 2-3x the time per epoch); ``"lu"`` is available.
-    - a short schedule (3 epochs at lr 3e-4, about 25 s on one busy core): longer or faster training keeps
-      lowering the NLL (held-out too) but also lowers STS Spearman - e.g. 1e-3 for 4 epochs cost about
-      2 points on cls - because the non-Gaussian structure it removes (topic clusters) carries meaning.
-    - ``noise_std=0.05``: needed for rank-deficient inputs (LayerNorm outputs), see ``Flow``.
-    """
-
-    n_steps: int = 4
-    n_levels: int = 1
-    hidden: int = 256
-    coupling: str = "additive"  # FlowCoupling
-    linear: str = "permutation"  # FlowLinear
-    scale_bound: float = 2.0  # affine coupling: |log scale| < scale_bound
-    whiten: bool = True  # fixed whitening pre-transform (the flow starts where whitening ends)
-    whiten_eps: float = 1e-6
-    noise_std: float = 0.05  # Gaussian noise added to the whitened training vectors (see Flow)
-    lr: float = 3e-4
-    weight_decay: float = 0.0
-    clip_grad_norm: float = 1.0
-    epochs: int = 3
-    batch_size: int = 256
-    seed: int = 0
-    divergence_bits: float = 2.0  # an epoch this many bits/dim worse than the start counts as diverged
-
-    def validate(self) -> None:
-        """Every field of the right type and within ``FLOW_BOUNDS`` (checked before a network is built, so a
-        hand-edited ``calibrator.json`` cannot make loading allocate without bound)."""
-        if self.coupling not in FLOW_COUPLINGS:
-            raise InputError(f"unknown coupling '{self.coupling}'; valid choices: {', '.join(FLOW_COUPLINGS)}")
-        if self.linear not in FLOW_LINEARS:
-            raise InputError(f"unknown linear '{self.linear}'; valid choices: {', '.join(FLOW_LINEARS)}")
-        if not isinstance(self.whiten, bool):
-            raise InputError(f"FlowConfig.whiten must be true or false; got {self.whiten!r:.40}")
-        for name, (lo, hi) in FLOW_BOUNDS.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise InputError(f"FlowConfig.{name} must be a whole number; got {value!r:.40}")
-            if not lo <= value <= hi:
-                raise InputError(f"FlowConfig.{name} must be between {lo:,} and {hi:,}; got {value:,}")
-        for name in (
-            "noise_std",
-            "weight_decay",
-            "lr",
-            "scale_bound",
-            "whiten_eps",
-            "clip_grad_norm",
-            "divergence_bits",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                raise InputError(f"FlowConfig.{name} must be a finite number; got {value!r:.40}")
-            if value < 0 or (value == 0 and name not in ("noise_std", "weight_decay")):
-                raise InputError(
-                    f"FlowConfig.{name} must be {'>= 0' if name in ('noise_std', 'weight_decay') else '> 0'}; got {value}"
-                )
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> FlowConfig:
-        names = {f.name for f in fields(cls)}
-        unknown = set(values) - names
-        if unknown:
-            raise InputError(f"unknown FlowConfig fields {sorted(unknown)}")
-        return cls(**values)
-
-
 class _FlowNet(nn.Module):
     """The trainable part of the flow: levels of steps with dimensions factored out between levels."""
 
-    def __init__(self, d: int, config: FlowConfig) -> None:
+    def __init__(self, d: int, flow: Flow) -> None:
+        """The network of ``flow``'s hyperparameters (architecture and seed) for ``d`` dimensions."""
         super().__init__()
-        gen = torch.Generator().manual_seed(config.seed)  # fixed mixing maps
-        init_gen = torch.Generator().manual_seed(config.seed)  # coupling nets
+        gen = torch.Generator().manual_seed(flow.seed)  # fixed mixing maps
+        init_gen = torch.Generator().manual_seed(flow.seed)  # coupling nets
         self.d = d
         self.level_dims: list[int] = []
         self.levels = nn.ModuleList()
         width = d
-        for level in range(config.n_levels):
+        for level in range(flow.n_levels):
             if level > 0:
                 width = width - width // 2  # the first half continues, the rest went to the prior
             self.level_dims.append(width)
             steps = nn.ModuleList()
-            for _ in range(config.n_steps):
-                linear = _LULinear(width, gen) if config.linear == "lu" else _Permutation(width, gen)
+            for _ in range(flow.n_steps):
+                linear = _LULinear(width, gen) if flow.linear == "lu" else _Permutation(width, gen)
                 steps.append(
                     nn.ModuleList(
                         [
                             _ActNorm(width),
                             linear,
-                            _Coupling(width, config.hidden, config.coupling == "affine", config.scale_bound, init_gen),
+                            _Coupling(width, flow.hidden, flow.coupling == "affine", flow.scale_bound, init_gen),
                         ]
                     )
                 )
             self.levels.append(steps)
 
     @staticmethod
-    def shapes(d: int, config: FlowConfig) -> dict[str, tuple[int, ...]]:
-        """The names and shapes of ``_FlowNet(d, config).state_dict()``, without building it (nothing allocated)."""
+    def shapes(d: int, flow: Flow) -> dict[str, tuple[int, ...]]:
+        """The names and shapes of ``_FlowNet(d, flow).state_dict()``, without building it (nothing allocated)."""
         out: dict[str, tuple[int, ...]] = {}
-        width, h = d, config.hidden
-        for level in range(config.n_levels):
+        width, h = d, flow.hidden
+        for level in range(flow.n_levels):
             if level > 0:
                 width = width - width // 2
             d_a = width // 2
             d_b = width - d_a
-            n_out = 2 * d_b if config.coupling == "affine" else d_b
-            for step in range(config.n_steps):
+            n_out = 2 * d_b if flow.coupling == "affine" else d_b
+            for step in range(flow.n_steps):
                 pre = f"levels.{level}.{step}."
                 out.update({pre + "0.bias": (width,), pre + "0.log_scale": (width,)})
-                if config.linear == "lu":
+                if flow.linear == "lu":
                     square, vector = (width, width), (width,)
                     for k in ("lower", "upper", "rotation", "lower_mask"):
                         out[pre + "1." + k] = square
@@ -376,25 +303,93 @@ class Flow(Calibrator):
     are continuous and small, so it is often negative. A run whose loss becomes NaN/inf (or more than
     ``divergence_bits`` worse than at the start) stops with a warning, keeps the parameters of the last good
     epoch and sets ``diverged_ = True``; it never returns NaN vectors.
+
+    The hyperparameters (``get_params``/``set_params``, checked by ``fit``): each of ``n_levels`` levels has
+    ``n_steps`` steps of actnorm -> invertible linear map (``linear="lu"``) or fixed permutation -> coupling
+    (``additive``, or ``affine`` with ``|log scale| < scale_bound``) whose nets are ``hidden`` wide; after each
+    level but the last, half of the remaining dimensions are factored out to the prior (multi-scale, as in
+    Glow). ``whiten``: the fixed whitening pre-transform (eigenvalue floor ``whiten_eps``). Adam (``lr``,
+    ``weight_decay``) on batches of ``batch_size`` for ``epochs`` epochs, gradient norm clipped at
+    ``clip_grad_norm``; ``seed`` seeds every random draw. The defaults are tuned on STS-B (all-MiniLM-L6-v2,
+    17k x 384 vectors, fit on train+dev+test):
+
+    - ``linear="permutation"``: after the fixed whitening the best linear map is already found, so learned
+      LU maps only random-walk (same STS, 2-3x the time per epoch); ``"lu"`` is available.
+    - a short schedule (3 epochs at lr 3e-4, about 25 s on one busy core): longer or faster training keeps
+      lowering the NLL (held-out too) but also lowers STS Spearman - e.g. 1e-3 for 4 epochs cost about
+      2 points on cls - because the non-Gaussian structure it removes (topic clusters) carries meaning.
+    - ``noise_std=0.05``: needed for rank-deficient inputs (LayerNorm outputs), see above.
     """
 
-    def __init__(self, config: FlowConfig | None = None) -> None:
-        self.config = config
+    def __init__(
+        self,
+        *,
+        n_steps: int = 4,
+        n_levels: int = 1,
+        hidden: int = 256,
+        coupling: FlowCoupling = "additive",
+        linear: FlowLinear = "permutation",
+        scale_bound: float = 2.0,
+        whiten: bool = True,
+        whiten_eps: float = 1e-6,
+        noise_std: float = 0.05,
+        lr: float = 3e-4,
+        weight_decay: float = 0.0,
+        clip_grad_norm: float = 1.0,
+        epochs: int = 3,
+        batch_size: int = 256,
+        seed: int = 0,
+        divergence_bits: float = 2.0,  # an epoch this many bits/dim worse than the start counts as diverged
+    ) -> None:
+        self.n_steps = n_steps
+        self.n_levels = n_levels
+        self.hidden = hidden
+        self.coupling = coupling
+        self.linear = linear
+        self.scale_bound = scale_bound
+        self.whiten = whiten
+        self.whiten_eps = whiten_eps
+        self.noise_std = noise_std
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.clip_grad_norm = clip_grad_norm
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.seed = seed
+        self.divergence_bits = divergence_bits
 
-    def _config(self) -> FlowConfig:
-        """The configuration in force: ``config``, or the defaults when it is None."""
-        return self.config if self.config is not None else FlowConfig()
-
-    def _json_params(self) -> dict[str, Any]:
-        return {"config": asdict(self._config())}
+    def _check_params(self) -> None:
+        """Every hyperparameter of the right type and within ``FLOW_BOUNDS`` (checked before a network is built,
+        so a hand-edited ``calibrator.json`` cannot make loading allocate without bound)."""
+        if self.coupling not in FLOW_COUPLINGS:
+            raise InputError(f"unknown coupling '{self.coupling}'; valid choices: {', '.join(FLOW_COUPLINGS)}")
+        if self.linear not in FLOW_LINEARS:
+            raise InputError(f"unknown linear '{self.linear}'; valid choices: {', '.join(FLOW_LINEARS)}")
+        if not isinstance(self.whiten, bool):
+            raise InputError(f"Flow whiten must be true or false; got {self.whiten!r:.40}")
+        for name, (lo, hi) in FLOW_BOUNDS.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InputError(f"Flow {name} must be a whole number; got {value!r:.40}")
+            if not lo <= value <= hi:
+                raise InputError(f"Flow {name} must be between {lo:,} and {hi:,}; got {value:,}")
+        for name in (*FLOW_NONNEGATIVE, *FLOW_POSITIVE):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise InputError(f"Flow {name} must be a finite number; got {value!r:.40}")
+            if value < 0 or (value == 0 and name in FLOW_POSITIVE):
+                raise InputError(f"Flow {name} must be {'> 0' if name in FLOW_POSITIVE else '>= 0'}; got {value}")
 
     @classmethod
     def _from_params(cls, params: dict[str, Any], tensors: dict[str, np.ndarray], prefix: str, where: str):
-        if set(params) != {"config"} or not isinstance(params["config"], dict):
-            raise InputError(f"{where}: a Flow needs params {{'config': {{...}}}}")
-        config = FlowConfig.from_dict(params["config"])
-        config.validate()
-        return cls(config)
+        if set(params) == {"config"} and isinstance(params["config"], dict):  # saved before issue 36
+            params = params["config"]
+        unknown = set(params) - set(cls._get_param_names())
+        if unknown:
+            raise InputError(f"{where}: unknown Flow parameters {sorted(unknown)}")
+        flow = cls(**params)
+        flow._check_params()
+        return flow
 
     @property
     def method(self) -> str:
@@ -429,29 +424,28 @@ class Flow(Calibrator):
     def fit(self, X: np.ndarray, y: None = None, progress: EpochProgressFn | None = None) -> Flow:
         """Whiten, initialise, then train by maximum likelihood; ``progress(epoch, n_epochs, bits_per_dim)``.
 
-        Every random draw comes from generators seeded with ``config.seed``; the process-wide torch RNG and
-        thread settings are left alone (in the dashboard every session shares one process).
+        Every random draw comes from generators seeded with ``seed``; the process-wide torch RNG and thread
+        settings are left alone (in the dashboard every session shares one process).
         """
-        cfg = copy.deepcopy(self._config())
-        cfg.validate()
+        self._check_params()
         X = check_array(X, min_rows=2)
         d = X.shape[1]
-        self.whitening_ = Whitening(eps=cfg.whiten_eps).fit(X) if cfg.whiten else None
+        self.whitening_ = Whitening(eps=self.whiten_eps).fit(X) if self.whiten else None
         Xw, pre_ld = self._pre(X)
         self.n_features_in_ = d
         self.history_: list[dict[str, float]] = []
         self.diverged_ = False
-        self.net_ = _FlowNet(d, cfg)
-        gen = torch.Generator().manual_seed(cfg.seed)
+        self.net_ = _FlowNet(d, self)
+        gen = torch.Generator().manual_seed(self.seed)
         xt = torch.from_numpy(Xw)  # (n, d) float32
         # actnorm init and the bits/dim summaries use a fixed sample of at most EVAL_ROWS rows
         sample = torch.randperm(len(xt), generator=gen)[:EVAL_ROWS].sort().values
         clean = Xw[sample.numpy()]  # (m, d)
-        noisy = xt[sample] + cfg.noise_std * torch.randn(len(sample), d, generator=gen)  # (m, d)
+        noisy = xt[sample] + self.noise_std * torch.randn(len(sample), d, generator=gen)  # (m, d)
         self.net_.data_init(noisy)
         self.gaussian_bits_per_dim_ = self._bits_per_dim(clean, pre_ld)
         start_bits = self._bits_per_dim(noisy.numpy(), pre_ld)
-        self._train(xt, pre_ld, cfg, gen, start_bits + cfg.divergence_bits, progress)
+        self._train(xt, pre_ld, gen, start_bits + self.divergence_bits, progress)
         self.net_.eval()
         for p in self.net_.parameters():
             p.requires_grad_(False)
@@ -462,7 +456,6 @@ class Flow(Calibrator):
         self,
         xt: torch.Tensor,
         pre_ld: float,
-        cfg: FlowConfig,
         gen: torch.Generator,
         limit: float,
         progress: EpochProgressFn | None,
@@ -470,21 +463,21 @@ class Flow(Calibrator):
         """Adam on the mean NLL of noised mini-batches; stop at the first diverging epoch."""
         n, d = xt.shape
         params = list(self.net_.parameters())
-        opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        opt = torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
         good = copy.deepcopy(self.net_.state_dict())
         to_bits = 1.0 / (d * math.log(2))
-        for epoch in range(1, cfg.epochs + 1):
+        for epoch in range(1, self.epochs + 1):
             start = time.perf_counter()
             total, bad = 0.0, False
-            for idx in torch.randperm(n, generator=gen).split(cfg.batch_size):
-                xb = xt[idx] + cfg.noise_std * torch.randn(len(idx), d, generator=gen)  # (b, d)
+            for idx in torch.randperm(n, generator=gen).split(self.batch_size):
+                xb = xt[idx] + self.noise_std * torch.randn(len(idx), d, generator=gen)  # (b, d)
                 z, ld = self.net_(xb)
                 loss = _nll(z, ld + pre_ld).mean()
                 if not torch.isfinite(loss):
                     bad = True
                     break
                 loss.backward()
-                nn.utils.clip_grad_norm_(params, cfg.clip_grad_norm)
+                nn.utils.clip_grad_norm_(params, self.clip_grad_norm)
                 opt.step()
                 opt.zero_grad(set_to_none=True)
                 total += float(loss.detach()) * len(idx)
@@ -494,19 +487,19 @@ class Flow(Calibrator):
                     "flow training diverged at epoch %d/%d (loss %s); keeping the parameters of epoch %d. "
                     "Lower the learning rate (now %g).",
                     epoch,
-                    cfg.epochs,
+                    self.epochs,
                     "NaN/inf" if bad or not math.isfinite(bits) else f"{bits:.3g} bits/dim",
                     epoch - 1,
-                    cfg.lr,
+                    self.lr,
                 )
                 self.net_.load_state_dict(good)
                 self.diverged_ = True
                 break
             good = copy.deepcopy(self.net_.state_dict())
             self.history_.append({"epoch": epoch, "bits_per_dim": bits, "seconds": time.perf_counter() - start})
-            log.info("flow epoch %d/%d: %.4f bits/dim", epoch, cfg.epochs, bits)
+            log.info("flow epoch %d/%d: %.4f bits/dim", epoch, self.epochs, bits)
             if progress is not None:
-                progress(epoch, cfg.epochs, bits)
+                progress(epoch, self.epochs, bits)
 
     def _params_finite(self) -> bool:
         return all(bool(torch.isfinite(p).all()) for p in self.net_.parameters())
@@ -558,17 +551,16 @@ class Flow(Calibrator):
         d = int(state["n_features_in_"])
         if not 1 <= d <= 1_000_000:
             raise ValueError(f"implausible dimension {d}")
-        cfg = self._config()
-        shapes = {f"net.{k}": v for k, v in _FlowNet.shapes(d, cfg).items()}  # from the config: nothing is built
-        if cfg.whiten:
-            w = Whitening(eps=cfg.whiten_eps)
+        shapes = {f"net.{k}": v for k, v in _FlowNet.shapes(d, self).items()}  # from the parameters: nothing built
+        if self.whiten:
+            w = Whitening(eps=self.whiten_eps)
             shapes.update({f"whiten.{k}": s for k, s in w._expected_shapes({"n_features_in_": d}).items()})
         return shapes
 
     def _restore(self, state: dict[str, Any], tensors: dict[str, np.ndarray]) -> None:
         super()._restore(state, tensors)
-        d, cfg = self.n_features_in_, self._config()
-        self.net_ = _FlowNet(d, cfg)
+        d = self.n_features_in_
+        self.net_ = _FlowNet(d, self)
         sd = self.net_.state_dict()
         for k, v in sd.items():
             arr = tensors[f"net.{k}"]
@@ -579,8 +571,8 @@ class Flow(Calibrator):
         for p in self.net_.parameters():
             p.requires_grad_(False)
         self.whitening_ = None
-        if cfg.whiten:
-            w = Whitening(eps=cfg.whiten_eps)
+        if self.whiten:
+            w = Whitening(eps=self.whiten_eps)
             w._restore({"n_features_in_": d}, {k[7:]: v for k, v in tensors.items() if k.startswith("whiten.")})
             self.whitening_ = w
         self.history_ = [dict(h) for h in state["history_"]]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
+from sklearn.base import clone
 
 from isoscope.calibrate.base import Calibrator, EpochProgressFn, check_array, register
 from isoscope.errors import InputError
@@ -160,7 +161,8 @@ class StandardNormalization(Calibrator):
 class AllButTheTop(Calibrator):
     """All-but-the-top (Mu & Viswanath 2018): remove the mean and the top ``D`` principal directions.
 
-    ``n_components=None`` uses the paper's rule of thumb ``D = max(1, d // 100)``. Not invertible.
+    ``n_components=None`` uses the paper's rule of thumb ``D = max(1, d // 100)`` (0 for one-dimensional
+    vectors, whose only direction would leave nothing: then only the mean is removed). Not invertible.
     """
 
     invertible: ClassVar[bool] = False
@@ -174,7 +176,7 @@ class AllButTheTop(Calibrator):
 
     def _k(self, d: int) -> int:
         if self.n_components is None:
-            return max(1, d // 100)
+            return min(max(1, d // 100), d - 1)
         k = int(self.n_components)
         if not 0 <= k < d:
             raise InputError(f"abtt:D needs D between 0 and {d - 1} (below the dimension of the vectors); got {k}")
@@ -209,7 +211,8 @@ class AllButTheTop(Calibrator):
 class Chain(Calibrator):
     """Calibrators applied one after another (each fitted on the output of the previous one).
 
-    ``steps`` is stored as given (scikit-learn's rule for ``clone``); ``fit`` fits each step in place.
+    ``steps`` is stored as given and never changed (scikit-learn's rule for ``clone``); ``fit`` fits a clone of
+    each step, kept in ``steps_`` (as ``sklearn.ensemble``'s meta-estimators keep ``estimators_``).
     """
 
     def __init__(self, steps: Sequence[Calibrator]) -> None:
@@ -228,27 +231,29 @@ class Chain(Calibrator):
             raise InputError("a chain needs at least one calibrator, like sn+abtt:3")
         X = check_array(X, min_rows=2)
         d = X.shape[1]
-        for step in self.steps:
+        fitted = [clone(step) for step in self.steps]
+        for step in fitted:
             X = step.fit(X, progress=progress).transform(X)
+        self.steps_ = fitted
         self.n_features_in_ = d
         return self
 
     @property
     def n_features_out_(self) -> int:
-        return self.steps[-1].n_features_out_
+        return self.steps_[-1].n_features_out_
 
     def transform(self, X: np.ndarray) -> np.ndarray:
         out = self._check_input(X)
-        for step in self.steps:
+        for step in self.steps_:
             out = step.transform(out)
         return np.asarray(out, np.float32)
 
     def inverse_transform(self, Z: np.ndarray) -> np.ndarray:
         out = self._check_input(Z, "Z", n_features=self.n_features_out_)
-        for step in reversed(self.steps):
+        for step in reversed(self.steps_):
             if not step.invertible:
                 raise NotImplementedError(f"Chain step {type(step).__name__} is not invertible")
-        for step in reversed(self.steps):
+        for step in reversed(self.steps_):
             out = step.inverse_transform(out)
         return np.asarray(out, np.float32)
 
@@ -257,7 +262,7 @@ class Chain(Calibrator):
 
     def _record(self, prefix: str, tensors: dict[str, np.ndarray]) -> dict[str, Any]:
         record = super()._record(prefix, tensors)
-        record["params"] = {"steps": [s._record(f"{prefix}{i}/", tensors) for i, s in enumerate(self.steps)]}
+        record["params"] = {"steps": [s._record(f"{prefix}{i}/", tensors) for i, s in enumerate(self.steps_)]}
         return record
 
     @classmethod
@@ -265,11 +270,14 @@ class Chain(Calibrator):
         steps = params.get("steps")
         if set(params) != {"steps"} or not isinstance(steps, list) or not steps:
             raise InputError(f"{where}: a Chain needs a non-empty list of steps")
-        return cls([Calibrator._from_record(rec, tensors, f"{prefix}{i}/", where) for i, rec in enumerate(steps)])
+        fitted = [Calibrator._from_record(rec, tensors, f"{prefix}{i}/", where) for i, rec in enumerate(steps)]
+        chain = cls([clone(step) for step in fitted])  # the parameters, unfitted, as after Chain(...).fit
+        chain.steps_ = fitted
+        return chain
 
     def _restore(self, state: dict[str, Any], tensors: dict[str, np.ndarray]) -> None:
         super()._restore(state, tensors)
-        if self.steps[0].n_features_in_ != self.n_features_in_ or any(
-            a.n_features_out_ != b.n_features_in_ for a, b in zip(self.steps, self.steps[1:], strict=False)
+        if self.steps_[0].n_features_in_ != self.n_features_in_ or any(
+            a.n_features_out_ != b.n_features_in_ for a, b in zip(self.steps_, self.steps_[1:], strict=False)
         ):
             raise ValueError("the steps' dimensions do not connect")

@@ -37,7 +37,7 @@ class CalibratorKey:
     vectors it was fitted on."""
 
     method: str
-    flow_json: str  # the FlowConfig as JSON; "" for the defaults (and for every method without a flow)
+    flow_json: str  # the flow's parameters as JSON (Flow().get_params()); "" for the defaults (and for every method without a flow)
     fit_key: str  # the key of the vectors it is fitted on
 
     def folder(self, root: str | Path | None = None) -> Path:
@@ -48,10 +48,10 @@ class CalibratorKey:
     def calibrator(self) -> Calibrator:
         """The unfitted calibrator the key names (``make_calibrator`` with the flow settings)."""
         from isoscope.calibrate.factory import make_calibrator
-        from isoscope.calibrate.flow import FlowConfig
+        from isoscope.calibrate.flow import Flow
 
-        config = FlowConfig.from_dict(json.loads(self.flow_json)) if self.flow_json else None
-        return make_calibrator(self.method, config)
+        flow = Flow(**json.loads(self.flow_json)) if self.flow_json else None
+        return make_calibrator(self.method, flow=flow)
 
 
 def is_stored(key: CalibratorKey, root: str | Path | None = None) -> bool:

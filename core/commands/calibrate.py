@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from isoscope.calibrate import Calibrator
 
 METHOD_HELP = methods_help()
-DEFAULT_FLOW_EPOCHS = 3  # FlowConfig().epochs (a test keeps the two equal; the help must not import torch)
+DEFAULT_FLOW_EPOCHS = 3  # Flow().epochs (a test keeps the two equal; the help must not import torch)
 
 
 def add_flow_arguments(p: argparse.ArgumentParser) -> None:
@@ -45,14 +45,14 @@ def add_flow_arguments(p: argparse.ArgumentParser) -> None:
 
 def calibrator_from_args(args: argparse.Namespace, method: str) -> Calibrator:
     """Parse the method (InputError listing the choices) with the flow options applied."""
-    from isoscope.calibrate import FlowConfig, make_calibrator
+    from isoscope.calibrate import Flow, make_calibrator
 
     if args.flow_epochs is not None and args.flow_epochs < 0:
         raise InputError("--flow-epochs must be >= 0")
-    config = FlowConfig(seed=args.seed)
+    flow = Flow(seed=args.seed)
     if args.flow_epochs is not None:
-        config.epochs = args.flow_epochs
-    return make_calibrator(method, flow_config=config)
+        flow.set_params(epochs=args.flow_epochs)
+    return make_calibrator(method, flow=flow)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -94,8 +94,15 @@ def run(args: argparse.Namespace) -> dict:
         name = given.texts.name or given.name
         stage = lambda s: _progress(args, s)  # noqa: E731
         result = fit_and_save_vectors(
-            given.vectors, name, calibrator, out, space, given.texts.warnings, stage, args.seed
-        )
+            given.vectors,
+            name,
+            calibrator,
+            out,
+            space=space,
+            warnings=given.texts.warnings,
+            progress=stage,
+            seed=args.seed,
+        ).to_dict()
         n_texts = len(given)
     else:
         if args.input is None:
@@ -108,12 +115,12 @@ def run(args: argparse.Namespace) -> dict:
             corpus,
             calibrator,
             out,
-            args.pooling,
-            embed_config(args),
-            cache_from_args(args),
-            lambda stage: _progress(args, stage),
-            args.seed,
-        )
+            pooling=args.pooling,
+            embed_config=embed_config(args),
+            cache=cache_from_args(args),
+            progress=lambda stage: _progress(args, stage),
+            seed=args.seed,
+        ).to_dict()
         name, n_texts = corpus.name, len(corpus)
     pooling = f", pooling {result['pooling']}" if result["pooling"] else ""
     lines = [

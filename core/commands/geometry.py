@@ -147,7 +147,9 @@ def _run_vectors(args: argparse.Namespace) -> dict | None:
     given = vector_input(args, args.input, args.kind)
     assert given is not None
     origin = given.origin.to_dict() if given.origin is not None else None
-    report = analyse_vectors(given.vectors, given.texts, config, given.name, lambda s: _progress(args, s), origin)
+    report = analyse_vectors(
+        given.vectors, given.texts, config, name=given.name, progress=lambda s: _progress(args, s), origin=origin
+    )
     result = report.to_dict()
     emit(args, result, _text_lines(result))
     return result
@@ -169,10 +171,10 @@ def run(args: argparse.Namespace) -> dict:
         encoder_from_args(args),
         texts,
         config,
-        embed_config(args),
-        cache_from_args(args),
-        lambda stage: _progress(args, stage),
-        frequency_texts,
+        embed_config=embed_config(args),
+        cache=cache_from_args(args),
+        progress=lambda stage: _progress(args, stage),
+        frequency_texts=frequency_texts,
     )
     result = report.to_dict()
     emit(args, result, _text_lines(result))

@@ -190,7 +190,14 @@ def run(args: argparse.Namespace) -> dict:
     task1 = load_task(args.task, args.seed, args.stsb_dir)
     task2 = load_task(args.task2 or default_task2(args.task), args.seed, args.stsb_dir)
     encoder = encoder_from_args(args)
-    summary = run_landscape(encoder, task1, task2, config, args.out, lambda desc: progress_bar(args, desc, _unit(desc)))
+    summary = run_landscape(
+        encoder,
+        task1,
+        task2,
+        config=config,
+        out_dir=args.out,
+        progress=lambda desc: progress_bar(args, desc, _unit(desc)),
+    )
     emit(args, summary, _lines(summary))
     return summary
 

@@ -83,7 +83,17 @@ def _given(args: argparse.Namespace, pairs, corpus, calibrator) -> dict | None:
     if args.vectors:
         given = load_pair_vectors(pairs, args.vectors, args.vectors_b, pair_ids=args.pair_ids)
         fit = None if corpus is None else given.table.vectors_for(corpus.texts)  # (m, d), the file read once
-        result = sts_of_vectors(given.a, given.b, pairs, calibrator, fit, fit_on, given.name, None, stage, args.seed)
+        result = sts_of_vectors(
+            given.a,
+            given.b,
+            pairs,
+            calibrator,
+            fit_vectors=fit,
+            fit_on=fit_on,
+            model=given.name,
+            progress=stage,
+            seed=args.seed,
+        ).to_dict()
         result["vectors"] = given.origin.to_dict()
         result["warnings"] = [*given.warnings, *result["warnings"]]
         return result
@@ -93,7 +103,17 @@ def _given(args: argparse.Namespace, pairs, corpus, calibrator) -> dict | None:
     both = embed_endpoint(endpoint, pairs.texts, progress_bar(args, "embed"), store)  # (2n, d)
     fit = None if corpus is None else embed_endpoint(endpoint, corpus.texts, progress_bar(args, "embed corpus"), store)
     n = len(pairs)
-    return sts_of_vectors(both[:n], both[n:], pairs, calibrator, fit, fit_on, endpoint.name, None, stage, args.seed)
+    return sts_of_vectors(
+        both[:n],
+        both[n:],
+        pairs,
+        calibrator,
+        fit_vectors=fit,
+        fit_on=fit_on,
+        model=endpoint.name,
+        progress=stage,
+        seed=args.seed,
+    ).to_dict()
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -113,13 +133,13 @@ def run(args: argparse.Namespace) -> dict:
             encoder,
             pairs,
             calibrator,
-            corpus,
-            args.pooling,
-            embed_config(args),
-            cache_from_args(args),
-            lambda stage: _progress(args, stage),
-            args.seed,
-        )
+            fit_corpus=corpus,
+            pooling=args.pooling,
+            embed_config=embed_config(args),
+            cache=cache_from_args(args),
+            progress=lambda stage: _progress(args, stage),
+            seed=args.seed,
+        ).to_dict()
     pooling = f", pooling {result['pooling']}" if result["pooling"] else ""
     lines = [
         f"{pairs.name}: {result['n_pairs']} pairs, {result['model']}{pooling}",

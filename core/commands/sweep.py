@@ -104,8 +104,8 @@ def run(args: argparse.Namespace) -> dict:
             given.vectors,
             None,
             _given_pairs(args, pairs),
-            SweepConfig(dims=dims, k=args.k),
-            progress_bar(args, "sweep", unit="variant"),
+            config=SweepConfig(dims=dims, k=args.k),
+            progress=progress_bar(args, "sweep", unit="variant"),
         )
         return _emit(args, given.texts.name or given.name, given.name, None, given.texts.warnings, pairs, table)
     if args.input is None:
@@ -119,17 +119,17 @@ def run(args: argparse.Namespace) -> dict:
         encoder,
         corpus.texts,
         pairs,
-        args.pooling,
-        embed_config(args),
-        cache_from_args(args),
-        progress_bar(args, "embed"),
+        pooling=args.pooling,
+        config=embed_config(args),
+        cache=cache_from_args(args),
+        progress=progress_bar(args, "embed"),
     )
     result_ = run_sweep(
         vectors.corpus_fp32,
         vectors.corpus_int8,
         vectors.pairs,
-        SweepConfig(dims=dims, k=args.k),
-        progress_bar(args, "sweep", unit="variant"),
+        config=SweepConfig(dims=dims, k=args.k),
+        progress=progress_bar(args, "sweep", unit="variant"),
     )
     return _emit(args, corpus.name, encoder.name, args.pooling, corpus.warnings, pairs, result_)
 

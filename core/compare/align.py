@@ -121,8 +121,8 @@ def aligned_maps(
     rows = sample_indices(int(np.shape(a)[0]), max_points, seed)  # (m,)
     ua = as_unit_float32(np.asarray(a)[rows], "A")  # (m, d_a)
     ub = as_unit_float32(np.asarray(b)[rows], "B")  # (m, d_b)
-    map_a = project(ua, method, 2, seed)  # (m, 2)
-    map_b = project(ub, method, 2, seed)  # (m, 2)
+    map_a = project(ua, method, 2, seed=seed)  # (m, 2)
+    map_b = project(ub, method, 2, seed=seed)  # (m, 2)
     pro = procrustes_align(map_a, map_b)
     scored = sample_indices(len(rows), quality_points, seed + 1)  # positions within rows
     ta, ca = map_quality(ua[scored], map_a[scored], quality_k)

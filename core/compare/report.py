@@ -118,7 +118,7 @@ def compare_spaces(
     cka = cka_matrix([a], [b])
     seconds["cka"] = time.perf_counter() - t
     t = time.perf_counter()
-    overlap = neighbour_overlap(a, b, k, progress("neighbours") if progress else None)
+    overlap = neighbour_overlap(a, b, k, progress=progress("neighbours") if progress else None)
     seconds["neighbours"] = time.perf_counter() - t
     hub_a, hub_b = hubness(overlap.neighbours_a), hubness(overlap.neighbours_b)
     amap = None

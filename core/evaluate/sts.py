@@ -1,21 +1,22 @@
 """STS with a calibrator: fit it without labels, score the pairs before and after (like sentence-transformers'
 ``EmbeddingSimilarityEvaluator``, with the calibration step made explicit).
 
-result = calibrated_sts(emb1, emb2, gold, make_calibrator("whitening"))  # Spearman x100 raw and calibrated
-report = sts_report(encoder, load_pairs("stsb-en-test.csv"), make_calibrator("flow"))  # what `isoscope sts` prints
-saved = fit_and_save(encoder, load_corpus("corpus.txt"), make_calibrator("flow"), "calibrators/flow")  # `calibrate`
+result = calibrated_sts(emb1, emb2, gold, make_calibrator("whitening"))  # CalibratedSTS: Spearman x100 raw, calibrated
+report = sts_report(encoder, load_pairs("stsb-en-test.csv"), make_calibrator("flow"))  # STSReport; .to_dict(): `sts`
+saved = fit_and_save(encoder, load_corpus("corpus.txt"), make_calibrator("flow"), "calibrators/flow")  # FitReport
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from isoscope.calibrate import Calibrator, EpochProgressFn, check_array, whitened_dims
+from isoscope.calibrate import Calibrator, EpochProgressFn, check_array, parse_method, whitened_dims
 from isoscope.errors import InputError
 from isoscope.evaluate.similarity import sts_scores
 
@@ -71,7 +72,7 @@ def fit_size_warning(calibrator: Calibrator, n_fit: int, d: int) -> str | None:
     k = whitened_dims(calibrator, d)
     if fit_too_small(calibrator, n_fit, d):
         advice = "fit on a larger corpus"
-        if "flow" not in calibrator.method:
+        if not parse_method(calibrator.method).trains_flow:
             advice += f" or use whitening:K with K well below {n_fit // 2} (e.g. whitening:{safe_components(n_fit, d)})"
         return (
             f"{calibrator.method} was fitted on {n_fit} vectors for {k} whitened dimensions; it needs many more "
@@ -87,22 +88,41 @@ def fit_timed(calibrator: Calibrator, X: np.ndarray, progress: EpochProgressFn |
     return time.perf_counter() - start
 
 
+@dataclass
+class CalibratedSTS:
+    """What ``calibrated_sts`` measured: STS of the pairs before and after a calibrator fitted without labels.
+
+    Correlations are x100; ``bits_per_dim`` is None except for a flow; the average cosines are over random pairs
+    of the evaluated sentences (seeded), before and after calibration."""
+
+    method: str
+    spearman: float  # calibrated
+    pearson: float
+    fit_seconds: float
+    bits_per_dim: float | None
+    avg_cosine_before: float
+    avg_cosine_after: float
+    n_fit: int  # vectors the calibrator was fitted on
+    diverged: bool  # a flow that stopped at its last good epoch
+    raw_spearman: float
+    raw_pearson: float
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def calibrated_sts(
     emb1: np.ndarray,
     emb2: np.ndarray,
     gold: np.ndarray,
     calibrator: Calibrator,
+    *,
     fit_vectors: np.ndarray | None = None,
     progress: EpochProgressFn | None = None,
     seed: int = 0,
-) -> dict[str, Any]:
-    """Fit ``calibrator`` (on ``fit_vectors``, default all sentences of the pairs) and score the pairs.
-
-    Returns ``{"method", "spearman", "pearson", "fit_seconds", "bits_per_dim", "avg_cosine_before",
-    "avg_cosine_after", "n_fit", "diverged", "raw_spearman", "raw_pearson", "warnings"}``; correlations x100,
-    ``bits_per_dim`` is None except for a flow. Average cosines are over random pairs of the evaluated
-    sentences (seeded), before and after calibration.
-    """
+) -> CalibratedSTS:
+    """Fit ``calibrator`` (on ``fit_vectors``, default all sentences of the pairs) and score the pairs."""
     emb1, emb2 = check_array(emb1, "emb1"), check_array(emb2, "emb2")
     if emb1.shape != emb2.shape:
         raise InputError(f"emb1 and emb2 must have the same shape; got {emb1.shape} and {emb2.shape}")
@@ -113,20 +133,20 @@ def calibrated_sts(
     out = calibrator.transform(both)  # (2n, k)
     raw = sts_scores(emb1, emb2, gold)
     cal = sts_scores(out[:n], out[n:], gold)
-    return {
-        "method": calibrator.method,
-        "spearman": cal["spearman"],
-        "pearson": cal["pearson"],
-        "fit_seconds": fit_seconds,
-        "bits_per_dim": getattr(calibrator, "bits_per_dim_", None),
-        "avg_cosine_before": avg_cosine_or_nan(both, seed=seed),
-        "avg_cosine_after": avg_cosine_or_nan(out, seed=seed),
-        "n_fit": len(fit_on),
-        "diverged": bool(getattr(calibrator, "diverged_", False)),
-        "raw_spearman": raw["spearman"],
-        "raw_pearson": raw["pearson"],
-        "warnings": [w for w in [fit_size_warning(calibrator, len(fit_on), both.shape[1])] if w],
-    }
+    return CalibratedSTS(
+        method=calibrator.method,
+        spearman=cal["spearman"],
+        pearson=cal["pearson"],
+        fit_seconds=fit_seconds,
+        bits_per_dim=getattr(calibrator, "bits_per_dim_", None),
+        avg_cosine_before=avg_cosine_or_nan(both, seed=seed),
+        avg_cosine_after=avg_cosine_or_nan(out, seed=seed),
+        n_fit=len(fit_on),
+        diverged=bool(getattr(calibrator, "diverged_", False)),
+        raw_spearman=raw["spearman"],
+        raw_pearson=raw["pearson"],
+        warnings=[w for w in [fit_size_warning(calibrator, len(fit_on), both.shape[1])] if w],
+    )
 
 
 def check_scored_pairs(pairs: Pairs) -> None:
@@ -143,20 +163,66 @@ def check_fit_corpus(corpus: Corpus) -> None:
         raise InputError(f"{corpus.name}: need at least {MIN_FIT_TEXTS} texts to fit a calibrator")
 
 
+@dataclass
+class STSReport:
+    """STS of scored pairs, raw and calibrated (``sts_report``, ``sts_of_vectors``); ``to_dict()`` is the JSON of
+    ``isoscope sts``."""
+
+    n_pairs: int
+    model: str  # the encoder's name, or the vectors' (FILE:COLUMN, openai:NAME)
+    pooling: str | None  # None for vectors computed elsewhere
+    calibrated: CalibratedSTS  # its raw_spearman / raw_pearson are the uncalibrated scores
+    fit_on: str  # "target" (the pairs' sentences) or the fit corpus's name
+    warnings: list[str] = field(default_factory=list)  # the pairs', the fit corpus's and the fit's
+
+    @property
+    def spearman(self) -> float:
+        """Spearman x100 of the raw cosines."""
+        return self.calibrated.raw_spearman
+
+    @property
+    def pearson(self) -> float:
+        """Pearson x100 of the raw cosines."""
+        return self.calibrated.raw_pearson
+
+    def to_dict(self) -> dict[str, Any]:
+        cal = self.calibrated
+        return {
+            "spearman": self.spearman,
+            "pearson": self.pearson,
+            "n_pairs": self.n_pairs,
+            "model": self.model,
+            "pooling": self.pooling,
+            "calibrated": {
+                "method": cal.method,
+                "spearman": cal.spearman,
+                "pearson": cal.pearson,
+                "fit_seconds": cal.fit_seconds,
+                "bits_per_dim": cal.bits_per_dim,
+                "avg_cosine_before": cal.avg_cosine_before,
+                "avg_cosine_after": cal.avg_cosine_after,
+                "fit_on": self.fit_on,
+                "n_fit": cal.n_fit,
+                "diverged": cal.diverged,
+            },
+            "warnings": list(self.warnings),
+        }
+
+
 def sts_report(
     encoder: Encoder,
     pairs: Pairs,
     calibrator: Calibrator,
+    *,
     fit_corpus: Corpus | None = None,
     pooling: str = "mean",
     embed_config: EmbedConfig | None = None,
     cache: ArrayCache | None = None,
     progress: StageProgress | None = None,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> STSReport:
     """Embed the pairs (and ``fit_corpus``), fit ``calibrator`` without labels on the pairs' sentences ("target")
-    or on ``fit_corpus``, and score both: the JSON of ``isoscope sts`` (``spearman``, ``pearson``, ``n_pairs``,
-    ``model``, ``pooling``, ``calibrated`` (``calibrated_sts``'s numbers, ``fit_on``), ``warnings``)."""
+    or on ``fit_corpus``, and score both (``STSReport``: ``to_dict()`` is what ``isoscope sts`` prints)."""
     from isoscope.encode.embed import encode
 
     check_scored_pairs(pairs)
@@ -170,7 +236,16 @@ def sts_report(
         fit_vectors = encode(encoder, fit_corpus.texts, pooling, embed_config, stage("embed corpus"), cache)
     fit_on = None if fit_corpus is None else (fit_corpus.name, fit_corpus.warnings)
     return sts_of_vectors(
-        vectors[:n], vectors[n:], pairs, calibrator, fit_vectors, fit_on, encoder.name, pooling, stage, seed
+        vectors[:n],
+        vectors[n:],
+        pairs,
+        calibrator,
+        fit_vectors=fit_vectors,
+        fit_on=fit_on,
+        model=encoder.name,
+        pooling=pooling,
+        progress=stage,
+        seed=seed,
     )
 
 
@@ -179,13 +254,14 @@ def sts_of_vectors(
     b: np.ndarray,
     pairs: Pairs,
     calibrator: Calibrator,
+    *,
     fit_vectors: np.ndarray | None = None,
     fit_on: tuple[str, list[str]] | None = None,
     model: str = "vectors",
     pooling: str | None = None,
     progress: StageProgress | None = None,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> STSReport:
     """``sts_report`` on vectors computed elsewhere: ``a`` and ``b`` (n, d) the two sides of ``pairs``,
     ``fit_vectors`` what to fit on (default: both sides), ``fit_on`` its (name, warnings); ``model`` names them."""
     check_scored_pairs(pairs)
@@ -201,27 +277,37 @@ def sts_of_vectors(
             "fit on vectors of the same space"
         )
     stage = progress or (lambda _: None)
-    cal = calibrated_sts(a, b, pairs.scores, calibrator, fit_vectors, progress=stage("fit"), seed=seed)
-    return {
-        "spearman": cal["raw_spearman"],
-        "pearson": cal["raw_pearson"],
-        "n_pairs": n,
-        "model": model,
-        "pooling": pooling,
-        "calibrated": {
-            "method": cal["method"],
-            "spearman": cal["spearman"],
-            "pearson": cal["pearson"],
-            "fit_seconds": cal["fit_seconds"],
-            "bits_per_dim": cal["bits_per_dim"],
-            "avg_cosine_before": cal["avg_cosine_before"],
-            "avg_cosine_after": cal["avg_cosine_after"],
-            "fit_on": "target" if fit_on is None else fit_on[0],
-            "n_fit": cal["n_fit"],
-            "diverged": cal["diverged"],
-        },
-        "warnings": [*pairs.warnings, *(fit_on[1] if fit_on is not None else []), *cal["warnings"]],
-    }
+    cal = calibrated_sts(a, b, pairs.scores, calibrator, fit_vectors=fit_vectors, progress=stage("fit"), seed=seed)
+    return STSReport(
+        n_pairs=n,
+        model=model,
+        pooling=pooling,
+        calibrated=cal,
+        fit_on="target" if fit_on is None else fit_on[0],
+        warnings=[*pairs.warnings, *(fit_on[1] if fit_on is not None else []), *cal.warnings],
+    )
+
+
+@dataclass
+class FitReport:
+    """A calibrator fitted and saved (``fit_and_save``, ``fit_and_save_vectors``); ``to_dict()`` is the JSON of
+    ``isoscope calibrate``."""
+
+    method: str
+    out: str  # the folder it was saved in
+    n_texts: int  # the vectors it was fitted on
+    dim: int
+    fit_seconds: float
+    bits_per_dim: float | None  # a flow's, else None
+    diverged: bool
+    avg_cosine_before: float  # over random pairs of the fit vectors (seeded)
+    avg_cosine_after: float
+    model: str | None
+    pooling: str | None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def fit_and_save(
@@ -229,14 +315,15 @@ def fit_and_save(
     corpus: Corpus,
     calibrator: Calibrator,
     out: str | Path,
+    *,
     pooling: str = "mean",
     embed_config: EmbedConfig | None = None,
     cache: ArrayCache | None = None,
     progress: StageProgress | None = None,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> FitReport:
     """Embed ``corpus``, fit ``calibrator`` on it and save it to the folder ``out`` (safetensors + JSON, with the
-    model, pooling and corpus it was fitted on): the JSON of ``isoscope calibrate``."""
+    model, pooling and corpus it was fitted on): ``FitReport``, whose ``to_dict()`` ``isoscope calibrate`` prints."""
     from isoscope.encode.embed import EmbedConfig, encode
 
     check_fit_corpus(corpus)
@@ -245,7 +332,9 @@ def fit_and_save(
     vectors = encode(encoder, corpus.texts, pooling, embed_config, stage("embed"), cache)  # (n, d)
     space = {"model": encoder.name, "model_fingerprint": encoder.fingerprint, "pooling": pooling}
     space["max_length"] = embed_config.max_length
-    return fit_and_save_vectors(vectors, corpus.name, calibrator, out, space, corpus.warnings, stage, seed)
+    return fit_and_save_vectors(
+        vectors, corpus.name, calibrator, out, space=space, warnings=corpus.warnings, progress=stage, seed=seed
+    )
 
 
 def fit_and_save_vectors(
@@ -253,14 +342,15 @@ def fit_and_save_vectors(
     name: str,
     calibrator: Calibrator,
     out: str | Path,
+    *,
     space: dict[str, Any],
     warnings: list[str] | None = None,
     progress: StageProgress | None = None,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> FitReport:
     """Fit ``calibrator`` on ``vectors`` (n, d), the vectors of ``name``, and save it to ``out`` with ``space`` (what
     the vectors came from: ``model``, ``model_fingerprint`` and ``pooling``, or a vectors file's provenance) in
-    its metadata: the JSON of ``isoscope calibrate``."""
+    its metadata: the ``FitReport`` of ``isoscope calibrate``."""
     if len(vectors) < MIN_FIT_TEXTS:
         raise InputError(f"{name}: need at least {MIN_FIT_TEXTS} texts to fit a calibrator")
     out = Path(out)
@@ -270,17 +360,17 @@ def fit_and_save_vectors(
     warnings = [*(warnings or []), *[w for w in [fit_size_warning(calibrator, len(vectors), vectors.shape[1])] if w]]
     calibrator.save(out, metadata)
     after = calibrator.transform(vectors)  # (n, k)
-    return {
-        "method": calibrator.method,
-        "out": str(out),
-        "n_texts": len(vectors),
-        "dim": int(vectors.shape[1]),
-        "fit_seconds": fit_seconds,
-        "bits_per_dim": getattr(calibrator, "bits_per_dim_", None),
-        "diverged": bool(getattr(calibrator, "diverged_", False)),
-        "avg_cosine_before": avg_cosine_or_nan(vectors, seed=seed),
-        "avg_cosine_after": avg_cosine_or_nan(after, seed=seed),
-        "model": space.get("model"),
-        "pooling": space.get("pooling"),
-        "warnings": warnings,
-    }
+    return FitReport(
+        method=calibrator.method,
+        out=str(out),
+        n_texts=len(vectors),
+        dim=int(vectors.shape[1]),
+        fit_seconds=fit_seconds,
+        bits_per_dim=getattr(calibrator, "bits_per_dim_", None),
+        diverged=bool(getattr(calibrator, "diverged_", False)),
+        avg_cosine_before=avg_cosine_or_nan(vectors, seed=seed),
+        avg_cosine_after=avg_cosine_or_nan(after, seed=seed),
+        model=space.get("model"),
+        pooling=space.get("pooling"),
+        warnings=warnings,
+    )

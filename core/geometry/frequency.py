@@ -130,6 +130,7 @@ class FrequencyResult:
 def count_tokens(
     tokenizer: Any,
     texts: Iterable[str],
+    *,
     max_length: int | None = None,
     batch_size: int = 1000,
     progress: ProgressFn | None = None,
@@ -224,7 +225,7 @@ KNN_BACKENDS: tuple[str, ...] = ("auto", "faiss", "numpy")
 
 
 def knn_mean_distance(
-    X: np.ndarray, k: int = 3, groups: np.ndarray | None = None, backend: KnnBackend = "auto"
+    X: np.ndarray, k: int = 3, *, groups: np.ndarray | None = None, backend: KnnBackend = "auto"
 ) -> np.ndarray:
     """Mean L2 distance from each row to its ``k`` nearest rows of a *different* group.
 
@@ -297,6 +298,7 @@ def token_geometry(
     points: TokenPoints,
     counts: pd.DataFrame | Counter[int] | dict[int, int],
     k: int = 3,
+    *,
     edges: Sequence[int] = DEFAULT_EDGES,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, float]]:
     """Norm and kNN distance per token id, the bucket table and the Spearman correlations.
@@ -391,6 +393,7 @@ def static_token_points(encoder: Encoder, token_ids: Sequence[int] | np.ndarray)
 def contextual_token_points(
     encoder: Encoder,
     texts: Sequence[str],
+    *,
     layer: int = -1,
     mode: ContextualMode = "occurrence",
     per_token: int = 5,
@@ -470,7 +473,7 @@ def is_calibrated(spec: CalibratorSpec) -> bool:
 
 
 def calibrate_points(
-    points: TokenPoints, calibrator: CalibratorSpec, fit_max: int | None = None, seed: int = 0
+    points: TokenPoints, calibrator: CalibratorSpec, *, fit_max: int | None = None, seed: int = 0
 ) -> TokenPoints:
     """Fit a fresh calibrator on the token points and return all of them transformed (see module docs).
 
@@ -498,6 +501,7 @@ def calibrate_points(
 def frequency_analysis(
     encoder: Encoder,
     texts: Sequence[str],
+    *,
     spaces: Sequence[str] = SPACES,
     calibrator: CalibratorSpec = None,
     config: FrequencyConfig | None = None,
@@ -523,7 +527,9 @@ def frequency_analysis(
     texts = [t for t in texts if str(t).strip()]
     if not texts:
         raise InputError("no texts to count tokens in; give a non-empty corpus")
-    counts = frequency_table(count_tokens(encoder.tokenizer, texts, embed_config.max_length), encoder.tokenizer)
+    counts = frequency_table(
+        count_tokens(encoder.tokenizer, texts, max_length=embed_config.max_length), encoder.tokenizer
+    )
     if len(counts) <= config.k:
         raise InputError(f"the corpus has {len(counts)} distinct token(s); need more than k={config.k}")
     log.info("frequency: %d texts, %d distinct tokens", len(texts), len(counts))
@@ -534,10 +540,21 @@ def frequency_analysis(
             points = static_token_points(encoder, counts["token_id"].to_numpy())
         else:
             points = contextual_token_points(
-                encoder, texts, config.layer, config.mode, config.per_token, config.seed, embed_config, progress
+                encoder,
+                texts,
+                layer=config.layer,
+                mode=config.mode,
+                per_token=config.per_token,
+                seed=config.seed,
+                config=embed_config,
+                progress=progress,
             )
         for stage in stages:
-            pts = points if stage == "raw" else calibrate_points(points, calibrator, config.fit_max, config.seed)
+            pts = (
+                points
+                if stage == "raw"
+                else calibrate_points(points, calibrator, fit_max=config.fit_max, seed=config.seed)
+            )
             tok, buck, corr = token_geometry(pts, counts, k=config.k, edges=config.edges)
             for frame in (tok, buck):
                 frame.insert(0, "stage", stage)

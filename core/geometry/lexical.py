@@ -82,7 +82,7 @@ def levenshtein(a: Sequence[object], b: Sequence[object]) -> int:
     return prev[-1]
 
 
-def edit_distance(s1: str, s2: str, level: EditLevel = "word", normalize: bool = True) -> float:
+def edit_distance(s1: str, s2: str, *, level: EditLevel = "word", normalize: bool = True) -> float:
     """Edit distance between two sentences, divided by the longer length when ``normalize``.
 
     Normalised values lie in ``[0, 1]``: 0 for identical word (or character) sequences, 1 when nothing can
@@ -119,6 +119,7 @@ def overlap_analysis(
     sentence1: Sequence[str],
     sentence2: Sequence[str],
     similarities: Mapping[str, np.ndarray | None],
+    *,
     level: EditLevel = "word",
     small_edit_max: int = SMALL_EDIT_MAX,
 ) -> tuple[dict[str, object], pd.DataFrame]:

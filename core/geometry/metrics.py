@@ -358,7 +358,7 @@ def _uniformity_unit(U: np.ndarray, t: float) -> float:
     return float(np.log(acc) - np.log(n * (n - 1) / 2))
 
 
-def uniformity(X: np.ndarray, t: float = 2, max_points: int = 5000, seed: int = 0) -> float:
+def uniformity(X: np.ndarray, t: float = 2, *, max_points: int = 5000, seed: int = 0) -> float:
     """Uniformity ``log E_{i != j} exp(-t ||x_i - x_j||^2)`` on L2-normalised rows (Wang & Isola 2020).
 
     Lower (more negative) means points are spread more evenly over the hypersphere; 0 means all

@@ -2,7 +2,7 @@
 
 report = analyse_geometry(encoder, load_input("pairs.csv"), GeometryConfig(calibrate="whitening", layers=True))
 report.to_dict()  # the keys of ``isoscope geometry --json``
-report = analyse_vectors(table.vectors, texts, GeometryConfig(calibrate="whitening", frequency="none"), table.name)
+report = analyse_vectors(table.vectors, texts, GeometryConfig(calibrate="whitening", frequency="none"), name=table.name)
 
 - ``raw`` / ``calibrated``: avg cosine, IsoScore, partition isotropy, effective rank, ... of the sentence
   vectors (``isoscope.geometry.metrics.all_metrics``); the calibrator is fitted on those sentence vectors;
@@ -179,6 +179,7 @@ def analyse_geometry(
     encoder: Encoder,
     texts: TextInput,
     config: GeometryConfig | None = None,
+    *,
     embed_config: EmbedConfig | None = None,
     cache: ArrayCache | None = None,
     progress: StageProgress | None = None,
@@ -216,6 +217,7 @@ def analyse_vectors(
     vectors: np.ndarray,
     texts: TextInput,
     config: GeometryConfig | None = None,
+    *,
     name: str = "vectors",
     progress: StageProgress | None = None,
     origin: dict[str, Any] | None = None,
@@ -283,7 +285,15 @@ def _frequency(
 
     calibrator = config.calibrate if config.calibrated else None
     fcfg = config.frequency_config()
-    return frequency_analysis(encoder, texts, config.spaces, calibrator, fcfg, embed_config, progress)
+    return frequency_analysis(
+        encoder,
+        texts,
+        spaces=config.spaces,
+        calibrator=calibrator,
+        config=fcfg,
+        embed_config=embed_config,
+        progress=progress,
+    )
 
 
 def _frequency_dict(res: FrequencyResult, n_texts: int) -> dict[str, Any]:

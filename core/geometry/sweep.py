@@ -253,6 +253,7 @@ def run_sweep(
     X: np.ndarray,
     X_int8: np.ndarray | None = None,
     pairs: SweepPairs | None = None,
+    *,
     config: SweepConfig | None = None,
     progress: ProgressFn | None = None,
 ) -> SweepResult:
@@ -306,6 +307,7 @@ def encode_for_sweep(
     encoder: Encoder,
     texts: Sequence[str],
     pairs: Pairs | None,
+    *,
     pooling: str = "mean",
     config: EmbedConfig | None = None,
     cache: ArrayCache | None = None,

@@ -28,7 +28,7 @@ class Counted:
         return self.evaluate(theta)
 
 
-def cached_json(path: Path, key: str, reuse: bool, compute: Callable[[], object], field: str = "value") -> object:
+def cached_json(path: Path, key: str, *, reuse: bool, compute: Callable[[], object], field: str = "value") -> object:
     """``compute()``, or its earlier result stored in ``path`` under the same key (as ``{"key", field}``)."""
     cached = read_json(path) if reuse else None
     if cached is not None and cached.get("key") == key:
@@ -38,7 +38,7 @@ def cached_json(path: Path, key: str, reuse: bool, compute: Callable[[], object]
 
 
 def cached_arrays(
-    path: Path, key: str, reuse: bool, compute: Callable[[], dict[str, np.ndarray]]
+    path: Path, key: str, *, reuse: bool, compute: Callable[[], dict[str, np.ndarray]]
 ) -> dict[str, np.ndarray]:
     """``compute()`` with its error arrays, or its earlier result stored in the npz ``path`` under the same key."""
     cached = read_arrays(path) if reuse else None

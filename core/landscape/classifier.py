@@ -55,7 +55,7 @@ def check_head_pooling(pooling: str) -> str:
 class Classifier(nn.Module):
     """encoder -> pooled vector (b, d) -> linear head -> logits (b, n_classes)."""
 
-    def __init__(self, encoder: nn.Module, hidden_size: int, n_classes: int, pooling: HeadPooling = "mean") -> None:
+    def __init__(self, encoder: nn.Module, hidden_size: int, n_classes: int, *, pooling: HeadPooling = "mean") -> None:
         super().__init__()
         self.encoder = encoder
         self.head = nn.Linear(hidden_size, n_classes)
@@ -68,7 +68,7 @@ class Classifier(nn.Module):
 
 
 def build_classifier(
-    encoder: Encoder, n_classes: int, init: Init, seed: int, pooling: HeadPooling = "mean"
+    encoder: Encoder, n_classes: int, *, init: Init, seed: int, pooling: HeadPooling = "mean"
 ) -> Classifier:
     """A trainable classifier: the pre-trained weights copied, or a seeded random init of the same config."""
     check_init(init)
@@ -82,7 +82,7 @@ def build_classifier(
             body = AutoModel.from_config(encoder.model.config)
     if getattr(body, "pooler", None) is not None:
         body.pooler = None
-    model = Classifier(body, encoder.hidden_size, n_classes, pooling)
+    model = Classifier(body, encoder.hidden_size, n_classes, pooling=pooling)
     std = float(getattr(encoder.model.config, "initializer_range", 0.02))
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -93,7 +93,7 @@ def build_classifier(
     return model.float().eval()
 
 
-def tokenize(tokenizer, task: Task, idx: np.ndarray | list[int], max_length: int) -> dict[str, torch.Tensor]:
+def tokenize(tokenizer, task: Task, idx: np.ndarray | list[int], *, max_length: int) -> dict[str, torch.Tensor]:
     """Padded model inputs for rows ``idx`` of ``task`` (pairs are encoded together)."""
     a = [task.texts_a[i] for i in idx]
     b = [task.texts_b[i] for i in idx] if task.texts_b is not None else None
@@ -118,7 +118,7 @@ class EvalSet:
     key: str
 
 
-def make_eval_set(tokenizer, train: Task, heldout: Task, max_length: int, chunk_size: int = 8) -> EvalSet:
+def make_eval_set(tokenizer, train: Task, heldout: Task, *, max_length: int, chunk_size: int = 8) -> EvalSet:
     """Tokenize training + held-out examples once; length-sorted chunks keep padding small.
 
     On 64 STS-B pairs, chunks of 8 add 12% padding tokens (chunks of 32: 59%), and the forward pass is compute-bound, so
@@ -145,7 +145,7 @@ def make_eval_set(tokenizer, train: Task, heldout: Task, max_length: int, chunk_
         idx = order[start : start + chunk_size]
         chunks.append(
             EvalChunk(
-                tokenize(tokenizer, both, idx, max_length),
+                tokenize(tokenizer, both, idx, max_length=max_length),
                 torch.as_tensor(both.labels[idx]),
                 torch.as_tensor(split[idx]),
             )
@@ -157,7 +157,7 @@ def make_eval_set(tokenizer, train: Task, heldout: Task, max_length: int, chunk_
 class Evaluator:
     """Loss and accuracy of a flat theta on a fixed EvalSet, through ``functional_call`` (no weight copies)."""
 
-    def __init__(self, model: Classifier, layout: FlatLayout, eval_set: EvalSet, packed: bool | None = None) -> None:
+    def __init__(self, model: Classifier, layout: FlatLayout, eval_set: EvalSet, *, packed: bool | None = None) -> None:
         """``packed``: use the padding-free BERT forward (``isoscope.landscape.packed``); None = wherever supported."""
         self.model = model
         self.layout = layout

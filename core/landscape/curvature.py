@@ -46,6 +46,7 @@ class HessianResult:
 def hessian_top_eigenvalue(
     loss_fn: LossFn,
     theta: torch.Tensor,
+    *,
     iters: int = 20,
     tol: float = 1e-3,
     seed: int = 0,
@@ -86,6 +87,7 @@ def grid_curvature(
     alphas: np.ndarray,
     betas: np.ndarray,
     values: np.ndarray,
+    *,
     at: tuple[float, float] = (1.0, 0.0),
     gram: np.ndarray | None = None,
     half_width: int = 1,

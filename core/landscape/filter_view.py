@@ -81,6 +81,7 @@ def measure(
     evaluate: EvalFn,
     layout: FlatLayout,
     theta: torch.Tensor,
+    *,
     theta_digest: str,
     config: FilterConfig,
     grid: int,
@@ -119,8 +120,10 @@ def measure(
         surface = cached_arrays(
             folder / FILTER_SURFACE,
             surface_key,
-            reuse,
-            lambda: surface_2d(counted, plane, grid_alphas, grid_alphas, bar("filter surface"), rows),
+            reuse=reuse,
+            compute=lambda: surface_2d(
+                counted, plane, alphas=grid_alphas, betas=grid_alphas, progress=bar("filter surface"), rows=rows
+            ),
         )
         rows.clear()
         seconds_surface = time.perf_counter() - t
@@ -141,7 +144,7 @@ def measure(
             "surface_points_computed": counted.calls,
         }
 
-    return cached_json(folder / FILTER_JSON, key, reuse, compute)
+    return cached_json(folder / FILTER_JSON, key, reuse=reuse, compute=compute)
 
 
 def _cached_curves(
@@ -163,7 +166,7 @@ def _cached_curves(
         for k in range(n_directions):
             row = rows.get(k)
             if row is None or any(v.shape != alphas.shape for v in row.values()):
-                row = curve_1d(evaluate, theta, direction(k), alphas)
+                row = curve_1d(evaluate, theta, direction(k), alphas=alphas)
                 row.pop("alpha")
                 rows.put(k, row)
             found.append(row)
@@ -174,7 +177,7 @@ def _cached_curves(
         out["alpha"] = alphas
         return out
 
-    return cached_arrays(folder / FILTER_CURVES, key, reuse, compute)
+    return cached_arrays(folder / FILTER_CURVES, key, reuse=reuse, compute=compute)
 
 
 def curve_summary(curves: dict[str, np.ndarray]) -> dict[str, list[float]]:
@@ -191,13 +194,13 @@ def curve_summary(curves: dict[str, np.ndarray]) -> dict[str, list[float]]:
 def filter_surface_summary(surface: dict[str, np.ndarray]) -> dict[str, object]:
     """Range and extremes of the filter-normalised training-loss grid; theta1 is its origin (0, 0)."""
     a, b, loss, err = surface["alpha"], surface["beta"], surface["train_loss"], surface["heldout_error"]
-    at0 = interpolate(a, b, loss, 0.0, 0.0)
+    at0 = interpolate(a, b, loss, at=(0.0, 0.0))
     return {
         "grid": [len(a), len(b)],
         "alpha_range": [float(a[0]), float(a[-1])],
         "beta_range": [float(b[0]), float(b[-1])],
         "train_loss_at_theta1": at0,
-        "heldout_error_at_theta1": interpolate(a, b, err, 0.0, 0.0),
+        "heldout_error_at_theta1": interpolate(a, b, err, at=(0.0, 0.0)),
         "min_train_loss": float(np.nanmin(loss)),
         "max_train_loss": float(np.nanmax(loss)),
         "mean_train_loss_increase": float(np.nanmean(loss) - at0),

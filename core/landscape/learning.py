@@ -28,6 +28,7 @@ ProgressFn = Callable[[int, int], None]
 def learning_curve(
     evaluate: EvalFn,
     ckpts: list[Checkpoint],
+    *,
     progress: ProgressFn | None = None,
     known: dict[int, torch.Tensor] | None = None,
 ) -> list[LearningRow]:

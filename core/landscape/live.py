@@ -86,7 +86,7 @@ class LiveRun:
         return self.RUNS * (self.epochs + 1) * n_params * 4 / 2**20
 
 
-def run_live(encoder: Encoder, run: LiveRun, root: str | Path, progress: ProgressFactory | None = None) -> str:
+def run_live(encoder: Encoder, run: LiveRun, root: str | Path, *, progress: ProgressFactory | None = None) -> str:
     """Train and measure ``run`` with ``encoder`` (its fp32 weights) in a folder under ``root`` named by the
     experiment's content key, resuming what is on disk; returns that folder.
 
@@ -96,7 +96,7 @@ def run_live(encoder: Encoder, run: LiveRun, root: str | Path, progress: Progres
 
     task1, task2 = _tasks(run)
     out = _folder(encoder, run, root, task1, task2)
-    return run_landscape(encoder, task1, task2, run.config(), out, progress)["out_dir"]
+    return run_landscape(encoder, task1, task2, config=run.config(), out_dir=out, progress=progress)["out_dir"]
 
 
 def result_folder(encoder: Encoder, run: LiveRun, root: str | Path) -> Path:
@@ -129,7 +129,7 @@ def _tasks(run: LiveRun):
 def _folder(encoder: Encoder, run: LiveRun, root: str | Path, task1, task2) -> Path:
     from isoscope.landscape.pipeline import experiment_key
 
-    return Path(root) / experiment_key(encoder, task1, task2, run.config())
+    return Path(root) / experiment_key(encoder, task1, task2, config=run.config())
 
 
 def seconds_per_point(encoder: Encoder, run: LiveRun) -> float:
@@ -146,9 +146,13 @@ def seconds_per_point(encoder: Encoder, run: LiveRun) -> float:
     train = sample(task1.train, run.n_train, run.seed)
     heldout = sample(task1.heldout, run.eval_size, run.seed + 2)
     eval_set = make_eval_set(
-        encoder.tokenizer, sample(train, run.eval_size, run.seed + 1), heldout, run.max_length, run.EVAL_CHUNK
+        encoder.tokenizer,
+        sample(train, run.eval_size, run.seed + 1),
+        heldout,
+        max_length=run.max_length,
+        chunk_size=run.EVAL_CHUNK,
     )
-    model = build_classifier(encoder, task1.train.n_classes, "pretrained", run.seed)
+    model = build_classifier(encoder, task1.train.n_classes, init="pretrained", seed=run.seed)
     layout = FlatLayout.from_module(model)
     evaluate, theta0 = Evaluator(model, layout, eval_set), layout.flatten(model)
     evaluate(theta0)

@@ -131,6 +131,7 @@ def packed_logits(
     params: dict[str, torch.Tensor],
     config,
     batch: PackedBatch,
+    *,
     pooling: str = "mean",
     prefix: str = "encoder.",
     head: str = "head.",
@@ -182,4 +183,4 @@ class PackedClassifier(nn.Module):
 
     def forward(self, batch: PackedBatch) -> torch.Tensor:
         params = {name: reduce(getattr, name.split("."), self) for name in self.names}
-        return packed_logits(params, self.encoder.config, batch, self.pooling)  # (S, c)
+        return packed_logits(params, self.encoder.config, batch, pooling=self.pooling)  # (S, c)

@@ -139,7 +139,7 @@ class LandscapeConfig:
         return self.directions in ("filter", "both")
 
 
-def experiment_key(encoder: Encoder, task1: TaskSplit, task2: TaskSplit, config: LandscapeConfig) -> str:
+def experiment_key(encoder: Encoder, task1: TaskSplit, task2: TaskSplit, *, config: LandscapeConfig) -> str:
     return make_key(
         PIPELINE_VERSION,
         encoder.fingerprint,
@@ -155,6 +155,7 @@ def run_landscape(
     encoder: Encoder,
     task1: TaskSplit,
     task2: TaskSplit,
+    *,
     config: LandscapeConfig | None = None,
     out_dir: str | Path | None = None,
     progress: ProgressFactory | None = None,
@@ -162,7 +163,9 @@ def run_landscape(
     """Run (or resume) the experiment for every seed; write results under ``out_dir``; return the summary."""
     config = (config or LandscapeConfig()).validate()
     start = time.perf_counter()
-    out = Path(out_dir).expanduser() if out_dir else default_root() / experiment_key(encoder, task1, task2, config)
+    out = (
+        Path(out_dir).expanduser() if out_dir else default_root() / experiment_key(encoder, task1, task2, config=config)
+    )
     out.mkdir(parents=True, exist_ok=True)
     seeds = [config.train.seed + k for k in range(config.seeds)]
     summaries: list[dict] = []
@@ -213,13 +216,15 @@ def _run_seed(
         encoder.tokenizer,
         eval_train,
         sample(task1.heldout, config.eval_size, tc.seed + 2),
-        tc.max_length,
-        config.eval_chunk,
+        max_length=tc.max_length,
+        chunk_size=config.eval_chunk,
     )
     curve_set = None
     if config.learning_heldout:
         heldout = sample(task1.heldout, config.learning_heldout, tc.seed + 3)
-        curve_set = make_eval_set(encoder.tokenizer, eval_train, heldout, tc.max_length, config.eval_chunk)
+        curve_set = make_eval_set(
+            encoder.tokenizer, eval_train, heldout, max_length=tc.max_length, chunk_size=config.eval_chunk
+        )
     info = RunInfo(
         model=encoder.name,
         task=task1.name,
@@ -263,12 +268,22 @@ def _train(
     encoder: Encoder, init: str, task, config: LandscapeConfig, out: Path, slot: str, stage: _Stages
 ) -> tuple[Classifier, FlatLayout, list[Checkpoint], dict]:
     tc = config.train
-    model = build_classifier(encoder, task.n_classes, init, tc.seed, tc.pooling)  # type: ignore[arg-type]
+    model = build_classifier(encoder, task.n_classes, init=init, seed=tc.seed, pooling=tc.pooling)  # type: ignore[arg-type]
     layout = FlatLayout.from_module(model)
-    key = run_key(encoder.fingerprint, init, task, tc, layout)
+    key = run_key(encoder.fingerprint, init, task, config=tc, layout=layout)
     run_dir = out / "checkpoints" / f"{init}-{slot}-{key[:12]}"
     bar = stage.bar("train", init, f" {slot}")  # "train pretrained task1"
-    ckpts, timing = train_run(model, layout, encoder.tokenizer, task, tc, run_dir, key, bar, config.reuse)
+    ckpts, timing = train_run(
+        model,
+        layout,
+        encoder.tokenizer,
+        task=task,
+        config=tc,
+        run_dir=run_dir,
+        key=key,
+        progress=bar,
+        reuse=config.reuse,
+    )
     info = {"run_dir": str(run_dir), "epoch_losses": [c.train_loss for c in ckpts[1:]], **timing}
     return model, layout, ckpts, info
 
@@ -338,14 +353,29 @@ def _run_init(
     if config.task_view:
         t = time.perf_counter()
         curve = task_view.cached_curve(
-            evaluate, plane, config.alphas_1d, eval_set.key, digests, folder, config.reuse, stage.bar("1D curve", init)
+            evaluate,
+            plane,
+            alphas=config.alphas_1d,
+            eval_key=eval_set.key,
+            digests=digests,
+            folder=folder,
+            reuse=config.reuse,
+            bar=stage.bar("1D curve", init),
         )
         res["curve_1d"] = task_view.curve_summary(curve)
         res["seconds_curve"] = time.perf_counter() - t
         t = time.perf_counter()
         counted = Counted(evaluate)
         surface = task_view.cached_surface(
-            counted, plane, alphas, betas, eval_set.key, digests, folder, config.reuse, stage.bar("surface", init)
+            counted,
+            plane,
+            alphas=alphas,
+            betas=betas,
+            eval_key=eval_set.key,
+            digests=digests,
+            folder=folder,
+            reuse=config.reuse,
+            bar=stage.bar("surface", init),
         )
         res["seconds_surface"] = time.perf_counter() - t
         res["surface_points_computed"] = counted.calls
@@ -368,9 +398,15 @@ def _run_init(
     res["trajectory"] = cached_json(
         folder / "trajectory.json",
         traj_key,
-        config.reuse,
-        lambda: task_view.trajectories(
-            evaluate, plane, surface, ckpts1, ckpts2, lambda th: _to_task1_space(th, theta0, n_enc), known
+        reuse=config.reuse,
+        compute=lambda: task_view.trajectories(
+            evaluate,
+            plane,
+            surface,
+            ckpts1=ckpts1,
+            ckpts2=ckpts2,
+            to_task1_space=lambda th: _to_task1_space(th, theta0, n_enc),
+            known=known,
         ),
     )
     by_epoch = {(r["run"], r["epoch"]): r for r in res["trajectory"]}
@@ -383,14 +419,14 @@ def _run_init(
     res["rollback"] = cached_json(
         folder / "rollback.json",
         make_key("rollback", digests["origin"], ckpts1[-1].digest, eval_set.key, encoder.num_layers),
-        config.reuse,
-        lambda: rollback_table(
+        reuse=config.reuse,
+        compute=lambda: rollback_table(
             evaluate,
             layout,
-            theta0,
-            theta1,
-            encoder.num_layers,
-            stage.bar("rollback", init),
+            theta0=theta0,
+            theta1=theta1,
+            num_layers=encoder.num_layers,
+            progress=stage.bar("rollback", init),
             at_theta1=res["theta1"],  # the trajectory evaluated theta1 already
         ),
     )
@@ -410,14 +446,14 @@ def _run_init(
             evaluate,
             layout,
             theta1,
-            ckpts1[-1].digest,
-            config.filter_config,
-            n,
-            config.train.seed,
-            eval_set.key,
-            folder,
-            config.reuse,
-            stage.factory(init),
+            theta_digest=ckpts1[-1].digest,
+            config=config.filter_config,
+            grid=n,
+            seed=config.train.seed,
+            eval_key=eval_set.key,
+            folder=folder,
+            reuse=config.reuse,
+            bar=stage.factory(init),
         )
         res["seconds_filter_normalized"] = time.perf_counter() - t
 
@@ -437,7 +473,7 @@ def _grid_curvature(alphas, betas, surface: dict | None, metric: str, gram) -> d
     if surface is None:
         out: dict = {"ok": False, "reason": "no task-plane surface (directions: filter)"}
     else:
-        out = grid_curvature(alphas, betas, surface[metric], (1.0, 0.0), gram)
+        out = grid_curvature(alphas, betas, surface[metric], at=(1.0, 0.0), gram=gram)
     out["scale_invariant"] = False
     return out
 
@@ -483,10 +519,10 @@ def _cached_hessian(
         found = hessian_top_eigenvalue(
             lambda theta: evaluate.train_loss(theta, size),
             theta1,
-            config.hessian_iters,
-            config.hessian_tol,
-            config.train.seed,
-            stage.bar("hessian", init),
+            iters=config.hessian_iters,
+            tol=config.hessian_tol,
+            seed=config.train.seed,
+            progress=stage.bar("hessian", init),
         )
         return Hessian(
             eigenvalue=found.eigenvalue,
@@ -500,7 +536,7 @@ def _cached_hessian(
 
     # field "result": hessian.json files written before keep hitting the cache (those lack scale_invariant:
     # an eigenvalue in raw parameter units changes when a layer is rescaled, so it is never scale-invariant)
-    result = cached_json(folder / "hessian.json", key, config.reuse, compute, field="result")
+    result = cached_json(folder / "hessian.json", key, reuse=config.reuse, compute=compute, field="result")
     return {**result, "scale_invariant": Hessian.scale_invariant}
 
 
@@ -512,10 +548,10 @@ def _cached_learning_curve(
 
     def compute() -> dict:
         known = {0: theta0, ckpts1[-1].epoch: theta1}
-        rows = learning_curve(evaluate, ckpts1, stage.bar("learning curve", init), known)
+        rows = learning_curve(evaluate, ckpts1, progress=stage.bar("learning curve", init), known=known)
         return LearningCurve(curve_set.n_train, curve_set.n_heldout, tuple(rows), overfitting(rows)).to_json()
 
-    return cached_json(folder / "learning_curve.json", key, reuse, compute)
+    return cached_json(folder / "learning_curve.json", key, reuse=reuse, compute=compute)
 
 
 __all__ = ["DIRECTIONS", "FilterConfig", "LandscapeConfig", "experiment_key", "run_landscape"]

@@ -60,6 +60,7 @@ def layer_groups(layout: FlatLayout, num_layers: int) -> dict[str, Group]:
 def rollback_table(
     evaluate: EvalFn,
     layout: FlatLayout,
+    *,
     theta0: torch.Tensor,
     theta1: torch.Tensor,
     num_layers: int,

@@ -37,6 +37,7 @@ def curve_1d(
     evaluate: EvalFn,
     origin: torch.Tensor,
     direction: torch.Tensor,
+    *,
     alphas: Sequence[float],
     progress: ProgressFn | None = None,
 ) -> dict[str, np.ndarray]:
@@ -58,6 +59,7 @@ def curve_1d(
 def surface_2d(
     evaluate: EvalFn,
     plane: PlaneLike,
+    *,
     alphas: Sequence[float],
     betas: Sequence[float],
     progress: ProgressFn | None = None,
@@ -96,7 +98,7 @@ def surface_2d(
     return grid
 
 
-def grid_size_for_budget(seconds_per_point: float, budget_seconds: float, lo: int = 5, hi: int = 41) -> int:
+def grid_size_for_budget(seconds_per_point: float, budget_seconds: float, *, lo: int = 5, hi: int = 41) -> int:
     """Largest odd n with n * n points inside the budget, clipped to [lo, hi]."""
     if seconds_per_point <= 0 or budget_seconds <= 0:
         raise ValueError("seconds_per_point and budget_seconds must be > 0")
@@ -111,8 +113,10 @@ def check_grid(n: int) -> int:
     return n
 
 
-def interpolate(alphas: np.ndarray, betas: np.ndarray, values: np.ndarray, a: float, b: float) -> float:
-    """Bilinear interpolation of a grid ``values[i, j] = f(alphas[i], betas[j])``; NaN outside the grid."""
+def interpolate(alphas: np.ndarray, betas: np.ndarray, values: np.ndarray, *, at: tuple[float, float]) -> float:
+    """Bilinear interpolation of a grid ``values[i, j] = f(alphas[i], betas[j])`` at the point ``at`` = (alpha,
+    beta); NaN outside the grid."""
+    a, b = at
     alphas, betas = np.asarray(alphas), np.asarray(betas)
     if not (alphas[0] <= a <= alphas[-1] and betas[0] <= b <= betas[-1]):
         return float("nan")

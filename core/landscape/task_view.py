@@ -25,12 +25,17 @@ from isoscope.landscape.surface import curve_1d, interpolate, surface_2d
 Known = dict[tuple[str, int], tuple[torch.Tensor, Projection | None]]  # (run, epoch) -> (theta, projection)
 
 
-def cached_curve(evaluate, plane: Plane, alphas: np.ndarray, eval_key, digests, folder: Path, reuse, bar) -> dict:
+def cached_curve(evaluate, plane: Plane, *, alphas: np.ndarray, eval_key, digests, folder: Path, reuse, bar) -> dict:
     key = make_key("curve", digests["origin"], digests["e1"], eval_key, alphas.tobytes().hex())
-    return cached_arrays(folder / CURVE, key, reuse, lambda: curve_1d(evaluate, plane.origin, plane.e1, alphas, bar))
+    return cached_arrays(
+        folder / CURVE,
+        key,
+        reuse=reuse,
+        compute=lambda: curve_1d(evaluate, plane.origin, plane.e1, alphas=alphas, progress=bar),
+    )
 
 
-def cached_surface(evaluate, plane, alphas, betas, eval_key, digests, folder: Path, reuse, bar) -> dict:
+def cached_surface(evaluate, plane, *, alphas, betas, eval_key, digests, folder: Path, reuse, bar) -> dict:
     key = make_key(
         "surface",
         digests["origin"],
@@ -41,13 +46,18 @@ def cached_surface(evaluate, plane, alphas, betas, eval_key, digests, folder: Pa
         betas.tobytes().hex(),
     )
     rows = RowStore(folder, key, enabled=reuse)
-    surface = cached_arrays(folder / SURFACE, key, reuse, lambda: surface_2d(evaluate, plane, alphas, betas, bar, rows))
+    surface = cached_arrays(
+        folder / SURFACE,
+        key,
+        reuse=reuse,
+        compute=lambda: surface_2d(evaluate, plane, alphas=alphas, betas=betas, progress=bar, rows=rows),
+    )
     rows.clear()  # the full grid is saved (also drops rows left by a run stopped right after saving it)
     return surface
 
 
 def trajectories(
-    evaluate, plane: Plane, surface: dict | None, ckpts1, ckpts2, to_task1_space, known: Known | None = None
+    evaluate, plane: Plane, surface: dict | None, *, ckpts1, ckpts2, to_task1_space, known: Known | None = None
 ) -> list[dict]:
     """Signed plane coordinates, off-plane residual, true metrics and the surface under every checkpoint.
 
@@ -88,7 +98,7 @@ def trajectories(
 def _under(surface: dict | None, metric: str, p: Projection) -> float:
     if surface is None:
         return float("nan")
-    return interpolate(surface["alpha"], surface["beta"], surface[metric], p.a, p.b)
+    return interpolate(surface["alpha"], surface["beta"], surface[metric], at=(p.a, p.b))
 
 
 def curve_summary(curve: dict) -> dict:
@@ -119,6 +129,6 @@ def surface_summary(surface: dict, at: tuple[float, float] = (1.0, 0.0)) -> dict
         "argmin_train_loss": [float(a[i]), float(b[j])],
         "min_heldout_error": float(err[k, m]),
         "argmin_heldout_error": [float(a[k]), float(b[m])],
-        "train_loss_at_theta1": interpolate(a, b, loss, *at),
-        "heldout_error_at_theta1": interpolate(a, b, err, *at),
+        "train_loss_at_theta1": interpolate(a, b, loss, at=at),
+        "heldout_error_at_theta1": interpolate(a, b, err, at=at),
     }

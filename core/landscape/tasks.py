@@ -110,15 +110,15 @@ def load_task(spec: str, seed: int = 0, data_dir: str | Path | None = None) -> T
         if "topic" not in corpus.meta.columns:
             raise InputError("assets/demo_corpus.csv has no topic column")
         task = _labelled(corpus.texts, None, corpus.meta["topic"].tolist(), "demo-topic")
-        return split_task(task, seed, corpus.warnings)
+        return split_task(task, seed, warnings=corpus.warnings)
     if spec == "demo-pairs":
         pairs = load_pairs(DEMO_PAIRS)
-        return split_task(_binary_pairs(pairs, "demo-pairs"), seed, pairs.warnings)
+        return split_task(_binary_pairs(pairs, "demo-pairs"), seed, warnings=pairs.warnings)
     path = Path(spec).expanduser()
     if spec != "-" and not path.exists():  # - is standard input
         raise InputError(f"unknown task '{spec}': use one of {', '.join(BUILTIN_TASKS)} or a path to a labelled file")
     task, warnings = load_task_file(path)
-    return split_task(task, seed, warnings)
+    return split_task(task, seed, warnings=warnings)
 
 
 def available_tasks(data_dir: str | Path | None = None) -> tuple[str, ...]:
@@ -221,7 +221,7 @@ def load_task_file(source: str | Path | bytes, name: str | None = None) -> tuple
 
 
 def split_task(
-    task: Task, seed: int = 0, warnings: list[str] | None = None, fraction: float = HELDOUT_FRACTION
+    task: Task, seed: int = 0, *, warnings: list[str] | None = None, fraction: float = HELDOUT_FRACTION
 ) -> TaskSplit:
     """Seeded stratified split: about ``fraction`` of each class held out (at least one row per class)."""
     rng = np.random.default_rng(seed)

@@ -71,7 +71,7 @@ class Checkpoint:
         return loaded[0]["theta"]
 
 
-def run_key(model_fingerprint: str, init: str, task: Task, config: TrainConfig, layout: FlatLayout) -> str:
+def run_key(model_fingerprint: str, init: str, task: Task, *, config: TrainConfig, layout: FlatLayout) -> str:
     return make_key("run", model_fingerprint, init, task.digest(), config.key(), layout.digest())
 
 
@@ -93,6 +93,7 @@ def train_run(
     model: Classifier,
     layout: FlatLayout,
     tokenizer,
+    *,
     task: Task,
     config: TrainConfig,
     run_dir: Path,
@@ -181,7 +182,7 @@ def _train_epoch(
             for group in optimizer.param_groups:
                 group["lr"] = config.lr * (1.0 - step / total_steps)
             idx = order[k * config.batch_size : (k + 1) * config.batch_size]
-            inputs = tokenize(tokenizer, task, idx, config.max_length)
+            inputs = tokenize(tokenizer, task, idx, max_length=config.max_length)
             labels = torch.as_tensor(task.labels[idx])
             loss = F.cross_entropy(model(**inputs), labels)
             optimizer.zero_grad(set_to_none=True)

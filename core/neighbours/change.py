@@ -82,6 +82,7 @@ def compare_hits(
     query: int | None,
     before: tuple[np.ndarray, np.ndarray],
     after: tuple[np.ndarray, np.ndarray],
+    *,
     raw_scores: np.ndarray,
     cal_scores: np.ndarray,
 ) -> QueryNeighbours:
@@ -116,6 +117,7 @@ def neighbours_before_after(
     raw_vectors: np.ndarray,
     calibrated_vectors: np.ndarray,
     queries: Sequence[int] | np.ndarray | tuple[np.ndarray, np.ndarray],
+    *,
     k: int = 10,
 ) -> list[QueryNeighbours]:
     """Exact top-``k`` cosine neighbours of each query in both spaces, their overlap@k and rank shifts.
@@ -153,7 +155,7 @@ def neighbours_before_after(
         s_cal = cal @ q_cal[j]  # (n,)
         before = _query_topk(s_raw, k, row)
         after = _query_topk(s_cal, k, row)
-        out.append(compare_hits(row, before, after, s_raw, s_cal))
+        out.append(compare_hits(row, before, after, raw_scores=s_raw, cal_scores=s_cal))
     return out
 
 
@@ -183,6 +185,7 @@ class NeighbourhoodChange:
 def neighbourhood_change(
     raw_vectors: np.ndarray,
     calibrated_vectors: np.ndarray,
+    *,
     k: int = 10,
     sample: int | None = None,
     seed: int = 0,

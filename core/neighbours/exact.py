@@ -49,7 +49,7 @@ def _rank_row(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 def exact_topk(
-    X: np.ndarray, Q: np.ndarray, k: int, exclude: np.ndarray | None = None, block: int | None = None
+    X: np.ndarray, Q: np.ndarray, k: int, *, exclude: np.ndarray | None = None, block: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Brute-force top-``k`` by inner product, ``block`` queries at a time (default: as many as keep
     ``EXACT_BLOCK_SCORES`` scores, at most 256).

@@ -352,7 +352,7 @@ def build_index(
     return index
 
 
-def recall_at_k(approx: VectorIndex, exact: VectorIndex, queries: np.ndarray, k: int) -> float:
+def recall_at_k(approx: VectorIndex, exact: VectorIndex, queries: np.ndarray, *, k: int) -> float:
     """Mean fraction of the exact top-``k`` ids that ``approx`` also returns in its top ``k``."""
     _, approx_ids = approx.search(queries, k)
     _, exact_ids = exact.search(queries, k)

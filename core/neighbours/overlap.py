@@ -88,7 +88,7 @@ class NeighbourOverlap:
 
 
 def neighbour_overlap(
-    a: np.ndarray, b: np.ndarray, k: int = 10, progress: ProgressFn | None = None
+    a: np.ndarray, b: np.ndarray, k: int = 10, *, progress: ProgressFn | None = None
 ) -> NeighbourOverlap:
     """Exact top-``k`` cosine neighbours of every text in A (n, d_a) and B (n, d_b) and their per-text Jaccard.
 

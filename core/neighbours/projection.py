@@ -117,6 +117,7 @@ def project(
     X: np.ndarray,
     method: str = "pca",
     n_components: int = 2,
+    *,
     seed: int = 0,
     **params: object,
 ) -> np.ndarray:

@@ -369,17 +369,17 @@ class Space:
                 enc.encoder,
                 self.texts,
                 p,
-                enc.pooling,
-                enc.config,
-                self._cache,
-                progress_callback("embedding (fp32 and int8)"),
+                pooling=enc.pooling,
+                config=enc.config,
+                cache=self._cache,
+                progress=progress_callback("embedding (fp32 and int8)"),
             )
             X8, swept = got.corpus_int8, got.pairs
         elif p is not None:
             V = self._rows_or_texts(p.texts, progress=True)
             swept = SweepPairs(V[: len(p)], V[len(p) :], np.asarray(p.scores, np.float64))
         config = SweepConfig(dims=tuple(dims or ()), k=k)
-        result = run_sweep(self.vectors, X8, swept, config, progress_callback("sweep", "variant"))
+        result = run_sweep(self.vectors, X8, swept, config=config, progress=progress_callback("sweep", "variant"))
         return SweepReport(result, self.label)
 
     def project(
@@ -402,7 +402,7 @@ class Space:
                 ckey = make_key("proj", method, n_components, seed, max_points, self.digest)
             coords = cache.get(ckey, expected_rows=len(rows), expected_cols=n_components) if cache else None
             if coords is None:
-                coords = project(self.vectors[rows], method, n_components, seed)
+                coords = project(self.vectors[rows], method, n_components, seed=seed)
                 if cache is not None:
                     cache.put(ckey, coords)
             self._memo[key] = np.asarray(coords, np.float32)

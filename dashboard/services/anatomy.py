@@ -38,7 +38,13 @@ def pooling_report(model: str, pairs: Pairs, calibrations: tuple[str, ...], max_
 
     try:
         report = explore_poolings(
-            enc, pairs, calibrations, EmbedConfig(max_length=max_length), embedding, ArrayCache(), calibrator
+            enc,
+            pairs,
+            calibrations=calibrations,
+            config=EmbedConfig(max_length=max_length),
+            progress=embedding,
+            cache=ArrayCache(),
+            calibrator_factory=calibrator,
         )
     finally:
         bar.empty()
@@ -86,11 +92,11 @@ def shrink_curve(model: str, pairs: Pairs, ranks: tuple[int, ...], pooling: str,
         return curve(
             private_encoder(model),
             pairs,
-            list(ranks),
-            pooling,
-            EmbedConfig(max_length=max_length),
-            lambda d, t: bar.progress(d / max(t, 1), text=f"Re-encoding: {d:,} / {t:,} sentences"),
-            ArrayCache(),
+            ranks=list(ranks),
+            pooling=pooling,
+            config=EmbedConfig(max_length=max_length),
+            progress=lambda d, t: bar.progress(d / max(t, 1), text=f"Re-encoding: {d:,} / {t:,} sentences"),
+            cache=ArrayCache(),
         )
     finally:
         bar.empty()

@@ -41,7 +41,7 @@ def _flow_progress(note: str = ""):
 def fit_calibrator(method: str, flow_json: str, fit: Vectors) -> Calibrator:
     """A calibrator fitted on ``fit``; also kept on disk (``isoscope.calibrate.store``) so a restart does not retrain.
 
-    ``flow_json`` is the FlowConfig as JSON ("" for the default). A flow shows its bits/dim per epoch live.
+    ``flow_json`` is the flow's parameters as JSON (``Flow().get_params()``; "" for the default). A flow shows its bits/dim per epoch live.
     """
     key = CalibratorKey(method, flow_json, fit.key)
     stored = load_stored(key)

@@ -56,13 +56,14 @@ def flow_step_seconds(dim: int, flow_json: str) -> float:
     """Seconds per optimiser step of a flow with these settings (``isoscope.calibrate.costs.measure_flow_step``)."""
     from isoscope.calibrate.costs import measure_flow_step
 
-    return measure_flow_step(dim, _flow_config(flow_json))
+    return measure_flow_step(dim, _flow(flow_json))
 
 
-def _flow_config(flow_json: str):
-    from isoscope.calibrate import FlowConfig
+def _flow(flow_json: str):
+    """The unfitted ``Flow`` of these settings (``Flow().get_params()`` as JSON; "" for the default)."""
+    from isoscope.calibrate import Flow
 
-    return FlowConfig.from_dict(json.loads(flow_json)) if flow_json else FlowConfig()
+    return Flow(**json.loads(flow_json)) if flow_json else Flow()
 
 
 def embedding(model: str, items: Texts, poolings: Sequence[str], max_length: int) -> Cost:
@@ -86,13 +87,11 @@ def embedding(model: str, items: Texts, poolings: Sequence[str], max_length: int
 def flow(n_rows: int, dim: int, flow_json: str = "") -> Cost:
     """Training a flow with these settings on ``n_rows`` vectors of ``dim`` dimensions (not cached). The step
     is measured once per architecture: the schedule (epochs, learning rate, seed) does not change its time."""
-    from dataclasses import asdict, replace
-
-    config = _flow_config(flow_json)
-    base = type(config)()
-    architecture = replace(config, epochs=base.epochs, lr=base.lr, seed=base.seed)
-    step = flow_step_seconds(dim, json.dumps(asdict(architecture), sort_keys=True))
-    return flow_cost(n_rows, config, step)
+    flow = _flow(flow_json)
+    schedule = {name: value for name, value in type(flow)().get_params().items() if name in ("epochs", "lr", "seed")}
+    architecture = {**flow.get_params(), **schedule}  # the default schedule: it does not change a step's time
+    step = flow_step_seconds(dim, json.dumps(architecture, sort_keys=True))
+    return flow_cost(n_rows, flow, step)
 
 
 def fits(methods: Sequence[str], n_rows: int, dim: int, flow_json: str = "", cached: bool = False) -> Cost:

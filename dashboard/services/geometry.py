@@ -67,7 +67,7 @@ def frequency_result(model: str, texts: Texts, max_length: int, calibration: str
         return frequency_analysis(
             encoder(model),
             list(texts.items),
-            spaces,
+            spaces=spaces,
             calibrator=None if calibration == "none" else calibration,
             embed_config=EmbedConfig(max_length=max_length),
             progress=lambda d, t: bar.progress(d / max(t, 1), text=f"Token vectors: {d:,} / {t:,} texts"),

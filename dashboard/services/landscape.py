@@ -55,7 +55,7 @@ def _landscape_run(run: LiveRun, root: str) -> str:
         return update
 
     try:  # training needs fp32 weights, whatever the sidebar's precision (run.model is the sidebar's model key)
-        return run_live(fp32_encoder(run.model), run, root, factory)
+        return run_live(fp32_encoder(run.model), run, root, progress=factory)
     finally:
         bar.empty()
 

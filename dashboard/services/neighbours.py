@@ -57,7 +57,7 @@ def query_neighbours(
         scores, ids = ix.index.search(q[None], k + (row is not None))  # (1, k [+ 1]) each
         keep = (ids[0] >= 0) & (ids[0] != (-1 if row is None else row))
         hits.append((ids[0][keep][:k], scores[0][keep][:k]))  # (k,), (k,)
-    return compare_hits(row, hits[0], hits[1], raw_ix.unit @ q_raw, cal_ix.unit @ q_cal)
+    return compare_hits(row, hits[0], hits[1], raw_scores=raw_ix.unit @ q_raw, cal_scores=cal_ix.unit @ q_cal)
 
 
 @st.cache_data(show_spinner="Comparing every neighbourhood…", max_entries=32, hash_funcs=HASH_FUNCS)
@@ -84,7 +84,7 @@ def overlap_by_calibrator(
                 z = calibrated(m, flow_json if m == "flow" else "", fit, raw)
             except InputError:
                 continue
-            change = neighbourhood_change(raw, z, k, sample)
+            change = neighbourhood_change(raw, z, k=k, sample=sample)
             rows.append({"calibration": m, "mean_overlap": change.mean_overlap, "k": change.k})
     finally:
         bar.empty()

@@ -38,7 +38,7 @@ def projection(
         message = f"UMAP of {len(rows):,} points… ({cost.describe()})" if cost.long else message
     start = time.perf_counter()
     with st.spinner(message, show_time=True):
-        coords = project(vectors.array[rows], method, n_components, seed, **json.loads(params_json or "{}"))
+        coords = project(vectors.array[rows], method, n_components, seed=seed, **json.loads(params_json or "{}"))
     if method == "umap":
         record_umap(len(rows), time.perf_counter() - start)
     return rows, coords

@@ -52,8 +52,8 @@ def _measured(X: np.ndarray, X8: np.ndarray | None, pairs: SweepPairs | None, di
             X,
             X8,
             pairs,
-            SweepConfig(dims=dims, k=k),
-            lambda d, t: bar.progress(d / max(t, 1), text=f"Measuring variant {d} / {t}"),
+            config=SweepConfig(dims=dims, k=k),
+            progress=lambda d, t: bar.progress(d / max(t, 1), text=f"Measuring variant {d} / {t}"),
         )
     finally:
         bar.empty()

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
 
-from isoscope.calibrate.methods import CALIBRATION_METHODS, explain_method
+from isoscope.calibrate.methods import (
+    CALIBRATION_METHODS,
+    explain_method,
+    fill_placeholder,
+    parse_method,
+    placeholder,
+)
 from isoscope.dashboard.services import calibration as calibration_service
 from isoscope.dashboard.services import data as data_service
 from isoscope.dashboard.services.keyed import Texts, Vectors, joined
@@ -37,7 +43,7 @@ VECTOR_FIT_CHOICES = ("Every row of the vectors file", "These sentences only")  
 
 @dataclass(frozen=True)
 class Calibration:
-    """A calibration choice: method string for isoscope.calibrate.make_calibrator, flow settings as JSON."""
+    """A calibration choice: method string for isoscope.calibrate.make_calibrator, the flow's parameters as JSON."""
 
     method: str
     flow_json: str = ""
@@ -52,7 +58,7 @@ def safe_default(method: str, n_fit: int | None, dim: int) -> str:
     set is too small for it (``isoscope.evaluate.sts.safe_method``); unknown size: ``method``."""
     from isoscope.evaluate.sts import safe_method
 
-    if n_fit is None or method.endswith((":K", ":D")):  # a choice whose parameter is set next to it
+    if n_fit is None or placeholder(method):  # a choice whose parameter is set next to it
         return method
     return safe_method(method, n_fit, dim)
 
@@ -66,13 +72,13 @@ def calibration_controls(
     the size of the default fit set, when known: a ``default`` too big for it becomes whitening:K with a K it
     supports (a default must never show a degenerate fit as a success).
     """
-    from isoscope.calibrate import FlowConfig
+    from isoscope.calibrate import Flow
     from isoscope.evaluate.sts import SAFE_COMPONENTS, safe_components
 
     dim = int(dim or space().dims or settings().hidden_size)
     default_k = min(SAFE_COMPONENTS, dim) if n_fit is None else safe_components(n_fit, dim)
     safe = safe_default(default, n_fit, dim)
-    default = "whitening:K" if safe.startswith("whitening:") else safe
+    default = safe if placeholder(safe) else parse_method(safe).generic  # whitening:12 is the whitening:K choice
     for name, top in ((f"{key}_k", dim), (f"{key}_d", max(1, min(64, dim - 1)))):
         if st.session_state.get(name, 0) > top:  # kept from vectors with more dimensions
             st.session_state[name] = top
@@ -82,19 +88,19 @@ def calibration_controls(
         "Calibration", choices, index=choices.index(default), key=f"{key}_method", help=calibration_help(choices)
     )
     method = choice
-    if choice.endswith(":K"):
+    if placeholder(choice) == "K":
         k = c2.number_input("K (components kept)", 2, max(2, dim), default_k, key=f"{key}_k")
-        method = f"whitening:{int(k)}"
-    elif choice.endswith(":D"):
+        method = fill_placeholder(choice, int(k))
+    elif placeholder(choice) == "D":
         top = max(1, min(64, dim - 1))
         d = c2.number_input("D (top directions removed)", 1, top, min(3, top), key=f"{key}_d")
-        method = choice.replace("D", str(int(d)))
+        method = fill_placeholder(choice, int(d))
     flow_json = ""
     if choice == "flow":
-        base = FlowConfig()
+        base = Flow()
         with st.expander("Flow settings"):
             f1, f2, f3 = st.columns(3)
-            cfg = FlowConfig(
+            flow = Flow(
                 epochs=int(f1.number_input("Epochs", 1, 200, base.epochs, key=f"{key}_epochs")),
                 lr=float(f2.select_slider("Learning rate", (1e-4, 3e-4, 1e-3, 3e-3), base.lr, key=f"{key}_lr")),
                 n_steps=int(f3.number_input("Flow steps", 1, 16, base.n_steps, key=f"{key}_steps")),
@@ -102,7 +108,7 @@ def calibration_controls(
                 coupling=f2.selectbox("Coupling", ("additive", "affine"), key=f"{key}_coupling"),
                 seed=int(f3.number_input("Seed", 0, 10_000, base.seed, key=f"{key}_seed")),
             )
-        flow_json = json.dumps(asdict(cfg), sort_keys=True)
+        flow_json = json.dumps(flow.get_params(), sort_keys=True)
     return Calibration(method, flow_json)
 
 

@@ -131,7 +131,13 @@ def test_fine_tuned_checkpoint_per_layer(app: AppTest, no_runs: Path) -> None:
     base = load_encoder(str(folder))
     train = TrainConfig(lr=1e-3, epochs=2, batch_size=8, n_train=24, max_length=48, seed=0)
     config = LandscapeConfig(train=train, eval_size=8, eval_chunk=8, grid=3, points_1d=3, hessian_iters=0)
-    run_landscape(base, load_task("demo-topic", 0), load_task("demo-pairs", 0), config, no_runs / "landscape" / "r1")
+    run_landscape(
+        base,
+        load_task("demo-topic", 0),
+        load_task("demo-pairs", 0),
+        config=config,
+        out_dir=no_runs / "landscape" / "r1",
+    )
 
     at = open_page(app, "compare")
     at.text_input(key="model_input").set_value(str(folder)).run()

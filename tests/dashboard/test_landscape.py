@@ -107,7 +107,7 @@ def stored_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("stored") / "run"
     train = TrainConfig(lr=1e-3, epochs=2, batch_size=8, n_train=24, max_length=48, seed=0)
     config = LandscapeConfig(train=train, eval_size=8, eval_chunk=8, grid=3, points_1d=3, hessian_iters=2, seeds=2)
-    run_landscape(tiny_bert(0), load_task("demo-topic", 0), load_task("demo-pairs", 0), config, out)
+    run_landscape(tiny_bert(0), load_task("demo-topic", 0), load_task("demo-pairs", 0), config=config, out_dir=out)
     return out
 
 

@@ -111,7 +111,9 @@ def seed_landscape_result(root: Path) -> None:
     task1, task2 = load_task("demo-topic", 0), load_task("demo-pairs", 0)
     train = TrainConfig(lr=1e-3, epochs=2, batch_size=8, n_train=24, max_length=48, seed=0)
     config = LandscapeConfig(train=train, eval_size=8, eval_chunk=8, grid=5, points_1d=5, hessian_iters=3)
-    run_landscape(encoder, task1, task2, config, root / experiment_key(encoder, task1, task2, config))
+    run_landscape(
+        encoder, task1, task2, config=config, out_dir=root / experiment_key(encoder, task1, task2, config=config)
+    )
 
 
 SHARED_WITH_SERVER = ("embeddings", "onnx", "int8", "calibrators")  # content-keyed and verified on every read

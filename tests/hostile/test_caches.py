@@ -125,14 +125,14 @@ METHODS = ("whitening", "sn+abtt:2", "flow")
 
 @pytest.fixture(scope="module")
 def saved_calibrators(tmp_path_factory) -> dict[str, Path]:
-    from isoscope.calibrate import FlowConfig, make_calibrator
+    from isoscope.calibrate import Flow, make_calibrator
 
     rng = np.random.default_rng(0)
     x = (rng.standard_normal((300, 8)) @ rng.standard_normal((8, 8)) + 2.0).astype(np.float32)
     root = tmp_path_factory.mktemp("calibrators")
     out = {}
     for method in METHODS:
-        cal = make_calibrator(method, FlowConfig(epochs=1, hidden=16, n_steps=2))
+        cal = make_calibrator(method, flow=Flow(epochs=1, hidden=16, n_steps=2))
         out[method] = cal.fit(x).save(root / method.replace(":", "_").replace("+", "_"))
         np.save(out[method] / "x.npy", x)
         np.save(out[method] / "z.npy", cal.transform(x))
@@ -175,7 +175,7 @@ def test_a_calibrator_json_out_of_bounds_is_refused_before_allocating(saved_cali
         folder = tmp_path / f"flow-{i}"
         shutil.copytree(saved_calibrators["flow"], folder)
         doc = json.loads((folder / "calibrator.json").read_text())
-        doc["params"]["config"][field] = value
+        doc["params"][field] = value
         (folder / "calibrator.json").write_text(json.dumps(doc))  # inf is written as Infinity, which json reads
         cases.append((str(folder), fragment))
     stmt = (
@@ -196,14 +196,14 @@ def test_a_calibrator_json_out_of_bounds_is_refused_before_allocating(saved_cali
 
 
 def test_the_flow_shapes_follow_from_the_config_without_building() -> None:
-    """The shapes a saved flow must have, computed from its config, are exactly its network's."""
-    from isoscope.calibrate.flow import FlowConfig, _FlowNet
+    """The shapes a saved flow must have, computed from its parameters, are exactly its network's."""
+    from isoscope.calibrate.flow import Flow, _FlowNet
 
     for d, cfg in [
-        (8, FlowConfig()),
-        (9, FlowConfig(n_levels=3, n_steps=2, hidden=5, coupling="affine")),
-        (7, FlowConfig(linear="lu", n_levels=2, n_steps=1, hidden=3)),
-        (2, FlowConfig(n_levels=2, n_steps=1, hidden=2, linear="lu", coupling="affine")),
+        (8, Flow()),
+        (9, Flow(n_levels=3, n_steps=2, hidden=5, coupling="affine")),
+        (7, Flow(linear="lu", n_levels=2, n_steps=1, hidden=3)),
+        (2, Flow(n_levels=2, n_steps=1, hidden=2, linear="lu", coupling="affine")),
     ]:
         real = {k: tuple(v.shape) for k, v in _FlowNet(d, cfg).state_dict().items()}
         assert _FlowNet.shapes(d, cfg) == real
@@ -216,7 +216,7 @@ def test_the_refusal_is_one_line(saved_calibrators, tmp_path: Path) -> None:
     folder = tmp_path / "flow"
     shutil.copytree(saved_calibrators["flow"], folder)
     doc = json.loads((folder / "calibrator.json").read_text())
-    doc["params"]["config"]["n_steps"] = 10**7
+    doc["params"]["n_steps"] = 10**7
     (folder / "calibrator.json").write_text(json.dumps(doc))
     with pytest.raises(InputError, match="n_steps must be between 1 and 256") as err:
         load_calibrator(folder)

@@ -10,6 +10,7 @@ import pytest
 
 from isoscope.anatomy.poolings import COLUMNS, explore_poolings, pooling_modes_for, unique_index
 from isoscope.cache import ArrayCache
+from isoscope.calibrate.methods import parse_method
 from isoscope.data import Pairs, load_pairs
 from isoscope.encode.embed import EmbedConfig, encode
 from isoscope.errors import InputError
@@ -40,10 +41,14 @@ class LocalWhitening:
 
 
 def local_factory(method: str) -> LocalWhitening:
-    name, _, k = method.partition(":")
-    if name != "whitening":
+    """``whitening`` or ``whitening:K`` (read with the one grammar, ``parse_method``) as a LocalWhitening."""
+    try:
+        (step,) = parse_method(method).steps
+    except ValueError:  # not a method string (an InputError), or a chain
+        step = None
+    if step is None or step.name != "whitening":
         raise ValueError(f"unknown calibration '{method}'; choose one of none, whitening, whitening:K")
-    return LocalWhitening(int(k) if k else None)
+    return LocalWhitening(step.arg)
 
 
 SMALL = 150  # demo pairs: fewer unique sentences than the model's 384 dimensions, where full whitening breaks
@@ -65,7 +70,12 @@ def module_cache() -> ArrayCache:
 def real_report(encoder, demo_pairs, module_cache):
     calibrations = ["whitening", "whitening:64", "whitening"]  # the duplicate is dropped
     return explore_poolings(
-        encoder, demo_pairs, calibrations, CONFIG, calibrator_factory=local_factory, cache=module_cache
+        encoder,
+        demo_pairs,
+        calibrations=calibrations,
+        config=CONFIG,
+        calibrator_factory=local_factory,
+        cache=module_cache,
     )
 
 
@@ -146,7 +156,7 @@ def test_warns_when_fewer_sentences_than_dimensions(real_report, demo_pairs) -> 
 
 
 def test_real_calibrator_matches_local_whitening(real_report, encoder, demo_pairs, module_cache) -> None:
-    report = explore_poolings(encoder, demo_pairs, "whitening:64", CONFIG, cache=module_cache)
+    report = explore_poolings(encoder, demo_pairs, calibrations="whitening:64", config=CONFIG, cache=module_cache)
     ours = report.table[report.table.calibration == "whitening:64"].set_index("pooling")["spearman"]
     local = real_report.table[real_report.table.calibration == "whitening:64"].set_index("pooling")["spearman"]
     pd.testing.assert_series_equal(ours, local, atol=1e-3, check_exact=False)

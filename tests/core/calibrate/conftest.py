@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from isoscope.calibrate import Flow, FlowConfig
+from isoscope.calibrate import Flow
 from tests.core.calibrate.synthetic import distorted_gaussian
 
 
@@ -16,4 +16,4 @@ def synth() -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def small_flow(synth) -> Flow:
-    return Flow(FlowConfig(epochs=3, hidden=32, n_steps=2, batch_size=256, lr=1e-3, linear="lu")).fit(synth)
+    return Flow(epochs=3, hidden=32, n_steps=2, batch_size=256, lr=1e-3, linear="lu").fit(synth)

@@ -14,7 +14,6 @@ from isoscope.calibrate import (
     Calibrator,
     Chain,
     Flow,
-    FlowConfig,
     NotFittedError,
     StandardNormalization,
     Whitening,
@@ -37,7 +36,7 @@ def test_unfitted_transform_raises_naming_the_class(method):
 def test_bad_input_is_one_line_value_error(synth):
     bad = synth[:10].copy()
     bad[3, 2] = np.nan
-    for cal in (Whitening(), Flow(FlowConfig(epochs=1))):
+    for cal in (Whitening(), Flow(epochs=1)):
         with pytest.raises(ValueError, match="NaN or inf") as exc:
             cal.fit(bad)
         assert "\n" not in str(exc.value)
@@ -51,9 +50,19 @@ def test_bad_input_is_one_line_value_error(synth):
 def test_init_only_stores_arguments():
     w = Whitening(n_components=5, eps=1e-3)
     assert vars(w) == {"n_components": 5, "eps": 1e-3}
-    assert vars(Flow()) == {"config": None}
+    flow = Flow(hidden=8, coupling="spline")  # stored as given: fit checks it
+    assert vars(flow) == {**Flow().get_params(), "hidden": 8, "coupling": "spline"}
     steps = [StandardNormalization(), AllButTheTop(2)]
     assert Chain(steps).steps is steps  # stored as given (what sklearn.base.clone checks)
+
+
+def test_a_chain_fits_clones_and_leaves_its_steps_alone(synth):
+    steps = [StandardNormalization(), AllButTheTop(2)]
+    chain = Chain(steps).fit(synth)
+    assert not any(hasattr(step, "n_features_in_") for step in steps)  # the parameters are never fitted
+    assert [type(s) for s in chain.steps_] == [StandardNormalization, AllButTheTop]
+    by_hand = StandardNormalization().fit_transform(synth)  # (n, d), float32 as the chain passes it on
+    assert np.array_equal(chain.transform(synth), AllButTheTop(2).fit(by_hand).transform(by_hand))
 
 
 @pytest.mark.parametrize("method", ["none", "flow", "whitening", "whitening:3", "sn", "abtt:2", "sn+abtt:2"])
@@ -79,9 +88,10 @@ def test_get_params_and_set_params_round_trip(synth):
     assert w.set_params(n_components=2) is w and w.n_components == 2
     with pytest.raises(ValueError, match="Invalid parameter"):
         w.set_params(k=3)
-    flow = Flow(FlowConfig(epochs=1, hidden=16))
+    flow = Flow(epochs=1, hidden=16)
     twin = clone(flow)
-    assert twin.config == flow.config and twin.config is not flow.config  # a deep copy, equal
+    assert twin is not flow and twin.get_params() == flow.get_params()
+    assert twin.set_params(hidden=8, lr=1e-3) is twin and (twin.hidden, twin.lr, flow.hidden) == (8, 1e-3, 16)
     chain = make_calibrator("sn+whitening:3")
     assert [s.method for s in clone(chain).get_params()["steps"]] == ["sn", "whitening:3"]
     # fitted-looking names are fitted state only, never parameters
@@ -122,13 +132,15 @@ def _edit_json(path, edit) -> None:
         "foreign_json",
         "missing_tensors",
         "bad_chain_step",
-        "bad_flow_config",
+        "bad_flow_params",
+        "unknown_flow_param",
     ],
 )
 def test_load_rejects_tampered_or_foreign_files(tamper, synth, small_flow, tmp_path):
     path = tmp_path / "cal"
-    cal = {"bad_chain_step": make_calibrator("sn+abtt:2"), "bad_flow_config": small_flow}.get(tamper, Whitening())
-    (cal if tamper == "bad_flow_config" else cal.fit(synth)).save(path)
+    flows = {"bad_flow_params": small_flow, "unknown_flow_param": small_flow}
+    cal = {"bad_chain_step": make_calibrator("sn+abtt:2"), **flows}.get(tamper, Whitening())
+    (cal if tamper in flows else cal.fit(synth)).save(path)
     if tamper == "flip_byte":
         blob = bytearray((path / TENSORS_NAME).read_bytes())
         blob[-5] ^= 0xFF
@@ -147,8 +159,10 @@ def test_load_rejects_tampered_or_foreign_files(tamper, synth, small_flow, tmp_p
         (path / TENSORS_NAME).unlink()
     elif tamper == "bad_chain_step":
         _edit_json(path, lambda d: d["params"]["steps"][1].update({"class": "Nope"}))
-    elif tamper == "bad_flow_config":
-        _edit_json(path, lambda d: d["params"]["config"].update({"hidden": 99}))
+    elif tamper == "bad_flow_params":
+        _edit_json(path, lambda d: d["params"].update({"hidden": 99}))
+    elif tamper == "unknown_flow_param":
+        _edit_json(path, lambda d: d["params"].update({"hiden": 32}))
     with pytest.raises(InputError):
         Calibrator.load(path)
 

@@ -43,3 +43,14 @@ def test_make_calibrator_rejects_bad_methods(method):
     assert "\n" not in str(exc.value)
     if method in ("foo", "", "sn+", "flow:3"):
         assert ", ".join(CALIBRATION_METHODS) in str(exc.value)
+
+
+def test_the_package_exports_each_name_once_from_its_module() -> None:
+    """``isoscope.calibrate`` imports names on first use (PEP 562): ``__all__`` lists exactly those, sorted as
+    constants, classes, functions, and each resolves."""
+    import isoscope.calibrate as calibrate
+
+    assert set(calibrate.__all__) == set(calibrate._EXPORTS)
+    key = lambda n: (not n.isupper(), n[0].islower(), n)  # noqa: E731
+    assert list(calibrate.__all__) == sorted(calibrate.__all__, key=key)
+    assert all(getattr(calibrate, name) is not None for name in calibrate.__all__)

@@ -28,18 +28,18 @@ def test_flow_on_stsb_cls(encoder, stsb_dir: Path) -> None:
     test, gold = vectors["test"], splits["test"].scores
     n = len(gold)
 
-    flow = make_calibrator("flow")  # the default FlowConfig
+    flow = make_calibrator("flow")  # the default hyperparameters
     assert isinstance(flow, Flow)
-    result = calibrated_sts(test[:n], test[n:], gold, flow, fit_on)
-    whitening = calibrated_sts(test[:n], test[n:], gold, make_calibrator("whitening"), fit_on)
+    result = calibrated_sts(test[:n], test[n:], gold, flow, fit_vectors=fit_on)
+    whitening = calibrated_sts(test[:n], test[n:], gold, make_calibrator("whitening"), fit_vectors=fit_on)
     print(
-        f"cls raw {result['raw_spearman']:.2f}, whitening {whitening['spearman']:.2f}, flow {result['spearman']:.2f} "
-        f"(fit {result['fit_seconds']:.1f} s), avg cosine {result['avg_cosine_before']:.3f} -> "
-        f"{result['avg_cosine_after']:.3f}, bits/dim {flow.gaussian_bits_per_dim_:.4f} -> {flow.bits_per_dim_:.4f}"
+        f"cls raw {result.raw_spearman:.2f}, whitening {whitening.spearman:.2f}, flow {result.spearman:.2f} "
+        f"(fit {result.fit_seconds:.1f} s), avg cosine {result.avg_cosine_before:.3f} -> "
+        f"{result.avg_cosine_after:.3f}, bits/dim {flow.gaussian_bits_per_dim_:.4f} -> {flow.bits_per_dim_:.4f}"
     )
-    assert result["avg_cosine_before"] > 0.5  # cls is strongly anisotropic
+    assert result.avg_cosine_before > 0.5  # cls is strongly anisotropic
     assert not flow.diverged_
     assert flow.bits_per_dim_ < flow.gaussian_bits_per_dim_  # training made the fit vectors more likely
-    assert result["spearman"] >= result["raw_spearman"] + 5
-    assert result["spearman"] >= whitening["spearman"] - 0.5
-    assert abs(result["avg_cosine_after"]) < 0.05
+    assert result.spearman >= result.raw_spearman + 5
+    assert result.spearman >= whitening.spearman - 0.5
+    assert abs(result.avg_cosine_after) < 0.05

@@ -9,7 +9,6 @@ from isoscope.calibrate import (
     AllButTheTop,
     Chain,
     Flow,
-    FlowConfig,
     Identity,
     StandardNormalization,
     Whitening,
@@ -97,5 +96,5 @@ def test_inverse_transform_recovers_the_input(make, synth, small_flow):
 
 
 def test_multiscale_flow_round_trips(synth):
-    flow = Flow(FlowConfig(epochs=1, n_levels=3, n_steps=2, hidden=16, coupling="affine")).fit(synth)
+    flow = Flow(epochs=1, n_levels=3, n_steps=2, hidden=16, coupling="affine").fit(synth)
     np.testing.assert_allclose(flow.inverse_transform(flow.transform(synth[:200])), synth[:200], atol=1e-4)

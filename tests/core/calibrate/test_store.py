@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict
 
 import numpy as np
 import pytest
 
 from isoscope.cache import make_key
-from isoscope.calibrate import Flow, FlowConfig, make_calibrator
+from isoscope.calibrate import Flow, make_calibrator
 from isoscope.calibrate.base import JSON_NAME, TENSORS_NAME
 from isoscope.calibrate.store import CalibratorKey, is_stored, keep, load_stored
 from tests.core.calibrate.synthetic import distorted_gaussian
@@ -65,8 +64,8 @@ def test_a_disk_that_cannot_be_written_costs_a_refit_not_an_error(x, tmp_path, c
 
 
 def test_the_key_names_the_unfitted_calibrator_with_its_flow_settings(x, tmp_path):
-    settings = FlowConfig(epochs=2, hidden=16, n_steps=2, batch_size=128)
-    key = CalibratorKey("flow", json.dumps(asdict(settings)), "fit")
+    settings = Flow(epochs=2, hidden=16, n_steps=2, batch_size=128)
+    key = CalibratorKey("flow", json.dumps(settings.get_params(), sort_keys=True), "fit")
     flow = key.calibrator()
     assert isinstance(flow, Flow)
     flow.fit(x)

@@ -141,7 +141,7 @@ def landscape_run(tiny, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("landscape") / "landscape" / "tiny-run"
     train = TrainConfig(lr=1e-3, epochs=2, batch_size=8, n_train=24, max_length=48, seed=0)
     config = LandscapeConfig(train=train, eval_size=8, eval_chunk=8, grid=3, points_1d=3, hessian_iters=0)
-    run_landscape(tiny, load_task("demo-topic", 0), load_task("demo-pairs", 0), config, out)
+    run_landscape(tiny, load_task("demo-topic", 0), load_task("demo-pairs", 0), config=config, out_dir=out)
     return out
 
 
@@ -164,7 +164,7 @@ def test_fine_tuned_weights_are_the_landscape_classifiers_encoder(landscape_run:
     tuned = _landscape_encoder(landscape_run, "pretrained", "last", tiny)
     path = next(landscape_run.glob("checkpoints/pretrained-task1-*/epoch_002.safetensors"))
     theta = read_tensors(path)[0]["theta"]
-    reference = build_classifier(tiny, DEMO_TOPICS, "pretrained", 0)  # demo-topic: one class per topic
+    reference = build_classifier(tiny, DEMO_TOPICS, init="pretrained", seed=0)  # demo-topic: one class per topic
     FlatLayout.from_module(reference).load_into(reference, theta)
     mine = dict(tuned.model.named_parameters())
     for name, p in reference.encoder.named_parameters():
@@ -177,7 +177,7 @@ def test_scratch_start_and_latest(landscape_run: Path, tiny, monkeypatch: pytest
     from isoscope.landscape.classifier import build_classifier
 
     scratch0 = _landscape_encoder(landscape_run, "scratch", 0, tiny)
-    reference = build_classifier(tiny, DEMO_TOPICS, "scratch", 0)
+    reference = build_classifier(tiny, DEMO_TOPICS, init="scratch", seed=0)
     mine = dict(scratch0.model.named_parameters())
     for name, p in reference.encoder.named_parameters():
         assert torch.equal(mine[name], p), name

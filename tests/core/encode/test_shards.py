@@ -58,7 +58,7 @@ def test_ivfpq_from_shards_matches_in_memory_search(tmp_path):
     assert index.kind == "ivfpq" and index.ntotal == 6000 and index.params.pq_m == 8
     exact = build_index(X, "flat")
     queries = clustered(100, 32, 30, seed=1, spread=0.5) + 0.01
-    assert recall_at_k(index, exact, queries, 10) >= 0.3  # random ids: ~0.002
+    assert recall_at_k(index, exact, queries, k=10) >= 0.3  # random ids: ~0.002
     _, ids = index.search(X[[5, 4321]], 1)
     np.testing.assert_array_equal(ids[:, 0], [5, 4321])  # ids survive shard-by-shard adding
     with pytest.raises(InputError, match="no complete shard set"):

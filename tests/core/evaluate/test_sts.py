@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isoscope.calibrate import Flow, FlowConfig, make_calibrator
+from isoscope.calibrate import Flow, make_calibrator
 from isoscope.errors import InputError
-from isoscope.evaluate.similarity import cosine_pairs
-from isoscope.evaluate.sts import calibrated_sts, fit_size_warning, safe_components, safe_method
+from isoscope.evaluate.similarity import cosine_pairs, sts_scores
+from isoscope.evaluate.sts import CalibratedSTS, calibrated_sts, fit_size_warning, safe_components, safe_method
 from tests.core.calibrate.synthetic import distorted_gaussian
 
 
@@ -19,11 +19,11 @@ def synth() -> np.ndarray:
     return distorted_gaussian(1500, seed=7)
 
 
-def test_calibrated_sts_reports_every_key(synth):
+def test_calibrated_sts_reports_every_number(synth):
     a, b = synth[:500], synth[500:1000]
     gold = np.clip(cosine_pairs(a, b) * 2.5 + 2.5, 0, 5)
     out = calibrated_sts(a, b, gold, make_calibrator("whitening"), fit_vectors=synth)
-    assert set(out) >= {
+    assert isinstance(out, CalibratedSTS) and list(out.to_dict()) == [
         "method",
         "spearman",
         "pearson",
@@ -31,13 +31,19 @@ def test_calibrated_sts_reports_every_key(synth):
         "bits_per_dim",
         "avg_cosine_before",
         "avg_cosine_after",
-    }
-    assert out["method"] == "whitening" and out["bits_per_dim"] is None and out["n_fit"] == len(synth)
-    assert abs(out["avg_cosine_after"]) < abs(out["avg_cosine_before"])
+        "n_fit",
+        "diverged",
+        "raw_spearman",
+        "raw_pearson",
+        "warnings",
+    ]
+    assert out.method == "whitening" and out.bits_per_dim is None and out.n_fit == len(synth)
+    assert abs(out.avg_cosine_after) < abs(out.avg_cosine_before)
+    assert out.raw_spearman == sts_scores(a, b, gold)["spearman"]
     same = calibrated_sts(a, b, gold, make_calibrator("none"))
-    assert same["spearman"] == pytest.approx(same["raw_spearman"])
-    flow = calibrated_sts(a, b, gold, Flow(FlowConfig(epochs=1, hidden=16, n_steps=1)))
-    assert isinstance(flow["bits_per_dim"], float)
+    assert same.spearman == pytest.approx(same.raw_spearman)
+    flow = calibrated_sts(a, b, gold, Flow(epochs=1, hidden=16, n_steps=1))
+    assert isinstance(flow.bits_per_dim, float)
 
 
 def test_fit_size_warning():
@@ -95,18 +101,31 @@ def test_sts_report_is_calibrated_sts_of_the_embeddings(encoder, pairs, fit_corp
 
     stages: list[str] = []
     report = sts_report(
-        encoder, pairs, make_calibrator("whitening:4"), fit_corpus, "cls", progress=lambda s: stages.append(s)
+        encoder,
+        pairs,
+        make_calibrator("whitening:4"),
+        fit_corpus=fit_corpus,
+        pooling="cls",
+        progress=lambda s: stages.append(s),
     )
     X, F = encode(encoder, pairs.texts, "cls"), encode(encoder, fit_corpus.texts, "cls")  # (12, d), (40, d)
     n = len(pairs)
-    expected = calibrated_sts(X[:n], X[n:], pairs.scores, make_calibrator("whitening:4"), F)
-    assert (report["spearman"], report["pearson"]) == (expected["raw_spearman"], expected["raw_pearson"])
-    cal = report["calibrated"]
-    assert (cal["spearman"], cal["pearson"], cal["n_fit"]) == (expected["spearman"], expected["pearson"], 40)
-    assert cal["fit_on"] == fit_corpus.name and cal["method"] == "whitening:4" and not cal["diverged"]
-    assert report["warnings"] == ["c: a note"] and report["pooling"] == "cls" and report["n_pairs"] == n
+    expected = calibrated_sts(X[:n], X[n:], pairs.scores, make_calibrator("whitening:4"), fit_vectors=F)
+    assert (report.spearman, report.pearson) == (expected.raw_spearman, expected.raw_pearson)
+    cal = report.calibrated
+    assert (cal.spearman, cal.pearson, cal.n_fit) == (expected.spearman, expected.pearson, 40)
+    assert report.fit_on == fit_corpus.name and cal.method == "whitening:4" and not cal.diverged
+    assert report.warnings == ["c: a note"] and report.pooling == "cls" and report.n_pairs == n
     assert stages == ["embed", "embed corpus", "fit"]
-    assert sts_report(encoder, pairs, make_calibrator("none"))["calibrated"]["fit_on"] == "target"
+    assert sts_report(encoder, pairs, make_calibrator("none")).fit_on == "target"
+    # the JSON of `isoscope sts`: the raw scores, then the calibrated ones with what they were fitted on
+    doc = report.to_dict()
+    assert list(doc) == ["spearman", "pearson", "n_pairs", "model", "pooling", "calibrated", "warnings"]
+    assert doc["calibrated"] == {
+        **{k: v for k, v in cal.to_dict().items() if k not in ("raw_spearman", "raw_pearson", "warnings")},
+        "fit_on": fit_corpus.name,
+    }
+    assert list(doc["calibrated"])[7] == "fit_on"  # between avg_cosine_after and n_fit, as the CLI always wrote
 
 
 def test_sts_report_refuses_pairs_without_a_defined_correlation(encoder, pairs) -> None:
@@ -132,9 +151,10 @@ def test_fit_and_save_writes_a_calibrator_that_loads_and_maps_alike(encoder, fit
     result = fit_and_save(
         encoder, fit_corpus, make_calibrator("sn+abtt:2"), str(out), embed_config=EmbedConfig(max_length=64)
     )
-    assert result["out"] == str(out) and result["n_texts"] == 40 and result["dim"] == encoder.hidden_size
+    assert result.out == str(out) and result.n_texts == 40 and result.dim == encoder.hidden_size
     X = encode(encoder, fit_corpus.texts, "mean", EmbedConfig(max_length=64))  # (40, d)
     loaded = load_calibrator(out)
     fresh = make_calibrator("sn+abtt:2").fit(X)
     np.testing.assert_array_equal(loaded.transform(X), fresh.transform(X))
-    assert result["avg_cosine_after"] < result["avg_cosine_before"] and result["warnings"] == ["c: a note"]
+    assert result.avg_cosine_after < result.avg_cosine_before and result.warnings == ["c: a note"]
+    assert list(result.to_dict())[:4] == ["method", "out", "n_texts", "dim"]

@@ -88,7 +88,9 @@ def test_frequency_texts_replace_the_input_texts_and_add_their_warnings(encoder,
     other = TextInput(["a short text about cats", "another one about dogs and cats"] * 3, warnings=["w: note"])
     config = GeometryConfig(frequency="static", knn_k=2, rank_edges="0,5,20")
     report = analyse_geometry(encoder, corpus_input, config, frequency_texts=other)
-    expected = frequency_analysis(encoder, other.texts, ("static",), None, FrequencyConfig(k=2, edges=(0, 5, 20)))
+    expected = frequency_analysis(
+        encoder, other.texts, spaces=("static",), calibrator=None, config=FrequencyConfig(k=2, edges=(0, 5, 20))
+    )
     pd.testing.assert_frame_equal(report.frequency.buckets, expected.buckets)
     assert report.frequency_texts == 6 and report.warnings == [*corpus_input.warnings, "w: note"]
     assert report.to_dict()["frequency"]["labels"] == ["0-5", "5-20", "20+"]

@@ -82,7 +82,7 @@ def test_sweep_rows_and_measures() -> None:
     gold = -np.linalg.norm(a - b, axis=1)
     pairs = SweepPairs(a, b, gold, a.astype(np.float32), b.astype(np.float32))
     steps = []
-    result = run_sweep(X, X.copy(), pairs, SweepConfig(dims=(8, 64)), progress=lambda d, t: steps.append((d, t)))
+    result = run_sweep(X, X.copy(), pairs, config=SweepConfig(dims=(8, 64)), progress=lambda d, t: steps.append((d, t)))
     t = result.table.set_index("variant")
     assert list(t.index) == ["fp32", "int8-model", "int8-vectors", "binary", "truncate:8", "pca:8", "pca:64"]
     assert steps[-1] == (7, 7)

@@ -33,9 +33,11 @@ def tasks(stsb_dir):
 
 @pytest.fixture(scope="module")
 def tiny_eval(tiny, tasks):
-    model = build_classifier(tiny, 2, "pretrained", seed=0)
+    model = build_classifier(tiny, 2, init="pretrained", seed=0)
     layout = FlatLayout.from_module(model)
-    eval_set = make_eval_set(tiny.tokenizer, sample(tasks[0].train, 12, 1), sample(tasks[0].heldout, 12, 2), 64, 8)
+    eval_set = make_eval_set(
+        tiny.tokenizer, sample(tasks[0].train, 12, 1), sample(tasks[0].heldout, 12, 2), max_length=64, chunk_size=8
+    )
     return model, layout, Evaluator(model, layout, eval_set)
 
 
@@ -54,7 +56,7 @@ def tiny_run(tmp_path_factory, stsb_dir):
         task_pair = load_task("stsb", 0, stsb_dir), load_task("demo-topic", 0)
         config = tiny_config(seeds=2, learning_heldout=16)
         out = tmp_path_factory.mktemp("landscape") / "run"
-        summary = run_landscape(encoder, *task_pair, config, out)
+        summary = run_landscape(encoder, *task_pair, config=config, out_dir=out)
     finally:
         torch.set_num_threads(before)
     return out, summary, config, (encoder, task_pair)

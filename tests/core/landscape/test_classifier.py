@@ -15,7 +15,7 @@ def test_theta_covers_every_used_parameter(tiny, tiny_eval):
     assert layout.names[-2:] == ("head.weight", "head.bias")
     assert layout.size == sum(p.numel() for p in model.parameters())
     assert tiny.model.pooler is not None  # the shared encoder is untouched
-    again = build_classifier(tiny, 2, "scratch", seed=0)
+    again = build_classifier(tiny, 2, init="scratch", seed=0)
     torch.testing.assert_close(again.head.weight, model.head.weight)  # same seeded head for both inits
     assert not torch.equal(
         again.encoder.embeddings.word_embeddings.weight, model.encoder.embeddings.word_embeddings.weight
@@ -48,12 +48,12 @@ def test_eval_set_groups_by_length_and_keeps_every_example(tiny, tasks):
     from isoscope.landscape.tasks import sample
 
     train, held = sample(tasks[0].train, 10, 1), sample(tasks[0].heldout, 7, 2)
-    eval_set = make_eval_set(tiny.tokenizer, train, held, 48, 4)
+    eval_set = make_eval_set(tiny.tokenizer, train, held, max_length=48, chunk_size=4)
     assert (eval_set.n_train, eval_set.n_heldout) == (10, 7) and len(eval_set.chunks) == 5  # ceil(17 / 4)
     lengths = [int(c.inputs["attention_mask"].sum(1).max()) for c in eval_set.chunks]
     assert lengths == sorted(lengths)  # length-sorted chunks
     assert sum(int((c.split == 1).sum()) for c in eval_set.chunks) == 7
-    model = build_classifier(tiny, 2, "pretrained", seed=0, pooling="cls")
+    model = build_classifier(tiny, 2, init="pretrained", seed=0, pooling="cls")
     layout = FlatLayout.from_module(model)
     evaluate = Evaluator(model, layout, eval_set)
     theta = layout.flatten(model)
@@ -67,4 +67,4 @@ def test_eval_set_groups_by_length_and_keeps_every_example(tiny, tasks):
     with pytest.raises(ValueError, match="mean, cls"):
         check_head_pooling("max")
     with pytest.raises(ValueError, match="at least one"):
-        make_eval_set(tiny.tokenizer, train, sample(held, 0, 0), 48, 4)
+        make_eval_set(tiny.tokenizer, train, sample(held, 0, 0), max_length=48, chunk_size=4)

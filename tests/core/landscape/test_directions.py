@@ -101,7 +101,7 @@ def test_zero_rows_stay_zero_and_global_direction_has_the_norm_of_theta():
 
 
 def test_a_tiny_bert_direction_covers_embedding_rows_and_skips_layer_norms(tiny):
-    model = build_classifier(tiny, 2, "scratch", seed=0)
+    model = build_classifier(tiny, 2, init="scratch", seed=0)
     layout = FlatLayout.from_module(model)
     theta = layout.flatten(model)
     views, ref = layout.unflatten(filter_normalized_direction(layout, theta, seed=1)), layout.unflatten(theta)
@@ -120,8 +120,10 @@ def _filter_surface(model, theta: torch.Tensor, seed: int) -> tuple[np.ndarray, 
     """Loss on the plane of two filter-normalised directions around theta (5 x 5), and its sharpness."""
     d1 = filter_normalized_direction(model.layout, theta, direction_seed(seed, 0))
     d2 = filter_normalized_direction(model.layout, theta, direction_seed(seed, 1))
-    grid = surface_2d(model.evaluate, DirectionPlane(theta, d1, d2), ALPHAS[::2], ALPHAS[::2])["train_loss"]
-    curves = np.stack([curve_1d(model.evaluate, theta, d, ALPHAS)["train_loss"] for d in (d1, d2)])
+    grid = surface_2d(model.evaluate, DirectionPlane(theta, d1, d2), alphas=ALPHAS[::2], betas=ALPHAS[::2])[
+        "train_loss"
+    ]
+    curves = np.stack([curve_1d(model.evaluate, theta, d, alphas=ALPHAS)["train_loss"] for d in (d1, d2)])
     return grid, curves
 
 
@@ -160,7 +162,7 @@ def test_rescaling_the_embeddings_of_a_tiny_bert_changes_nothing_filter_normalis
     torch.testing.assert_close(evaluate.logits(scaled), evaluate.logits(theta), rtol=1e-6, atol=1e-6)
 
     def curves(t: torch.Tensor, direction) -> np.ndarray:
-        return np.stack([curve_1d(evaluate, t, direction(t, k), ALPHAS)["train_loss"] for k in (0, 1)])
+        return np.stack([curve_1d(evaluate, t, direction(t, k), alphas=ALPHAS)["train_loss"] for k in (0, 1)])
 
     def filtered(t, k):
         return filter_normalized_direction(layout, t, direction_seed(0, k))
@@ -184,7 +186,7 @@ def test_row_quadratic_gives_the_closed_form_sharpness_for_every_direction():
     curves = []
     for k in range(5):
         d = filter_normalized_direction(quad.layout, theta, direction_seed(0, k))
-        curve = curve_1d(quad.evaluate, theta, d, ALPHAS)["train_loss"]
+        curve = curve_1d(quad.evaluate, theta, d, alphas=ALPHAS)["train_loss"]
         W, dW = quad.weight.detach(), quad.layout.unflatten(d)["weight"]
         slope = float((quad.h * (W * dW).sum(1)).sum())
         exact = np.array([a * slope + quad.sharpness_at(a) for a in ALPHAS]) + quad.evaluate(theta)["train_loss"]

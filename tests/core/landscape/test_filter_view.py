@@ -33,7 +33,17 @@ def _theta(quad: RowQuadratic) -> torch.Tensor:
 
 def _measure(evaluate, quad, folder, reuse=True) -> dict:
     return measure(
-        evaluate, quad.layout, _theta(quad), "digest", CONFIG, 9, 0, "evalkey", folder, reuse, lambda d: None
+        evaluate,
+        quad.layout,
+        _theta(quad),
+        theta_digest="digest",
+        config=CONFIG,
+        grid=9,
+        seed=0,
+        eval_key="evalkey",
+        folder=folder,
+        reuse=reuse,
+        bar=lambda d: None,
     )
 
 

@@ -33,7 +33,7 @@ def test_every_checkpoint_in_order_and_known_thetas_not_read(tmp_path):
     thetas = [torch.full((4,), float(e)) for e in range(4)]
     ckpts = _checkpoints(tmp_path, thetas)
     seen: list[tuple[int, int]] = []
-    rows = learning_curve(_metrics, ckpts, lambda done, total: seen.append((done, total)))
+    rows = learning_curve(_metrics, ckpts, progress=lambda done, total: seen.append((done, total)))
     assert [r.epoch for r in rows] == [0, 1, 2, 3] and seen[-1] == (4, 4)
     assert [r.metrics.train_loss for r in rows] == [0.0, 4.0, 8.0, 12.0]
     assert math.isnan(rows[0].epoch_train_loss) and rows[2].epoch_train_loss == 0.5

@@ -63,8 +63,8 @@ def test_run_live_writes_under_root_by_the_experiment_key(tiny, tmp_path):
     run = _run()
     stages: list[str] = []
     assert not finished(run, result_folder(tiny, run, tmp_path))
-    out = run_live(tiny, run, tmp_path, lambda desc: stages.append(desc) or None)
-    expected = experiment_key(tiny, load_task("demo-topic", 0), load_task("demo-pairs", 0), run.config())
+    out = run_live(tiny, run, tmp_path, progress=lambda desc: stages.append(desc) or None)
+    expected = experiment_key(tiny, load_task("demo-topic", 0), load_task("demo-pairs", 0), config=run.config())
     assert out == str(tmp_path / expected) == str(result_folder(tiny, run, tmp_path))
     assert finished(run, out)  # the estimate of this run is FREE now
     other = _run(grid=5)  # the same folder (it resumes there), but not finished: its surface is bigger

@@ -62,7 +62,7 @@ def _padded_logits(model, layout, eval_set, theta) -> torch.Tensor:
 @pytest.mark.parametrize("pooling", ["mean", "cls"])
 @pytest.mark.parametrize("chunk", [1, 3, 16])
 def test_packed_logits_equal_the_padded_forward_on_a_tiny_bert(tiny, pooling, chunk):
-    model = build_classifier(tiny, 2, "scratch", seed=0, pooling=pooling)
+    model = build_classifier(tiny, 2, init="scratch", seed=0, pooling=pooling)
     layout = FlatLayout.from_module(model)
     eval_set = make_eval_set(tiny.tokenizer, *_tasks(), max_length=64, chunk_size=chunk)
     assert any(bool((~c.inputs["attention_mask"].bool()).any()) for c in eval_set.chunks) or chunk == 1
@@ -72,14 +72,14 @@ def test_packed_logits_equal_the_padded_forward_on_a_tiny_bert(tiny, pooling, ch
     theta = layout.flatten(model)
     theta = theta + 0.05 * torch.randn(theta.shape, generator=torch.Generator().manual_seed(1))
     with torch.inference_mode():
-        got = packed_logits(layout.unflatten(theta), tiny.model.config, packed, pooling)
+        got = packed_logits(layout.unflatten(theta), tiny.model.config, packed, pooling=pooling)
     want = _padded_logits(model, layout, eval_set, theta)
     assert got.shape == want.shape == (10, 2)
     torch.testing.assert_close(got, want, atol=2e-5, rtol=1e-4)
 
 
 def test_evaluator_metrics_agree_packed_and_padded_on_the_default_model(encoder):
-    model = build_classifier(encoder, 2, "pretrained", seed=0)
+    model = build_classifier(encoder, 2, init="pretrained", seed=0)
     layout = FlatLayout.from_module(model)
     eval_set = make_eval_set(encoder.tokenizer, *_tasks(), max_length=128, chunk_size=4)
     packed, padded = Evaluator(model, layout, eval_set), Evaluator(model, layout, eval_set, packed=False)
@@ -105,7 +105,7 @@ def test_other_encoders_keep_the_padded_path(tiny):
     roberta = encoder_from_model(RobertaModel(config), tiny.tokenizer, "tiny-roberta")
     assert supports_packed(tiny.model) and not supports_packed(roberta.model)
     assert not supports_packed(BertModel(BertConfig(**{**tiny.model.config.to_dict(), "is_decoder": True})))
-    model = build_classifier(roberta, 2, "scratch", seed=0)
+    model = build_classifier(roberta, 2, init="scratch", seed=0)
     layout = FlatLayout.from_module(model)
     eval_set = make_eval_set(tiny.tokenizer, *_tasks(), max_length=64, chunk_size=4)
     assert Evaluator(model, layout, eval_set).packed is None

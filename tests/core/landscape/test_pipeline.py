@@ -21,7 +21,7 @@ def _tiny_config(**over) -> LandscapeConfig:
 
 def test_pipeline_end_to_end_cached_and_resumed(tiny, tasks, tmp_path):
     out = tmp_path / "out"
-    s = run_landscape(tiny, tasks[0], tasks[1], _tiny_config(), out)
+    s = run_landscape(tiny, tasks[0], tasks[1], config=_tiny_config(), out_dir=out)
     for init in ("pretrained", "scratch"):
         r = s[init]
         assert r["theta1_coords"]["a"] == pytest.approx(1.0, abs=1e-5)
@@ -47,7 +47,7 @@ def test_pipeline_end_to_end_cached_and_resumed(tiny, tasks, tmp_path):
     assert not loaded.inits["scratch"].trajectory_frame().empty
 
     # a second run reads everything back: no training, identical arrays
-    again = run_landscape(tiny, tasks[0], tasks[1], _tiny_config(), out)
+    again = run_landscape(tiny, tasks[0], tasks[1], config=_tiny_config(), out_dir=out)
     assert again["pretrained"]["train"]["task1"]["trained_epochs"] == 0
     np.testing.assert_array_equal(load_results(out).inits["pretrained"].surface["train_loss"], surface["train_loss"])
     assert again["pretrained"]["flatness"] == s["pretrained"]["flatness"]
@@ -64,8 +64,10 @@ def test_pipeline_end_to_end_cached_and_resumed(tiny, tasks, tmp_path):
 
     out2 = tmp_path / "out2"
     with pytest.raises(KeyboardInterrupt):
-        run_landscape(tiny, tasks[0], tasks[1], _tiny_config(inits=("pretrained",)), out2, interrupt)
-    resumed = run_landscape(tiny, tasks[0], tasks[1], _tiny_config(inits=("pretrained",)), out2)
+        run_landscape(
+            tiny, tasks[0], tasks[1], config=_tiny_config(inits=("pretrained",)), out_dir=out2, progress=interrupt
+        )
+    resumed = run_landscape(tiny, tasks[0], tasks[1], config=_tiny_config(inits=("pretrained",)), out_dir=out2)
     assert resumed["pretrained"]["train"]["task1"]["trained_epochs"] == 1
     run_dir = next((out2 / "checkpoints").glob("pretrained-task1-*"))
     assert json.loads((run_dir / "epoch_002.json").read_text())["digest"] == final["digest"]
@@ -103,7 +105,7 @@ def test_every_seed_in_its_folder_and_the_summary_over_them(tiny_run, tmp_path):
     # a re-run reads every seed back (resumable per seed): nothing is trained again
     copy = tmp_path / "copy"
     shutil.copytree(out, copy)
-    again = run_landscape(encoder, *task_pair, config, copy)
+    again = run_landscape(encoder, *task_pair, config=config, out_dir=copy)
     assert again["pretrained"]["train"]["task1"]["trained_epochs"] == 0
     assert (
         json.loads((seed_dir(copy, 1) / "summary.json").read_text())["scratch"]["train"]["task2"]["trained_epochs"] == 0
@@ -117,7 +119,7 @@ def test_task_only_and_filter_only_views(tiny, tasks, tmp_path):
 
     out = tmp_path / "views"
     config = tiny_config(inits=("scratch",), learning_heldout=0, hessian_iters=0)
-    task_only = run_landscape(tiny, tasks[0], tasks[1], replace(config, directions="task"), out)
+    task_only = run_landscape(tiny, tasks[0], tasks[1], config=replace(config, directions="task"), out_dir=out)
     r = task_only["scratch"]
     assert "filter_normalized" not in r and "learning_curve" not in r and not (out / "scratch" / FILTER_CURVES).exists()
     loaded = load_results(out).inits["scratch"]
@@ -125,7 +127,7 @@ def test_task_only_and_filter_only_views(tiny, tasks, tmp_path):
     assert task_only["filter_normalized"] == {}
 
     (out / "scratch" / SURFACE).unlink()  # the filter-only run must not need (or write) the task-plane surface
-    filter_only = run_landscape(tiny, tasks[0], tasks[1], replace(config, directions="filter"), out)
+    filter_only = run_landscape(tiny, tasks[0], tasks[1], config=replace(config, directions="filter"), out_dir=out)
     r = filter_only["scratch"]
     assert r["train"]["task1"]["trained_epochs"] == 0  # the checkpoints are shared with the first run
     assert "surface" not in r and "curve_1d" not in r and not (out / "scratch" / SURFACE).exists()

@@ -20,7 +20,10 @@ def test_rollback_restores_exactly_one_group(tiny, tiny_eval):
     theta1 = theta0.clone()
     for a, b in groups["upper"].slices:
         theta1[a:b] += 0.5 * torch.randn(b - a, generator=torch.Generator().manual_seed(a))
-    rows = {r["group"]: r for r in rollback_table(evaluate, layout, theta0, theta1, tiny.num_layers)}
+    rows = {
+        r["group"]: r
+        for r in rollback_table(evaluate, layout, theta0=theta0, theta1=theta1, num_layers=tiny.num_layers)
+    }
     at0, at1 = evaluate(theta0), evaluate(theta1)
     assert at1["train_loss"] != at0["train_loss"]
     assert rows["none"]["train_loss"] == at1["train_loss"]
@@ -41,8 +44,10 @@ def test_rollback_takes_known_metrics_at_theta1(tiny, tiny_eval) -> None:
         calls.append(theta)
         return evaluate(theta)
 
-    full = rollback_table(counted, layout, theta0, theta1, tiny.num_layers)
+    full = rollback_table(counted, layout, theta0=theta0, theta1=theta1, num_layers=tiny.num_layers)
     n_full = len(calls)
-    known = rollback_table(counted, layout, theta0, theta1, tiny.num_layers, at_theta1=evaluate(theta1))
+    known = rollback_table(
+        counted, layout, theta0=theta0, theta1=theta1, num_layers=tiny.num_layers, at_theta1=evaluate(theta1)
+    )
     assert known == full
     assert len(calls) - n_full == n_full - 1

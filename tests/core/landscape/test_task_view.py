@@ -40,7 +40,7 @@ def test_trajectories_without_a_surface_have_nan_surface_values(tmp_path):
     def evaluate(theta):  # every metric a trajectory point records (records.Metrics)
         return {**quad.evaluate(theta), "train_acc": 0.5, "heldout_loss": 1.0, "heldout_acc": 0.25}
 
-    rows = trajectories(evaluate, plane, None, ck, ck, lambda t: t, known)
+    rows = trajectories(evaluate, plane, None, ckpts1=ck, ckpts2=ck, to_task1_space=lambda t: t, known=known)
     assert [(r["run"], r["epoch"]) for r in rows] == [("task1", 0), ("task1", 1), ("task2", 0), ("task2", 1)]
     parsed = [TrajectoryPoint.parse(Fields(r, tmp_path / "trajectory.json")) for r in rows]  # what the reader reads
     assert [p.to_json() for p in parsed] == rows and parsed[3].metrics.heldout_acc == 0.25

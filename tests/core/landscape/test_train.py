@@ -36,10 +36,12 @@ def test_a_run_is_reproducible_and_read_back_instead_of_retrained(tiny, tasks, t
     config = TrainConfig(lr=1e-3, epochs=2, batch_size=8, n_train=16, max_length=32, seed=3)
 
     def run(folder, reuse=True):
-        model = build_classifier(tiny, task.n_classes, "scratch", config.seed)
+        model = build_classifier(tiny, task.n_classes, init="scratch", seed=config.seed)
         layout = FlatLayout.from_module(model)
-        key = run_key(tiny.fingerprint, "scratch", task, config, layout)
-        return train_run(model, layout, tiny.tokenizer, task, config, tmp_path / folder, key, reuse=reuse)
+        key = run_key(tiny.fingerprint, "scratch", task, config=config, layout=layout)
+        return train_run(
+            model, layout, tiny.tokenizer, task=task, config=config, run_dir=tmp_path / folder, key=key, reuse=reuse
+        )
 
     ckpts, timing = run("a")
     assert [c.epoch for c in ckpts] == [0, 1, 2] and timing["trained_epochs"] == 2

@@ -57,7 +57,7 @@ def test_hnsw_recall_on_clustered_data(data, queries):
     exact = build_index(data, "flat")
     hnsw = build_index(data, "hnsw", IndexParams(hnsw_m=16, ef_construction=100, ef_search=64))
     assert hnsw.kind == "hnsw" and hnsw.index.hnsw.efSearch == 64
-    assert recall_at_k(hnsw, exact, queries, 10) >= 0.9
+    assert recall_at_k(hnsw, exact, queries, k=10) >= 0.9
 
 
 def test_ivf_with_all_cells_probed_is_exact(data, queries):
