@@ -57,7 +57,7 @@ test: $(VENV)/.notebook-installed $(LAB)/.installed browser
 	$(BIN)/ruff format --check .
 	ISOSCOPE_LAB=$(abspath $(LAB))/bin/jupyter-lab $(BIN)/pytest -n 2 --dist loadgroup -m "not heavy" --durations=40  # the slowest, in every CI log
 
-test-heavy: $(VENV)/.notebook-installed browser  # the heavy tier (tests/heavy.py): whole-demo, server, notebook, README runs
+test-heavy: $(VENV)/.notebook-installed browser  # the heavy tier (tests/heavy.py): whole-demo, server, notebook, docs runs
 	$(BIN)/pytest -n 2 --dist loadgroup -m heavy
 
 test-fast: $(VENV)/.dev-installed  # the edit-test loop: no slow model runs, no browser
@@ -76,7 +76,7 @@ test-remote: $(VENV)/.dev-installed requirements-remote.txt  # the endpoint clie
 	$(REMOTE)/bin/pip install -q -r requirements-remote.txt  # infinity-emb pins numpy<2: its own venv
 	ISOSCOPE_TEST_REMOTE=$(abspath $(REMOTE))/bin/infinity_emb $(BIN)/pytest tests/remote -q
 
-test-fresh: $(VENV)/.dev-installed  # the README's snippets in a new venv holding only `pip install ".[notebook]"`
+test-fresh: $(VENV)/.dev-installed  # the Python of README.md and docs/*.md, and the README's quickstarts, in a new venv holding only `pip install ".[notebook]"`
 	rm -rf $(FRESH) && $(PYTHON) -m venv $(FRESH)
 	$(FRESH)/bin/pip install -q $(PIP_FAST) torch==2.13.0  # the torch of your choice first, as the README says (here the CPU wheel on disk)
 	$(FRESH)/bin/pip install -q $(PIP_FAST) ".[notebook]"  # a wheel built from the checkout, its ranges resolved anew

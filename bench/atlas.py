@@ -363,7 +363,7 @@ def app_server(atlas_dir: Path):
 def render(atlas_dir: Path, n: int, timeout_s: float = 300.0, shots: Path | None = None) -> dict:
     """Cold visit (fresh server, fresh tile cache), then a warm visit in a new session: time to every visible
     tile drawn, pan and zoom frames, the deep zoom, picks. ``shots``: a folder for the whole map and the deep
-    zoom with a point's text (``atlas-{n}-whole.png``, ``atlas-{n}-deep.png``; the README's)."""
+    zoom with a point's text (``atlas-{n}-whole.png``, ``atlas-{n}-deep.png``; docs/pages.md's)."""
     from playwright.sync_api import sync_playwright
 
     from isoscope.atlas.folder import load_atlas

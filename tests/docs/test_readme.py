@@ -1,4 +1,9 @@
-"""The README's Python snippets run as written (in a fresh interpreter, from another folder, offline).
+"""The README's and docs/' code runs as written, and what they state about the shipped demo is the files'.
+
+Every ```python block of README.md and of docs/*.md runs in a fresh interpreter, from another folder, offline
+(``Snippet.id`` names it by page: ``README-0``, ``library-0``). The README's quickstarts run too: its command-line
+block command by command, its dashboard block with ``--dry-run``, both from a folder where ``assets/`` is the
+checkout's, as a reader of the README has it.
 
 ``ISOSCOPE_README_PYTHON`` runs them with another interpreter: ``make test-fresh`` points it at a new venv that
 holds only ``pip install ".[notebook]"`` (and the CPU torch), what a reader of the README has."""
@@ -7,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -14,46 +20,122 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.docs.documents import README, all_text, blocks, python_snippets, read, section
+from tests.heavy import HEAVY
 
-FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+SNIPPETS = {s.id: s for s in python_snippets()}
+CLI_QUICKSTART = "Quickstart: the command line"
+DASHBOARD_QUICKSTART = "Quickstart: the dashboard"
+README_LIMIT_BYTES = 15_000  # issue 36: a README a newcomer reads in five minutes
 
 
-def python_snippets() -> list[str]:
-    return FENCE.findall((ROOT / "README.md").read_text(encoding="utf-8"))
+def reader_python() -> str:
+    return os.environ.get("ISOSCOPE_README_PYTHON") or sys.executable
 
 
-def test_the_readme_has_python_snippets() -> None:
-    assert python_snippets(), "the README's Library section shows Python"
+def reader_env(session_cache: Path) -> dict[str, str]:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "ISOSCOPE_CACHE": str(session_cache)}  # the demo embedded once
+
+
+def commands(text: str, heading: str) -> list[list[str]]:
+    """The ``isoscope ...`` lines of the first bash block under ``heading``, split as a shell would (comments off)."""
+    (block, *_) = blocks(section(text, heading), "bash")
+    lines = [shlex.split(line, comments=True) for line in block.splitlines()]
+    return [argv for argv in lines if argv and argv[0] == "isoscope"]
+
+
+def checkout_like(tmp_path: Path) -> Path:
+    """A folder whose ``assets/`` is the checkout's (the quickstarts' paths), so what a command writes stays in
+    ``tmp_path``."""
+    (tmp_path / "assets").symlink_to(ROOT / "assets", target_is_directory=True)
+    return tmp_path
+
+
+def test_the_readme_and_docs_have_python_snippets() -> None:
+    pages = {s.page.name for s in SNIPPETS.values()}
+    assert "README.md" in pages and "library.md" in pages, pages
+
+
+def test_the_readme_is_short() -> None:
+    size = README.stat().st_size
+    assert size < README_LIMIT_BYTES, f"README.md is {size:,} bytes: move detail into docs/"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("index", range(len(python_snippets())))
+@pytest.mark.parametrize("snippet_id", list(SNIPPETS))
 def test_python_snippet_runs_as_written(
-    index: int, tmp_path: Path, session_cache: Path, request: pytest.FixtureRequest
+    snippet_id: str, tmp_path: Path, session_cache: Path, request: pytest.FixtureRequest
 ) -> None:
-    code = python_snippets()[index]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ISOSCOPE_CACHE": str(session_cache)}  # the demo embedded once
+    code = SNIPPETS[snippet_id].code
+    env = reader_env(session_cache)
     if "stsb_dir" in code:  # skips where STS-B is absent, as its tests do; an installed (not editable) isoscope
         env["ISOSCOPE_STSB_DIR"] = str(request.getfixturevalue("stsb_dir"))  # looks for it beside site-packages
     proc = subprocess.run(
-        [os.environ.get("ISOSCOPE_README_PYTHON") or sys.executable, "-c", code],
+        [reader_python(), "-c", code],
         cwd=tmp_path,  # from another folder: only the installed package, never the checkout's folders
         env=env,
         capture_output=True,
         text=True,
         timeout=900,
     )
-    assert proc.returncode == 0, f"README snippet {index} failed:\n{code}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"snippet {snippet_id} failed:\n{code}\n{proc.stderr[-3000:]}"
 
 
-def test_the_readme_states_the_demos_sizes() -> None:
-    """The README's counts of the shipped demo are the files' (issue 26: it still said 336 texts, 165 pairs)."""
+def test_the_quickstarts_show_commands() -> None:
+    cli, app = commands(read(README), CLI_QUICKSTART), commands(read(README), DASHBOARD_QUICKSTART)
+    assert len(cli) >= 3 and all(argv[1] != "app" for argv in cli), cli
+    assert app and all(argv[1] == "app" for argv in app), app
+
+
+@pytest.mark.slow
+def test_the_cli_quickstart_runs_as_written(tmp_path: Path, session_cache: Path) -> None:
+    """Each command of the README's command-line quickstart, in order (a later one may read what an earlier one
+    wrote), as ``python -m isoscope`` (the same CLI) of the reader's interpreter: exit status 0 and some output."""
+    cwd = checkout_like(tmp_path)
+    for argv in commands(read(README), CLI_QUICKSTART):
+        proc = subprocess.run(
+            [reader_python(), "-m", *argv], cwd=cwd, env=reader_env(session_cache), capture_output=True, text=True
+        )
+        assert proc.returncode == 0 and proc.stdout.strip(), f"{shlex.join(argv)}:\n{proc.stderr[-3000:]}"
+
+
+def test_the_dashboard_quickstart_launches(tmp_path: Path, session_cache: Path) -> None:
+    """Each ``isoscope app`` line of the dashboard quickstart is a valid launch: ``--dry-run`` prints the server's
+    command line instead of starting it (the data file given is found, the access code is long enough)."""
+    cwd = checkout_like(tmp_path)
+    for argv in commands(read(README), DASHBOARD_QUICKSTART):
+        proc = subprocess.run(
+            [reader_python(), "-m", *argv, "--dry-run"],
+            cwd=cwd,
+            env=reader_env(session_cache),
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0 and "streamlit" in proc.stdout, f"{shlex.join(argv)}:\n{proc.stderr[-3000:]}"
+
+
+def test_the_docs_state_the_demos_sizes() -> None:
+    """The counts of the shipped demo are the files' (issue 26: the README still said 336 texts, 165 pairs)."""
     from isoscope.data import load_corpus, load_pairs
     from isoscope.paths import DEMO_CORPUS, DEMO_PAIRS
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = all_text()
     corpus, pairs = load_corpus(DEMO_CORPUS), load_pairs(DEMO_PAIRS)
     topics, styles = corpus.meta["topic"].nunique(), corpus.meta["source"].nunique()
     assert f"demo corpus ({len(corpus):,} texts over {topics} topics in {styles} styles) and {len(pairs):,}" in text
     assert f"The shipped demo ({len(corpus):,} texts, {len(pairs):,} pairs)" in text
     assert "336 texts" not in text and "165 graded pairs" not in text
+
+
+def test_the_docs_count_the_heavy_tier() -> None:
+    """docs/development.md says how many tests `make test` leaves out: as many as tests/heavy.py lists."""
+    said = re.search(r"the heavy tier listed in `tests/heavy.py`: (\d+)\s+tests", all_text())
+    assert said and int(said.group(1)) == len(HEAVY), (said and said.group(1), len(HEAVY))
+
+
+def test_the_heavy_tier_names_snippets_that_exist() -> None:
+    """tests/test_heavy_list.py checks the function; the parameters are the snippets' ids, checked here, so a
+    renamed page cannot move its snippet back into the gate unnoticed."""
+    prefix = f"tests/docs/{Path(__file__).name}::test_python_snippet_runs_as_written["
+    listed = [entry[len(prefix) : -1] for entry in HEAVY if entry.startswith(prefix)]
+    assert listed and not set(listed) - set(SNIPPETS), (listed, list(SNIPPETS))

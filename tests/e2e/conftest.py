@@ -24,7 +24,7 @@ import pytest
 from tests.chromium import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-README_SCREENSHOTS = ROOT / "docs" / "screenshots"  # written only when ISOSCOPE_SCREENSHOTS=1 (make screenshots)
+SCREENSHOTS = ROOT / "docs" / "screenshots"  # the docs' pictures: written only under make screenshots
 VIEWPORT = {"width": 1400, "height": 1000}
 HEALTH_TIMEOUT_S = 90.0
 
@@ -139,8 +139,8 @@ def streamlit_server(
     int8 models are built and each calibrator is fitted once per session, not once more for the browser), and
     ``small_atlas`` as the Atlas page's first source.
 
-    Under ``make screenshots`` (ISOSCOPE_SCREENSHOTS=1) it uses the user's own cache instead, so the README
-    shows the experiment made with the real model (``python -m isoscope landscape ...``, see the README).
+    Under ``make screenshots`` (ISOSCOPE_SCREENSHOTS=1) it uses the user's own cache instead, so docs/pages.md
+    shows the experiment made with the real model (``python -m isoscope landscape ...``, see docs/results.md).
     """
     env = {"ISOSCOPE_ATLAS_DIR": str(small_atlas)}
     if os.environ.get("ISOSCOPE_SCREENSHOTS") != "1":
@@ -215,7 +215,7 @@ def page(warm_server: Server, browser):
 
 @pytest.fixture(scope="session")
 def screenshots(tmp_path_factory) -> Path:
-    """Where page screenshots go: the README's folder under ``make screenshots``, else a temporary one."""
+    """Where page screenshots go: docs/screenshots under ``make screenshots``, else a temporary one."""
     if os.environ.get("ISOSCOPE_SCREENSHOTS") == "1":
-        return README_SCREENSHOTS
+        return SCREENSHOTS
     return tmp_path_factory.mktemp("screenshots")

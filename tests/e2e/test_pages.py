@@ -1,5 +1,5 @@
 """Every dashboard page in a real browser: it loads without an exception, its charts draw, one main
-interaction works, and a full-page screenshot is taken (into docs/screenshots/<page>.png for the README
+interaction works, and a full-page screenshot is taken (into docs/screenshots/<page>.png for docs/pages.md
 under ``make screenshots``, which sets ISOSCOPE_SCREENSHOTS=1; elsewhere into a temporary folder; taken
 after the interaction for pages that show little before a button is pressed).
 
@@ -31,7 +31,7 @@ class PageCase:
     heading: str  # text of its st.title
     min_charts: int  # plotly charts drawn on load with the default (demo) data
     interact: Callable[[Page, Path], None] | None = None  # (page, tmp_path): the page's main interaction
-    shot_after: bool = False  # the README screenshot shows the page after its interaction (button-gated pages)
+    shot_after: bool = False  # the docs/pages.md screenshot shows the page after its interaction (button-gated pages)
 
     @property
     def name(self) -> str:

@@ -1,6 +1,6 @@
 """The one-file report in a real browser, offline: no request leaves the file, every figure is drawn, no console
-error. Under ``make screenshots`` the README's screenshot is taken from the report of the STS-B test sentences
-(default model, mean pooling, vs whitening)."""
+error. Under ``make screenshots`` the screenshot of docs/library.md (and of the README's strip) is taken from the
+report of the STS-B test sentences (default model, mean pooling, vs whitening)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def check_drawn(page, html: str) -> int:
 
 def test_the_report_opens_offline_with_every_figure_drawn(browser, encoder, tmp_path: Path, monkeypatch) -> None:
     """Every section of the report (the demo's metadata, pairs, layers, whitening) on a slice of the demo, so the
-    browser check costs seconds: the STS-B report of the README is the full-size one."""
+    browser check costs seconds: the STS-B report of docs/library.md is the full-size one."""
     monkeypatch.setenv("ISOSCOPE_CACHE", str(tmp_path / "cache"))
     corpus, pairs = load_corpus(DEMO_CORPUS), as_pairs(DEMO_PAIRS)
     rows = np.arange(0, len(corpus), 8)  # (606,) every topic and style
@@ -86,7 +86,7 @@ def test_the_report_opens_offline_with_every_figure_drawn(browser, encoder, tmp_
     assert not errors, errors[:5]
 
 
-@pytest.mark.skipif(os.environ.get("ISOSCOPE_SCREENSHOTS") != "1", reason="README screenshot: make screenshots")
+@pytest.mark.skipif(os.environ.get("ISOSCOPE_SCREENSHOTS") != "1", reason="docs screenshot: make screenshots")
 def test_readme_screenshot_of_the_stsb_report(browser, encoder, stsb_dir: Path, screenshots: Path) -> None:
     test = stsb_dir / "stsb-en-test.csv"
     pairs = as_pairs(test)
@@ -107,9 +107,9 @@ def test_readme_screenshot_of_the_stsb_report(browser, encoder, stsb_dir: Path, 
         context.close()
         out.unlink()  # the report itself is not kept in the repository (it is rebuilt from STS-B)
     assert not outside and not failed and not errors
-    # the README's paragraph under the screenshot states every headline number of this report
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = readme.index("\n\n", readme.index("](docs/screenshots/report.png)")) + 2  # the paragraph below it
-    paragraph = readme[start : readme.index("\n\n", start)].replace("\n", " ")
+    # the paragraph under the screenshot (docs/library.md) states every headline number of this report
+    doc = (ROOT / "docs" / "library.md").read_text(encoding="utf-8")
+    start = doc.index("\n\n", doc.index("](screenshots/report.png)")) + 2  # the paragraph below it
+    paragraph = doc[start : doc.index("\n\n", start)].replace("\n", " ")
     numbers = [value for value, _ in tiles] + [n.split(": ")[1] for _, n in tiles if n.startswith("whitening: ")]
     assert len(numbers) >= 6 and not [x for x in numbers if x not in paragraph], (numbers, paragraph)
