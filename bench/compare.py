@@ -39,7 +39,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 
 from bench.index import PeakMemory, make_clustered  # noqa: E402
-from isoscope.compare import cka_matrix, neighbour_overlap  # noqa: E402
+from isoscope.comparison import cka_matrix, neighbour_overlap  # noqa: E402
 
 CPU_SECONDS: dict[str, float] = {}
 
