@@ -1,4 +1,4 @@
-"""Benchmark isoscope.compare: layer x layer CKA of all-MiniLM-L6-v2 against itself, and overlap@10 of two big spaces.
+"""Benchmark isoscope.comparison: layer x layer CKA of all-MiniLM-L6-v2 against itself, and overlap@10 of two big spaces.
 
 Usage (from the repo root)::
 
@@ -12,7 +12,7 @@ Usage (from the repo root)::
    diagonal.
 2. Overlap@10: two synthetic clustered spaces of ``--vectors`` x 384 (bench/index.py's generator; B is A
    rotated, plus noise of 0.25 per coordinate), every vector's exact 10 nearest neighbours in each space
-   (``isoscope.compare.neighbour_overlap``: numpy blocks, bounded memory), the per-text Jaccard and its mean,
+   (``isoscope.comparison.neighbour_overlap``: numpy blocks, bounded memory), the per-text Jaccard and its mean,
    with the peak resident-memory growth; plus the feature-space CKA of the same pair (no n x n matrix),
    and a check that A against itself gives exactly 1 (on the first 5,000 vectors).
 
@@ -39,7 +39,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 
 from bench.index import PeakMemory, make_clustered  # noqa: E402
-from isoscope.compare import cka_matrix, neighbour_overlap  # noqa: E402
+from isoscope.comparison import cka_matrix, neighbour_overlap  # noqa: E402
 
 CPU_SECONDS: dict[str, float] = {}
 
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     report.update(bench_layers(n_texts))
     report.update(bench_overlap(n_vectors, args.d, args.seed))
     report["cpu_s"] = dict(CPU_SECONDS)
-    print(f"isoscope.compare benchmark: {n_texts} sentences (7 layers), {n_vectors} x {args.d} vectors")
+    print(f"isoscope.comparison benchmark: {n_texts} sentences (7 layers), {n_vectors} x {args.d} vectors")
     for key, value in report.items():
         if not isinstance(value, dict):
             print(f"{key:<36}{value!s:>12}")

@@ -18,7 +18,7 @@ library, computed as the pages compute it:
   default of the other pages); and whether ``isoscope.evaluate.sts.fit_size_warning`` warns.
 - **Anisotropy** (step 3): ``isoscope.geometry.metrics.all_metrics`` of the corpus's cls and mean vectors, raw
   and after whitening / sn+abtt:3 fitted on the corpus itself (the page's defaults).
-- **Compare spaces** (step 6, *CLS vs mean*): hubness at k = 10 (``isoscope.compare.hubness`` over
+- **Compare spaces** (step 6, *CLS vs mean*): hubness at k = 10 (``isoscope.comparison.hubness`` over
   ``isoscope.neighbours.exact.knn_table``) of the corpus's cls and mean vectors, raw and whitened.
 - **Frequency bias**: ``isoscope.geometry.frequency.frequency_analysis`` over the corpus (static token vectors;
   contextual too without ``--quick``), raw and whitened: mean norm and kNN distance per frequency bucket.
@@ -49,7 +49,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from isoscope.cache import ArrayCache  # noqa: E402
 from isoscope.calibrate import make_calibrator  # noqa: E402
-from isoscope.compare.hubness import hubness  # noqa: E402
+from isoscope.comparison.hubness import hubness  # noqa: E402
 from isoscope.data import load_corpus, load_pairs  # noqa: E402
 from isoscope.encode.embed import EmbedConfig, encode_many  # noqa: E402
 from isoscope.encode.models import load_encoder  # noqa: E402

@@ -17,18 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.2.0"
 
-# name -> module that defines it; ``compare`` is the package isoscope.compare, callable as compare(a, b)
+# name -> module that defines it
 _EXPORTS: dict[str, str] = {
     "Space": "isoscope.space.space",
     "embed": "isoscope.space.space",
+    "compare": "isoscope.space.space",
     "Comparison": "isoscope.space.comparison",
 }
 __all__ = ["Comparison", "Space", "__version__", "compare", "embed"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "compare":
-        return importlib.import_module("isoscope.compare")  # the import sets it as this package's attribute
     if name not in _EXPORTS:
         raise AttributeError(f"module 'isoscope' has no attribute '{name}'")
     value = getattr(importlib.import_module(_EXPORTS[name]), name)
@@ -37,10 +36,9 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS, "compare"])
+    return sorted([*globals(), *_EXPORTS])
 
 
 if TYPE_CHECKING:
-    from isoscope import compare
     from isoscope.space.comparison import Comparison
-    from isoscope.space.space import Space, embed
+    from isoscope.space.space import Space, compare, embed

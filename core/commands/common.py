@@ -35,13 +35,12 @@ MODEL_HELP = (
 
 if TYPE_CHECKING:
     from isoscope.cache import ArrayCache
-    from isoscope.compare.spaces import SpaceSources
-    from isoscope.compare.spec import SpaceSpec
     from isoscope.data.inputs import InputKind, VectorInput
     from isoscope.encode.embed import EmbedConfig
     from isoscope.encode.endpoints import Endpoint
     from isoscope.encode.models import Encoder
     from isoscope.encode.remote import EndpointCache
+    from isoscope.sources import SourceReaders, SpaceSpec
 
 
 def add_model_arguments(
@@ -122,11 +121,11 @@ def endpoint_cache(args: argparse.Namespace) -> EndpointCache | None:
     return None if getattr(args, "no_cache", False) else EndpointCache()
 
 
-def space_sources(args: argparse.Namespace) -> SpaceSources:
+def space_sources(args: argparse.Namespace) -> SourceReaders:
     """build_spaces' sources: endpoints with the command's --base-url and --api-key-env, its endpoint cache."""
-    from isoscope.compare.spaces import SpaceSources
+    from isoscope.sources import SourceReaders
 
-    return SpaceSources(
+    return SourceReaders(
         endpoints=lambda spec: endpoint_from_args(args, spec.model, spec.base_url or None),
         endpoint_cache=endpoint_cache(args),
     )
@@ -134,8 +133,8 @@ def space_sources(args: argparse.Namespace) -> SpaceSources:
 
 def space_from_args(args: argparse.Namespace) -> SpaceSpec:
     """The space ``--vectors`` or ``--model`` / ``--pooling`` describe (no --calibrate: commands fit their own)."""
-    from isoscope.compare.spec import SpaceSpec
     from isoscope.data.vectors import parse_vectors_ref
+    from isoscope.sources import SpaceSpec
 
     if getattr(args, "vectors", None):
         file, column = parse_vectors_ref(args.vectors)

@@ -1,7 +1,7 @@
 """``python -m isoscope compare``: how two spaces of the same texts differ (CKA, neighbour overlap, hubness, maps).
 
 A space is ``model=...,init=pretrained|random,pooling=mean,calibrate=none``, ``vectors=FILE[:COLUMN]`` or
-``model=openai:NAME`` (``isoscope.compare.spec``), e.g. ``--a pooling=mean --b pooling=cls,calibrate=whitening``
+``model=openai:NAME`` (``isoscope.sources.spec``), e.g. ``--a pooling=mean --b pooling=cls,calibrate=whitening``
 or ``--a vectors=openai.parquet:emb --b pooling=mean``. A vectors file gives the vectors of the --input texts by
 its text column (or row by row when it has none); without --input its own texts (rows) are compared. With
 ``--layers`` also the linear CKA of every mean-pooled layer of A's model against every layer of B's (embeddings
@@ -70,7 +70,7 @@ def _check_options(args: argparse.Namespace) -> None:
 
 
 def _layers(a, b) -> dict:
-    from isoscope.compare import spaces_layer_cka
+    from isoscope.comparison import spaces_layer_cka
 
     matrix = spaces_layer_cka(a, b)
     return {
@@ -142,7 +142,8 @@ def _side(space) -> dict:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from isoscope.compare import build_spaces, compare_spaces, parse_space
+    from isoscope.comparison import compare_spaces
+    from isoscope.sources import build_spaces, parse_space
 
     _check_options(args)
     specs = [parse_space(args.a), parse_space(args.b)]  # before loading anything

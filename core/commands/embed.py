@@ -165,8 +165,8 @@ def _calibrated(args: argparse.Namespace, vectors, result: dict, lines: list[str
     """``vectors`` calibrated with --calibrate (fitted on themselves); the result says what was done."""
     if args.calibrate == "none":
         return vectors
-    from isoscope.compare.spaces import SpaceSpec, calibrate_space
     from isoscope.evaluate.sts import avg_cosine_or_nan
+    from isoscope.sources import SpaceSpec, calibrate_space
 
     out, warnings = calibrate_space(SpaceSpec(calibrate=args.calibrate), vectors, epoch_bar(args))  # (n, k)
     before, after = avg_cosine_or_nan(vectors), avg_cosine_or_nan(out)

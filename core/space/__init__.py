@@ -5,9 +5,9 @@ space = isoscope.embed(texts)                      # or isoscope.Space(vectors, 
 space.geometry(); white = space.calibrate("whitening"); isoscope.compare(space, white)
 space.map(color="topic"); space.report("report.html")
 
-One concept per module: ``sources`` (array-likes, models, embedding), ``space`` (``Space`` and ``embed``),
+One concept per module: ``sources`` (array-likes, models, embedding), ``space`` (``Space``, ``embed`` and ``compare``),
 ``pairs`` (sentence pairs as the API takes them), ``results`` (what the methods return), ``comparison``
-(``compare`` and ``Comparison``), ``cards`` and ``html`` (the notebook cards, user text escaped), ``progress``
+(``Comparison`` and ``measure``), ``cards`` and ``html`` (the notebook cards, user text escaped), ``progress``
 (tqdm bars, notebook or text), ``figures`` (plotly figures of the report and the dashboard), ``widget`` (the map
 widget, ``isoscope[notebook]``), ``report`` (the one-file HTML report).
 
@@ -20,8 +20,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
-    **dict.fromkeys(("Space", "embed"), "space"),
-    **dict.fromkeys(("Comparison", "compare"), "comparison"),
+    **dict.fromkeys(("Space", "compare", "embed"), "space"),
+    "Comparison": "comparison",
     **dict.fromkeys(("GeometryFrame", "Projection", "STSResult", "SweepReport"), "results"),
     **dict.fromkeys(("comparison_report", "space_report"), "report"),
 }
@@ -52,7 +52,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from isoscope.space.comparison import Comparison, compare
+    from isoscope.space.comparison import Comparison
     from isoscope.space.report import comparison_report, space_report
     from isoscope.space.results import GeometryFrame, Projection, STSResult, SweepReport
-    from isoscope.space.space import Space, embed
+    from isoscope.space.space import Space, compare, embed

@@ -1,11 +1,11 @@
-"""``isoscope.compare(a, b)``: how two spaces of the same texts differ, with the numbers of ``isoscope compare``.
+"""``Comparison``: how two spaces of the same texts differ, with the numbers of ``isoscope compare``.
 
 cmp = isoscope.compare(space, space.calibrate("whitening"), k=10)
 cmp.cka_linear, cmp.overlap_at_k, cmp.hubness["b"]["skewness"]; cmp.to_dict()  # the keys of compare --json
 cmp.maps()                                                                       # two aligned, linked maps
 
-The measuring is ``isoscope.compare.compare_spaces`` (CKA, exact neighbour overlap, hubness, Procrustes-aligned
-maps) and, with ``layers=True``, ``isoscope.compare.layer_cka`` over the mean-pooled layers of both models.
+The measuring is ``isoscope.comparison.compare_spaces`` (CKA, exact neighbour overlap, hubness, Procrustes-aligned
+maps) and, with ``layers=True``, ``isoscope.comparison.layer_cka`` over the mean-pooled layers of both models.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from isoscope.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from isoscope.compare import CKAMatrix
-    from isoscope.compare import Comparison as Measured
+    from isoscope.comparison import CKAMatrix, ComparisonMetrics
     from isoscope.space.space import Space
 
 
@@ -32,7 +31,7 @@ class Comparison:
 
     a: Space
     b: Space
-    measured: Measured  # isoscope.compare.Comparison
+    measured: ComparisonMetrics
     layers: CKAMatrix | None = None  # layers of A's model x layers of B's, with ``layers=True``
     top: int = 10  # texts listed as most changed and as hubs
 
@@ -144,9 +143,10 @@ def _same_texts(a: Space, b: Space) -> None:
         raise InputError("A and B hold different texts (or the same in another order); compare the same texts")
 
 
-def compare(
+def measure(
     a: Space,
     b: Space,
+    *,
     k: int = 10,
     layers: bool = False,
     map: str = "pca",
@@ -157,16 +157,10 @@ def compare(
 ) -> Comparison:
     """How ``b`` differs from ``a`` (two spaces of the same texts, rows in the same order): CKA, overlap@k,
     hubness and aligned ``map`` maps (pca, umap, tsne or none) of ``map_points`` texts; ``layers=True`` adds the
-    layer x layer CKA of both models."""
-    from isoscope.compare import compare_spaces, layer_cka
+    layer x layer CKA of both models. ``isoscope.compare`` checks that both are spaces, then calls this."""
+    from isoscope.comparison import compare_spaces, layer_cka
     from isoscope.space.progress import progress_callback
-    from isoscope.space.space import Space
 
-    if not isinstance(a, Space) or not isinstance(b, Space):
-        raise InputError(
-            "isoscope.compare(a, b) takes two isoscope.Space objects; for arrays use "
-            "isoscope.compare.compare_spaces(a, b)"
-        )
     _same_texts(a, b)
     if map not in ("pca", "umap", "tsne", "none"):
         raise InputError(f"map must be one of pca, umap, tsne, none; got {map!r}")

@@ -24,7 +24,7 @@ import plotly.graph_objects as go
 from isoscope.space.html import plot_text
 
 if TYPE_CHECKING:
-    from isoscope.compare import Comparison
+    from isoscope.comparison import ComparisonMetrics
 
 MAX_CATEGORIES = 20  # more distinct values: the rarest are drawn together as "other"
 Ranges = list[list[float]]  # [[x0, x1], [y0, y1]]
@@ -174,7 +174,7 @@ def heatmap(matrix: np.ndarray, rows: list[str], cols: list[str], title: str) ->
     return fig
 
 
-def overlap_histogram(report: Comparison) -> go.Figure:
+def overlap_histogram(report: ComparisonMetrics) -> go.Figure:
     """How many texts share 0..k of their k neighbours in A and in B (bars, labelled with the Jaccard)."""
     hist = report.overlap.histogram()
     fig = go.Figure(

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from isoscope.cache import ArrayCache
     from isoscope.calibrate import Calibrator
     from isoscope.data import Pairs
+    from isoscope.space.comparison import Comparison
     from isoscope.space.results import GeometryFrame, Projection, STSResult
 
 log = logging.getLogger(__name__)
@@ -423,11 +424,9 @@ class Space:
                     return codes
         return None
 
-    def compare(self, other: Space, **kwargs: Any) -> Any:
+    def compare(self, other: Space, **kwargs: Any) -> Comparison:
         """``isoscope.compare(self, other, ...)``: CKA, overlap@k, hubness and aligned maps of two spaces of the
-        same texts (``isoscope.space.comparison.compare``)."""
-        from isoscope.space.comparison import compare
-
+        same texts (``isoscope.space.comparison.measure``)."""
         return compare(self, other, **kwargs)
 
     # ------------------------------------------------------------ views
@@ -522,3 +521,18 @@ def embed(
     space.embedding, space.origin, space._cache = embedding, {"source": "model"}, store
     space.warnings = list(getattr(texts, "warnings", []) or [])
     return space
+
+
+def compare(a: Space, b: Space, **kwargs: Any) -> Comparison:
+    """How ``b`` differs from ``a``, two ``Space``s of the same texts: CKA, overlap@k, hubness and aligned maps
+    (keywords: ``isoscope.space.comparison.measure``). For two arrays use
+    ``isoscope.comparison.compare_spaces(a, b)``."""
+    from isoscope.space.comparison import measure
+
+    if not isinstance(a, Space) or not isinstance(b, Space):
+        raise InputError(
+            "isoscope.compare(a, b) takes two isoscope.Space objects (isoscope.Space(vectors) wraps an array); "
+            f"got {type(a if not isinstance(a, Space) else b).__name__}. For two arrays use "
+            "isoscope.comparison.compare_spaces(a, b)"
+        )
+    return measure(a, b, **kwargs)

@@ -20,7 +20,7 @@ regl-scatterplot's ``performanceMode`` (square points, no alpha blending).
 
 Colours: a metadata column (categories or a scale, ``isoscope.space.figures.meta_colours``), or ``norm`` (L2 norm
 of each vector), ``length`` (characters of the text), ``hubness`` (k-occurrence N_k of the k-NN graph,
-``isoscope.compare.hubness``), ``overlap`` (Jaccard of each text's k neighbours here and in ``other``,
+``isoscope.comparison.hubness``), ``overlap`` (Jaccard of each text's k neighbours here and in ``other``,
 ``isoscope.neighbours.overlap``).
 """
 
@@ -76,7 +76,7 @@ def colour_values(space: Space, color: str | None, other: Space | None = None, k
             raise InputError("color='length' needs the space's texts")
         return np.array([len(t) for t in space.texts], np.float64), "length", False
     if color == "hubness":
-        from isoscope.compare import hubness
+        from isoscope.comparison import hubness
         from isoscope.neighbours.exact import knn_table
 
         ids, _ = knn_table(space.vectors, k)
@@ -258,7 +258,7 @@ class LinkedMaps:
 def comparison_maps(
     comparison: Comparison, color: str | None = "overlap", height: int = 420, point_size: float | None = None
 ) -> LinkedMaps:
-    """``comparison``'s Procrustes-aligned 2-D maps (``isoscope.compare.aligned_maps``) side by side, linked;
+    """``comparison``'s Procrustes-aligned 2-D maps (``isoscope.comparison.aligned_maps``) side by side, linked;
     colour ``overlap`` (each text's overlap@k), a metadata column of A, or another measure of each space."""
     js = jscatter()
     maps = comparison.measured.maps

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from isoscope.compare import Comparison
+from isoscope.comparison import ComparisonMetrics
 from isoscope.space.figures import aligned_map as map_figure
 from isoscope.space.figures import heatmap, map_ranges, overlap_histogram
 
@@ -56,7 +56,7 @@ def _hubs(skewness: float) -> str:
     return "strong hubs" if skewness > HUB_SKEWNESS else "no strong hubs"
 
 
-def plain_summary(report: Comparison) -> str:
+def plain_summary(report: ComparisonMetrics) -> str:
     """What the headline numbers mean, in one paragraph built from them (issue 26: the page was 5,000 px of
     numbers with no reading): neighbours kept, CKA, hubs on each side."""
     k, kept = report.overlap.k, report.overlap_at_k
@@ -83,7 +83,9 @@ def matrix_table(matrix: np.ndarray, rows: list[str], cols: list[str]) -> pd.Dat
     ).reset_index()
 
 
-def most_changed_table(report: Comparison, texts: Sequence[str], keep: np.ndarray, moved: np.ndarray) -> pd.DataFrame:
+def most_changed_table(
+    report: ComparisonMetrics, texts: Sequence[str], keep: np.ndarray, moved: np.ndarray
+) -> pd.DataFrame:
     """The texts at positions ``moved``: corpus row (``keep`` maps positions to rows), overlap, shared, text."""
     return pd.DataFrame(
         {
@@ -107,7 +109,7 @@ def neighbour_list(texts: Sequence[str], ids: np.ndarray, scores: np.ndarray, ot
     )
 
 
-def per_text_table(report: Comparison, texts: Sequence[str], keep: np.ndarray) -> pd.DataFrame:
+def per_text_table(report: ComparisonMetrics, texts: Sequence[str], keep: np.ndarray) -> pd.DataFrame:
     """The per-text download: id, text, overlap, shared neighbours, k-occurrence in A and in B, corpus row."""
     return pd.DataFrame(
         {
@@ -122,7 +124,7 @@ def per_text_table(report: Comparison, texts: Sequence[str], keep: np.ndarray) -
     )
 
 
-def maps_table(report: Comparison, texts: Sequence[str], keep: np.ndarray) -> pd.DataFrame:
+def maps_table(report: ComparisonMetrics, texts: Sequence[str], keep: np.ndarray) -> pd.DataFrame:
     """The maps' download: corpus row, text, both maps' coordinates and the overlap of every drawn text."""
     maps, rows = report.maps, report.maps.rows
     return pd.DataFrame(
@@ -138,7 +140,7 @@ def maps_table(report: Comparison, texts: Sequence[str], keep: np.ndarray) -> pd
     )
 
 
-def hubness_table(report: Comparison, labels: tuple[str, str], texts: Sequence[str]) -> pd.DataFrame:
+def hubness_table(report: ComparisonMetrics, labels: tuple[str, str], texts: Sequence[str]) -> pd.DataFrame:
     """One row per space: skewness of the k-occurrence, anti-hub share, the largest N_k and the top hub."""
     rows = []
     for side, h, label in (("A", report.hubness_a, labels[0]), ("B", report.hubness_b, labels[1])):

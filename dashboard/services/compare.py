@@ -1,7 +1,7 @@
 """Two spaces of the same texts: their encoders, vectors (layers included), CKA, neighbour overlap, hubness and maps.
 
 A space's encoder is the sidebar-style model name, a loss-surface checkpoint (``landscape:FOLDER:INIT:EPOCH``)
-or a seeded random init of the model (``isoscope.compare.spaces``). Every vector travels with its key
+or a seeded random init of the model (``isoscope.sources``). Every vector travels with its key
 (``keyed.Vectors``); each long step shows an ``st.progress`` bar and is cached.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from isoscope.cache import ArrayCache, make_key
-from isoscope.compare import CKAMatrix, Comparison, SpaceSpec, cka_matrix, compare_spaces, load_space_encoder
+from isoscope.comparison import CKAMatrix, ComparisonMetrics, cka_matrix, compare_spaces
 from isoscope.dashboard.services.calibration import calibrated
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
 from isoscope.dashboard.services.models import encoder as base_encoder
@@ -20,6 +20,7 @@ from isoscope.dashboard.services.space import Space, vectors_for
 from isoscope.encode.costs import Throughput, embed_texts_cost, measure_throughput
 from isoscope.encode.embed import EmbedConfig, companion_poolings, encode_many
 from isoscope.encode.models import Encoder
+from isoscope.sources import SpaceSpec, load_space_encoder
 
 VECTORS_FILE = "vectors-file"  # SpaceChoice.model of the session's vectors file (services.space.Space)
 
@@ -87,7 +88,7 @@ def _embed(model: str, init: str, seed: int, items: Texts, poolings: tuple[str, 
 def space_vectors(choice: SpaceChoice, items: Texts, max_length: int) -> SpaceVectors:
     """``choice`` applied to ``items``: one forward pass gives its pooling and every layer; the calibrator is
     fitted on the space's own vectors (no labels). InputError for a pooling the model lacks, or a bad fit."""
-    from isoscope.compare.spaces import check_pooling
+    from isoscope.sources import check_pooling
 
     enc = space_encoder(choice.model, choice.init, choice.seed)
     pooling = check_pooling(choice.spec, enc)
@@ -109,8 +110,8 @@ def file_space_vectors(space: Space, choice: SpaceChoice, items: Texts) -> Space
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
-def comparison(a: Vectors, b: Vectors, k: int, map_method: str, map_points: int) -> Comparison:
-    """isoscope.compare.compare_spaces: CKA, exact neighbour overlap, hubness and the Procrustes-aligned maps."""
+def comparison(a: Vectors, b: Vectors, k: int, map_method: str, map_points: int) -> ComparisonMetrics:
+    """isoscope.comparison.compare_spaces: CKA, exact neighbour overlap, hubness and the Procrustes-aligned maps."""
     bar = st.progress(0.0, text="Comparing the spaces…")
 
     def stage(name: str):

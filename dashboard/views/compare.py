@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from isoscope.compare.cka import CKA_DESCRIPTIONS, CKA_KINDS
-from isoscope.compare.spaces import landscape_checkpoints
+from isoscope.comparison.cka import CKA_DESCRIPTIONS, CKA_KINDS
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures import compare as figures
 from isoscope.dashboard.services import compare as services
@@ -19,6 +18,7 @@ from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.encode.pooling import canonical_pooling
 from isoscope.errors import InputError
 from isoscope.neighbours.projection import PROJECTION_DESCRIPTIONS
+from isoscope.sources.checkpoints import landscape_checkpoints
 
 SIDEBAR, CHECKPOINT, FILE = "Sidebar model", "Loss-surface checkpoint", "Vectors file (the session's space)"
 TRAINED, RANDOM = "trained", "random (seed 0)"

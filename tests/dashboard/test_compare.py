@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from isoscope.cache import ArrayCache
-from isoscope.compare import compare_spaces
+from isoscope.comparison import compare_spaces
 from isoscope.data import load_corpus
 from isoscope.encode.embed import EmbedConfig, encode_many
 from isoscope.paths import DEMO_CORPUS

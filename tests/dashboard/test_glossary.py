@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from isoscope.calibrate.methods import CALIBRATION_METHODS, METHOD_DESCRIPTIONS, explain_method
-from isoscope.compare.cka import CKA_DESCRIPTIONS, CKA_KINDS
+from isoscope.comparison.cka import CKA_DESCRIPTIONS, CKA_KINDS
 from isoscope.encode.pooling import POOLING_DESCRIPTIONS, describe_pooling, pooling_choices
 from isoscope.encode.precision import PRECISION_DESCRIPTIONS, PRECISIONS
 from isoscope.neighbours.projection import PROJECTION_DESCRIPTIONS, PROJECTION_METHODS

@@ -141,8 +141,6 @@ def build_space_report(
     title: str | None = None,
 ) -> c.Report:
     """Measure ``space`` and its ``vs`` calibration (fitted on the space, no labels) for a report (module docs)."""
-    from isoscope.space.comparison import compare
-
     start, clock = time.perf_counter(), {}
     other = space.calibrate(vs)
     spaces = {space.label: space, other.label: other}
@@ -150,7 +148,7 @@ def build_space_report(
     anisotropy, metrics = _anisotropy(spaces)
     c.timed(clock, "metrics", t)
     t = time.perf_counter()
-    cmp = compare(space, other, k=k, map="none")
+    cmp = space.compare(other, k=k, map="none")
     c.timed(clock, "neighbours", t)
     sts = c.sts_pair(space, other, pairs) if pairs is not None else None
     sections = [anisotropy]

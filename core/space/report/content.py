@@ -161,7 +161,7 @@ def metrics_table(rows: dict[str, dict[str, float]]) -> pd.DataFrame:
 
 
 def hubs_table(space: Space, k_occurrence: np.ndarray, top: int = TOP) -> pd.DataFrame:
-    from isoscope.compare import Hubness
+    from isoscope.comparison import Hubness
 
     h = Hubness(k=0, k_occurrence=np.asarray(k_occurrence))
     frame = h.top_frame(space.texts, top).rename(columns={"id": "row", "k_occurrence": "N_k"})

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import skew
 
-from isoscope.compare.hubness import hubness
+from isoscope.comparison.hubness import hubness
 from isoscope.errors import InputError
 from isoscope.neighbours import exact, overlap
 from isoscope.neighbours.exact import knn_table

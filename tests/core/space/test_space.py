@@ -161,7 +161,7 @@ def test_project_is_the_projection_of_every_row_and_is_cached(space) -> None:
 
 
 def test_compare_has_the_numbers_of_the_compare_command(space, cli_main, capsys, tmp_path) -> None:
-    from isoscope.compare import compare_spaces
+    from isoscope.comparison import compare_spaces
 
     white = space.calibrate("whitening:32")
     cmp = isoscope.compare(space, white, k=5)

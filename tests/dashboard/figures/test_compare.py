@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from isoscope.compare import compare_spaces
+from isoscope.comparison import compare_spaces
 from isoscope.dashboard.figures import compare as fig
 from isoscope.dashboard.text import plot_text
 

@@ -8,18 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from isoscope.compare.spaces import (
-    SpaceSpec,
-    build_spaces,
-    load_space_encoder,
-    parse_landscape_ref,
-    parse_space,
-    random_encoder,
-)
 from isoscope.data import load_corpus
 from isoscope.encode.embed import encode, encode_many
 from isoscope.errors import InputError
 from isoscope.paths import DEMO_CORPUS
+from isoscope.sources import SpaceSpec, build_spaces, load_space_encoder, parse_space, random_encoder
+from isoscope.sources.spec import parse_landscape_ref
 from tests.tiny_models import tiny_bert
 
 DEMO_TOPICS = load_corpus(DEMO_CORPUS).meta["topic"].nunique()  # demo-topic's classes
@@ -200,7 +194,7 @@ def test_landscape_refusals(landscape_run: Path, tiny, tmp_path: Path, monkeypat
 
 
 def test_the_checkpoints_a_page_can_offer(landscape_run: Path, tiny, tmp_path: Path) -> None:
-    from isoscope.compare.spaces import checkpoint_epochs, landscape_checkpoints
+    from isoscope.sources.checkpoints import checkpoint_epochs, landscape_checkpoints
 
     assert checkpoint_epochs(landscape_run, "pretrained") == [0, 1, 2]
     assert checkpoint_epochs(landscape_run, "scratch", "task2") == [0, 1, 2]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from isoscope.compare import cka
-from isoscope.compare.cka import cka_matrix, debiased_cka, linear_cka
+from isoscope.comparison import cka
+from isoscope.comparison.cka import cka_matrix, debiased_cka, linear_cka
 from isoscope.errors import InputError
 
 EPS = float(np.finfo(np.float64).eps)

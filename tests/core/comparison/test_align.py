@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.spatial import procrustes as scipy_procrustes
 
-from isoscope.compare.align import aligned_maps, map_quality, procrustes_align
+from isoscope.comparison.align import aligned_maps, map_quality, procrustes_align
 from isoscope.errors import InputError
 
 EPS = float(np.finfo(np.float64).eps)

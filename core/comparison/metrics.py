@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from isoscope.compare.align import MAP_POINTS, AlignedMaps, aligned_maps
-from isoscope.compare.cka import CKAMatrix, cka_matrix
-from isoscope.compare.hubness import Hubness, hubness
+from isoscope.comparison.align import MAP_POINTS, AlignedMaps, aligned_maps
+from isoscope.comparison.cka import CKAMatrix, cka_matrix
+from isoscope.comparison.hubness import Hubness, hubness
 from isoscope.neighbours.overlap import NeighbourOverlap, check_k, neighbour_overlap
 
 if TYPE_CHECKING:
-    from isoscope.compare.spaces import Space
+    from isoscope.sources.build import SpaceVectors
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ TOP = 10  # texts listed as most changed and as hubs
 
 
 @dataclass
-class Comparison:
+class ComparisonMetrics:
     """CKA, neighbour overlap, hubness of each space and the aligned maps of A (n, d_a) vs B (n, d_b)."""
 
     n: int
@@ -105,7 +105,7 @@ def compare_spaces(
     map_points: int = MAP_POINTS,
     seed: int = 0,
     progress: ProgressFactory | None = None,
-) -> Comparison:
+) -> ComparisonMetrics:
     """Measure how B (n, d_b) differs from A (n, d_a) on the same texts (rows).
 
     CKA on the vectors as given; neighbours, hubness and maps by cosine. ``b is a`` (the same array) skips
@@ -129,7 +129,7 @@ def compare_spaces(
         if bar is not None:
             bar(1, 1)
         seconds["maps"] = time.perf_counter() - t
-    return Comparison(n, cka, overlap, hub_a, hub_b, amap, seconds)
+    return ComparisonMetrics(n, cka, overlap, hub_a, hub_b, amap, seconds)
 
 
 def layer_cka(layers_a: Sequence[np.ndarray], layers_b: Sequence[np.ndarray] | None = None) -> CKAMatrix:
@@ -138,7 +138,7 @@ def layer_cka(layers_a: Sequence[np.ndarray], layers_b: Sequence[np.ndarray] | N
     return cka_matrix(layers_a, layers_b)
 
 
-def spaces_layer_cka(a: Space, b: Space) -> CKAMatrix:
+def spaces_layer_cka(a: SpaceVectors, b: SpaceVectors) -> CKAMatrix:
     """``layer_cka`` of two spaces built with their layers (``build_spaces(..., layers=True)``); two spaces of
     the same encoder compare its layers with themselves (a unit diagonal, whatever their pooling)."""
     if a.layers is None or b.layers is None:

@@ -1,0 +1,31 @@
+"""Where a space's vectors come from, decided once: ``SpaceSpec`` (a model with its pooling, a vectors file, an
+embeddings endpoint, a loss-surface checkpoint; then a calibration), and what turns specs into vectors.
+
+One concept per module:
+
+- ``spec``: ``SpaceSpec``, the frozen value every command and the dashboard build once, and ``parse_space``, the
+  one parser of SPEC strings (``isoscope compare --a ... --b ...``).
+- ``checkpoints``: the encoder of a landscape checkpoint or of a seeded random init (``load_space_encoder``).
+- ``build``: ``build_spaces``, specs applied to one list of texts -> ``SpaceVectors`` (one forward pass per
+  encoder, one read per file, one run per endpoint, then each calibration).
+"""
+
+from __future__ import annotations
+
+from isoscope.sources.build import SourceReaders, SpaceVectors, build_spaces, calibrate_space, check_pooling
+from isoscope.sources.checkpoints import load_space_encoder, random_encoder
+from isoscope.sources.spec import INITS, SPEC_KEYS, SpaceSpec, parse_space
+
+__all__ = [
+    "INITS",
+    "SPEC_KEYS",
+    "SourceReaders",
+    "SpaceSpec",
+    "SpaceVectors",
+    "build_spaces",
+    "calibrate_space",
+    "check_pooling",
+    "load_space_encoder",
+    "parse_space",
+    "random_encoder",
+]
