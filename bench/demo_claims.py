@@ -15,7 +15,7 @@ library, computed as the pages compute it:
 - **Calibration** (step 4): Spearman of every pooling x calibrator, each calibrator fitted on "demo corpus +
   these sentences" (the page's default: the corpus texts, then the pairs' sentences, duplicates dropped), as
   ``dashboard/services/calibration.calibration_table`` does; ``whitening:64`` is added (the ``whitening:K``
-  default of the other pages); and whether ``isoscope.evaluate.sts.fit_size_warning`` warns.
+  default of the other pages); and whether ``isoscope.calibrate.fitting.fit_size_warning`` warns.
 - **Anisotropy** (step 3): ``isoscope.geometry.metrics.all_metrics`` of the corpus's cls and mean vectors, raw
   and after whitening / sn+abtt:3 fitted on the corpus itself (the page's defaults).
 - **Compare spaces** (step 6, *CLS vs mean*): hubness at k = 10 (``isoscope.comparison.hubness`` over
@@ -49,13 +49,13 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from isoscope.cache import ArrayCache  # noqa: E402
 from isoscope.calibrate import make_calibrator  # noqa: E402
+from isoscope.calibrate.fitting import fit_size_warning  # noqa: E402
 from isoscope.comparison.hubness import hubness  # noqa: E402
 from isoscope.data import load_corpus, load_pairs  # noqa: E402
 from isoscope.encode.embed import EmbedConfig, encode_many  # noqa: E402
 from isoscope.encode.models import load_encoder  # noqa: E402
 from isoscope.encode.pooling import pooling_choices  # noqa: E402
 from isoscope.evaluate.similarity import sts_scores  # noqa: E402
-from isoscope.evaluate.sts import fit_size_warning  # noqa: E402
 from isoscope.geometry.frequency import FrequencyConfig, frequency_analysis  # noqa: E402
 from isoscope.geometry.metrics import all_metrics  # noqa: E402
 from isoscope.neighbours.exact import knn_table  # noqa: E402

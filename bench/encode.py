@@ -42,7 +42,7 @@ from isoscope.data import load_pairs  # noqa: E402
 from isoscope.encode.embed import EmbedConfig, encode  # noqa: E402
 from isoscope.encode.models import default_model_path, load_encoder  # noqa: E402
 from isoscope.encode.quantize import quantize_encoder  # noqa: E402
-from isoscope.evaluate.similarity import correlations, cosine_pairs, l2_normalize  # noqa: E402
+from isoscope.geometry.pairs import correlations, cosine_pairs, l2_normalize  # noqa: E402
 from isoscope.paths import stsb_dir  # noqa: E402
 
 STSB_DIR = stsb_dir()

@@ -268,7 +268,7 @@ def sentences(stsb: Path, quick: bool) -> list[str]:
 def pair_cosines(vectors, texts: list[str], a: list[str], b: list[str]):
     import numpy as np
 
-    from isoscope.evaluate.similarity import cosine_pairs
+    from isoscope.geometry.pairs import cosine_pairs
 
     row = {t: i for i, t in enumerate(texts)}
     v = np.asarray(vectors, np.float32)
@@ -282,7 +282,7 @@ def run(quick: bool, repeat: int, batch_size: int, max_length: int, n_contention
 
     from isoscope.cache import default_cache_dir
     from isoscope.encode.models import default_model_path
-    from isoscope.evaluate.similarity import correlations
+    from isoscope.geometry.pairs import correlations
     from isoscope.paths import stsb_dir
 
     stsb = stsb_dir()

@@ -35,7 +35,7 @@ from isoscope.encode.embed import encode  # noqa: E402
 from isoscope.encode.models import load_encoder  # noqa: E402
 from isoscope.encode.onnx_runtime import export_onnx, onnx_encoder  # noqa: E402
 from isoscope.encode.quantize import Int8Config, quantize_onnx  # noqa: E402
-from isoscope.evaluate.similarity import correlations, cosine_pairs  # noqa: E402
+from isoscope.geometry.pairs import correlations, cosine_pairs  # noqa: E402
 from isoscope.paths import stsb_dir  # noqa: E402
 
 KINDS = {

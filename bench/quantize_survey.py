@@ -42,7 +42,7 @@ import torch  # noqa: E402
 from isoscope.data import load_pairs  # noqa: E402
 from isoscope.encode.embed import EmbedConfig, encode  # noqa: E402
 from isoscope.encode.models import Encoder, default_model_path, load_encoder  # noqa: E402
-from isoscope.evaluate.similarity import correlations, cosine_pairs, l2_normalize  # noqa: E402
+from isoscope.geometry.pairs import correlations, cosine_pairs, l2_normalize  # noqa: E402
 from isoscope.paths import stsb_dir  # noqa: E402
 
 log = logging.getLogger("quantize_survey")

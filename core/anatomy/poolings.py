@@ -136,9 +136,9 @@ def check_calibrations(
 
 
 def fit_size_warnings(methods: Sequence[str], n_fit: int, d: int) -> list[str]:
-    """``isoscope.evaluate.sts.fit_size_warning`` of each method fitted on ``n_fit`` vectors (one per method;
+    """``isoscope.calibrate.fitting.fit_size_warning`` of each method fitted on ``n_fit`` vectors (one per method;
     judged by the method string, whichever factory fits it)."""
-    from isoscope.evaluate.sts import fit_size_warning
+    from isoscope.calibrate.fitting import fit_size_warning
 
     out = []
     for method in methods:

@@ -36,8 +36,9 @@ from isoscope.data import Pairs
 from isoscope.encode.embed import EmbedConfig, ProgressFn, encode
 from isoscope.encode.models import Encoder
 from isoscope.errors import InputError
-from isoscope.evaluate.similarity import cosine_pairs, l2_normalize, spearman_x100, sts_scores
+from isoscope.evaluate.similarity import sts_scores
 from isoscope.geometry.metrics import effective_rank
+from isoscope.geometry.pairs import cosine_pairs, l2_normalize, spearman_x100
 from isoscope.linalg import eigh_descending
 from isoscope.neighbours.exact import knn_table
 from isoscope.neighbours.overlap import jaccard_tables

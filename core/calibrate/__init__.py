@@ -10,7 +10,8 @@ or of a separate corpus) and map any embedding into a better-conditioned space. 
 - ``flow``: ``Flow`` (BERT-flow, a normalizing flow to a standard normal; its hyperparameters are its
   ``__init__`` parameters, as scikit-learn's are);
 - ``methods``: the method strings users can ask for and their one grammar (``parse_method`` -> ``MethodSpec``;
-  light: no torch), ``factory``: them made into calibrators (``make_calibrator``).
+  light: no torch), ``factory``: them made into calibrators (``make_calibrator``);
+- ``fitting``: how many vectors a method needs (``fit_size_warning``, ``safe_method``) and a timed fit;
 - ``store``: fitted calibrators kept on disk under their key (method, flow settings, fit vectors);
 - ``costs``: what training a flow will cost here.
 
@@ -35,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("CALIBRATION_METHODS", "METHOD_DESCRIPTIONS", "METHOD_NAMES", "CalibrationMethod"), "methods"),
     **dict.fromkeys(("MethodSpec", "MethodStep", "methods_help", "parse_method"), "methods"),
     **dict.fromkeys(("make_calibrator", "whitened_dims"), "factory"),
+    **dict.fromkeys(("fit_size_warning", "fit_timed", "fit_too_small", "safe_components", "safe_method"), "fitting"),
 }
 __all__ = [
     "CALIBRATION_METHODS",
@@ -59,10 +61,15 @@ __all__ = [
     "StandardNormalization",
     "Whitening",
     "check_array",
+    "fit_size_warning",
+    "fit_timed",
+    "fit_too_small",
     "load_calibrator",
     "make_calibrator",
     "methods_help",
     "parse_method",
+    "safe_components",
+    "safe_method",
     "whitened_dims",
 ]  # the names of _EXPORTS (tests/core/calibrate check it)
 
@@ -92,6 +99,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         load_calibrator,
     )
     from isoscope.calibrate.factory import make_calibrator, whitened_dims
+    from isoscope.calibrate.fitting import fit_size_warning, fit_timed, fit_too_small, safe_components, safe_method
     from isoscope.calibrate.flow import EVAL_ROWS, FLOW_COUPLINGS, FLOW_LINEARS, Flow
     from isoscope.calibrate.linear import AllButTheTop, Chain, Identity, StandardNormalization, Whitening
     from isoscope.calibrate.methods import (

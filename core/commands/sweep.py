@@ -67,7 +67,7 @@ def _given_pairs(args: argparse.Namespace, pairs):
     """SweepPairs of --vectors (looked up by text) or of the endpoint."""
     import numpy as np
 
-    from isoscope.geometry.sweep import SweepPairs
+    from isoscope.evaluate.sweep import SweepPairs
 
     if pairs is None:
         return None
@@ -87,7 +87,7 @@ def _given_pairs(args: argparse.Namespace, pairs):
 
 def run(args: argparse.Namespace) -> dict:
     from isoscope.data import load_corpus, load_pairs
-    from isoscope.geometry.sweep import SweepConfig, encode_for_sweep, parse_dims, run_sweep
+    from isoscope.evaluate.sweep import SweepConfig, encode_for_sweep, parse_dims, run_sweep
 
     if args.k < 1:
         raise InputError("--k must be at least 1")

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from isoscope.errors import InputError
-from isoscope.evaluate.similarity import spearman_x100
 from isoscope.geometry.options import EDIT_LEVELS, EditLevel
+from isoscope.geometry.pairs import spearman_x100
 
 if TYPE_CHECKING:  # pandas is imported where tables are built, so parsing options stays cheap
     import pandas as pd

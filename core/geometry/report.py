@@ -271,7 +271,7 @@ def _measure(
 def _fit_transform(method: str, X: np.ndarray, progress: Any = None) -> tuple[np.ndarray, float]:
     """Fit a fresh calibrator of ``method`` on ``X`` and transform ``X``; returns (Z, fit seconds)."""
     from isoscope.calibrate import make_calibrator
-    from isoscope.evaluate.sts import fit_timed
+    from isoscope.calibrate.fitting import fit_timed
 
     cal = make_calibrator(method)
     seconds = fit_timed(cal, X, progress)
@@ -316,8 +316,8 @@ def _frequency_dict(res: FrequencyResult, n_texts: int) -> dict[str, Any]:
 
 def _overlap(pairs: Pairs, X: np.ndarray, Z: np.ndarray | None, level: EditLevel) -> tuple[dict, dict]:
     """(the edit-distance summary, Spearman x100 of each cosine with the gold scores; {} without scores)."""
-    from isoscope.evaluate.similarity import correlations, cosine_pairs
     from isoscope.geometry.lexical import overlap_analysis
+    from isoscope.geometry.pairs import correlations, cosine_pairs
 
     n = len(pairs)
     sims: dict[str, np.ndarray | None] = {"gold": pairs.scores, "raw": cosine_pairs(X[:n], X[n:])}

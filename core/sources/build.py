@@ -97,7 +97,7 @@ def check_pooling(spec: SpaceSpec, encoder: Encoder, which: str = "") -> str:
 def calibrate_space(spec: SpaceSpec, raw: np.ndarray, progress=None) -> tuple[np.ndarray, list[str]]:
     """Fit ``spec.calibrate`` on the space's own vectors and apply it. Returns (n, d') float32 and warnings."""
     from isoscope.calibrate import make_calibrator
-    from isoscope.evaluate.sts import fit_size_warning, fit_timed
+    from isoscope.calibrate.fitting import fit_size_warning, fit_timed
 
     if spec.calibrate == "none":
         return raw, []

@@ -5,7 +5,7 @@
   the headline numbers and the singular-value spectra. Anything derived from it is a plain DataFrame.
 - ``STSResult`` (``space.sts(pairs)``): Spearman and Pearson x100 of cosine against the gold scores.
 - ``Projection`` (``space.project("umap")``): 2-D/3-D coordinates of (a sample of) the rows.
-- ``SweepReport`` (``space.sweep()``): ``isoscope.geometry.sweep.SweepResult`` with a card.
+- ``SweepReport`` (``space.sweep()``): ``isoscope.evaluate.sweep.SweepResult`` with a card.
 """
 
 from __future__ import annotations
@@ -125,9 +125,9 @@ class Projection:
 
 @dataclass
 class SweepReport:
-    """``isoscope.geometry.sweep.run_sweep``'s result for a space: ``table`` has one row per variant."""
+    """``isoscope.evaluate.sweep.run_sweep``'s result for a space: ``table`` has one row per variant."""
 
-    result: Any  # isoscope.geometry.sweep.SweepResult
+    result: Any  # isoscope.evaluate.sweep.SweepResult
     space: str = ""
 
     @property

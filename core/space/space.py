@@ -272,7 +272,7 @@ class Space:
         from sklearn.utils.validation import check_is_fitted
 
         from isoscope.calibrate import Calibrator, NotFittedError, make_calibrator
-        from isoscope.evaluate.sts import fit_size_warning, fit_timed
+        from isoscope.calibrate.fitting import fit_size_warning, fit_timed
         from isoscope.space.progress import progress_callback
 
         key = ("calibrate", method) if isinstance(method, str) else None
@@ -347,10 +347,10 @@ class Space:
         return STSResult(self.label, got["spearman"], got["pearson"], got["cosine"], np.asarray(p.scores), p.name)
 
     def sweep(self, pairs: Any = None, dims: Sequence[int] | None = None, k: int = 10, int8_model: bool | None = None):
-        """Geometry, overlap@k with this space and STS as the vectors shrink (``isoscope.geometry.sweep.run_sweep``):
+        """Geometry, overlap@k with this space and STS as the vectors shrink (``isoscope.evaluate.sweep.run_sweep``):
         fp32, int8 and binary codes, the first K dimensions, PCA to K. ``int8_model`` adds the int8 model's
         vectors (default: when the space comes straight from a model, like ``isoscope sweep``)."""
-        from isoscope.geometry.sweep import SweepConfig, SweepPairs, run_sweep
+        from isoscope.evaluate.sweep import SweepConfig, SweepPairs, run_sweep
         from isoscope.space.pairs import as_pairs
         from isoscope.space.progress import progress_callback
         from isoscope.space.results import SweepReport
@@ -363,7 +363,7 @@ class Space:
             raise InputError(f"{p.name or 'pairs'}: no gold scores; the Spearman column needs them")
         X8, swept = None, None
         if with_int8:
-            from isoscope.geometry.sweep import encode_for_sweep
+            from isoscope.evaluate.sweep import encode_for_sweep
 
             enc = self.embedding
             got = encode_for_sweep(

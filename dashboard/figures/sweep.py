@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from isoscope.geometry.sweep import SweepResult
+from isoscope.evaluate.sweep import SweepResult
 
 MEASURES = {
     "overlap_at_k": "neighbour overlap@k with fp32 (1 = the same neighbours)",

@@ -1,4 +1,4 @@
-"""Precision and dimension sweep (isoscope.geometry.sweep): the corpus and the pairs through the fp32 and the int8 model, then
+"""Precision and dimension sweep (isoscope.evaluate.sweep): the corpus and the pairs through the fp32 and the int8 model, then
 every variant measured; cached by the model, the texts, the pairs and the settings."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from isoscope.dashboard.services import embeddings
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
 from isoscope.dashboard.services.models import model_key, split_key
 from isoscope.data import Pairs
-from isoscope.geometry.sweep import SweepConfig, SweepPairs, SweepResult, run_sweep
+from isoscope.evaluate.sweep import SweepConfig, SweepPairs, SweepResult, run_sweep
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
 def sweep(
     model: str, texts: Texts, pairs: Pairs | None, pooling: str, max_length: int, dims: tuple[int, ...], k: int
 ) -> SweepResult:
-    """``isoscope.geometry.sweep.run_sweep`` of ``texts`` (and ``pairs`` with scores) for ``model``'s fp32 and int8 encoders."""
+    """``isoscope.evaluate.sweep.run_sweep`` of ``texts`` (and ``pairs`` with scores) for ``model``'s fp32 and int8 encoders."""
     base = split_key(model)[0]
     items = list(texts.items) + (list(pairs.texts) if pairs is not None else [])
     full = embeddings.embed(model_key(base, "fp32"), items, pooling, max_length).array  # (n + 2m, d)

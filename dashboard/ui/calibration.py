@@ -55,8 +55,8 @@ class Calibration:
 
 def safe_default(method: str, n_fit: int | None, dim: int) -> str:
     """A page's default calibrator for a fit set of ``n_fit`` vectors: ``method``, or whitening:K when the fit
-    set is too small for it (``isoscope.evaluate.sts.safe_method``); unknown size: ``method``."""
-    from isoscope.evaluate.sts import safe_method
+    set is too small for it (``isoscope.calibrate.fitting.safe_method``); unknown size: ``method``."""
+    from isoscope.calibrate.fitting import safe_method
 
     if n_fit is None or placeholder(method):  # a choice whose parameter is set next to it
         return method
@@ -73,7 +73,7 @@ def calibration_controls(
     supports (a default must never show a degenerate fit as a success).
     """
     from isoscope.calibrate import Flow
-    from isoscope.evaluate.sts import SAFE_COMPONENTS, safe_components
+    from isoscope.calibrate.fitting import SAFE_COMPONENTS, safe_components
 
     dim = int(dim or space().dims or settings().hidden_size)
     default_k = min(SAFE_COMPONENTS, dim) if n_fit is None else safe_components(n_fit, dim)
@@ -154,7 +154,7 @@ def calibrate(
 
 def warn_fit_size(calibrator, fit_vectors: np.ndarray) -> None:
     """A warning line when there are too few fit vectors for the dimensions the calibrator whitens."""
-    from isoscope.evaluate.sts import fit_size_warning
+    from isoscope.calibrate.fitting import fit_size_warning
 
     warning = fit_size_warning(calibrator, len(fit_vectors), fit_vectors.shape[1])
     if warning:

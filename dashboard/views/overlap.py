@@ -7,7 +7,7 @@ import streamlit as st
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures.pairs import pair_hover, scatter_panels
 from isoscope.dashboard.services import embeddings, geometry
-from isoscope.evaluate.similarity import cosine_pairs
+from isoscope.geometry.pairs import cosine_pairs
 
 s = ui.settings()
 st.title("Lexical overlap")

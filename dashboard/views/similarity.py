@@ -9,7 +9,7 @@ import streamlit as st
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures.pairs import pair_hover, rank_moves, scatter_panels
 from isoscope.dashboard.services import embeddings
-from isoscope.evaluate.similarity import correlations, cosine_pairs
+from isoscope.geometry.pairs import correlations, cosine_pairs
 
 s = ui.settings()
 st.title("Sentence-pair similarity")

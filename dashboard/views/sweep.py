@@ -1,4 +1,4 @@
-"""Precision & size: what the geometry and the STS score become as the vectors shrink (isoscope.geometry.sweep)."""
+"""Precision & size: what the geometry and the STS score become as the vectors shrink (isoscope.evaluate.sweep)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from isoscope.dashboard.services import costs
 from isoscope.dashboard.services import sweep as sweep_service
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError, first_line
-from isoscope.geometry.sweep import default_dims
+from isoscope.evaluate.sweep import default_dims
 
 s = ui.settings()
 st.title("Precision & size")

@@ -14,7 +14,7 @@ import pytest
 from isoscope.cli import COMMANDS
 from isoscope.data import load_pairs
 from isoscope.encode.embed import encode
-from isoscope.evaluate.similarity import correlations, cosine_pairs
+from isoscope.geometry.pairs import correlations, cosine_pairs
 from tests.core.commands.cli_checks import one_error_line
 
 PAIRS = [

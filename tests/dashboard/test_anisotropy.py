@@ -44,8 +44,8 @@ def test_a_corpus_too_small_to_whiten_gets_whitening_k_and_full_whitening_warns(
     showed it as a success with no warning. On a small corpus the default is whitening:K (K = min(64, n / 4)), and
     full whitening, when chosen, warns in the words every page uses."""
     from isoscope.calibrate import make_calibrator
+    from isoscope.calibrate.fitting import fit_size_warning, safe_method
     from isoscope.data import load_corpus
-    from isoscope.evaluate.sts import fit_size_warning, safe_method
     from isoscope.paths import DEMO_CORPUS
 
     texts = load_corpus(DEMO_CORPUS).texts[:100]

@@ -1,4 +1,4 @@
-"""AppTest: the Precision & size page (isoscope.geometry.sweep through the services) and the sidebar's precision control."""
+"""AppTest: the Precision & size page (isoscope.evaluate.sweep through the services) and the sidebar's precision control."""
 
 from __future__ import annotations
 

@@ -143,9 +143,9 @@ def test_whitened_rows_and_alignment_uniformity(real_report, encoder, demo_pairs
 
 def test_warns_when_fewer_sentences_than_dimensions(real_report, demo_pairs) -> None:
     """Fewer unique sentences than 384 dimensions: full whitening makes them near-orthogonal, and the report
-    says so in the words every page uses (isoscope.evaluate.sts.fit_size_warning), once per such method."""
+    says so in the words every page uses (isoscope.calibrate.fitting.fit_size_warning), once per such method."""
     from isoscope.calibrate import make_calibrator
-    from isoscope.evaluate.sts import fit_size_warning
+    from isoscope.calibrate.fitting import fit_size_warning
 
     n = real_report.n_sentences
     assert n == len(unique_index(demo_pairs.texts)[0]) < 384

@@ -11,7 +11,7 @@ import pytest
 
 from isoscope.calibrate import JSON_NAME, Flow, Whitening, load_calibrator
 from isoscope.errors import InputError
-from isoscope.evaluate.similarity import cosine_pairs
+from isoscope.geometry.pairs import cosine_pairs
 from tests.core.calibrate.synthetic import (
     SYNTH_FLOW,
     D,

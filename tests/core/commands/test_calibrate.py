@@ -15,8 +15,8 @@ from isoscope.cache import ArrayCache
 from isoscope.calibrate import Flow, Whitening, load_calibrator
 from isoscope.data import load_corpus, load_pairs
 from isoscope.encode.embed import encode
-from isoscope.evaluate.similarity import correlations, cosine_pairs
 from isoscope.geometry.metrics import avg_cosine
+from isoscope.geometry.pairs import correlations, cosine_pairs
 from isoscope.paths import DEMO_CORPUS, DEMO_PAIRS, ROOT
 from tests.core.commands.cli_checks import one_error_line
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isoscope.evaluate.similarity import l2_normalize
+from isoscope.geometry.pairs import l2_normalize
 from isoscope.paths import DEMO_CORPUS, DEMO_PAIRS
 from tests.core.commands.cli_checks import one_error_line
 from tests.data_helpers import demo_head

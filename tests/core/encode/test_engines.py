@@ -142,7 +142,7 @@ def test_real_model_default_engine_keeps_every_cosine(encoder, tmp_path) -> None
     """all-MiniLM-L6-v2 on the demo pairs: each vector within the tolerance, so each pair's cosine moves by at
     most 2 x tolerance (a relative error e of both unit vectors moves their cosine by <= 2e)."""
     from isoscope.data import load_pairs
-    from isoscope.evaluate.similarity import cosine_pairs
+    from isoscope.geometry.pairs import cosine_pairs
     from isoscope.paths import DEMO_PAIRS
 
     pairs = load_pairs(DEMO_PAIRS)

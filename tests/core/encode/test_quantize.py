@@ -22,7 +22,7 @@ from isoscope.encode.models import load_encoder, with_precision
 from isoscope.encode.onnx_runtime import export_onnx
 from isoscope.encode.precision import INT8_RECIPE, PRECISIONS, parse_precision, precision_suffix
 from isoscope.errors import InputError
-from isoscope.evaluate.similarity import correlations, cosine_pairs, l2_normalize
+from isoscope.geometry.pairs import correlations, cosine_pairs, l2_normalize
 from tests.tiny_models import tiny_bert, tiny_t5
 
 TEXTS = [

@@ -8,14 +8,8 @@ import numpy as np
 import pytest
 from scipy.stats import pearsonr, spearmanr
 
-from isoscope.evaluate.similarity import (
-    correlations,
-    cosine_pairs,
-    l2_normalize,
-    rank_shift,
-    sts_evaluate,
-    sts_scores,
-)
+from isoscope.evaluate.similarity import rank_shift, sts_evaluate, sts_scores
+from isoscope.geometry.pairs import correlations, cosine_pairs, l2_normalize
 
 
 def test_cosine_pairs_hand_examples() -> None:

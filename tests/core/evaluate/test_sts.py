@@ -8,9 +8,11 @@ import pandas as pd
 import pytest
 
 from isoscope.calibrate import Flow, make_calibrator
+from isoscope.calibrate.fitting import fit_size_warning, safe_components, safe_method
 from isoscope.errors import InputError
-from isoscope.evaluate.similarity import cosine_pairs, sts_scores
-from isoscope.evaluate.sts import CalibratedSTS, calibrated_sts, fit_size_warning, safe_components, safe_method
+from isoscope.evaluate.similarity import sts_scores
+from isoscope.evaluate.sts import CalibratedSTS, calibrated_sts
+from isoscope.geometry.pairs import cosine_pairs
 from tests.core.calibrate.synthetic import distorted_gaussian
 
 

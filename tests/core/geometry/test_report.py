@@ -12,10 +12,10 @@ from isoscope.calibrate import make_calibrator
 from isoscope.data import TextInput, load_input
 from isoscope.encode.embed import encode, encode_many
 from isoscope.errors import InputError
-from isoscope.evaluate.similarity import correlations, cosine_pairs
 from isoscope.geometry.frequency import FrequencyConfig, frequency_analysis
 from isoscope.geometry.lexical import overlap_analysis
 from isoscope.geometry.metrics import all_metrics
+from isoscope.geometry.pairs import correlations, cosine_pairs
 from isoscope.geometry.report import GeometryConfig, GeometryReport, analyse_geometry, check_input
 from isoscope.paths import DEMO_CORPUS, DEMO_PAIRS
 from tests.data_helpers import demo_head

@@ -11,7 +11,7 @@ from isoscope.anatomy.budget import PRESET_NAMES, get_preset, parameter_budget
 from isoscope.anatomy.spectrum import embedding_spectrum
 from isoscope.dashboard.figures import anatomy, anisotropy, frequency, neighbours, pairs, projection, scores, sweep
 from isoscope.data import Corpus, Pairs
-from isoscope.geometry.sweep import SweepConfig, run_sweep
+from isoscope.evaluate.sweep import SweepConfig, run_sweep
 
 
 def corpus(n: int = 6) -> Corpus:

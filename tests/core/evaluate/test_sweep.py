@@ -1,4 +1,4 @@
-"""isoscope.geometry.sweep: the variants and their measures, with known answers on constructed data, and the encoding helper."""
+"""isoscope.evaluate.sweep: the variants and their measures, with known answers on constructed data, and the encoding helper."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from isoscope.errors import InputError
-from isoscope.geometry.sweep import (
+from isoscope.evaluate.sweep import (
     PCABasis,
     ScalarInt8,
     SweepConfig,
