@@ -30,7 +30,7 @@ from isoscope.calibrate import make_calibrator
 from isoscope.data import Pairs
 from isoscope.encode.embed import EmbedConfig, ProgressFn, encode_many
 from isoscope.encode.models import Encoder
-from isoscope.encode.pooling import LAYER_PREFIX, pooling_choices
+from isoscope.encode.pooling import PoolingSpec, pooling_choices, pooling_specs
 from isoscope.errors import InputError
 from isoscope.evaluate.similarity import sts_scores
 from isoscope.geometry.metrics import alignment, uniformity
@@ -55,15 +55,15 @@ RAW = "none"
 MULTI_LAYER_POOLINGS: tuple[str, ...] = ("last2avg", "first_last_avg")
 
 
-class Calibrator(Protocol):
+class FitTransform(Protocol):
     """What ``isoscope.calibrate.make_calibrator(method)`` returns (scikit-learn style)."""
 
-    def fit(self, X: np.ndarray) -> Calibrator: ...
+    def fit(self, X: np.ndarray) -> FitTransform: ...
 
     def transform(self, X: np.ndarray) -> np.ndarray: ...
 
 
-CalibratorFactory = Callable[[str], Calibrator]
+CalibratorFactory = Callable[[str], FitTransform]
 
 
 @dataclass
@@ -86,11 +86,11 @@ def pooling_modes_for(encoder: Encoder) -> list[str]:
     return pooling_choices(encoder.num_layers, encoder.is_encoder_decoder)
 
 
-def _layer_of(pooling: str, num_layers: int) -> int | None:
+def _layer_of(pooling: PoolingSpec, num_layers: int) -> int | None:
     """Which hidden state a pooling reads: K for layer:K, the last layer for single-layer poolings."""
-    if pooling.startswith(LAYER_PREFIX):
-        return int(pooling[len(LAYER_PREFIX) :])
-    if pooling in MULTI_LAYER_POOLINGS or pooling == "encdec_first":
+    if pooling.layer is not None:
+        return pooling.layer
+    if pooling.kind in MULTI_LAYER_POOLINGS or pooling.needs_decoder:
         return None  # several layers, or the decoder
     return num_layers
 
@@ -174,18 +174,18 @@ def explore_poolings(
     texts, index = unique_index(pairs.texts)
     gold = np.asarray(pairs.scores, np.float64)  # (n,)
     positive = gold > POSITIVE_THRESHOLD  # (n,)
-    modes = pooling_modes_for(encoder)
+    modes = pooling_specs(encoder.num_layers, encoder.is_encoder_decoder)
     log.info("pooling explorer: %d pairs, %d unique sentences, %d poolings", n, len(texts), len(modes))
     vectors = encode_many(encoder, texts, modes, config, progress, cache)  # name -> (u, d)
 
     rows = []
     for mode in modes:
-        X = vectors[mode].astype(np.float64)  # (u, d)
+        X = vectors[mode.name].astype(np.float64)  # (u, d)
         for method in methods:
             Z = X if method == RAW else np.asarray(factory(method).fit(X).transform(X), np.float64)  # (u, d')
             rows.append(
                 {
-                    "pooling": mode,
+                    "pooling": mode.name,
                     "layer": _layer_of(mode, encoder.num_layers),
                     "calibration": method,
                     **_score_rows(Z, index, n, gold, positive),

@@ -35,6 +35,7 @@ from isoscope.cache import ArrayCache, make_key
 from isoscope.data import Pairs
 from isoscope.encode.embed import EmbedConfig, ProgressFn, encode
 from isoscope.encode.models import Encoder
+from isoscope.encode.pooling import Pooling
 from isoscope.errors import InputError
 from isoscope.evaluate.similarity import sts_scores
 from isoscope.geometry.metrics import effective_rank
@@ -215,7 +216,7 @@ def shrink_curve(
     pairs: Pairs,
     *,
     ranks: Sequence[int] | None = None,
-    pooling: str = "mean",
+    pooling: Pooling = None,
     config: EmbedConfig | None = None,
     progress: ProgressFn | None = None,
     cache: ArrayCache | None = None,

@@ -37,7 +37,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +61,7 @@ from isoscope.atlas.layout import LANDMARKS, check_method, layout
 from isoscope.atlas.workers import Job, run_side_by_side
 from isoscope.cache import atomic_save_npy, atomic_write_bytes, text_digest
 from isoscope.data.vectors.table import vectors_digest
+from isoscope.encode.pooling import PoolingSpec, resolve_pooling
 from isoscope.errors import InputError
 from isoscope.neighbours.overlap import jaccard_tables
 
@@ -100,9 +101,10 @@ PARALLEL_LAYOUT_ROWS = 50_000  # from here the two spaces' UMAP layouts run side
 @dataclass
 class AtlasConfig:
     """What an atlas is built with. ``calibrate="none"`` builds the raw space only; a UMAP layout of more
-    than ``landmarks`` rows is the landmark layout (0: full UMAP at any size)."""
+    than ``landmarks`` rows is the landmark layout (0: full UMAP at any size). ``pooling`` None is the model's
+    default; ``build_atlas`` records the pooling it used (none for vectors computed elsewhere)."""
 
-    pooling: str = "mean"
+    pooling: PoolingSpec | None = None
     max_length: int = 128
     batch_size: int = 64
     k: int = 15
@@ -112,6 +114,10 @@ class AtlasConfig:
     seed: int = 0
     embed_chunk: int = 16_384
     landmarks: int = LANDMARKS
+
+    def to_dict(self) -> dict:
+        """The plain-JSON settings the folder's manifest records (the pooling by name)."""
+        return {**asdict(self), "pooling": None if self.pooling is None else self.pooling.name}
 
     def validate(self) -> None:
         check_method(self.layout)
@@ -139,7 +145,7 @@ class AtlasRun:
 
 def _check_manifest(out: Path, signature: dict, config: AtlasConfig) -> None:
     path = out / MANIFEST
-    want = {**signature, "config": asdict(config)}
+    want = {**signature, "config": config.to_dict()}
     if path.exists():
         try:
             have = json.loads(path.read_text(encoding="utf-8"))
@@ -319,8 +325,10 @@ def build_atlas(
     meta = _check_input(texts, meta, vectors)
     if vectors is not None:
         fingerprint = "precomputed-" + vectors_digest(vectors)[:32]
+        config = replace(config, pooling=None)  # pooled already
     else:
         fingerprint = encoder.fingerprint
+        config = replace(config, pooling=resolve_pooling(config.pooling, encoder))
     n = len(texts)
     signature = {"format": FORMAT, "version": FORMAT_VERSION, "model": fingerprint, "texts": text_digest(texts), "n": n}
     run = AtlasRun(out, n)
@@ -353,7 +361,7 @@ def _run_stages(run, encoder, texts, meta, vectors, config: AtlasConfig, progres
     stage("texts", [], [out / "points.parquet"], lambda: _save_points(out, texts, meta))
     stage("embed", [], [out / "vectors.npy"], lambda: _embed(run, encoder, texts, vectors, config, progress))
     spaces = ["raw"] + ([] if config.calibrate == "none" else ["cal"])
-    graph = needs_graph(asdict(config))
+    graph = needs_graph(config.to_dict())
     for space in spaces:  # every vector and graph first, so that the two layouts can run side by side
         d = out / space
         d.mkdir(parents=True, exist_ok=True)
@@ -409,11 +417,9 @@ def _embed(run: AtlasRun, encoder, texts, vectors, config: AtlasConfig, progress
     from isoscope.encode.chunked import embed_to_npy  # torch: only when texts are embedded here
     from isoscope.encode.embed import EmbedConfig
     from isoscope.encode.engines import engine_in_use, fastest_fp32_encoder
-    from isoscope.encode.pooling import parse_pooling
 
     fast = fastest_fp32_encoder(encoder)  # the fp32 vectors within FP32_ENGINE_TOLERANCE, faster; int8 as asked
-    spec = parse_pooling(config.pooling, encoder.num_layers, encoder.is_encoder_decoder)
-    run.engine = engine_in_use(fast, spec.needs_hidden_states)
+    run.engine = engine_in_use(fast, config.pooling.needs_hidden_states)
     distinct, rows = distinct_rows(texts)
     log.info("atlas: embedding %d distinct of %d texts with %s", len(distinct), len(texts), run.engine)
     cfg = EmbedConfig(batch_size=config.batch_size, max_length=config.max_length)

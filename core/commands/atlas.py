@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from isoscope.commands.common import (
-    MODEL_HELP,
     PRECISION_HELP,
     add_endpoint_arguments,
     add_json_argument,
+    add_model_arguments,
     add_vectors_argument,
-    check_space_options,
     emit,
-    encoder_from_args,
+    encoder_for,
+    space_from_args,
 )
-from isoscope.encode.precision import FP32_ENGINE_TOLERANCE, PRECISIONS
+from isoscope.encode.precision import FP32_ENGINE_TOLERANCE
+
+if TYPE_CHECKING:
+    from isoscope.sources import SpaceSpec
 
 LAYOUTS: tuple[str, ...] = ("umap", "pca")
 
@@ -31,17 +35,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--text-column", default=None, help="column holding the texts (default: text)")
     add_vectors_argument(p)
     p.add_argument("--out", required=True, help="folder for the atlas (created; rerun with the same folder to resume)")
-    p.add_argument("--model", default="", help=MODEL_HELP)
-    p.add_argument(
-        "--precision",
-        choices=PRECISIONS,
-        default="fp32",
-        help=f"{PRECISION_HELP}; fp32 embeds on the fastest engine whose vectors equal PyTorch's within "
+    add_model_arguments(
+        p,
+        max_length=128,
+        batch_help="texts per forward pass at least",
+        cache_help="openai:NAME models: do not read or write the endpoint cache (the folder itself is the resume point)",
+        precision_help=f"{PRECISION_HELP}; fp32 embeds on the fastest engine whose vectors equal PyTorch's within "
         f"{FP32_ENGINE_TOLERANCE:g} (ONNX Runtime on the CPU), and the result names it",
     )
-    p.add_argument("--pooling", default="mean", help="pooling mode (default: mean)")
-    p.add_argument("--max-length", type=int, default=128, help="max tokens per text (default: 128)")
-    p.add_argument("--batch-size", type=int, default=64, help="texts per forward pass at least (default: 64)")
     p.add_argument(
         "--calibrate", default="whitening", help="calibrator for the second map, or 'none' (default: whitening)"
     )
@@ -56,8 +57,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="above this many texts, UMAP runs on a seeded sample of this many and places the rest from the "
         "neighbour graph (0: full UMAP at any size; default: 100,000)",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--no-cache", action="store_true", help="endpoints: do not read or write the endpoint cache")
     add_endpoint_arguments(p)
     add_json_argument(p)
 
@@ -75,19 +74,14 @@ def _progress(args: argparse.Namespace):
     return update
 
 
-def _given(args: argparse.Namespace):
-    """(texts, vectors, metadata, warnings) of --vectors or an endpoint model; None for a model that runs here.
+def _given(args: argparse.Namespace, space: SpaceSpec):
+    """(texts, vectors, metadata, warnings) of a vectors file or an endpoint.
 
     Vectors files are bounded by ISOSCOPE_MAX_ROWS and ISOSCOPE_MAX_VECTOR_BYTES like every vectors file."""
     from isoscope.commands.common import vector_input
-    from isoscope.encode.endpoints import is_endpoint_model
     from isoscope.errors import InputError
 
-    if not args.vectors and not is_endpoint_model(args.model):
-        return None
-    if args.pooling != "mean" and not args.vectors:
-        raise InputError(f"--pooling is a model's; {args.model} is pooled by its server")
-    given = vector_input(args, args.input, "corpus")
+    given = vector_input(args, space, args.input, "corpus")
     assert given is not None
     if not given.has_texts:
         raise InputError(
@@ -104,8 +98,9 @@ def run(args: argparse.Namespace) -> dict:
 
     if args.max_length < 2 or args.batch_size < 1:
         raise InputError("--max-length must be >= 2 and --batch-size >= 1")
+    space = space_from_args(args, "atlas")
     config = AtlasConfig(
-        pooling=args.pooling,
+        pooling=space.pooling,
         max_length=args.max_length,
         batch_size=args.batch_size,
         k=args.k,
@@ -120,10 +115,8 @@ def run(args: argparse.Namespace) -> dict:
         from isoscope.calibrate import make_calibrator
 
         make_calibrator(config.calibrate)  # a bad name fails before any embedding
-    check_space_options(args, "atlas")
-    given = _given(args)
-    if given is not None:
-        texts, vectors, meta, load_warnings = given
+    if space.kind != "model":
+        texts, vectors, meta, load_warnings = _given(args, space)
         run_ = build_atlas(
             None, texts, Path(args.out), config=config, meta=meta, progress=_progress(args), vectors=vectors
         )
@@ -133,7 +126,7 @@ def run(args: argparse.Namespace) -> dict:
         corpus = load_corpus(args.input, text_column=args.text_column, max_rows=MAX_ATLAS_ROWS)
         load_warnings = corpus.warnings
         run_ = build_atlas(
-            encoder_from_args(args),
+            encoder_for(args, space),
             corpus.texts,
             Path(args.out),
             config=config,

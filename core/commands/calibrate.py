@@ -20,12 +20,12 @@ from isoscope.commands.common import (
     add_model_arguments,
     add_vectors_argument,
     cache_from_args,
-    check_space_options,
     embed_config,
     emit,
-    encoder_from_args,
+    encoder_for,
     epoch_bar,
     progress_bar,
+    space_from_args,
     vector_input,
 )
 from isoscope.errors import InputError
@@ -83,14 +83,14 @@ def run(args: argparse.Namespace) -> dict:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file; give a folder")
-    check_space_options(args, "calibrate")
-    given = vector_input(args, args.input, "corpus")
+    space = space_from_args(args, "calibrate")
+    given = vector_input(args, space, args.input, "corpus")
     if given is not None:
         from isoscope.evaluate.sts import fit_and_save_vectors
 
-        space = {"model": given.name, "model_fingerprint": given.fingerprint, "pooling": None}
+        fitted_on = {"model": given.name, "model_fingerprint": given.fingerprint, "pooling": None}
         if given.origin is not None:
-            space["vectors"] = given.origin.to_dict()
+            fitted_on["vectors"] = given.origin.to_dict()
         name = given.texts.name or given.name
         stage = lambda s: _progress(args, s)  # noqa: E731
         result = fit_and_save_vectors(
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> dict:
             name,
             calibrator,
             out,
-            space=space,
+            space=fitted_on,
             warnings=given.texts.warnings,
             progress=stage,
             seed=args.seed,
@@ -109,13 +109,12 @@ def run(args: argparse.Namespace) -> dict:
             raise InputError("give --input (a corpus), or --vectors")
         corpus = load_corpus(args.input, text_column=args.text_column)
         check_fit_corpus(corpus)
-        encoder = encoder_from_args(args)
         result = fit_and_save(
-            encoder,
+            encoder_for(args, space),
             corpus,
             calibrator,
             out,
-            pooling=args.pooling,
+            pooling=space.pooling,
             embed_config=embed_config(args),
             cache=cache_from_args(args),
             progress=lambda stage: _progress(args, stage),

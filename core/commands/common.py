@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from isoscope.encode.endpoints import DEFAULT_BASE_URL, DEFAULT_KEY_ENV, is_endpoint_model
-from isoscope.encode.pooling import pooling_help
+from isoscope.encode.pooling import PoolingSpec, parse_pooling, pooling_help
 from isoscope.encode.precision import PRECISIONS
 from isoscope.errors import InputError, printable
 
@@ -43,9 +43,18 @@ if TYPE_CHECKING:
     from isoscope.sources import SourceReaders, SpaceSpec
 
 
+def pooling_option(text: str) -> PoolingSpec:
+    """``--pooling``'s type: the name parsed once, where the user typed it (its message is the usage error)."""
+    try:
+        return parse_pooling(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_model_arguments(
     p: argparse.ArgumentParser,
     pooling: bool = True,
+    max_length: int = 256,
     batch_size: int = 64,
     batch_help: str = "at least this many texts per forward pass; short texts are batched up to a token budget",
     cache_help: str = "do not read or write the embedding cache",
@@ -53,7 +62,8 @@ def add_model_arguments(
     precision_help: str = PRECISION_HELP,
     fp32_note: str = "",
 ) -> None:
-    """Model options; ``precision=False`` leaves ``--precision`` out (a command that needs fp32 weights, or that
+    """Model options (``--model``, ``--precision``, ``--pooling``, ``--max-length``, ``--batch-size``, ``--no-cache``,
+    ``--quiet``) with this command's defaults; ``precision=False`` leaves ``--precision`` out (a command that needs fp32 weights, or that
     compares both precisions itself) and sets ``args.precision = "fp32"``; ``fp32_note`` says why in the
     ``--model`` help."""
     p.add_argument("--model", default="", help=f"{MODEL_HELP}; {fp32_note}" if fp32_note else MODEL_HELP)
@@ -64,10 +74,12 @@ def add_model_arguments(
     if pooling:
         p.add_argument(
             "--pooling",
-            default="mean",
-            help=f"{pooling_help()} (default: mean)",
+            type=pooling_option,
+            default=None,
+            metavar="POOLING",
+            help=f"{pooling_help()} (default: the model's own; mean for a sentence encoder, enc_mean for T5)",
         )
-    p.add_argument("--max-length", type=int, default=256, help="max tokens per text (default: 256)")
+    p.add_argument("--max-length", type=int, default=max_length, help=f"max tokens per text (default: {max_length})")
     p.add_argument("--batch-size", type=int, default=batch_size, help=f"{batch_help} (default: {batch_size})")
     p.add_argument("--no-cache", action="store_true", help=cache_help)
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -94,16 +106,37 @@ def add_vectors_argument(p: argparse.ArgumentParser, help_text: str = VECTORS_HE
     p.add_argument("--vectors", default=None, metavar="FILE[:COLUMN]", help=help_text)
 
 
-def check_space_options(args: argparse.Namespace, command: str) -> None:
-    """InputError for model options given with ``--vectors`` (the file is the space)."""
-    if not getattr(args, "vectors", None):
-        return
-    if (getattr(args, "model", "") or "").strip():
-        raise InputError(f"{command}: --vectors is the space; drop --model (or drop --vectors to embed with it)")
-    if getattr(args, "precision", "fp32") != "fp32":
-        raise InputError(f"{command}: --precision is a model's; the vectors of --vectors are used as they are")
-    if getattr(args, "pooling", "mean") != "mean":
-        raise InputError(f"{command}: --pooling is a model's; the vectors of --vectors are pooled already")
+def space_from_args(args: argparse.Namespace, command: str) -> SpaceSpec:
+    """The space a command's options name, decided once (and kept on ``args``): ``--vectors`` (a file's rows),
+    ``--model openai:NAME`` (an endpoint), or a model this process runs with ``--pooling`` (None: the model's
+    default, decided when it is loaded). InputError for options that belong to another kind of space.
+    No ``--calibrate``: commands fit their own."""
+    from isoscope.sources import SpaceSpec
+
+    if isinstance(given := getattr(args, "space", None), SpaceSpec):
+        return given
+    vectors = getattr(args, "vectors", None)
+    model = (getattr(args, "model", "") or "").strip()
+    pooling = getattr(args, "pooling", None)
+    if vectors:
+        from isoscope.data.vectors import parse_vectors_ref
+
+        if model:
+            raise InputError(f"{command}: --vectors is the space; drop --model (or drop --vectors to embed with it)")
+        if getattr(args, "precision", "fp32") != "fp32":
+            raise InputError(f"{command}: --precision is a model's; the vectors of --vectors are used as they are")
+        if pooling is not None:
+            raise InputError(f"{command}: --pooling is a model's; the vectors of --vectors are pooled already")
+        file, column = parse_vectors_ref(vectors)
+        spec = SpaceSpec(vectors=file, column=column)
+    elif is_endpoint_model(model):
+        if pooling is not None:
+            raise InputError(f"{command}: --pooling is a model's; {model} is pooled by its server")
+        spec = SpaceSpec(model=model)
+    else:
+        spec = SpaceSpec(model=model, pooling=pooling)
+    args.space = spec
+    return spec
 
 
 def endpoint_from_args(args: argparse.Namespace, model: str | None = None, base_url: str | None = None) -> Endpoint:
@@ -131,36 +164,22 @@ def space_sources(args: argparse.Namespace) -> SourceReaders:
     )
 
 
-def space_from_args(args: argparse.Namespace) -> SpaceSpec:
-    """The space ``--vectors`` or ``--model`` / ``--pooling`` describe (no --calibrate: commands fit their own)."""
-    from isoscope.data.vectors import parse_vectors_ref
-    from isoscope.sources import SpaceSpec
-
-    if getattr(args, "vectors", None):
-        file, column = parse_vectors_ref(args.vectors)
-        return SpaceSpec(vectors=file, column=column)
-    model = (getattr(args, "model", "") or "").strip()
-    if is_endpoint_model(model):
-        return SpaceSpec(model=model)
-    return SpaceSpec(model=model, pooling=getattr(args, "pooling", "mean"))
-
-
 def vector_input(
-    args: argparse.Namespace, source: str | None, kind: InputKind = "auto", desc: str = "embed"
+    args: argparse.Namespace, space: SpaceSpec, source: str | None, kind: InputKind = "auto", desc: str = "embed"
 ) -> VectorInput | None:
-    """The texts and vectors of ``--vectors`` (``isoscope.data.load_vector_input``) or of ``--model openai:NAME``
-    (``source``'s texts through the endpoint, with a progress bar); None for a model this process runs."""
+    """The texts and vectors of a vectors-file space (``isoscope.data.load_vector_input``, ``--text-column``) or of
+    an endpoint (``source``'s texts through it, with a progress bar); None for a model this process runs."""
     from isoscope.data.inputs import VectorInput, load_input, load_vector_input
 
-    if getattr(args, "vectors", None):
-        return load_vector_input(args.vectors, source, kind=kind, text_column=args.text_column)
-    if not is_endpoint_model(getattr(args, "model", "")):
+    if space.kind == "vectors":
+        return load_vector_input(space.vectors_ref, source, kind=kind, text_column=args.text_column)
+    if space.kind == "model":
         return None
     from isoscope.encode.remote import embed_endpoint
 
-    endpoint = endpoint_from_args(args)
+    endpoint = endpoint_from_args(args, space.model, space.base_url or None)
     if source is None:
-        raise InputError(f"--model {args.model} embeds texts: give --input")
+        raise InputError(f"--model {space.model} embeds texts: give --input")
     texts = load_input(source, kind, args.text_column)
     vectors = embed_endpoint(endpoint, texts.texts, progress_bar(args, desc), endpoint_cache(args))
     return VectorInput(texts, vectors, endpoint.name, endpoint.fingerprint)
@@ -175,20 +194,30 @@ def add_json_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
 
-def encoder_from_args(args: argparse.Namespace) -> Encoder:
-    """The model ``--model`` names at ``--precision``; the encoder handed to ``isoscope.cli.main(encoder=...)`` when
-    it names the default (so tests and notebooks load the model once), quantised when int8 is asked for."""
+def encoder_for(args: argparse.Namespace, space: SpaceSpec) -> Encoder:
+    """The encoder of a model space at ``--precision`` (``isoscope.sources.load_space_encoder``: a folder, a hub
+    id, a landscape checkpoint); the encoder handed to ``isoscope.cli.main(encoder=...)`` when it names the default
+    (so tests and notebooks load the model once). InputError for a space this process cannot run."""
+    from isoscope.sources import load_space_encoder
+
+    if space.kind == "endpoint":
+        raise InputError(
+            f"{space.model} is an embeddings endpoint; this needs a model that runs here (its layers or tokens)"
+        )
+    if space.kind == "vectors":
+        raise InputError(f"{space.vectors_ref} holds vectors; this needs a model that runs here (its layers or tokens)")
+    return load_space_encoder(space, encoder_loader(args))
+
+
+def _load_model(args: argparse.Namespace, name: str) -> Encoder:
+    """``name`` at ``--precision``: the preloaded encoder for the default model, else ``load_encoder``."""
     from isoscope.encode.models import DEFAULT_MODEL_ALIASES, load_encoder, with_precision
 
-    if is_endpoint_model(getattr(args, "model", "")):
-        raise InputError(
-            f"{args.model} is an embeddings endpoint; this needs a model that runs here (its layers or tokens)"
-        )
     precision = getattr(args, "precision", "fp32")
     given = getattr(args, "preloaded_encoder", None)
-    if given is not None and (getattr(args, "model", "") or "").strip() in DEFAULT_MODEL_ALIASES:
+    if given is not None and name.strip() in DEFAULT_MODEL_ALIASES:
         return with_precision(given, precision)
-    return load_encoder(args.model, precision=precision)
+    return load_encoder(name, precision=precision)
 
 
 def encoder_loader(args: argparse.Namespace) -> Callable[[str], Encoder]:
@@ -197,12 +226,9 @@ def encoder_loader(args: argparse.Namespace) -> Callable[[str], Encoder]:
     loaded: dict[str, Encoder] = {}
 
     def load(name: str) -> Encoder:
-        name = name or args.model
+        name = name or getattr(args, "model", "") or ""
         if name not in loaded:
-            one = argparse.Namespace(
-                model=name, preloaded_encoder=getattr(args, "preloaded_encoder", None), precision=args.precision
-            )
-            loaded[name] = encoder_from_args(one)
+            loaded[name] = _load_model(args, name)
         return loaded[name]
 
     return load

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from isoscope.calibrate.methods import methods_help
 from isoscope.commands.common import (
@@ -17,15 +18,18 @@ from isoscope.commands.common import (
     add_model_arguments,
     add_vectors_argument,
     cache_from_args,
-    check_space_options,
     embed_config,
     emit,
-    encoder_from_args,
+    encoder_for,
     epoch_bar,
     progress_bar,
+    space_from_args,
     vector_input,
 )
 from isoscope.errors import InputError
+
+if TYPE_CHECKING:
+    from isoscope.sources import SpaceSpec
 
 ENGINES: tuple[str, ...] = ("local", "ray")
 
@@ -86,7 +90,7 @@ def _check_out(out: str | None) -> Path | None:
     return path
 
 
-def _run_ray(args: argparse.Namespace, out: Path | None) -> dict:
+def _run_ray(args: argparse.Namespace, space: SpaceSpec, out: Path | None) -> dict:
     from isoscope.data import streamable_corpus
     from isoscope.encode.shards import DEFAULT_SHARD_ROWS, embed_with_ray, load_shards, require_ray
 
@@ -98,8 +102,8 @@ def _run_ray(args: argparse.Namespace, out: Path | None) -> dict:
     run = embed_with_ray(
         source,
         args.shard_dir,
-        model=args.model or None,
-        pooling=args.pooling,
+        model=space.model or None,
+        pooling=space.pooling,
         config=embed_config(args),
         shard_rows=args.chunk_size or DEFAULT_SHARD_ROWS,
         num_actors=args.actors,
@@ -130,7 +134,7 @@ def _run_ray(args: argparse.Namespace, out: Path | None) -> dict:
     return result
 
 
-def _run_chunked(args: argparse.Namespace, out: Path) -> dict:
+def _run_chunked(args: argparse.Namespace, space: SpaceSpec, out: Path) -> dict:
     from isoscope.data import streamable_corpus
     from isoscope.encode.chunked import embed_to_npy
 
@@ -139,10 +143,10 @@ def _run_chunked(args: argparse.Namespace, out: Path) -> dict:
         f"the chunks finished so far are kept in {out.name}.partial; run the same command again to resume"
     )
     run = embed_to_npy(
-        encoder_from_args(args),
+        encoder_for(args, space),
         source,
         out,
-        pooling=args.pooling,
+        pooling=space.pooling,
         config=embed_config(args),
         chunk_size=args.chunk_size,
         progress=progress_bar(args, "embed"),
@@ -199,13 +203,13 @@ def run(args: argparse.Namespace) -> dict:
         make_calibrator(args.calibrate)  # a bad method fails before anything is read
         if args.engine == "ray" or args.chunk_size is not None:
             raise InputError("--calibrate needs every vector in memory: drop --engine ray and --chunk-size")
-    check_space_options(args, "embed")
-    if args.vectors or args.model.strip().startswith("openai:"):
+    space = space_from_args(args, "embed")
+    if space.kind != "model":
         if out is None:
             raise InputError("--out is required (a .npy file)")
         if args.engine == "ray" or args.chunk_size is not None:
             raise InputError("--vectors and endpoints are written whole: drop --engine ray and --chunk-size")
-        given = vector_input(args, args.input, "corpus")
+        given = vector_input(args, space, args.input, "corpus")
         assert given is not None
         origin = given.origin.to_dict() if given.origin is not None else None
         return _write(args, out, given.vectors, given.texts.warnings, {"source": given.name, "vectors": origin})
@@ -218,17 +222,17 @@ def run(args: argparse.Namespace) -> dict:
             raise InputError("--actors and --num-cpus must be at least 1")
         if args.precision != "fp32":
             raise InputError(f"--precision {args.precision} runs with --engine local only (Ray actors load fp32)")
-        return _run_ray(args, out)
+        return _run_ray(args, space, out)
     if out is None:
         raise InputError("--out is required (a .npy file) unless --engine ray")
     if args.chunk_size is not None:
-        return _run_chunked(args, out)
+        return _run_chunked(args, space, out)
     from isoscope.data import load_corpus
     from isoscope.encode.embed import encode
 
     corpus = load_corpus(args.input, text_column=args.text_column)
-    encoder = encoder_from_args(args)
+    encoder = encoder_for(args, space)
     vectors = encode(
-        encoder, corpus.texts, args.pooling, embed_config(args), progress_bar(args, "embed"), cache_from_args(args)
+        encoder, corpus.texts, space.pooling, embed_config(args), progress_bar(args, "embed"), cache_from_args(args)
     )
     return _write(args, out, vectors, corpus.warnings)

@@ -19,13 +19,13 @@ from isoscope.commands.common import (
     add_model_arguments,
     add_vectors_argument,
     cache_from_args,
-    check_space_options,
     embed_config,
     emit,
-    encoder_from_args,
+    encoder_for,
     epoch_bar,
     option_name,
     progress_bar,
+    space_from_args,
     vector_input,
 )
 from isoscope.data.inputs import INPUT_KINDS
@@ -34,6 +34,7 @@ from isoscope.geometry.options import CONTEXTUAL_MODES, EDIT_LEVELS, FREQUENCY_C
 
 if TYPE_CHECKING:
     from isoscope.geometry.report import GeometryConfig
+    from isoscope.sources import SpaceSpec
 
 METRIC_KEYS: tuple[str, ...] = ("avg_cosine", "isoscore", "partition_isotropy", "effective_rank")  # printed
 
@@ -109,7 +110,7 @@ def config_from_args(args: argparse.Namespace) -> GeometryConfig:
     from isoscope.geometry.report import GeometryConfig
 
     return GeometryConfig(
-        pooling=args.pooling,
+        pooling=space_from_args(args, "geometry").pooling,
         calibrate=args.calibrate,
         layers=args.layers,
         frequency=args.frequency or "both",
@@ -128,23 +129,19 @@ def _progress(args: argparse.Namespace, stage: str):
     return epoch_bar(args, stage) if stage.startswith("fit ") else progress_bar(args, stage)
 
 
-def _run_vectors(args: argparse.Namespace) -> dict | None:
-    """The report of --vectors or of an endpoint model (None for a model that runs here)."""
+def _run_vectors(args: argparse.Namespace, space: SpaceSpec) -> dict:
+    """The report of a vectors file or an endpoint: ``analyse_vectors`` (no layers, no token vectors)."""
     import dataclasses
 
-    from isoscope.encode.endpoints import is_endpoint_model
     from isoscope.geometry.report import analyse_vectors
 
-    if not args.vectors and not is_endpoint_model(args.model):
-        return None
-    check_space_options(args, "geometry")
     for option, value in (("--layers", args.layers), ("--frequency-input", args.frequency_input)):
         if value:
             raise InputError(f"{option} needs a model's layers and token vectors; --vectors and endpoints have none")
     if args.frequency not in (None, "none"):
         raise InputError("--frequency needs a model's token vectors; --vectors and endpoints have none")
     config = dataclasses.replace(config_from_args(args), frequency="none")
-    given = vector_input(args, args.input, args.kind)
+    given = vector_input(args, space, args.input, args.kind)
     assert given is not None
     origin = given.origin.to_dict() if given.origin is not None else None
     report = analyse_vectors(
@@ -159,8 +156,9 @@ def run(args: argparse.Namespace) -> dict:
     from isoscope.data import load_input, load_texts
     from isoscope.geometry.report import analyse_geometry, check_input
 
-    if (done := _run_vectors(args)) is not None:
-        return done
+    space = space_from_args(args, "geometry")
+    if space.kind != "model":
+        return _run_vectors(args, space)
     if args.input is None:
         raise InputError("give --input (a corpus or a pairs file), or --vectors")
     config = config_from_args(args)
@@ -168,7 +166,7 @@ def run(args: argparse.Namespace) -> dict:
     check_input(texts)
     frequency_texts = load_texts(args.frequency_input) if args.frequency_input and config.spaces else None
     report = analyse_geometry(
-        encoder_from_args(args),
+        encoder_for(args, space),
         texts,
         config,
         embed_config=embed_config(args),

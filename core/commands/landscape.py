@@ -15,7 +15,14 @@ from __future__ import annotations
 import argparse
 import math
 
-from isoscope.commands.common import add_json_argument, add_model_arguments, emit, encoder_from_args, progress_bar
+from isoscope.commands.common import (
+    add_json_argument,
+    add_model_arguments,
+    emit,
+    encoder_for,
+    progress_bar,
+    space_from_args,
+)
 from isoscope.errors import InputError
 from isoscope.landscape.options import BUILTIN_TASKS, DIRECTIONS, HEAD_POOLINGS, INITS, default_task2
 
@@ -189,7 +196,7 @@ def run(args: argparse.Namespace) -> dict:
         torch.set_num_threads(args.threads)
     task1 = load_task(args.task, args.seed, args.stsb_dir)
     task2 = load_task(args.task2 or default_task2(args.task), args.seed, args.stsb_dir)
-    encoder = encoder_from_args(args)
+    encoder = encoder_for(args, space_from_args(args, "landscape"))
     summary = run_landscape(
         encoder,
         task1,

@@ -11,8 +11,9 @@ from isoscope.commands.common import (
     cache_from_args,
     embed_config,
     emit,
-    encoder_from_args,
+    encoder_for,
     progress_bar,
+    space_from_args,
 )
 
 
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> dict:
     pairs = load_pairs(args.pairs)
     check_pairs(pairs)
     check_calibrations(args.calibrate)  # before loading the model
-    encoder = encoder_from_args(args)
+    encoder = encoder_for(args, space_from_args(args, "pooling"))
     report = explore_poolings(
         encoder,
         pairs,

@@ -11,11 +11,15 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from typing import TYPE_CHECKING
 
 from isoscope.calibrate.methods import methods_help
-from isoscope.commands.common import add_json_argument, add_model_arguments, emit
+from isoscope.commands.common import add_json_argument, add_model_arguments, emit, space_from_args
 from isoscope.data.inputs import INPUT_KINDS
 from isoscope.errors import InputError
+
+if TYPE_CHECKING:
+    from isoscope.sources import SpaceSpec
 
 MAP_CHOICES: tuple[str, ...] = ("auto", "pca", "umap", "tsne")
 
@@ -54,10 +58,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_json_argument(p)
 
 
-def _check(args: argparse.Namespace) -> None:
+def _check(args: argparse.Namespace, source: SpaceSpec) -> None:
     from isoscope.calibrate import make_calibrator
 
-    if args.input is None and args.pairs is None and args.vectors is None:
+    if args.input is None and args.pairs is None and source.kind != "vectors":
         raise InputError("give the texts with --input (a corpus or a pairs file) or --pairs, or --vectors")
     if args.k < 1:
         raise InputError(f"--k must be >= 1; got {args.k}")
@@ -74,16 +78,17 @@ def run(args: argparse.Namespace) -> dict:
     from isoscope.space.report.build import build_space_report
     from isoscope.space.report.render import render
 
-    _check(args)
+    source = space_from_args(args, "report")
+    _check(args, source)
     out = Path(args.out).expanduser()
     if out.is_dir():
         raise InputError(f"--out {args.out} is a folder; give the HTML file to write")
     pairs = load_pairs(args.pairs) if args.pairs else None
     if pairs is not None and pairs.scores is None:
         raise InputError(f"{pairs.name}: no score column; --pairs needs gold scores")
-    space = _vectors_space(args) if args.vectors else _model_space(args, pairs)
+    space = _vectors_space(args, source) if source.kind == "vectors" else _model_space(args, source, pairs)
     if len(space) < args.k + 1:
-        what = "vectors" if args.vectors else "distinct texts"
+        what = "vectors" if source.kind == "vectors" else "distinct texts"
         raise InputError(f"--k {args.k} needs at least {args.k + 1} {what}, got {len(space)}")
     command = "isoscope " + " ".join(shlex.quote(a) for a in (getattr(args, "argv", None) or sys.argv[1:]))
     report = build_space_report(
@@ -112,10 +117,10 @@ def run(args: argparse.Namespace) -> dict:
     return result
 
 
-def _model_space(args: argparse.Namespace, pairs):
+def _model_space(args: argparse.Namespace, source: SpaceSpec, pairs):
     from pathlib import Path
 
-    from isoscope.commands.common import cache_from_args, encoder_from_args
+    from isoscope.commands.common import cache_from_args, encoder_for
     from isoscope.data import load_input
     from isoscope.space import embed
 
@@ -123,8 +128,8 @@ def _model_space(args: argparse.Namespace, pairs):
     texts, meta = _distinct(read, read.texts if read is not None else pairs.texts, args.keep_duplicates)
     space = embed(
         texts,
-        encoder_from_args(args),
-        args.pooling,
+        encoder_for(args, source),
+        source.pooling,
         max_length=args.max_length,
         batch_size=args.batch_size,
         cache=cache_from_args(args) or False,
@@ -137,13 +142,13 @@ def _model_space(args: argparse.Namespace, pairs):
     return space
 
 
-def _vectors_space(args: argparse.Namespace):
+def _vectors_space(args: argparse.Namespace, source: SpaceSpec):
     """The space of ``--vectors`` (the model options do not apply; ``--input`` is a texts file, one per vector)."""
     from isoscope.space import Space
 
-    if args.model:
-        raise InputError("give --model or --vectors, not both: the vectors were computed elsewhere already")
-    return Space.from_file(args.vectors, text_column=args.text_column, texts=args.input, cache=False)
+    return Space.from_file(
+        source.vectors, column=source.column, text_column=args.text_column, texts=args.input, cache=False
+    )
 
 
 def _distinct(read, texts: list[str], keep_duplicates: bool):

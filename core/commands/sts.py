@@ -11,6 +11,7 @@ and B sentence2's. ``--model openai:NAME`` embeds the pairs through an endpoint.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from isoscope.commands.calibrate import METHOD_HELP, add_flow_arguments, calibrator_from_args
 from isoscope.commands.common import (
@@ -19,16 +20,19 @@ from isoscope.commands.common import (
     add_model_arguments,
     add_vectors_argument,
     cache_from_args,
-    check_space_options,
     embed_config,
     emit,
-    encoder_from_args,
+    encoder_for,
     endpoint_cache,
     endpoint_from_args,
     epoch_bar,
     progress_bar,
+    space_from_args,
 )
 from isoscope.errors import InputError
+
+if TYPE_CHECKING:
+    from isoscope.sources import SpaceSpec
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -67,21 +71,15 @@ def _progress(args: argparse.Namespace, stage: str):
     return epoch_bar(args) if stage == "fit" else progress_bar(args, stage)
 
 
-def _given(args: argparse.Namespace, pairs, corpus, calibrator) -> dict | None:
-    """The report for --vectors or an endpoint model; None for a model that runs here."""
+def _given(args: argparse.Namespace, space: SpaceSpec, pairs, corpus, calibrator) -> dict:
+    """The report of a vectors file or an endpoint: their vectors of the pairs (and of the fit corpus)."""
     from isoscope.data import load_pair_vectors
-    from isoscope.encode.endpoints import is_endpoint_model
     from isoscope.evaluate.sts import sts_of_vectors
 
-    if (args.vectors_b and not args.vectors) or (args.pair_ids and not args.vectors):
-        raise InputError("--vectors-b and --pair-ids go with --vectors")
-    if not args.vectors and not is_endpoint_model(args.model):
-        return None
-    check_space_options(args, "sts")
     stage = lambda s: _progress(args, s)  # noqa: E731
     fit_on = None if corpus is None else (corpus.name, corpus.warnings)
-    if args.vectors:
-        given = load_pair_vectors(pairs, args.vectors, args.vectors_b, pair_ids=args.pair_ids)
+    if space.kind == "vectors":
+        given = load_pair_vectors(pairs, space.vectors_ref, args.vectors_b, pair_ids=args.pair_ids)
         fit = None if corpus is None else given.table.vectors_for(corpus.texts)  # (m, d), the file read once
         result = sts_of_vectors(
             given.a,
@@ -99,7 +97,7 @@ def _given(args: argparse.Namespace, pairs, corpus, calibrator) -> dict | None:
         return result
     from isoscope.encode.remote import embed_endpoint
 
-    endpoint, store = endpoint_from_args(args), endpoint_cache(args)
+    endpoint, store = endpoint_from_args(args, space.model, space.base_url or None), endpoint_cache(args)
     both = embed_endpoint(endpoint, pairs.texts, progress_bar(args, "embed"), store)  # (2n, d)
     fit = None if corpus is None else embed_endpoint(endpoint, corpus.texts, progress_bar(args, "embed corpus"), store)
     n = len(pairs)
@@ -120,21 +118,24 @@ def run(args: argparse.Namespace) -> dict:
     from isoscope.data import load_corpus, load_pairs
     from isoscope.evaluate.sts import check_fit_corpus, check_scored_pairs, sts_report
 
+    space = space_from_args(args, "sts")
+    if (args.vectors_b or args.pair_ids) and space.kind != "vectors":
+        raise InputError("--vectors-b and --pair-ids go with --vectors")
     calibrator = calibrator_from_args(args, args.calibrate)  # bad method: fail before loading anything
     pairs = load_pairs(args.pairs)
     check_scored_pairs(pairs)
     corpus = None if args.fit_on == "target" else load_corpus(args.fit_on)
     if corpus is not None:
         check_fit_corpus(corpus)
-    result = _given(args, pairs, corpus, calibrator)
-    if result is None:
-        encoder = encoder_from_args(args)
+    if space.kind != "model":
+        result = _given(args, space, pairs, corpus, calibrator)
+    else:
         result = sts_report(
-            encoder,
+            encoder_for(args, space),
             pairs,
             calibrator,
             fit_corpus=corpus,
-            pooling=args.pooling,
+            pooling=space.pooling,
             embed_config=embed_config(args),
             cache=cache_from_args(args),
             progress=lambda stage: _progress(args, stage),

@@ -18,13 +18,13 @@ from isoscope.commands.common import (
     add_model_arguments,
     add_vectors_argument,
     cache_from_args,
-    check_space_options,
     embed_config,
     emit,
-    encoder_from_args,
+    encoder_for,
     endpoint_cache,
     endpoint_from_args,
     progress_bar,
+    space_from_args,
     vector_input,
 )
 from isoscope.errors import InputError
@@ -63,7 +63,7 @@ def _lines(result: dict) -> list[str]:
     return lines + result["warnings"]
 
 
-def _given_pairs(args: argparse.Namespace, pairs):
+def _given_pairs(args: argparse.Namespace, space, pairs):
     """SweepPairs of --vectors (looked up by text) or of the endpoint."""
     import numpy as np
 
@@ -72,15 +72,18 @@ def _given_pairs(args: argparse.Namespace, pairs):
     if pairs is None:
         return None
     gold = np.asarray(pairs.scores, np.float64)
-    if args.vectors:
+    if space.kind == "vectors":
         from isoscope.data import load_pair_vectors
 
-        given = load_pair_vectors(pairs, args.vectors)
+        given = load_pair_vectors(pairs, space.vectors_ref)
         return SweepPairs(given.a, given.b, gold)
     from isoscope.encode.remote import embed_endpoint
 
     both = embed_endpoint(
-        endpoint_from_args(args), pairs.texts, progress_bar(args, "embed pairs"), endpoint_cache(args)
+        endpoint_from_args(args, space.model, space.base_url or None),
+        pairs.texts,
+        progress_bar(args, "embed pairs"),
+        endpoint_cache(args),
     )
     return SweepPairs(both[: len(pairs)], both[len(pairs) :], gold)
 
@@ -91,11 +94,11 @@ def run(args: argparse.Namespace) -> dict:
 
     if args.k < 1:
         raise InputError("--k must be at least 1")
-    check_space_options(args, "sweep")
+    space = space_from_args(args, "sweep")
     pairs = load_pairs(args.pairs) if args.pairs else None
     if pairs is not None and pairs.scores is None:
         raise InputError(f"{pairs.name}: no score column; the Spearman column needs gold scores")
-    given = vector_input(args, args.input, "corpus")
+    given = vector_input(args, space, args.input, "corpus")
     if given is not None:
         if len(given) < 3:
             raise InputError(f"{given.name}: the sweep needs at least 3 texts, got {len(given)}")
@@ -103,7 +106,7 @@ def run(args: argparse.Namespace) -> dict:
         table = run_sweep(
             given.vectors,
             None,
-            _given_pairs(args, pairs),
+            _given_pairs(args, space, pairs),
             config=SweepConfig(dims=dims, k=args.k),
             progress=progress_bar(args, "sweep", unit="variant"),
         )
@@ -113,13 +116,16 @@ def run(args: argparse.Namespace) -> dict:
     corpus = load_corpus(args.input, text_column=args.text_column)
     if len(corpus) < 3:
         raise InputError(f"{corpus.name}: the sweep needs at least 3 texts, got {len(corpus)}")
-    encoder = encoder_from_args(args)
+    from isoscope.encode.pooling import resolve_pooling
+
+    encoder = encoder_for(args, space)
+    pooling = resolve_pooling(space.pooling, encoder)
     dims = parse_dims(args.dims, encoder.hidden_size)  # bad dimensions: fail before encoding
     vectors = encode_for_sweep(
         encoder,
         corpus.texts,
         pairs,
-        pooling=args.pooling,
+        pooling=pooling,
         config=embed_config(args),
         cache=cache_from_args(args),
         progress=progress_bar(args, "embed"),
@@ -131,7 +137,7 @@ def run(args: argparse.Namespace) -> dict:
         config=SweepConfig(dims=dims, k=args.k),
         progress=progress_bar(args, "sweep", unit="variant"),
     )
-    return _emit(args, corpus.name, encoder.name, args.pooling, corpus.warnings, pairs, result_)
+    return _emit(args, corpus.name, encoder.name, pooling.name, corpus.warnings, pairs, result_)
 
 
 def _emit(args: argparse.Namespace, corpus: str, model: str, pooling, warnings: list[str], pairs, result_) -> dict:

@@ -27,7 +27,7 @@ from isoscope.cache import atomic_write_bytes, text_digest
 from isoscope.data import TextStats, stream_texts, streaming_limits
 from isoscope.encode.embed import EmbedConfig, encode
 from isoscope.encode.models import Encoder
-from isoscope.encode.pooling import parse_pooling
+from isoscope.encode.pooling import Pooling, PoolingSpec, resolve_pooling
 from isoscope.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -131,28 +131,31 @@ class RunPlan:
 
     n: int
     num_chunks: int
+    pooling: PoolingSpec  # checked against the model
     signature: dict
     warnings: list[str]  # from reading a .txt source (encoding, truncation)
 
 
-def plan_run(encoder: Encoder, source: TextSource, *, pooling: str, config: EmbedConfig, chunk_size: int) -> RunPlan:
+def plan_run(
+    encoder: Encoder, source: TextSource, *, pooling: Pooling, config: EmbedConfig, chunk_size: int
+) -> RunPlan:
     """The start every engine shares (``embed_to_npy`` here, ``isoscope.encode.shards.embed_with_ray``): the pooling
     checked against the model, the texts counted and digested (a file is streamed once), InputError when there
     are none."""
-    parse_pooling(pooling, encoder.num_layers, encoder.is_encoder_decoder)
+    spec = resolve_pooling(pooling, encoder)
     warnings: list[str] = []
     n, digest = scan_source(source, warnings)
     if n == 0:
         raise InputError("no texts to embed (the input is empty)")
     signature = {
         "model": encoder.fingerprint,
-        "pooling": pooling,
+        "pooling": spec.name,
         "max_length": config.max_length,
         "n": n,
         "texts": digest,
         "chunk_size": chunk_size,
     }
-    return RunPlan(n, -(-n // chunk_size), signature, warnings)
+    return RunPlan(n, -(-n // chunk_size), spec, signature, warnings)
 
 
 def _load_progress(out: Path, signature: dict) -> tuple[set[int], np.ndarray | None]:
@@ -187,7 +190,7 @@ def embed_to_npy(
     source: TextSource,
     out: str | Path,
     *,
-    pooling: str = "mean",
+    pooling: Pooling = None,
     config: EmbedConfig | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     progress: ProgressFn | None = None,
@@ -215,7 +218,7 @@ def embed_to_npy(
             continue
         if c >= num_chunks or len(texts) != _chunk_len(c, n, chunk_size):
             raise InputError("the input changed while it was being embedded; run again")
-        vectors = encode(encoder, texts, pooling, config)  # (m, d)
+        vectors = encode(encoder, texts, plan.pooling, config)  # (m, d)
         if mm is None:
             mm = np.lib.format.open_memmap(partial_path(out), mode="w+", dtype=np.float32, shape=(n, vectors.shape[1]))
             run.dim = int(vectors.shape[1])

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from isoscope.costs import FREE, Cost
-from isoscope.encode.pooling import parse_pooling
+from isoscope.encode.pooling import PoolingSpec, default_pooling, resolve_pooling
 
 if TYPE_CHECKING:
     from isoscope.cache import ArrayCache
@@ -59,10 +59,15 @@ def probe_texts(batch_tokens: int) -> list[str]:
     return list(PROBE_TEXTS) * repeats
 
 
-def measure_throughput(encoder: Encoder, poolings: Sequence[str] = ("mean",), max_length: int = 128) -> Throughput:
-    """Tokens per second of ``encoder`` (on the engine it runs on) for a pass that pools ``poolings``: one
-    warm-up pass over the probe, then one timed pass (uncached), the way ``encode_many`` batches a corpus."""
+def measure_throughput(
+    encoder: Encoder, poolings: Sequence[PoolingSpec | str] | None = None, max_length: int = 128
+) -> Throughput:
+    """Tokens per second of ``encoder`` (on the engine it runs on) for a pass that pools ``poolings`` (default:
+    the model's pooling): one warm-up pass over the probe, then one timed pass (uncached), the way
+    ``encode_many`` batches a corpus."""
     from isoscope.encode.embed import EmbedConfig, encode_many
+
+    poolings = poolings or [default_pooling(encoder)]
 
     config = EmbedConfig(max_length=max_length)
     texts = probe_texts(config.batch_tokens)
@@ -101,7 +106,7 @@ def embedding_cost(throughput: Throughput, n_tokens: int, *, n_arrays: int = 0, 
 def embed_texts_cost(
     encoder: Encoder,
     texts: Sequence[str],
-    poolings: Sequence[str],
+    poolings: Sequence[PoolingSpec | str],
     *,
     max_length: int,
     rate: Callable[[bool], Throughput],
@@ -118,12 +123,17 @@ def embed_texts_cost(
     config = EmbedConfig(max_length=max_length)
     if len(texts) < len(probe_texts(config.batch_tokens)):
         return FREE
-    missing = list(poolings) if cache is None else uncached_poolings(encoder, texts, poolings, config, cache)
+    asked = [resolve_pooling(p, encoder) for p in poolings]
+    missing = (
+        asked
+        if cache is None
+        else [p for p in asked if p.name in uncached_poolings(encoder, texts, asked, config, cache)]
+    )
     if not missing:
         return FREE
-    extra = [c.name for c in companion_poolings(encoder, len(texts))] if companions and cache is not None else []
-    names = list(dict.fromkeys([*missing, *extra]))
-    specs = [parse_pooling(p, encoder.num_layers, encoder.is_encoder_decoder) for p in names]
+    extra = companion_poolings(encoder, len(texts)) if companions and cache is not None else []
+    specs = list({s.name: s for s in [*missing, *extra]}.values())
+    names = [s.name for s in specs]
     n_tokens = tokens() if tokens is not None else token_count(encoder, texts, max_length)
     written = len(names) if cache is not None else 0
     hidden = any(s.needs_hidden_states for s in specs)

@@ -16,7 +16,7 @@ import torch
 
 from isoscope.cache import ArrayCache, make_key, text_digest
 from isoscope.encode.models import Encoder
-from isoscope.encode.pooling import PoolingSpec, parse_pooling, pool, pooling_choices
+from isoscope.encode.pooling import Pooling, PoolingSpec, pool, pooling_specs, resolve_pooling
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ def _check_config(config: EmbedConfig) -> None:
 def encode_many(
     encoder: Encoder,
     texts: Sequence[str],
-    poolings: Sequence[str],
+    poolings: Sequence[PoolingSpec | str],
     config: EmbedConfig | None = None,
     progress: ProgressFn | None = None,
     cache: ArrayCache | None = None,
@@ -162,7 +162,7 @@ def encode_many(
     """
     config = config or EmbedConfig()
     _check_config(config)
-    specs = [parse_pooling(p, encoder.num_layers, encoder.is_encoder_decoder) for p in poolings]
+    specs = [resolve_pooling(p, encoder) for p in poolings]
     n = len(texts)
     digest = text_digest(texts) if cache is not None else ""
     out = {} if cache is None else _read_cached(cache, encoder, specs, config, digest, n)
@@ -190,9 +190,9 @@ def companion_poolings(encoder: Encoder, n: int) -> list[PoolingSpec]:
     if encoder.precision != "fp32":
         return []
     one = n * encoder.hidden_size * 4
-    names = [m for m in pooling_choices(encoder.num_layers, encoder.is_encoder_decoder) if m != "encdec_first"]
+    specs = [s for s in pooling_specs(encoder.num_layers, encoder.is_encoder_decoder) if not s.needs_decoder]
     fits = max(0, COMPANION_BYTES // max(one, 1))
-    return [parse_pooling(m, encoder.num_layers, encoder.is_encoder_decoder) for m in names[:fits]]
+    return specs[:fits]
 
 
 def _entry_key(encoder: Encoder, name: str, config: EmbedConfig, digest: str) -> str:
@@ -200,12 +200,16 @@ def _entry_key(encoder: Encoder, name: str, config: EmbedConfig, digest: str) ->
 
 
 def uncached_poolings(
-    encoder: Encoder, texts: Sequence[str], poolings: Sequence[str], config: EmbedConfig, cache: ArrayCache
+    encoder: Encoder,
+    texts: Sequence[str],
+    poolings: Sequence[PoolingSpec | str],
+    config: EmbedConfig,
+    cache: ArrayCache,
 ) -> list[str]:
     """The names among ``poolings`` whose arrays for ``texts`` the cache does not hold: what ``encode_many``
     would compute (a cheap look at the entries' files; a damaged one is found, and recomputed, on reading)."""
     digest = text_digest(texts)
-    names = [parse_pooling(p, encoder.num_layers, encoder.is_encoder_decoder).name for p in poolings]
+    names = [resolve_pooling(p, encoder).name for p in poolings]
     return [name for name in names if not cache.has(_entry_key(encoder, name, config, digest))]
 
 
@@ -281,13 +285,15 @@ def _encode_uncached(
 def encode(
     encoder: Encoder,
     texts: Sequence[str],
-    pooling: str = "mean",
+    pooling: Pooling = None,
     config: EmbedConfig | None = None,
     progress: ProgressFn | None = None,
     cache: ArrayCache | None = None,
 ) -> np.ndarray:
-    """Embed ``texts`` with one pooling mode. Returns float32 (n, d)."""
-    return next(iter(encode_many(encoder, texts, [pooling], config, progress, cache).values()))
+    """Embed ``texts`` with one pooling (default: the model's, ``isoscope.encode.pooling.default_pooling``).
+    Returns float32 (n, d)."""
+    spec = resolve_pooling(pooling, encoder)
+    return encode_many(encoder, texts, [spec], config, progress, cache)[spec.name]
 
 
 @dataclass

@@ -14,7 +14,7 @@ Modes (BERT-flow and Sentence-T5 compare these):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from isoscope.errors import InputError
 
@@ -54,7 +54,8 @@ def describe_pooling(mode: str) -> str:
 
 @dataclass(frozen=True)
 class PoolingSpec:
-    """A parsed pooling mode; ``layer`` is set only for ``layer:K``."""
+    """A parsed pooling mode (``parse_pooling``); ``layer`` is set only for ``layer:K``. Its ``name`` is what cache
+    keys, JSON results and the dashboard's selectors carry."""
 
     kind: str
     layer: int | None = None
@@ -62,6 +63,9 @@ class PoolingSpec:
     @property
     def name(self) -> str:
         return f"{LAYER_PREFIX}{self.layer}" if self.kind == "layer" else self.kind
+
+    def __str__(self) -> str:
+        return self.name
 
     @property
     def needs_hidden_states(self) -> bool:
@@ -71,17 +75,45 @@ class PoolingSpec:
     def needs_decoder(self) -> bool:
         return self.kind == "encdec_first"
 
+    def check(self, num_layers: int, is_encoder_decoder: bool = False) -> PoolingSpec:
+        """This pooling, when a model of ``num_layers`` layers (an encoder-decoder or not) has it; InputError
+        listing the model's choices otherwise."""
+        if self.kind == "layer":
+            if self.layer is None or not 0 <= self.layer <= num_layers:
+                raise InputError(f"pooling '{self.name}': K must be between 0 and {num_layers} for this model")
+            return self
+        valid = valid_pooling_modes(is_encoder_decoder)
+        if self.kind not in valid:
+            hint = "" if is_encoder_decoder else " (enc_first, enc_mean and encdec_first need an encoder-decoder model)"
+            raise InputError(f"unknown pooling '{self.name}'; choose one of {', '.join(valid)} or layer:K{hint}")
+        return self
+
+
+def layer_pooling(k: int) -> PoolingSpec:
+    """``layer:K``: the mean of hidden state K's token vectors (0 = the input embeddings)."""
+    return PoolingSpec("layer", int(k))
+
+
+def layer_names(num_layers: int) -> list[str]:
+    """``layer:0`` .. ``layer:num_layers``: every hidden state of a model, by the names its arrays are kept under."""
+    return [layer_pooling(k).name for k in range(num_layers + 1)]
+
 
 def valid_pooling_modes(is_encoder_decoder: bool = False) -> tuple[str, ...]:
     """Names a model of this kind accepts (``layer:K`` comes on top)."""
     return POOLING_MODES if is_encoder_decoder else ENCODER_POOLING_MODES
 
 
-def pooling_choices(num_layers: int, is_encoder_decoder: bool = False) -> list[str]:
+def pooling_specs(num_layers: int, is_encoder_decoder: bool = False) -> list[PoolingSpec]:
     """The one list of poolings a model offers (sidebar, pages, pooling explorer): its named modes, each once
     (an encoder-decoder's ``cls``/``mean`` aliases left out), then ``layer:0`` .. ``layer:num_layers``."""
     named = [m for m in valid_pooling_modes(is_encoder_decoder) if not (is_encoder_decoder and m in ENC_DEC_ALIASES)]
-    return named + [f"{LAYER_PREFIX}{k}" for k in range(num_layers + 1)]
+    return [PoolingSpec(m) for m in named] + [layer_pooling(k) for k in range(num_layers + 1)]
+
+
+def pooling_choices(num_layers: int, is_encoder_decoder: bool = False) -> list[str]:
+    """``pooling_specs`` by name."""
+    return [spec.name for spec in pooling_specs(num_layers, is_encoder_decoder)]
 
 
 def canonical_pooling(mode: str, is_encoder_decoder: bool = False) -> str:
@@ -89,33 +121,52 @@ def canonical_pooling(mode: str, is_encoder_decoder: bool = False) -> str:
     return ENC_DEC_ALIASES.get(mode, mode) if is_encoder_decoder else mode
 
 
-def default_pooling(is_encoder_decoder: bool = False) -> str:
-    """``mean`` (``enc_mean`` on an encoder-decoder model): the pooling sentence encoders are trained for."""
-    return canonical_pooling("mean", is_encoder_decoder)
-
-
 def pooling_help() -> str:
     """Every mode, for a help text: ``cls, mean, ..., layer:K, enc_first, ...``."""
     return ", ".join([*ENCODER_POOLING_MODES, f"{LAYER_PREFIX}K", *T5_POOLING_MODES])
 
 
-def parse_pooling(mode: str, num_layers: int | None = None, is_encoder_decoder: bool = False) -> PoolingSpec:
-    """Validate a pooling name; raise InputError (a ValueError) listing the valid choices."""
+def parse_pooling(mode: str) -> PoolingSpec:
+    """A pooling name as a user types it (the CLI's ``--pooling``, a SPEC string, the sidebar, a notebook's
+    ``pooling="cls"``) -> ``PoolingSpec``; InputError listing the valid choices. Whether a model has it is
+    ``PoolingSpec.check``, once the model is known."""
     mode = str(mode).strip()
-    valid = valid_pooling_modes(is_encoder_decoder)
     if mode.startswith(LAYER_PREFIX):
         try:
             k = int(mode[len(LAYER_PREFIX) :])
         except ValueError:
             raise InputError(f"pooling '{mode}': K in layer:K must be an integer, e.g. layer:3") from None
-        if k < 0 or (num_layers is not None and k > num_layers):
-            top = num_layers if num_layers is not None else "num_layers"
-            raise InputError(f"pooling '{mode}': K must be between 0 and {top} for this model")
-        return PoolingSpec("layer", k)
-    if mode not in valid:
-        hint = "" if is_encoder_decoder else " (enc_first, enc_mean and encdec_first need an encoder-decoder model)"
-        raise InputError(f"unknown pooling '{mode}'; choose one of {', '.join(valid)} or layer:K{hint}")
+        if k < 0:
+            raise InputError(f"pooling '{mode}': K must be between 0 and num_layers for this model")
+        return layer_pooling(k)
+    if mode not in POOLING_MODES:
+        raise InputError(f"unknown pooling '{mode}'; choose one of {', '.join(POOLING_MODES)} or layer:K")
     return PoolingSpec(mode)
+
+
+class PoolingModel(Protocol):
+    """What deciding a pooling needs to know of a model (an ``Encoder``, or the dashboard's ``Settings``)."""
+
+    num_layers: int
+    is_encoder_decoder: bool
+
+
+def default_pooling(model: PoolingModel) -> PoolingSpec:
+    """The one place that decides a model's pooling when none is asked for: ``mean`` (``enc_mean`` on an
+    encoder-decoder model), the pooling sentence encoders are trained for."""
+    return PoolingSpec(canonical_pooling("mean", model.is_encoder_decoder))
+
+
+Pooling = PoolingSpec | str | None  # what a library function takes: a spec, a name a user typed, None = the default
+
+
+def resolve_pooling(pooling: Pooling, model: PoolingModel) -> PoolingSpec:
+    """The pooling a run uses on ``model``: ``default_pooling`` for None, a typed name parsed, then checked
+    against the model (InputError naming its choices)."""
+    if pooling is None:
+        return default_pooling(model)
+    spec = pooling if isinstance(pooling, PoolingSpec) else parse_pooling(pooling)
+    return spec.check(model.num_layers, model.is_encoder_decoder)
 
 
 def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -24,6 +24,7 @@ import numpy as np
 from isoscope.cache import atomic_write_bytes
 from isoscope.encode.chunked import FORMAT_VERSION, TextSource, iter_chunks, plan_run
 from isoscope.encode.embed import EmbedConfig, encode
+from isoscope.encode.pooling import Pooling
 from isoscope.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -190,7 +191,7 @@ def embed_with_ray(
     shard_dir: str | Path,
     *,
     model: str | None = None,
-    pooling: str = "mean",
+    pooling: Pooling = None,
     config: EmbedConfig | None = None,
     shard_rows: int = DEFAULT_SHARD_ROWS,
     num_actors: int = 2,
@@ -245,7 +246,7 @@ def embed_with_ray(
                 ShardEmbedder,
                 fn_constructor_kwargs={
                     "model": model or "",
-                    "pooling": pooling,
+                    "pooling": plan.pooling.name,  # checked here; each actor's copy of the model takes it
                     "batch_size": config.batch_size,
                     "max_length": config.max_length,
                     "shard_dir": str(shard_dir.resolve()),

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from isoscope.data import Corpus, Pairs
     from isoscope.encode.embed import EmbedConfig
     from isoscope.encode.models import Encoder
+    from isoscope.encode.pooling import Pooling
 
 MIN_FIT_TEXTS = 2
 # stage -> progress callback: "embed" and "embed corpus" get (done, total) texts, "fit" (epoch, epochs, bits/dim)
@@ -168,7 +169,7 @@ def sts_report(
     calibrator: Calibrator,
     *,
     fit_corpus: Corpus | None = None,
-    pooling: str = "mean",
+    pooling: Pooling = None,
     embed_config: EmbedConfig | None = None,
     cache: ArrayCache | None = None,
     progress: StageProgress | None = None,
@@ -177,10 +178,12 @@ def sts_report(
     """Embed the pairs (and ``fit_corpus``), fit ``calibrator`` without labels on the pairs' sentences ("target")
     or on ``fit_corpus``, and score both (``STSReport``: ``to_dict()`` is what ``isoscope sts`` prints)."""
     from isoscope.encode.embed import encode
+    from isoscope.encode.pooling import resolve_pooling
 
     check_scored_pairs(pairs)
     if fit_corpus is not None:
         check_fit_corpus(fit_corpus)
+    pooling = resolve_pooling(pooling, encoder)
     stage = progress or (lambda _: None)
     vectors = encode(encoder, pairs.texts, pooling, embed_config, stage("embed"), cache)  # (2n, d)
     n = len(pairs)
@@ -196,7 +199,7 @@ def sts_report(
         fit_vectors=fit_vectors,
         fit_on=fit_on,
         model=encoder.name,
-        pooling=pooling,
+        pooling=pooling.name,
         progress=stage,
         seed=seed,
     )
@@ -269,7 +272,7 @@ def fit_and_save(
     calibrator: Calibrator,
     out: str | Path,
     *,
-    pooling: str = "mean",
+    pooling: Pooling = None,
     embed_config: EmbedConfig | None = None,
     cache: ArrayCache | None = None,
     progress: StageProgress | None = None,
@@ -278,12 +281,14 @@ def fit_and_save(
     """Embed ``corpus``, fit ``calibrator`` on it and save it to the folder ``out`` (safetensors + JSON, with the
     model, pooling and corpus it was fitted on): ``FitReport``, whose ``to_dict()`` ``isoscope calibrate`` prints."""
     from isoscope.encode.embed import EmbedConfig, encode
+    from isoscope.encode.pooling import resolve_pooling
 
     check_fit_corpus(corpus)
+    pooling = resolve_pooling(pooling, encoder)
     embed_config = embed_config or EmbedConfig()
     stage = progress or (lambda _: None)
     vectors = encode(encoder, corpus.texts, pooling, embed_config, stage("embed"), cache)  # (n, d)
-    space = {"model": encoder.name, "model_fingerprint": encoder.fingerprint, "pooling": pooling}
+    space = {"model": encoder.name, "model_fingerprint": encoder.fingerprint, "pooling": pooling.name}
     space["max_length"] = embed_config.max_length
     return fit_and_save_vectors(
         vectors, corpus.name, calibrator, out, space=space, warnings=corpus.warnings, progress=stage, seed=seed

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from isoscope.data import Pairs
     from isoscope.encode.embed import EmbedConfig
     from isoscope.encode.models import Encoder
+    from isoscope.encode.pooling import Pooling
 
 log = logging.getLogger(__name__)
 
@@ -308,7 +309,7 @@ def encode_for_sweep(
     texts: Sequence[str],
     pairs: Pairs | None,
     *,
-    pooling: str = "mean",
+    pooling: Pooling = None,
     config: EmbedConfig | None = None,
     cache: ArrayCache | None = None,
     progress: ProgressFn | None = None,

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from isoscope.data import Pairs, TextInput
     from isoscope.encode.embed import EmbedConfig
     from isoscope.encode.models import Encoder
+    from isoscope.encode.pooling import PoolingSpec
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ StageProgress = Callable[[str], Callable[..., None]]
 class GeometryConfig:
     """What to measure; ``validate()`` checks it and returns it with ``rank_edges`` parsed."""
 
-    pooling: str = "mean"
+    pooling: PoolingSpec | None = None  # None: the model's default (isoscope.encode.pooling.default_pooling)
     calibrate: str = "none"  # a method string (isoscope.calibrate.methods), or none
     layers: bool = False  # also the raw metrics of mean-pooled layer:0..L
     frequency: FrequencyChoice = "both"  # token spaces of the frequency table, or none
@@ -191,19 +192,20 @@ def analyse_geometry(
     embedding cache; ``progress(stage)`` returns the callback of one stage (``StageProgress``).
     """
     from isoscope.encode.embed import encode_many
+    from isoscope.encode.pooling import layer_pooling, resolve_pooling
     from isoscope.geometry.metrics import per_layer_metrics
 
     config = (config or GeometryConfig()).validate()
     check_input(texts)
     stage = progress or (lambda _: None)  # type: ignore[return-value]
-    poolings = [config.pooling]
-    layer_names = [f"layer:{k}" for k in range(encoder.num_layers + 1)] if config.layers else []
-    poolings += [name for name in layer_names if name != config.pooling]
+    pooling = resolve_pooling(config.pooling, encoder)
+    layers = [layer_pooling(k) for k in range(encoder.num_layers + 1)] if config.layers else []
+    poolings = [pooling, *(layer for layer in layers if layer != pooling)]
     vectors = encode_many(encoder, texts.texts, poolings, embed_config, stage("embed"), cache)
-    X = next(iter(vectors.values()))  # (n, d), the requested pooling comes first
-    report = _measure(X, texts, config, stage, encoder.name, config.pooling)
+    X = vectors[pooling.name]  # (n, d)
+    report = _measure(X, texts, config, stage, encoder.name, pooling.name)
     if config.layers:
-        report.layers = per_layer_metrics([vectors[name] for name in layer_names], seed=config.seed)
+        report.layers = per_layer_metrics([vectors[layer.name] for layer in layers], seed=config.seed)
     if config.spaces:
         freq = frequency_texts if frequency_texts is not None else texts
         if frequency_texts is not None:

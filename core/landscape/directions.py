@@ -122,7 +122,7 @@ def check_alphas(curve_alphas: Sequence[float], at: Sequence[float]) -> list[int
 
 
 @dataclass
-class Sharpness:
+class LossIncreases:
     """Loss increases along k filter-normalised directions at fixed alphas, and their statistics."""
 
     alphas: list[float]  # the fixed alphas (symmetric, +-alpha, so the first-order term cancels)
@@ -165,7 +165,7 @@ class Sharpness:
         return self.record().to_json()
 
 
-def sharpness(curve_alphas: Sequence[float], losses: np.ndarray, at: Sequence[float]) -> Sharpness:
+def sharpness(curve_alphas: Sequence[float], losses: np.ndarray, at: Sequence[float]) -> LossIncreases:
     """Sharpness from 1D curves ``losses`` (k, n) along k directions at ``curve_alphas`` (n,), which hold 0 and ``at``."""
     losses = np.atleast_2d(np.asarray(losses, np.float64))  # (k, n)
     i0 = check_alphas(curve_alphas, [0.0])[0]
@@ -173,7 +173,7 @@ def sharpness(curve_alphas: Sequence[float], losses: np.ndarray, at: Sequence[fl
     base = losses[:, i0]  # (k,) the same value L(theta) for every direction
     if not np.allclose(base, base[0], rtol=1e-12, atol=0.0):
         raise ValueError("the curves disagree at alpha = 0: they were not drawn around the same point")
-    return Sharpness([float(a) for a in at], float(base[0]), losses[:, idx] - base[:, None])
+    return LossIncreases([float(a) for a in at], float(base[0]), losses[:, idx] - base[:, None])
 
 
 def curve_alphas(range_: tuple[float, float], points: int, at: Sequence[float]) -> np.ndarray:

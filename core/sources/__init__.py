@@ -12,10 +12,14 @@ One concept per module:
 
 from __future__ import annotations
 
-from isoscope.sources.build import SourceReaders, SpaceVectors, build_spaces, calibrate_space, check_pooling
-from isoscope.sources.checkpoints import load_space_encoder, random_encoder
-from isoscope.sources.spec import INITS, SPEC_KEYS, SpaceSpec, parse_space
+import importlib
+from typing import TYPE_CHECKING, Any
 
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(("INITS", "SPEC_KEYS", "SpaceSpec", "parse_space"), "spec"),
+    **dict.fromkeys(("load_space_encoder", "random_encoder"), "checkpoints"),
+    **dict.fromkeys(("SourceReaders", "SpaceVectors", "build_spaces", "calibrate_space", "check_pooling"), "build"),
+}
 __all__ = [
     "INITS",
     "SPEC_KEYS",
@@ -28,4 +32,25 @@ __all__ = [
     "load_space_encoder",
     "parse_space",
     "random_encoder",
-]
+]  # the names of _EXPORTS
+
+
+def __getattr__(name: str) -> Any:
+    """Names are imported from their module on first use (PEP 562): ``SpaceSpec`` and ``parse_space`` stay light
+    (the command line's parsers use them), ``build_spaces`` brings numpy and the models."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'isoscope.sources' has no attribute '{name}'")
+    value = getattr(importlib.import_module(f"isoscope.sources.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+if TYPE_CHECKING:
+    from isoscope.sources.build import SourceReaders, SpaceVectors, build_spaces, calibrate_space, check_pooling
+    from isoscope.sources.checkpoints import load_space_encoder, random_encoder
+    from isoscope.sources.spec import INITS, SPEC_KEYS, SpaceSpec, parse_space

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from isoscope.cache import ArrayCache, make_key
 from isoscope.encode.models import Encoder
+from isoscope.encode.pooling import PoolingSpec, layer_names, layer_pooling, resolve_pooling
 from isoscope.errors import InputError, first_line
 from isoscope.sources.checkpoints import Loader, load_space_encoder
 from isoscope.sources.spec import SpaceSpec
@@ -47,7 +48,7 @@ class SpaceVectors:
 
     @property
     def layer_names(self) -> list[str]:
-        return [f"layer:{i}" for i in range(len(self.layers or []))]
+        return layer_names(len(self.layers or []) - 1)
 
 
 @dataclass
@@ -84,13 +85,12 @@ class SourceReaders:
         return endpoint_for(spec.model, spec.base_url or None)
 
 
-def check_pooling(spec: SpaceSpec, encoder: Encoder, which: str = "") -> str:
-    """The pooling's canonical name for this encoder; InputError for one it does not have."""
-    from isoscope.encode.pooling import parse_pooling
-
+def check_pooling(spec: SpaceSpec, encoder: Encoder, which: str = "") -> PoolingSpec:
+    """The space's pooling on this encoder (``resolve_pooling``: the model's default when the spec has none);
+    InputError naming the space for one the encoder does not have."""
     try:
-        return parse_pooling(spec.pooling, encoder.num_layers, encoder.is_encoder_decoder).name
-    except ValueError as exc:
+        return resolve_pooling(spec.pooling, encoder)
+    except InputError as exc:
         raise InputError(f"{which}{encoder.name}: {first_line(exc)}") from None
 
 
@@ -179,26 +179,28 @@ def build_spaces(
     for spec in specs:
         if spec.kind == "endpoint" and spec.encoder_key not in given:
             given[spec.encoder_key] = _given(spec, texts, sources, cache, progress, rows, n_input)
-    poolings = {
-        key: {check_pooling(s, encoders[key], f"space {s.label()}: ") for s in specs if s.encoder_key == key}
-        for key in encoders
-    }
+    resolved = {
+        spec: replace(spec, pooling=check_pooling(spec, encoders[spec.encoder_key], f"space {spec.label()}: "))
+        for spec in specs
+        if spec.kind == "model"
+    }  # every model space with the pooling it runs: checked before any forward pass
     pooled: dict[tuple, dict[str, np.ndarray]] = {}
     for key, enc in encoders.items():
-        names = sorted(poolings[key]) + ([f"layer:{i}" for i in range(enc.num_layers + 1)] if layers else [])
+        asked = sorted({s.pooling for s in resolved.values() if s.encoder_key == key}, key=lambda p: p.name)
+        stack = [layer_pooling(k) for k in range(enc.num_layers + 1)] if layers else []
         bar = progress(f"embed {enc.name}") if progress else None
-        pooled[key] = encode_many(enc, texts, list(dict.fromkeys(names)), config, bar, cache)
+        pooled[key] = encode_many(enc, texts, list(dict.fromkeys([*asked, *stack])), config, bar, cache)
     max_length = (config or EmbedConfig()).max_length
     out = []
     for spec in specs:
         stack = None
         if spec.kind == "model":
+            spec = resolved[spec]
             enc = encoders[spec.encoder_key]
             vectors = pooled[spec.encoder_key]
-            pooling = check_pooling(spec, enc)
-            raw, name, origin, warnings = vectors[pooling], enc.name, None, []
-            fingerprint = make_key("space", enc.fingerprint, pooling, max_length)
-            stack = [vectors[f"layer:{i}"] for i in range(enc.num_layers + 1)] if layers else None
+            raw, name, origin, warnings = vectors[spec.pooling.name], enc.name, None, []
+            fingerprint = make_key("space", enc.fingerprint, spec.pooling.name, max_length)
+            stack = [vectors[layer] for layer in layer_names(enc.num_layers)] if layers else None
         else:
             g = given[spec.encoder_key]
             raw, name, origin, warnings, fingerprint = g.raw, g.name, g.origin, list(g.warnings), g.fingerprint

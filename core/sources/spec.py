@@ -7,7 +7,7 @@ SPEC strings are comma-separated ``key=value`` lists; every key is optional::
                       landscape:FOLDER[:INIT[:EPOCH[:TASK]]]  a checkpoint of a loss-surface run, or
                       openai:NAME  an OpenAI-compatible embeddings endpoint (see base_url)
     init=pretrained   or random, random:SEED: the model's architecture with seeded random weights
-    pooling=mean      any pooling mode, including layer:K
+    pooling=          any pooling mode, including layer:K (default: the model's, ``default_pooling``)
     calibrate=none    any calibrator (none, flow, whitening, whitening:K, sn, abtt:D, sn+abtt:D), fitted
                       on the space's own vectors of the texts (no labels)
     vectors=FILE[:COLUMN]  vectors computed elsewhere (.npy, Parquet, Feather/Arrow, .safetensors, a datasets
@@ -23,10 +23,11 @@ Values cannot contain commas. Parsing checks every value without loading anythin
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal, get_args
 
 from isoscope.encode.endpoints import ENDPOINT_PREFIX, check_base_url, is_endpoint_model
+from isoscope.encode.pooling import PoolingSpec, parse_pooling
 from isoscope.errors import InputError, first_line
 
 SpecKey = Literal["model", "init", "pooling", "calibrate", "vectors", "text", "base_url"]
@@ -50,7 +51,7 @@ class SpaceSpec:
     model: str = ""
     init: str = "pretrained"
     seed: int = 0  # the random-init seed (init=random:SEED)
-    pooling: str = "mean"
+    pooling: PoolingSpec | None = None  # None: the model's default (``isoscope.encode.pooling.default_pooling``)
     calibrate: str = "none"
     vectors: str = ""  # a vectors file or folder: the space is its rows
     column: str | None = None  # its vector column (or tensor); None: the only one
@@ -90,7 +91,8 @@ class SpaceSpec:
             url = f",base_url={self.base_url}" if self.base_url else ""
             return f"model={self.model}{url},calibrate={self.calibrate}"
         init = f"random:{self.seed}" if self.init == "random" and self.seed else self.init
-        return f"model={self.model or 'default'},init={init},pooling={self.pooling},calibrate={self.calibrate}"
+        pooling = self.pooling.name if self.pooling is not None else "default"
+        return f"model={self.model or 'default'},init={init},pooling={pooling},calibrate={self.calibrate}"
 
 
 def _bad(text: str, what: str) -> InputError:
@@ -148,7 +150,6 @@ def _check_kind(text: str, values: dict[str, str]) -> None:
 def parse_space(text: str | None) -> SpaceSpec:
     """Parse a SPEC string (see the module docstring) and check its values without loading anything."""
     from isoscope.calibrate import make_calibrator
-    from isoscope.encode.pooling import parse_pooling
 
     text = (text or "").strip()
     values = _values(text)
@@ -163,13 +164,15 @@ def parse_space(text: str | None) -> SpaceSpec:
         file, column = parse_vectors_ref(values["vectors"])
         return SpaceSpec(calibrate=calibrate, vectors=file, column=column, text_column=values.get("text") or None)
     init, seed = _parse_init(text, values.get("init") or "pretrained")
-    spec = SpaceSpec(values.get("model", ""), init, seed, values.get("pooling") or "mean", calibrate)
-    if spec.kind == "endpoint":
-        return replace(spec, base_url=check_base_url(values["base_url"]) if values.get("base_url") else "")
-    try:
-        parse_pooling(spec.pooling, None, True)  # the model's own limits are checked once it is loaded
-    except ValueError as exc:
+    model = values.get("model", "")
+    if is_endpoint_model(model):
+        base_url = check_base_url(values["base_url"]) if values.get("base_url") else ""
+        return SpaceSpec(model, calibrate=calibrate, base_url=base_url)
+    try:  # the model's own limits are checked once it is loaded
+        pooling = parse_pooling(values["pooling"]) if values.get("pooling") else None
+    except InputError as exc:
         raise InputError(f"space '{text}': {first_line(exc)}") from None
+    spec = SpaceSpec(model, init, seed, pooling, calibrate)
     if spec.model.startswith(LANDSCAPE_PREFIX):
         parse_landscape_ref(spec.model)
         if init == "random":

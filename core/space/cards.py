@@ -32,7 +32,7 @@ MARK = "isoscope-card"  # class of every card's outer box (tests look for it in 
 
 
 @dataclass
-class Stat:
+class CardStat:
     label: str
     value: str  # already formatted
     help: str = ""
@@ -44,7 +44,7 @@ class Card:
 
     title: str
     subtitle: str = ""
-    stats: list[Stat] = field(default_factory=list)
+    stats: list[CardStat] = field(default_factory=list)
     figure: str = ""  # inline SVG (trusted: drawn by isoscope.space.html from numbers)
     caption: str = ""  # under the figure
     series: list[str] = field(default_factory=list)  # the figure's series, shown as a colour legend

@@ -96,8 +96,10 @@ class Comparison:
         }
         out.update(self.measured.to_dict(self.a.texts, self.top))
         if self.layers is not None:
-            out["layers_a"] = [f"layer:{i}" for i in range(self.layers.linear.shape[0])]
-            out["layers_b"] = [f"layer:{j}" for j in range(self.layers.linear.shape[1])]
+            from isoscope.encode.pooling import layer_names
+
+            out["layers_a"] = layer_names(self.layers.linear.shape[0] - 1)
+            out["layers_b"] = layer_names(self.layers.linear.shape[1] - 1)
             out["cka_layers"], out["cka_layers_debiased"] = self.layers.linear, self.layers.debiased
         out["warnings"] = [*self.a.warnings, *self.b.warnings]
         return out
@@ -115,7 +117,7 @@ class Comparison:
         return comparison_report(self, path, **kwargs)
 
     def _repr_html_(self) -> str:
-        from isoscope.space.cards import Card, Stat
+        from isoscope.space.cards import Card, CardStat
         from isoscope.space.html import bars_svg, fmt
 
         ha, hb = self.measured.hubness_a, self.measured.hubness_b
@@ -124,11 +126,11 @@ class Comparison:
             title="Compare · A vs B",
             subtitle=f"A: {self.a.name} ({self.a.label}) · B: {self.b.name} ({self.b.label}) · {self.n_texts:,} texts",
             stats=[
-                Stat("CKA linear", fmt(self.cka_linear), "1 = the same up to rotation and scale"),
-                Stat("CKA debiased", fmt(self.cka_debiased)),
-                Stat(f"overlap@{self.k}", fmt(self.overlap_at_k), "mean Jaccard of each text's k neighbours"),
-                Stat("Procrustes", fmt(self.procrustes_disparity), "residual of B's map aligned onto A's"),
-                Stat("hubness skew", f"{fmt(ha.skewness, '.2f')} → {fmt(hb.skewness, '.2f')}"),
+                CardStat("CKA linear", fmt(self.cka_linear), "1 = the same up to rotation and scale"),
+                CardStat("CKA debiased", fmt(self.cka_debiased)),
+                CardStat(f"overlap@{self.k}", fmt(self.overlap_at_k), "mean Jaccard of each text's k neighbours"),
+                CardStat("Procrustes", fmt(self.procrustes_disparity), "residual of B's map aligned onto A's"),
+                CardStat("hubness skew", f"{fmt(ha.skewness, '.2f')} → {fmt(hb.skewness, '.2f')}"),
             ],
             figure=bars_svg(hist["share"].to_numpy(), label="shared neighbours histogram"),
             caption=f"texts sharing 0..{self.k} of their {self.k} neighbours",

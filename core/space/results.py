@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from isoscope.space.cards import Card, Stat
+from isoscope.space.cards import Card, CardStat
 from isoscope.space.html import fmt, line_svg, scatter_svg
 
 HEADLINE: tuple[tuple[str, str, str], ...] = (  # metric, label, help
@@ -45,7 +45,7 @@ class GeometryFrame(pd.DataFrame):
         stats = []
         for key, label, tip in HEADLINE:
             value = fmt(first[key]) if len(spaces) == 1 else f"{fmt(first[key])} → {fmt(last[key])}"
-            stats.append(Stat(label, value, tip))
+            stats.append(CardStat(label, value, tip))
         spectra = {k: v for k, v in (getattr(self, "spectra", None) or {}).items() if k in spaces}
         rows = [[str(name), *(self.loc[name, key] for key, _, _ in HEADLINE)] for name in self.index]
         return Card(
@@ -88,7 +88,10 @@ class STSResult:
         return Card(
             title=f"STS · {self.space}",
             subtitle=f"{self.n_pairs:,} pairs{f' of {self.pairs}' if self.pairs else ''}",
-            stats=[Stat("Spearman x100", fmt(self.spearman, ".2f")), Stat("Pearson x100", fmt(self.pearson, ".2f"))],
+            stats=[
+                CardStat("Spearman x100", fmt(self.spearman, ".2f")),
+                CardStat("Pearson x100", fmt(self.pearson, ".2f")),
+            ],
             figure=scatter_svg(self.gold, self.cosine, label="cosine against gold score"),
             caption="cosine (up) against gold score (across)",
             kind="sts",

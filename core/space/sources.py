@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from isoscope.cache import ArrayCache
     from isoscope.encode.embed import EmbedConfig
     from isoscope.encode.encoder import Encoder
+    from isoscope.encode.pooling import Pooling, PoolingSpec
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +170,7 @@ class Embedding:
     """How texts became vectors: what a space needs to embed new texts (a query, pair sentences) the same way."""
 
     encoder: Encoder
-    pooling: str  # canonical name for this encoder
+    pooling: PoolingSpec  # checked against the encoder
     max_length: int = 256
     batch_size: int = 64
 
@@ -184,7 +185,7 @@ class Embedding:
         return {
             "model": enc.name,
             "fingerprint": enc.fingerprint,
-            "pooling": self.pooling,
+            "pooling": self.pooling.name,
             "precision": enc.precision,
             "max_length": self.max_length,
             "layers": enc.num_layers,
@@ -192,18 +193,19 @@ class Embedding:
         }
 
 
-def make_embedding(encoder: Encoder, pooling: str, max_length: int = 256, batch_size: int = 64) -> Embedding:
-    """The embedding settings, checked: a pooling the model offers, ``max_length >= 2``, ``batch_size >= 1``."""
-    from isoscope.encode.pooling import parse_pooling
+def make_embedding(encoder: Encoder, pooling: Pooling = None, max_length: int = 256, batch_size: int = 64) -> Embedding:
+    """The embedding settings, checked: a pooling the model offers (None: the model's default),
+    ``max_length >= 2``, ``batch_size >= 1``."""
+    from isoscope.encode.pooling import resolve_pooling
     from isoscope.errors import first_line
 
     if max_length < 2 or batch_size < 1:
         raise InputError(f"max_length must be >= 2 and batch_size >= 1; got {max_length} and {batch_size}")
     try:
-        canonical = parse_pooling(pooling, encoder.num_layers, encoder.is_encoder_decoder).name
-    except ValueError as exc:
+        spec = resolve_pooling(pooling, encoder)
+    except InputError as exc:
         raise InputError(f"{encoder.name}: {first_line(exc)}") from None
-    return Embedding(encoder, canonical, max_length, batch_size)
+    return Embedding(encoder, spec, max_length, batch_size)
 
 
 def as_cache(cache: bool | str | ArrayCache | None) -> ArrayCache | None:
@@ -220,7 +222,7 @@ def as_cache(cache: bool | str | ArrayCache | None) -> ArrayCache | None:
 def embed_with(
     embedding: Embedding,
     texts: Sequence[str],
-    poolings: Sequence[str] | None = None,
+    poolings: Sequence[PoolingSpec] | None = None,
     cache: ArrayCache | None = None,
     progress: bool = True,
 ) -> dict[str, np.ndarray]:

@@ -240,9 +240,11 @@ class Space:
         if self.embedding is None or self.texts is None:
             raise InputError(f"space '{self.name}' has no model (or no texts): layers need the model itself")
         if "layers" not in self._memo:
-            names = [f"layer:{k}" for k in range(self.embedding.encoder.num_layers + 1)]
-            out = sources.embed_with(self.embedding, self.texts, names, self._cache, progress)
-            self._memo["layers"] = [out[name] for name in names]
+            from isoscope.encode.pooling import layer_pooling
+
+            layers = [layer_pooling(k) for k in range(self.embedding.encoder.num_layers + 1)]
+            out = sources.embed_with(self.embedding, self.texts, layers, self._cache, progress)
+            self._memo["layers"] = [out[layer.name] for layer in layers]
         return self._memo["layers"]
 
     def geometry(self, layers: bool = False, seed: int = 0) -> GeometryFrame:
@@ -257,8 +259,9 @@ class Space:
         rows = {sp.label: sp._metrics(seed) for sp in chain}
         if layers:
             stack = self.lineage()[0].layer_vectors()
-            for k, metrics in enumerate(per_layer_metrics(stack, seed=seed)):
-                rows[f"layer:{k}"] = metrics
+            from isoscope.encode.pooling import layer_names
+
+            rows.update(zip(layer_names(len(stack) - 1), per_layer_metrics(stack, seed=seed), strict=True))
         frame = GeometryFrame(pd.DataFrame.from_dict(rows, orient="index"))
         frame.index.name = "space"
         frame.spectra = {sp.label: sp.singular_values() / max(sp.singular_values().sum(), 1e-30) for sp in chain}
@@ -446,7 +449,7 @@ class Space:
         return space_report(self, path, **kwargs)
 
     def _repr_html_(self) -> str:
-        from isoscope.space.cards import Card, Stat
+        from isoscope.space.cards import Card, CardStat
         from isoscope.space.html import fmt, line_svg
 
         quick = self._memo.get("card")
@@ -471,10 +474,10 @@ class Space:
             title=self.name,
             subtitle=f"{source} · {self.label}",
             stats=[
-                Stat("texts", f"{n:,}"),
-                Stat("dimensions", f"{d:,}"),
-                Stat("average cosine", fmt(quick[0]), "mean cosine of random pairs (0 = isotropic)"),
-                Stat("IsoScore", fmt(quick[1]), "1 = every direction used equally"),
+                CardStat("texts", f"{n:,}"),
+                CardStat("dimensions", f"{d:,}"),
+                CardStat("average cosine", fmt(quick[0]), "mean cosine of random pairs (0 = isotropic)"),
+                CardStat("IsoScore", fmt(quick[1]), "1 = every direction used equally"),
             ],
             figure=line_svg({self.label: sv / max(sv.sum(), 1e-30)}, log=True, label="singular-value spectrum"),
             caption="singular values (log)" + (f", {CARD_SAMPLE:,}-row sample" if n > CARD_SAMPLE else ""),
@@ -486,7 +489,7 @@ class Space:
 def embed(
     texts: Any,
     model: Any = None,
-    pooling: str = "mean",
+    pooling: str | None = None,
     precision: str = "fp32",
     *,
     metadata: Any = None,
@@ -497,7 +500,7 @@ def embed(
     progress: bool = True,
 ) -> Space:
     """Embed ``texts`` with ``model`` (a folder, a hub id, an ``Encoder``; default the embedded all-MiniLM-L6-v2,
-    offline) and ``pooling`` at ``precision`` (``fp32`` or ``int8``): a ``Space`` that can embed new texts the
+    offline) and ``pooling`` (default: the model's, ``isoscope.encode.pooling.default_pooling``) at ``precision`` (``fp32`` or ``int8``): a ``Space`` that can embed new texts the
     same way. Length-sorted batches, a progress bar, and the on-disk cache of the command line.
 
     ``texts``: a list of strings (or a pandas column), a ``pathlib.Path`` to a corpus or pairs file
@@ -516,7 +519,7 @@ def embed(
     encoder = sources.load_model(model, precision)
     embedding = sources.make_embedding(encoder, pooling, max_length, batch_size)
     store = sources.as_cache(cache)
-    X = sources.embed_with(embedding, items, cache=store, progress=progress)[embedding.pooling]  # (n, d)
+    X = sources.embed_with(embedding, items, cache=store, progress=progress)[embedding.pooling.name]  # (n, d)
     space = Space(X, items, metadata, name or f"{encoder.name} · {embedding.pooling}", cache=False)
     space.embedding, space.origin, space._cache = embedding, {"source": "model"}, store
     space.warnings = list(getattr(texts, "warnings", []) or [])

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from isoscope.comparison import ComparisonMetrics
+from isoscope.sources.spec import SpaceSpec
 from isoscope.space.figures import aligned_map as map_figure
 from isoscope.space.figures import heatmap, map_ranges, overlap_histogram
 
@@ -42,10 +43,11 @@ def distinct(texts: Sequence[str]) -> np.ndarray:
     return np.array(sorted(seen.values()), dtype=np.int64)
 
 
-def describe(name: str, init: str, pooling: str, calibration: str) -> str:
-    """One line naming a space: encoder, random init, pooling, calibration."""
-    random = ", random init" if init == "random" else ""
-    cal = "" if calibration == "none" else f", {calibration}"
+def describe(name: str, spec: SpaceSpec) -> str:
+    """One line naming a space: encoder (or vectors file), random init, pooling, calibration."""
+    random = ", random init" if spec.init == "random" else ""
+    pooling = "vectors file" if spec.kind == "vectors" else spec.pooling.name if spec.pooling else "default pooling"
+    cal = "" if spec.calibrate == "none" else f", {spec.calibrate}"
     return f"{name}{random} · {pooling}{cal}"
 
 

@@ -26,7 +26,7 @@ from isoscope.atlas.pipeline import (
 from isoscope.atlas.tiles import TileMap
 from isoscope.cache import default_cache_dir, make_key, text_digest
 from isoscope.dashboard.figures import atlas as figures
-from isoscope.dashboard.services.space import Space
+from isoscope.dashboard.services.space import SessionSpace
 from isoscope.data import Corpus, load_corpus
 from isoscope.neighbours.costs import record_umap
 
@@ -82,7 +82,7 @@ def parse_upload(data: bytes, name: str, limit: int) -> Corpus:
 def atlas_folder(model_fingerprint: str, corpus: Corpus, config: AtlasConfig) -> Path:
     """Where the atlas of ``corpus`` with ``config`` lives in the cache (content-keyed)."""
     meta_digest = text_digest(map(str, corpus.meta.columns))
-    key = make_key("atlas-v2", model_fingerprint, text_digest(corpus.texts), meta_digest, json.dumps(config.__dict__))
+    key = make_key("atlas-v2", model_fingerprint, text_digest(corpus.texts), meta_digest, json.dumps(config.to_dict()))
     return default_cache_dir() / "atlas" / key
 
 
@@ -95,7 +95,7 @@ def ensure_atlas(model: str, corpus: Corpus, config: AtlasConfig) -> str:
     return _built(encoder, corpus, atlas_folder(encoder.fingerprint, corpus, config), config, model=model)
 
 
-def ensure_vectors_atlas(space: Space, corpus: Corpus, config: AtlasConfig) -> str:
+def ensure_vectors_atlas(space: SessionSpace, corpus: Corpus, config: AtlasConfig) -> str:
     """The folder of a finished atlas of the session's vectors file (``corpus``: its rows), keyed by the file's
     provenance: found in the cache, or built now from its vectors (nothing is embedded)."""
     assert space.table is not None

@@ -16,33 +16,32 @@ from isoscope.comparison import CKAMatrix, ComparisonMetrics, cka_matrix, compar
 from isoscope.dashboard.services.calibration import calibrated
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
 from isoscope.dashboard.services.models import encoder as base_encoder
-from isoscope.dashboard.services.space import Space, vectors_for
+from isoscope.dashboard.services.space import SessionSpace, vectors_for
 from isoscope.encode.costs import Throughput, embed_texts_cost, measure_throughput
 from isoscope.encode.embed import EmbedConfig, companion_poolings, encode_many
 from isoscope.encode.models import Encoder
+from isoscope.encode.pooling import layer_names
 from isoscope.sources import SpaceSpec, load_space_encoder
 
-VECTORS_FILE = "vectors-file"  # SpaceChoice.model of the session's vectors file (services.space.Space)
+VECTORS_FILE = "session vectors file"  # SpaceSpec.vectors of a side that is the session's vectors file
 
 
 @dataclass(frozen=True)
-class SpaceChoice:
-    """What the page picked for one side: everything a space depends on."""
+class Side:
+    """What the page picked for one side: where its space comes from (``SpaceSpec``: the sidebar's model or a
+    landscape checkpoint, its init, pooling and calibration, or the session's vectors file) and, when it is
+    calibrated with a flow, the flow's settings."""
 
-    model: str = ""  # "" = embedded default, a path or hub id, or landscape:FOLDER:INIT:EPOCH
-    init: str = "pretrained"  # or "random"
-    seed: int = 0
-    pooling: str = "mean"
-    calibration: str = "none"
+    spec: SpaceSpec
     flow_json: str = ""
 
     @property
-    def spec(self) -> SpaceSpec:
-        return SpaceSpec(self.model, self.init, self.seed, self.pooling, self.calibration)
+    def is_file(self) -> bool:
+        return self.spec.kind == "vectors"
 
 
 @dataclass(frozen=True)
-class SpaceVectors:
+class SideVectors:
     """One side's vectors: the compared space and the raw mean-pooled layers of its encoder."""
 
     name: str  # encoder name
@@ -61,7 +60,7 @@ def space_encoder(model: str, init: str, seed: int) -> Encoder:
 def _throughput(model: str, init: str, seed: int, hidden: bool, max_length: int) -> Throughput:
     """``isoscope.encode.costs.measure_throughput`` of a space's encoder (every hidden state pooled, or the last layer)."""
     enc = space_encoder(model, init, seed)
-    return measure_throughput(enc, [p.name for p in companion_poolings(enc, 1)] if hidden else ["mean"], max_length)
+    return measure_throughput(enc, companion_poolings(enc, 1) if hidden else None, max_length)
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
@@ -85,28 +84,31 @@ def _embed(model: str, init: str, seed: int, items: Texts, poolings: tuple[str, 
         bar.empty()
 
 
-def space_vectors(choice: SpaceChoice, items: Texts, max_length: int) -> SpaceVectors:
-    """``choice`` applied to ``items``: one forward pass gives its pooling and every layer; the calibrator is
+def _calibrated(side: Side, raw: Vectors) -> Vectors:
+    """The side's calibration fitted on its own vectors (no labels), or ``raw``."""
+    method = side.spec.calibrate
+    return raw if method == "none" else calibrated(method, side.flow_json, raw, raw)
+
+
+def side_vectors(side: Side, items: Texts, max_length: int) -> SideVectors:
+    """A model side applied to ``items``: one forward pass gives its pooling and every layer; the calibrator is
     fitted on the space's own vectors (no labels). InputError for a pooling the model lacks, or a bad fit."""
     from isoscope.sources import check_pooling
 
-    enc = space_encoder(choice.model, choice.init, choice.seed)
-    pooling = check_pooling(choice.spec, enc)
-    layer_names = tuple(f"layer:{i}" for i in range(enc.num_layers + 1))
-    poolings = tuple(dict.fromkeys((pooling, *layer_names)))
-    arrays = _embed(choice.model, choice.init, choice.seed, items, poolings, max_length)
+    spec = side.spec
+    enc = space_encoder(spec.model, spec.init, spec.seed)
+    pooling = check_pooling(spec, enc).name
+    layers = layer_names(enc.num_layers)
+    poolings = tuple(dict.fromkeys((pooling, *layers)))
+    arrays = _embed(spec.model, spec.init, spec.seed, items, poolings, max_length)
     keyed = {p: Vectors(make_key("cmp-emb", enc.fingerprint, p, max_length, items.key), arrays[p]) for p in poolings}
-    raw = keyed[pooling]
-    space = raw if choice.calibration == "none" else calibrated(choice.calibration, choice.flow_json, raw, raw)
-    return SpaceVectors(enc.name, enc.num_layers, space, tuple(keyed[p] for p in layer_names))
+    return SideVectors(enc.name, enc.num_layers, _calibrated(side, keyed[pooling]), tuple(keyed[p] for p in layers))
 
 
-def file_space_vectors(space: Space, choice: SpaceChoice, items: Texts) -> SpaceVectors:
+def file_side_vectors(space: SessionSpace, side: Side, items: Texts) -> SideVectors:
     """The session's vectors file as one side: the vectors of ``items`` looked up in it (InputError for a text it
     lacks), calibrated on themselves as a model's side is; no layers."""
-    raw = vectors_for(space, items)
-    out = raw if choice.calibration == "none" else calibrated(choice.calibration, choice.flow_json, raw, raw)
-    return SpaceVectors(space.label, 0, out, ())
+    return SideVectors(space.label, 0, _calibrated(side, vectors_for(space, items)), ())
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)

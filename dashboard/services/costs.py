@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 import streamlit as st
@@ -24,7 +23,7 @@ from isoscope.dashboard.services.keyed import HASH_FUNCS, Joined, Texts, texts
 from isoscope.dashboard.services.models import encoder, fast_encoder, fp32_encoder, model_key, split_key
 from isoscope.encode.costs import Throughput, embed_texts_cost, embedding_cost
 from isoscope.encode.embed import companion_poolings
-from isoscope.encode.pooling import parse_pooling
+from isoscope.encode.pooling import resolve_pooling
 from isoscope.neighbours.costs import UmapRate
 
 if TYPE_CHECKING:
@@ -39,8 +38,8 @@ def throughput(model: str, hidden: bool, max_length: int, fast: bool = True) -> 
     from isoscope.encode.costs import measure_throughput
 
     enc = fast_encoder(model) if fast else encoder(model)
-    poolings = [p.name for p in companion_poolings(enc, 1)] if hidden else ["mean"]
-    return measure_throughput(enc, poolings or ["mean"], max_length)
+    poolings = companion_poolings(enc, 1) if hidden else None  # None: the model's own pooling
+    return measure_throughput(enc, poolings or None, max_length)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH_FUNCS)
@@ -158,7 +157,7 @@ def sweep(model: str, items: Texts, pooling: str, max_length: int) -> Cost:
     if build == FREE:
         return cost + embedding(model_key(base, "int8"), items, [pooling], max_length)
     n_tokens = token_count(base, items, max_length)
-    rate = throughput(base, parse_pooling(pooling).needs_hidden_states, max_length)
+    rate = throughput(base, resolve_pooling(pooling, encoder(base)).needs_hidden_states, max_length)
     return cost + embedding_cost(rate, n_tokens)
 
 
@@ -176,10 +175,11 @@ def atlas(model: str | None, items: Texts, config: AtlasConfig, dim: int) -> Cos
         return cost
     if model is not None:  # each distinct text is embedded once (atlas.pipeline.distinct_rows)
         distinct = items if len(set(items.items)) == n else texts(dict.fromkeys(items.items))
-        rate = throughput(model, parse_pooling(config.pooling).needs_hidden_states, config.max_length)
+        pooling = resolve_pooling(config.pooling, encoder(model))
+        rate = throughput(model, pooling.needs_hidden_states, config.max_length)
         cost += embedding_cost(rate, token_count(model, distinct, config.max_length), n_arrays=1, n_rows=n, dim=dim)
     spaces = 1 if config.calibrate == "none" else 2
-    if needs_graph(asdict(config)):  # the kNN probe only when a graph is built
+    if needs_graph(config.to_dict()):  # the kNN probe only when a graph is built
         cost += total([knn_cost(n, dim, k=config.k + 1, rate=knn_rate(dim))] * spaces)
     umap = umap_rate() if config.layout == "umap" else None
     if umap is not None:  # from PARALLEL_LAYOUT_ROWS rows the spaces' layouts run side by side: one's time

@@ -18,13 +18,14 @@ from isoscope.dashboard.services.keyed import HASH_FUNCS, Joined, Texts, Vectors
 from isoscope.dashboard.services.models import fast_encoder
 from isoscope.encode.embed import EmbedConfig, encode_many
 from isoscope.encode.engines import engine_in_use
-from isoscope.encode.pooling import parse_pooling
+from isoscope.encode.pooling import resolve_pooling
 
 
-def engine_label(model: str, poolings: Sequence[str] = ("mean",)) -> str:
-    """What embeds for ``model`` (a ``model_key``) with these poolings: ``ONNX Runtime fp32``, ``PyTorch fp32``, ..."""
+def engine_label(model: str, poolings: Sequence[str] = ()) -> str:
+    """What embeds for ``model`` (a ``model_key``) with these poolings (none: the model's own): ``ONNX Runtime
+    fp32``, ``PyTorch fp32``, ..."""
     enc = fast_encoder(model)
-    hidden = any(parse_pooling(p, enc.num_layers, enc.is_encoder_decoder).needs_hidden_states for p in poolings)
+    hidden = any(resolve_pooling(p, enc).needs_hidden_states for p in poolings or [None])
     return engine_in_use(enc, hidden)
 
 

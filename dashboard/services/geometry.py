@@ -10,6 +10,7 @@ from isoscope.dashboard.services.embeddings import embed_many
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
 from isoscope.dashboard.services.models import encoder
 from isoscope.encode.embed import EmbedConfig
+from isoscope.encode.pooling import layer_names
 
 
 @st.cache_data(show_spinner="Computing isotropy metrics…", max_entries=128, hash_funcs=HASH_FUNCS)
@@ -43,7 +44,7 @@ def layer_metrics(model: str, texts: Texts, max_length: int) -> pd.DataFrame:
     (``isoscope.geometry.metrics.per_layer_metrics``, which ``isoscope.geometry.report.analyse_geometry`` calls)."""
     from isoscope.geometry.metrics import per_layer_metrics
 
-    layers = [f"layer:{k}" for k in range(encoder(model).num_layers + 1)]
+    layers = layer_names(encoder(model).num_layers)
     vecs = embed_many(model, texts, layers, max_length)
     bar = st.progress(0.0, text="Metrics per layer…")
 

@@ -1,6 +1,6 @@
-"""The session's space when it is a vectors file: the keyed ``Space`` value, and the cached loaders behind it.
+"""The session's space when it is a vectors file: the keyed ``SessionSpace`` value, and the cached loaders behind it.
 
-A ``Space`` is the sidebar's model (``table`` None: the model computes every vector) or a table of vectors
+A ``SessionSpace`` is the sidebar's model (``table`` None: the model computes every vector) or a table of vectors
 computed elsewhere (``isoscope.data.load_vector_file``: uploaded in the sidebar or given to ``isoscope app``).
 Its ``key`` is the file's provenance (``VectorOrigin.fingerprint``: file, column, digest of the decoded vectors)
 and the texts it carries, so every cache of every page that uses it is keyed by what the vectors are.
@@ -26,7 +26,7 @@ _parsing = threading.BoundedSemaphore(2)  # as services.data: a class uploading 
 
 
 @dataclass(frozen=True, eq=False)
-class Space:
+class SessionSpace:
     """The sidebar's model (``table`` None) or a vectors file; ``source``: "model", "upload" or "launch"."""
 
     table: VectorTable | None = None
@@ -78,7 +78,7 @@ class Space:
         return Vectors(self.key, self.table.vectors)
 
 
-HASH_FUNCS_SPACE = {**HASH_FUNCS, Space: lambda sp: sp.key}
+HASH_FUNCS_SPACE = {**HASH_FUNCS, SessionSpace: lambda sp: sp.key}
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -106,12 +106,12 @@ def launched_table(path: str, column: str | None, text_column: str | None) -> Ve
 
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=HASH_FUNCS_SPACE)
-def _lookup(space: Space, items: Texts) -> np.ndarray:
+def _lookup(space: SessionSpace, items: Texts) -> np.ndarray:
     assert space.table is not None
     return space.table.vectors_for(list(items.items))  # by text; a file without texts only by position
 
 
-def vectors_for(space: Space, items: Sequence[str] | Texts) -> Vectors:
+def vectors_for(space: SessionSpace, items: Sequence[str] | Texts) -> Vectors:
     """The space's vectors of ``items`` (len(items), d), looked up by text (InputError naming a missing text);
     the file's own rows are the whole array."""
     items = items if isinstance(items, Texts) else Texts(text_digest(list(items)), tuple(items))

@@ -46,7 +46,7 @@ from isoscope.dashboard.ui.pickers import (
 )
 from isoscope.dashboard.ui.sidebar import MAX_LENGTHS, PRECISION_HELP, Settings, pooling_help, settings, sidebar
 from isoscope.dashboard.ui.space import (
-    Space,
+    SessionSpace,
     needs_model,
     space,
     space_box,
@@ -66,8 +66,8 @@ __all__ = [
     "PRELOADED",
     "CalibratedSpace",
     "Calibration",
+    "SessionSpace",
     "Settings",
-    "Space",
     "atlas_map",
     "bug_report",
     "calibrate",

@@ -13,7 +13,7 @@ from isoscope.dashboard.services.models import encoder as load_model
 from isoscope.dashboard.services.models import model_key
 from isoscope.dashboard.text import glossary, literal
 from isoscope.dashboard.ui.errors import bug_report, user_error
-from isoscope.encode.pooling import default_pooling, describe_pooling, pooling_choices
+from isoscope.encode.pooling import PoolingSpec, default_pooling, describe_pooling, parse_pooling, pooling_choices
 from isoscope.encode.precision import PRECISION_DESCRIPTIONS, PRECISIONS
 from isoscope.errors import InputError
 
@@ -37,12 +37,18 @@ class Settings:
 
     model: str  # services.models.model_key: "" = embedded default, else a path or hub id; "int8:" + it for int8
     model_label: str
-    pooling: str
+    pooling: str  # the selector's value: one of ``pooling_modes``
     max_length: int
     num_layers: int
     hidden_size: int
     is_encoder_decoder: bool
     precision: str = "fp32"
+    pooling_spec: PoolingSpec | None = None  # ``pooling`` parsed, once, by the sidebar
+
+    @property
+    def spec(self) -> PoolingSpec:
+        """The session's pooling as the library takes it."""
+        return self.pooling_spec if self.pooling_spec is not None else parse_pooling(self.pooling)
 
     @property
     def pooling_modes(self) -> list[str]:
@@ -95,7 +101,7 @@ def sidebar() -> Settings:
         precision = st.radio("Precision", PRECISIONS, horizontal=True, key="precision", help=PRECISION_HELP)
         modes = pooling_choices(enc.num_layers, enc.is_encoder_decoder)
         if st.session_state.get("pooling") not in modes:
-            st.session_state["pooling"] = default_pooling(enc.is_encoder_decoder)
+            st.session_state["pooling"] = default_pooling(enc).name
         pooling = st.selectbox("Pooling", modes, key="pooling", help=pooling_help(modes))
         max_length = st.select_slider("Max tokens per text", MAX_LENGTHS, value=128, key="max_length")
     settings = Settings(
@@ -107,6 +113,7 @@ def sidebar() -> Settings:
         hidden_size=enc.hidden_size,
         is_encoder_decoder=enc.is_encoder_decoder,
         precision=precision,
+        pooling_spec=parse_pooling(pooling),
     )
     st.session_state["_settings"] = settings
     return settings

@@ -17,7 +17,7 @@ from isoscope.dashboard.services import data as data_service
 from isoscope.dashboard.services import embeddings
 from isoscope.dashboard.services import space as space_service
 from isoscope.dashboard.services.keyed import Texts, Vectors
-from isoscope.dashboard.services.space import Space
+from isoscope.dashboard.services.space import SessionSpace
 from isoscope.dashboard.text import literal
 from isoscope.dashboard.ui.errors import show_warnings, user_error
 from isoscope.dashboard.ui.pickers import corpus_input
@@ -37,15 +37,15 @@ SPACE_HELP = (
 )
 
 
-def _launched_space() -> Space | None:
+def _launched_space() -> SessionSpace | None:
     found = data_service.launched()
     if found is None or found.kind != "vectors":
         return None
     table = space_service.launched_table(found.path, found.vector_column, found.text_column)
-    return Space(table, "launch")
+    return SessionSpace(table, "launch")
 
 
-def _upload_box() -> Space | None:
+def _upload_box() -> SessionSpace | None:
     """The vectors uploader (and, for .npy/.safetensors, the texts file); a failed file keeps the last space."""
     up = st.file_uploader("Vectors file", type=UPLOAD_TYPES, key="space_upload", help=SPACE_HELP)
     c1, c2 = st.columns(2)
@@ -54,7 +54,7 @@ def _upload_box() -> Space | None:
     texts_up = None
     if up is not None and up.name.lower().endswith((".npy", ".safetensors")):
         texts_up = st.file_uploader("Texts, one per vector (optional)", type=TEXT_TYPES, key="space_texts_upload")
-    loaded: Space | None = st.session_state.get("space_loaded")
+    loaded: SessionSpace | None = st.session_state.get("space_loaded")
     if up is not None:
         request = (up.file_id, column, text_column, None if texts_up is None else texts_up.file_id)
         if st.session_state.get("space_request") != request:
@@ -67,7 +67,7 @@ def _upload_box() -> Space | None:
                     None if texts_up is None else texts_up.getvalue(),
                     None if texts_up is None else texts_up.name,
                 )
-                loaded = st.session_state["space_loaded"] = Space(table, "upload")
+                loaded = st.session_state["space_loaded"] = SessionSpace(table, "upload")
                 st.session_state["space_request"] = request
             except InputError as exc:
                 user_error(exc)
@@ -78,7 +78,7 @@ def _upload_box() -> Space | None:
     return loaded
 
 
-def space_box() -> Space:
+def space_box() -> SessionSpace:
     """The sidebar's space choice (the router draws it above the model box); stored in the session."""
     try:
         launched = _launched_space()
@@ -88,11 +88,11 @@ def space_box() -> Space:
     options = [LAUNCHED, MODEL, UPLOAD] if launched is not None else [MODEL, UPLOAD]
     st.markdown("#### Space")
     choice = st.radio("Space", options, key="space_source", help=SPACE_HELP, label_visibility="collapsed")
-    space = Space()
+    space = SessionSpace()
     if choice == LAUNCHED and launched is not None:
         space = launched
     elif choice == UPLOAD:
-        space = _upload_box() or Space()
+        space = _upload_box() or SessionSpace()
     if not space.is_model:
         assert space.table is not None
         texts = f"texts from {literal(space.table.origin.text_column)}" if space.has_texts else "no texts"
@@ -102,10 +102,10 @@ def space_box() -> Space:
     return space
 
 
-def space() -> Space:
+def space() -> SessionSpace:
     """The session's current space (the router draws the sidebar before every page)."""
     current = st.session_state.get("_space")
-    return current if current is not None else Space()
+    return current if current is not None else SessionSpace()
 
 
 def use_model() -> None:

@@ -101,7 +101,7 @@ with st.expander("Build settings (a change builds a new atlas)"):
     calibrate = b2.selectbox(
         "Calibration of the second map", CALIBRATIONS, key="atlas_calibrate", help=ui.calibration_help(CALIBRATIONS)
     )
-pooling = s.pooling if not own_space else AtlasConfig().pooling  # a vectors file is pooled already
+pooling = s.spec if not own_space else None  # a vectors file is pooled already
 config = AtlasConfig(pooling=pooling, max_length=s.max_length, layout=layout, calibrate=calibrate)
 path = _atlas_path(source, config)
 if path is None:

@@ -15,10 +15,11 @@ from isoscope.dashboard.figures import compare as figures
 from isoscope.dashboard.services import compare as services
 from isoscope.dashboard.services import report as reports
 from isoscope.dashboard.services.keyed import texts as keyed_texts
-from isoscope.encode.pooling import canonical_pooling
+from isoscope.encode.pooling import canonical_pooling, layer_names, parse_pooling
 from isoscope.errors import InputError
 from isoscope.neighbours.projection import PROJECTION_DESCRIPTIONS
 from isoscope.sources.checkpoints import landscape_checkpoints
+from isoscope.sources.spec import SpaceSpec
 
 SIDEBAR, CHECKPOINT, FILE = "Sidebar model", "Loss-surface checkpoint", "Vectors file (the session's space)"
 TRAINED, RANDOM = "trained", "random (seed 0)"
@@ -62,7 +63,7 @@ def apply_preset() -> None:
         st.session_state.pop(f"cmp_{side}_epoch", None)  # back to the last epoch
 
 
-def space_picker(side: str, runs: list[dict]) -> services.SpaceChoice | None:
+def space_picker(side: str, runs: list[dict]) -> services.Side | None:
     """Model (sidebar model or a loss-surface checkpoint), weights, pooling and calibration of one side."""
     st.markdown(f"**Space {side.upper()}**")
     sources = (SIDEBAR, CHECKPOINT) if ui.space().is_model else (FILE, SIDEBAR, CHECKPOINT)
@@ -72,7 +73,7 @@ def space_picker(side: str, runs: list[dict]) -> services.SpaceChoice | None:
     if source == FILE:
         st.caption(f"{ui.literal(ui.space().label)}: pooled already, no layers.")
         cal = ui.calibration_controls(f"cmp_{side}_cal", default="none", include_none=True, dim=ui.space().dims)
-        return services.SpaceChoice(services.VECTORS_FILE, "pretrained", 0, "vectors file", cal.method, cal.flow_json)
+        return services.Side(SpaceSpec(vectors=services.VECTORS_FILE, calibrate=cal.method), cal.flow_json)
     init, model = "pretrained", s.model
     if source == CHECKPOINT:
         if not runs:
@@ -106,7 +107,7 @@ def space_picker(side: str, runs: list[dict]) -> services.SpaceChoice | None:
         init = "random" if weights == RANDOM else "pretrained"
     pooling = st.selectbox("Pooling", s.pooling_modes, key=f"cmp_{side}_pooling", help=ui.pooling_help(s.pooling_modes))
     cal = ui.calibration_controls(f"cmp_{side}_cal", default="none", include_none=True, dim=s.hidden_size)
-    return services.SpaceChoice(model, init, 0, pooling, cal.method, cal.flow_json)
+    return services.Side(SpaceSpec(model, init, 0, parse_pooling(pooling), cal.method), cal.flow_json)
 
 
 s = ui.settings()
@@ -163,9 +164,9 @@ points = int(c3.number_input("Texts on the maps (seeded sample)", 10, 20_000, mi
 items = keyed_texts(texts)
 try:
     space_a, space_b = (
-        services.file_space_vectors(ui.space(), choice, items)
-        if choice.model == services.VECTORS_FILE
-        else services.space_vectors(choice, items, s.max_length)
+        services.file_side_vectors(ui.space(), choice, items)
+        if choice.is_file
+        else services.side_vectors(choice, items, s.max_length)
         for choice in (choice_a, choice_b)
     )
 except InputError as exc:
@@ -173,8 +174,7 @@ except InputError as exc:
     st.stop()
 report = services.comparison(space_a.vectors, space_b.vectors, k, method, points)
 label_a, label_b = (
-    figures.describe(space.name, choice.init, choice.pooling, choice.calibration)
-    for space, choice in ((space_a, choice_a), (space_b, choice_b))
+    figures.describe(space.name, choice.spec) for space, choice in ((space_a, choice_a), (space_b, choice_b))
 )
 st.markdown(f"**A:** {ui.literal(label_a)}  \n**B:** {ui.literal(label_b)}")
 st.info(figures.plain_summary(report), icon=":material/lightbulb:")
@@ -216,10 +216,7 @@ else:
     )
     layers = services.layer_cka(space_a.layers, space_b.layers)
     matrix = layers.linear if kind == "linear" else layers.debiased
-    rows_l, cols_l = (
-        [f"layer:{i}" for i in range(len(space_a.layers))],
-        [f"layer:{j}" for j in range(len(space_b.layers))],
-    )
+    rows_l, cols_l = layer_names(len(space_a.layers) - 1), layer_names(len(space_b.layers) - 1)
     title = f"{kind} CKA: layers of A × layers of B (layer:0 = embeddings)"
     ui.chart(figures.heatmap(matrix, rows_l, cols_l, title), "compare_layers")
     ui.download_table(figures.matrix_table(matrix, rows_l, cols_l), "compare_layers")

@@ -80,3 +80,17 @@ def test_type_checking_imports_do_not_count(tmp_path: Path) -> None:
     )
     graph = import_graph(module_files(repo))
     assert "isoscope.cli" not in graph["isoscope.sampling"]
+
+
+def test_no_two_public_classes_share_a_name() -> None:
+    """One name per idea: a public class name (no leading underscore) is defined once in the package."""
+    import ast
+    from collections import defaultdict
+
+    where: dict[str, list[str]] = defaultdict(list)
+    for module, path in module_files(REPO).items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                where[node.name].append(module)
+    shared = {name: modules for name, modules in where.items() if len(modules) > 1}
+    assert not shared, f"public classes defined more than once: {shared}"

@@ -74,7 +74,10 @@ def cli(cli_main, capsys) -> Callable[..., CliResult]:
 
     def run(*argv: str) -> CliResult:
         capsys.readouterr()
-        code = cli_main([*argv, "--quiet"] if argv and argv[0] in ("sts", "embed") else list(argv))
+        try:
+            code = cli_main([*argv, "--quiet"] if argv and argv[0] in ("sts", "embed") else list(argv))
+        except SystemExit as exc:  # argparse's usage errors (one line, status 2), as a process would exit
+            code = exc.code
         captured = capsys.readouterr()
         return CliResult(code, captured.out, captured.err)
 

@@ -210,6 +210,7 @@ def build_comparison_report(
     cmp: Comparison, pairs: Any = None, command: str | None = None, title: str | None = None
 ) -> c.Report:
     """A report of two spaces of the same texts: both spaces' metrics, CKA, overlap, hubness, maps, layers."""
+    from isoscope.encode.pooling import layer_names
     from isoscope.space.figures import aligned_map, heatmap, map_ranges
     from isoscope.space.html import plot_text
 
@@ -234,8 +235,8 @@ def build_comparison_report(
         note = f"Procrustes disparity {maps.disparity:.3f}; colour: each text's overlap@{cmp.k}."
         sections.append(c.Section("maps", "Aligned maps", [note], figures=figs))
     if cmp.layers is not None:
-        rows = [f"layer:{i}" for i in range(cmp.layers.linear.shape[0])]
-        cols = [f"layer:{j}" for j in range(cmp.layers.linear.shape[1])]
+        rows = layer_names(cmp.layers.linear.shape[0] - 1)
+        cols = layer_names(cmp.layers.linear.shape[1] - 1)
         fig = heatmap(cmp.layers.linear, rows, cols, "linear CKA: layers of A x layers of B")
         sections.append(c.Section("layers", "Layer by layer", ["Mean-pooled layers, raw."], figures=[fig]))
     ha, hb = cmp.measured.hubness_a, cmp.measured.hubness_b

@@ -141,7 +141,7 @@ def test_cli_builds_resumes_and_explains_bad_input(tiny, tmp_path, monkeypatch, 
     import isoscope.commands.atlas as cmd
     from isoscope.cli import main
 
-    monkeypatch.setattr(cmd, "encoder_from_args", lambda args: tiny)
+    monkeypatch.setattr(cmd, "encoder_for", lambda args, space: tiny)
     texts, meta = corpus(150)
     src = tmp_path / "corpus.csv"
     pd.DataFrame({"sentence": texts, "topic": meta["topic"]}).to_csv(src, index=False)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from isoscope.paths import DEMO_CORPUS, DEMO_PAIRS
-from tests.core.commands.cli_checks import one_error_line
+from tests.core.commands.cli_checks import exit_status, one_error_line
 from tests.data_helpers import demo_head
 
 METRICS = {"avg_cosine", "isoscore", "partition_isotropy", "effective_rank"}
@@ -93,7 +93,7 @@ def test_text_output(cli, small_corpus: Path, capsys) -> None:
 )
 def test_bad_input_exit_2_one_line(cli, small_pairs: Path, capsys, argv: list[str], message: str) -> None:
     argv = [a.replace("{pairs}", str(small_pairs)) for a in argv]
-    assert cli(["geometry", *argv, "--json", "--quiet", "--frequency", "none"]) == 2
+    assert exit_status(cli, ["geometry", *argv, "--json", "--quiet", "--frequency", "none"]) == 2
     assert message in one_error_line(capsys)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 import torch
 
@@ -12,22 +14,38 @@ from isoscope.encode.pooling import (
     PoolingSpec,
     canonical_pooling,
     default_pooling,
+    layer_names,
+    layer_pooling,
     masked_max,
     masked_mean,
     parse_pooling,
     pool,
     pooling_choices,
+    resolve_pooling,
     valid_pooling_modes,
 )
+from isoscope.errors import InputError
 
-# ---------------------------------------------------------------- parsing
+
+@dataclass(frozen=True)
+class PoolingModelStub:
+    """What deciding a pooling reads of a model (``isoscope.encode.pooling.PoolingModel``): no weights needed."""
+
+    num_layers: int
+    is_encoder_decoder: bool
+
+
+# ---------------------------------------------------------------- parsing, checking, the default
+
+MODEL_6 = PoolingModelStub(num_layers=6, is_encoder_decoder=False)
+T5_2 = PoolingModelStub(num_layers=2, is_encoder_decoder=True)
 
 
 @pytest.mark.parametrize("mode", ENCODER_POOLING_MODES)
 def test_parse_encoder_modes(mode: str) -> None:
-    spec = parse_pooling(mode, num_layers=6)
-    assert spec == PoolingSpec(mode)
-    assert spec.name == mode
+    spec = parse_pooling(mode)
+    assert spec == PoolingSpec(mode) == spec.check(6)
+    assert spec.name == str(spec) == mode
 
 
 def test_parse_strips_whitespace() -> None:
@@ -36,42 +54,55 @@ def test_parse_strips_whitespace() -> None:
 
 @pytest.mark.parametrize("k", [0, 1, 6])
 def test_parse_layer_in_bounds(k: int) -> None:
-    spec = parse_pooling(f"layer:{k}", num_layers=6)
+    spec = parse_pooling(f"layer:{k}").check(6)
     assert (spec.kind, spec.layer, spec.name) == ("layer", k, f"layer:{k}")
-    assert spec.needs_hidden_states
+    assert spec == layer_pooling(k) and spec.needs_hidden_states
 
 
-@pytest.mark.parametrize("mode", ["layer:7", "layer:-1", "layer:x", "layer:", "layer:1.5"])
-def test_parse_layer_out_of_bounds_or_malformed(mode: str) -> None:
-    with pytest.raises(ValueError, match="layer") as info:
-        parse_pooling(mode, num_layers=6)
+@pytest.mark.parametrize("mode", ["layer:-1", "layer:x", "layer:", "layer:1.5"])
+def test_parse_layer_malformed(mode: str) -> None:
+    with pytest.raises(InputError, match="layer") as info:
+        parse_pooling(mode)
     assert "\n" not in str(info.value)
 
 
-def test_parse_layer_bound_message_names_the_range() -> None:
-    with pytest.raises(ValueError, match="between 0 and 6"):
-        parse_pooling("layer:7", num_layers=6)
+def test_a_layer_the_model_lacks_is_refused_once_the_model_is_known() -> None:
+    spec = parse_pooling("layer:7")  # the syntax is fine: a 12-layer model has it
+    with pytest.raises(InputError, match="between 0 and 6"):
+        spec.check(6)
+    with pytest.raises(InputError, match="between 0 and 6"):
+        resolve_pooling("layer:7", MODEL_6)
 
 
 def test_parse_unknown_lists_every_choice() -> None:
-    with pytest.raises(ValueError) as info:
-        parse_pooling("avg", num_layers=6)
+    with pytest.raises(InputError) as info:
+        parse_pooling("avg")
     msg = str(info.value)
     assert "avg" in msg
-    for mode in ENCODER_POOLING_MODES:
+    for mode in POOLING_MODES:
         assert mode in msg
     assert "layer:K" in msg
 
 
 @pytest.mark.parametrize("mode", T5_POOLING_MODES)
 def test_t5_modes_refused_for_encoder_only(mode: str) -> None:
-    with pytest.raises(ValueError, match="encoder-decoder"):
-        parse_pooling(mode, num_layers=6, is_encoder_decoder=False)
+    with pytest.raises(InputError, match="encoder-decoder"):
+        parse_pooling(mode).check(6, is_encoder_decoder=False)
 
 
 @pytest.mark.parametrize("mode", POOLING_MODES)
 def test_every_mode_accepted_for_encoder_decoder(mode: str) -> None:
-    assert parse_pooling(mode, num_layers=2, is_encoder_decoder=True).name == mode
+    assert resolve_pooling(mode, T5_2).name == mode
+
+
+def test_the_default_is_decided_in_one_place() -> None:
+    assert resolve_pooling(None, MODEL_6) == default_pooling(MODEL_6) == PoolingSpec("mean")
+    assert resolve_pooling(None, T5_2) == default_pooling(T5_2) == PoolingSpec("enc_mean")
+    assert resolve_pooling(PoolingSpec("cls"), MODEL_6) == PoolingSpec("cls")  # a spec is not parsed again
+
+
+def test_layer_names_are_formatted_in_one_place() -> None:
+    assert layer_names(2) == ["layer:0", "layer:1", "layer:2"] == [layer_pooling(k).name for k in range(3)]
 
 
 def test_valid_pooling_modes() -> None:
@@ -84,8 +115,8 @@ def test_spec_flags() -> None:
     assert parse_pooling("last2avg").needs_hidden_states
     assert parse_pooling("first_last_avg").needs_hidden_states
     assert not parse_pooling("mean").needs_hidden_states
-    assert parse_pooling("encdec_first", is_encoder_decoder=True).needs_decoder
-    assert not parse_pooling("enc_first", is_encoder_decoder=True).needs_decoder
+    assert parse_pooling("encdec_first").needs_decoder
+    assert not parse_pooling("enc_first").needs_decoder
 
 
 # ---------------------------------------------------------------- math
@@ -192,7 +223,7 @@ def test_pooling_choices_is_the_one_list_each_mode_once() -> None:
     assert t5 == ["max", "last2avg", "first_last_avg", "enc_first", "enc_mean", "encdec_first", "layer:0", "layer:1"]
     assert len(set(t5)) == len(t5)
     for choices, encdec in ((pooling_choices(3), False), (t5, True)):
-        assert default_pooling(encdec) in choices
+        assert default_pooling(PoolingModelStub(3, encdec)).name in choices
         for mode in ("cls", "mean", "max"):
             assert canonical_pooling(mode, encdec) in choices
-            parse_pooling(canonical_pooling(mode, encdec), 3, encdec)  # every choice parses
+            parse_pooling(canonical_pooling(mode, encdec)).check(3, encdec)  # every choice parses

@@ -10,6 +10,7 @@ import torch
 
 from isoscope.data import load_corpus
 from isoscope.encode.embed import encode, encode_many
+from isoscope.encode.pooling import layer_pooling
 from isoscope.errors import InputError
 from isoscope.paths import DEMO_CORPUS
 from isoscope.sources import SpaceSpec, build_spaces, load_space_encoder, parse_space, random_encoder
@@ -41,9 +42,9 @@ def tiny():
 
 def test_parse_defaults_and_full_spec() -> None:
     assert parse_space("") == SpaceSpec()
-    assert parse_space(None).label() == "model=default,init=pretrained,pooling=mean,calibrate=none"
+    assert parse_space(None).label() == "model=default,init=pretrained,pooling=default,calibrate=none"
     spec = parse_space(" model=some/model , init=random:7, pooling=layer:2, calibrate=SN+abtt:3 ")
-    assert spec == SpaceSpec("some/model", "random", 7, "layer:2", "sn+abtt:3")
+    assert spec == SpaceSpec("some/model", "random", 7, layer_pooling(2), "sn+abtt:3")
     assert spec.encoder_key == ("some/model", "random", 7)
     assert parse_space("pooling=cls").encoder_key == parse_space("calibrate=whitening").encoder_key
 

@@ -131,4 +131,4 @@ def test_the_report_of_vectors_computed_elsewhere(capsys, tmp_path: Path) -> Non
     assert vectors_digest(X) in html and "v.parquet:emb" in html and 'id="layers"' not in html
     assert embedded_data(html)["sts"] is not None and not external_references(html)
     assert main([*argv, "--model", "some/model", "--out", str(out)]) == 2
-    assert "not both" in capsys.readouterr().err
+    assert "--vectors is the space; drop --model" in capsys.readouterr().err

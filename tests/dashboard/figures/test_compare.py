@@ -8,6 +8,8 @@ import pytest
 from isoscope.comparison import compare_spaces
 from isoscope.dashboard.figures import compare as fig
 from isoscope.dashboard.text import plot_text
+from isoscope.encode.pooling import parse_pooling
+from isoscope.sources import SpaceSpec
 
 TEXTS = [f"text {i} <i>" for i in range(30)]
 
@@ -22,8 +24,12 @@ def report():
 
 def test_distinct_keeps_first_occurrences_in_order():
     assert fig.distinct(["a", "b", "a", "c", "b"]).tolist() == [0, 1, 3]
-    assert fig.describe("MiniLM", "random", "cls", "whitening") == "MiniLM, random init · cls, whitening"
-    assert fig.describe("MiniLM", "pretrained", "mean", "none") == "MiniLM · mean"
+    cls, mean = parse_pooling("cls"), parse_pooling("mean")
+    assert fig.describe("MiniLM", SpaceSpec(init="random", pooling=cls, calibrate="whitening")) == (
+        "MiniLM, random init · cls, whitening"
+    )
+    assert fig.describe("MiniLM", SpaceSpec(pooling=mean)) == "MiniLM · mean"
+    assert fig.describe("v.npy", SpaceSpec(vectors="v.npy", calibrate="sn")) == "v.npy · vectors file, sn"
 
 
 def test_heatmap_and_its_table():
