@@ -21,6 +21,7 @@ response, vectors of changing dimension, a server that keeps failing) are ``Inpu
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import http.client
 import json
@@ -67,7 +68,11 @@ class EndpointCache:
         self.path = Path(path) if path is not None else default_cache_dir() / "endpoints.sqlite"
 
     def _connect(self) -> sqlite3.Connection:
+        """The file, never through a link: a link in its place is an error (the cache is skipped), so the cache
+        never writes its table into another database."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.is_symlink():
+            raise OSError(errno.ELOOP, "a symbolic link, not the cache file", str(self.path))
         con = sqlite3.connect(self.path, timeout=30)
         con.execute(
             "CREATE TABLE IF NOT EXISTS vectors (space TEXT NOT NULL, text TEXT NOT NULL, dims INTEGER NOT NULL, "
