@@ -33,6 +33,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -145,6 +146,36 @@ class _TooLarge(Exception):
     """413: the batch is larger than the server takes."""
 
 
+def masked(text: object, secret: str | None) -> str:
+    """``text`` from a response (a reason phrase, a message, an exception) with the key replaced by ``***``: the
+    one way any string a server sent reaches a log line or a message."""
+    text = str(text)
+    return text.replace(secret, "***") if secret else text
+
+
+class _SameOrigin(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only within the request's origin (scheme, host, port): the Authorization header must
+    never reach another address, so a redirect elsewhere is refused with one line."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        if _origin(newurl) != _origin(req.full_url):
+            there = urlsplit(newurl)
+            raise InputError(
+                f"{_origin(req.full_url)[1]}: the server redirected the request to another address "
+                f"({there.scheme}://{there.netloc}); the key is never sent elsewhere: if you trust that server, give "
+                "its address as --base-url"
+            )
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), parts.netloc.lower().rsplit("@", 1)[-1]
+
+
+_OPENER = urllib.request.build_opener(_SameOrigin)
+
+
 def _server_message(body: bytes, secret: str | None) -> str:
     """The server's own error message, one line, at most 200 characters, the key masked."""
     text = body.decode("utf-8", "replace")
@@ -157,9 +188,7 @@ def _server_message(body: bytes, secret: str | None) -> str:
             text = err if isinstance(err, str) else json.dumps(err)
     except ValueError:
         pass
-    text = " ".join(text.split())
-    if secret:
-        text = text.replace(secret, "***")
+    text = " ".join(masked(text, secret).split())
     return text[:200] or "no message"
 
 
@@ -182,30 +211,31 @@ def _post(endpoint: Endpoint, texts: Sequence[str], key: str | None, timeout: fl
     request = urllib.request.Request(endpoint.url, json.dumps(body).encode(), headers, method="POST")
     name = endpoint.name
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with _OPENER.open(request, timeout=timeout) as response:
             data = response.read(MAX_RESPONSE + 1)
     except urllib.error.HTTPError as exc:
         status, message = exc.code, _server_message(exc.read(MAX_ERROR_BODY), key)
+        reason = " ".join(masked(exc.reason, key).split())[:200]
         exc.close()
         if status in RETRY_STATUS or status >= 500:
-            raise _Retry(f"{status} {exc.reason}: {message}", _retry_after(exc.headers)) from None
+            raise _Retry(f"{status} {reason}: {message}", _retry_after(exc.headers)) from None
         if status == 413:
             raise _TooLarge(message) from None
         if status in (401, 403):
             where = f"${endpoint.api_key_env}" if key else f"no key: ${endpoint.api_key_env} is not set"
             raise InputError(
-                f"{name}: the server refused the request ({status} {exc.reason}: {message}); check the key ({where})"
+                f"{name}: the server refused the request ({status} {reason}: {message}); check the key ({where})"
             ) from None
         if status == 404:
             raise InputError(
                 f"{name}: {endpoint.url} answered 404 ({message}); check --base-url (it usually ends in /v1) and the model"
             ) from None
-        raise InputError(f"{name}: the server refused the request ({status} {exc.reason}: {message})") from None
+        raise InputError(f"{name}: the server refused the request ({status} {reason}: {message})") from None
     except urllib.error.URLError as exc:
         reason = exc.reason
         if isinstance(reason, TimeoutError | socket.timeout | ConnectionResetError):
             raise _Retry(f"{type(reason).__name__}") from None
-        text = getattr(reason, "strerror", None) or str(reason)
+        text = masked(getattr(reason, "strerror", None) or reason, key)
         raise InputError(
             f"{name}: cannot connect to {endpoint.base_url} ({text}); is the server running, and is --base-url right?"
         ) from None
@@ -242,7 +272,8 @@ def parse_embeddings(data: bytes, n: int, endpoint: Endpoint) -> np.ndarray:
             raise _not_embeddings(endpoint, "an item without 'embedding'")
         index = item.get("index", pos)
         if not isinstance(index, int) or not 0 <= index < n or rows[index] is not None:
-            raise _not_embeddings(endpoint, f"a bad or repeated index {str(index)[:20]}")
+            what = f"a bad or repeated index {index}" if isinstance(index, int) else "an index that is not a number"
+            raise _not_embeddings(endpoint, what)  # never the server's text: it may echo the key
         emb = item["embedding"]
         try:
             if isinstance(emb, str):  # encoding_format=base64, which some servers answer anyway
