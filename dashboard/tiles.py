@@ -13,7 +13,8 @@ other. Anything unknown (token, style, mark, a tile outside the pyramid, bad num
 
 Tiles are rendered on demand and cached in memory (``MEMORY_BYTES``, least recently used out) and on disk
 under ``$ISOSCOPE_CACHE/atlas-tiles`` keyed by the atlas's ledger (so a rebuilt atlas never gets old tiles),
-each file with a SHA-256 trailer checked when it is read back; a cache that cannot be written is skipped.
+each file with a SHA-256 trailer that names its tile, checked when it is read back; a cache that cannot be
+written is skipped.
 """
 
 from __future__ import annotations
@@ -118,11 +119,17 @@ def _disk_path(path: str, space: str, style: tuple[str, bool], z: int, x: int, y
     return default_cache_dir() / "atlas-tiles" / atlas_key / space / style_key / str(z) / f"{x}-{y}.png"
 
 
+def _tile_key(p: Path) -> str:
+    """The key a tile file's checksum names: atlas, space, style, zoom and position (its last five path parts),
+    so a tile file moved or swapped under another tile's name is drawn again, never served as that tile."""
+    return "/".join(p.parts[-5:])
+
+
 def _disk_read(p: Path | None) -> bytes | None:
     if p is None:
         return None
     try:
-        return verified(p.read_bytes()) if p.is_file() else None
+        return verified(p.read_bytes(), _tile_key(p)) if p.is_file() else None
     except OSError:
         return None
     except ValueError:  # damaged: dropped and drawn again
@@ -136,7 +143,7 @@ def _disk_write(p: Path | None, png: bytes) -> None:
     from isoscope.cache import atomic_write_bytes
 
     try:
-        atomic_write_bytes(p, with_checksum(png))
+        atomic_write_bytes(p, with_checksum(png, _tile_key(p)))
     except OSError as exc:
         warn_once(
             p.parents[4], "unusable", "cannot write atlas tiles in %s (%s); serving from memory", p.parents[4], exc

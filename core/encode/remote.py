@@ -58,10 +58,17 @@ def text_key(text: str) -> str:
 # ---------------------------------------------------------------- cache
 
 
+def row_checksum(space: str, key: str, dims: int, data: bytes) -> bytes:
+    """SHA-256 of a cache row's key (endpoint fingerprint, text digest, dimensions) and its vector's bytes."""
+    return hashlib.sha256(f"{space}\x1f{key}\x1f{int(dims)}\x1f".encode() + bytes(data)).digest()
+
+
 class EndpointCache:
     """Vectors of single texts from endpoints, in one SQLite file (``$ISOSCOPE_CACHE/endpoints.sqlite``).
 
-    Rows: (endpoint fingerprint, SHA-256 of the text, dimensions, float32 bytes, SHA-256 of those bytes).
+    Rows: (endpoint fingerprint, SHA-256 of the text, dimensions, float32 bytes, checksum). The checksum names the
+    row's key (``row_checksum``: fingerprint, text digest and dimensions with the bytes), so the data of one row
+    moved into another row, checksum and all, is dropped and fetched again, never served for the other text.
     A file that cannot be opened or written is skipped with one warning: the vectors are fetched anyway.
     """
 
@@ -100,7 +107,11 @@ class EndpointCache:
                     )
                     for key, dims, data, checksum in rows:
                         vec = np.frombuffer(data, "<f4") if len(data) == 4 * dims else None
-                        if vec is None or hashlib.sha256(data).digest() != checksum or not np.isfinite(vec).all():
+                        if (
+                            vec is None
+                            or row_checksum(space, key, dims, data) != checksum
+                            or not np.isfinite(vec).all()
+                        ):
                             bad.append(key)
                         else:
                             found[key] = vec.astype(np.float32)
@@ -119,7 +130,7 @@ class EndpointCache:
         rows = []
         for key, vec in items.items():
             data = np.ascontiguousarray(vec, "<f4").tobytes()
-            rows.append((space, key, len(vec), data, hashlib.sha256(data).digest()))
+            rows.append((space, key, len(vec), data, row_checksum(space, key, len(vec), data)))
         try:
             con = self._connect()
             try:

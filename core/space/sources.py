@@ -122,8 +122,9 @@ def as_matrix(x: Any, name: str = "vectors") -> np.ndarray:
     return out
 
 
-def as_texts(texts: Any, n: int | None, name: str = "texts") -> list[str] | None:
-    """Texts as a list of str (``n`` of them when ``n`` is given); None stays None."""
+def as_texts(texts: Any, n: int | None, name: str = "texts", warnings: list[str] | None = None) -> list[str] | None:
+    """Texts as a list of str (``n`` of them when ``n`` is given), lone surrogates replaced (``decoded``); None
+    stays None."""
     if texts is None:
         return None
     if isinstance(texts, str):
@@ -131,7 +132,7 @@ def as_texts(texts: Any, n: int | None, name: str = "texts") -> list[str] | None
     items = list(texts.tolist() if hasattr(texts, "tolist") else texts)
     if n is not None and len(items) != n:
         raise InputError(f"{name}: {len(items)} texts for {n} vectors; give one text per row")
-    return [_text(t) for t in items]
+    return decoded([_text(t) for t in items], name, warnings)
 
 
 def _text(value: Any) -> str:
@@ -141,8 +142,30 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def as_metadata(metadata: Any, n: int) -> pd.DataFrame:
-    """Per-row metadata (a DataFrame, a dict of columns, or None) as a frame of ``n`` rows, index 0..n-1."""
+def decoded(items: list[str], name: str, warnings: list[str] | None = None) -> list[str]:
+    """``items`` with lone UTF-16 surrogates (half of an emoji: no tokenizer, report or card can write one)
+    replaced by U+FFFD, as file decoding does (``isoscope.data.text.replace_surrogates``). The warning is about
+    the input, so it is logged each time the input is read (a cached embedding changes nothing) and appended to
+    ``warnings``."""
+    from isoscope.data.text import TextStats, replace_surrogates
+
+    stats = TextStats(name)
+    items = [replace_surrogates(t, stats) for t in items]
+    for warning in stats.warnings():
+        log.warning("%s", warning)
+        if warnings is not None:
+            warnings.append(warning)
+    return items
+
+
+def as_name(name: Any, warnings: list[str] | None = None) -> str:
+    """A space's name as str ("vectors" when none), lone surrogates replaced (``decoded``)."""
+    return decoded([str(name)], "name", warnings)[0] if name else "vectors"
+
+
+def as_metadata(metadata: Any, n: int, warnings: list[str] | None = None) -> pd.DataFrame:
+    """Per-row metadata (a DataFrame, a dict of columns, or None) as a frame of ``n`` rows, index 0..n-1; text
+    cells and column names with lone surrogates replaced (``decoded``)."""
     import pandas as pd
 
     if metadata is None:
@@ -150,7 +173,22 @@ def as_metadata(metadata: Any, n: int) -> pd.DataFrame:
     frame = metadata if isinstance(metadata, pd.DataFrame) else pd.DataFrame(metadata)
     if len(frame) != n:
         raise InputError(f"metadata: {len(frame)} rows for {n} vectors; give one row per vector")
-    return frame.reset_index(drop=True)
+    frame = frame.reset_index(drop=True)
+    columns = [c if not isinstance(c, str) else decoded([c], "metadata column names", warnings)[0] for c in frame]
+    if columns != list(frame.columns):
+        frame = frame.set_axis(columns, axis=1)
+    for i, c in enumerate(frame.columns):
+        col = frame.iloc[:, i]
+        if not (col.dtype == object or pd.api.types.is_string_dtype(col.dtype)):
+            continue
+        cells = col.tolist()
+        texts = [t for t in cells if isinstance(t, str)]
+        fixed = iter(decoded(texts, f"metadata column {c!s}", warnings))
+        cleaned = [next(fixed) if isinstance(t, str) else t for t in cells]
+        if cleaned != cells:
+            frame = frame.copy() if frame is metadata else frame
+            frame.iloc[:, i] = cleaned
+    return frame
 
 
 # ---------------------------------------------------------------- models
