@@ -5,7 +5,11 @@ vectors = embed_endpoint(endpoint_for("openai:text-embedding-3-small"), texts, p
 - Batches of at most ``endpoint.batch_size`` texts and ``MAX_REQUEST_CHARS`` characters; a batch the server
   finds too large (413) is split in two and sent again.
 - 429 and 5xx answers, timeouts and dropped connections are retried with exponential backoff (the server's
-  ``Retry-After`` when it gives one), ``retries`` times.
+  ``Retry-After`` when it gives one), ``retries`` times. Each request has ``timeout`` seconds per read and
+  ``DEADLINE_READS`` times that in all, answer included (a server that drips its answer a byte at a time is
+  cut off).
+- An answer is bounded by what the batch can need before it is parsed: at most ``answer_limits(n)`` bytes and
+  JSON values for n texts of at most ``MAX_DIMS`` dimensions, so a small answer cannot parse into gigabytes.
 - Every finished batch is written to the cache at once, keyed by (base URL, model, dimensions, SHA-256 of the
   text): a second run sends nothing, an interrupted run resumes where it stopped, and a text shared by two
   corpora is sent once. The cache is one SQLite file under ``$ISOSCOPE_CACHE``; every row carries the SHA-256
@@ -28,6 +32,7 @@ import json
 import logging
 import socket
 import sqlite3
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -46,6 +51,9 @@ log = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int], None]
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 MAX_RESPONSE = 512 * 2**20  # bytes of one answer (128 vectors of 3,072 floats are about 8 MB of JSON)
+MAX_DIMS = 16_384  # dimensions of a vector in an answer at most (the largest embedding models have 4,096)
+BYTES_PER_VALUE = 64  # JSON text of one number at most (17 digits, sign, exponent, pretty-printed indentation)
+DEADLINE_READS = 5  # one request's total deadline, in read timeouts (5 minutes for the default 60 s)
 MAX_ERROR_BODY = 64 * 2**10
 MAX_DELAY = 60.0  # seconds between two tries at most (also caps Retry-After)
 USER_AGENT = "isoscope (embeddings client)"
@@ -184,9 +192,6 @@ def _origin(url: str) -> tuple[str, str]:
     return parts.scheme.lower(), parts.netloc.lower().rsplit("@", 1)[-1]
 
 
-_OPENER = urllib.request.build_opener(_SameOrigin)
-
-
 def _server_message(body: bytes, secret: str | None) -> str:
     """The server's own error message, one line, at most 200 characters, the key masked."""
     text = body.decode("utf-8", "replace")
@@ -211,8 +216,107 @@ def _retry_after(headers) -> float | None:
         return None
 
 
-def _post(endpoint: Endpoint, texts: Sequence[str], key: str | None, timeout: float) -> bytes:
-    """One POST; the answer's bytes. Raises _Retry, _TooLarge or InputError."""
+def answer_limits(n: int) -> tuple[int, int]:
+    """(bytes, JSON values) an answer for ``n`` texts may hold: ``MAX_DIMS`` numbers per text, a few fields per
+    item, and the list around them."""
+    values = n * (MAX_DIMS + 16) + 1024
+    return min(MAX_RESPONSE, values * BYTES_PER_VALUE + 2**20), values
+
+
+class _Watch:
+    """A request's total deadline: the sockets the request opens (``_Watched`` connections register them) are
+    shut down when it passes, which ends any read blocked on them; ``expired`` says that it happened."""
+
+    local = threading.local()
+
+    def __init__(self, seconds: float) -> None:
+        self.socks: list[socket.socket] = []
+        self.expired = False
+        self.lock = threading.Lock()
+        self.timer = threading.Timer(seconds, self._expire)
+        self.timer.daemon = True
+
+    def add(self, sock: socket.socket) -> None:
+        with self.lock:
+            self.socks.append(sock)
+            if self.expired:
+                _shut(sock)
+
+    def _expire(self) -> None:
+        with self.lock:
+            self.expired = True
+            for sock in self.socks:
+                _shut(sock)
+
+    def __enter__(self) -> _Watch:
+        _Watch.local.watch = self
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.timer.cancel()
+        _Watch.local.watch = None
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _watched(base: type[http.client.HTTPConnection]) -> type[http.client.HTTPConnection]:
+    class Watched(base):  # type: ignore[valid-type, misc]
+        def connect(self) -> None:
+            super().connect()
+            watch = getattr(_Watch.local, "watch", None)
+            if watch is not None and self.sock is not None:
+                watch.add(self.sock)
+
+    return Watched
+
+
+_HTTP, _HTTPS = _watched(http.client.HTTPConnection), _watched(http.client.HTTPSConnection)
+
+
+class _WatchedHTTP(urllib.request.HTTPHandler):
+    def http_open(self, req):
+        return self.do_open(_HTTP, req)
+
+
+class _WatchedHTTPS(urllib.request.HTTPSHandler):
+    def https_open(self, req):
+        return self.do_open(_HTTPS, req, context=self._context)
+
+
+_OPENER = urllib.request.build_opener(_SameOrigin, _WatchedHTTP, _WatchedHTTPS)
+
+
+def _post(
+    endpoint: Endpoint,
+    texts: Sequence[str],
+    key: str | None,
+    timeout: float,
+    deadline: float | None = None,
+) -> bytes:
+    """One POST within ``deadline`` seconds (default ``DEADLINE_READS * timeout``); the answer's bytes (at most
+    ``answer_limits``). Raises _Retry, _TooLarge or InputError."""
+    deadline = DEADLINE_READS * timeout if deadline is None else deadline
+    watch = _Watch(deadline)
+    try:
+        with watch:
+            data = _send(endpoint, texts, key, timeout, answer_limits(len(texts))[0])
+    except (_Retry, _TooLarge, InputError):
+        if watch.expired:
+            raise _Retry(f"no complete answer within {deadline:g} s") from None
+        raise
+    if watch.expired:  # an answer without a length ends where the connection was cut
+        raise _Retry(f"no complete answer within {deadline:g} s")
+    return data
+
+
+def _send(endpoint: Endpoint, texts: Sequence[str], key: str | None, timeout: float, cap: int) -> bytes:
+    """The POST itself; the answer's bytes (at most ``cap``). Raises _Retry, _TooLarge or InputError."""
     body: dict[str, object] = {"model": endpoint.model, "input": list(texts), "encoding_format": "float"}
     if endpoint.dimensions is not None:
         body["dimensions"] = endpoint.dimensions
@@ -223,7 +327,7 @@ def _post(endpoint: Endpoint, texts: Sequence[str], key: str | None, timeout: fl
     name = endpoint.name
     try:
         with _OPENER.open(request, timeout=timeout) as response:
-            data = response.read(MAX_RESPONSE + 1)
+            data = response.read(cap + 1)
     except urllib.error.HTTPError as exc:
         status, message = exc.code, _server_message(exc.read(MAX_ERROR_BODY), key)
         reason = " ".join(masked(exc.reason, key).split())[:200]
@@ -254,8 +358,13 @@ def _post(endpoint: Endpoint, texts: Sequence[str], key: str | None, timeout: fl
         raise _Retry(type(exc).__name__) from None
     except http.client.HTTPException as exc:
         raise InputError(f"{name}: {endpoint.base_url} does not speak HTTP properly ({type(exc).__name__})") from None
-    if len(data) > MAX_RESPONSE:
-        raise InputError(f"{name}: the answer is larger than {MAX_RESPONSE // 2**20} MiB; lower the batch size")
+    except OSError as exc:  # a socket shut at the deadline, a connection reset mid-answer
+        raise _Retry(type(exc).__name__) from None
+    if len(data) > cap:
+        raise InputError(
+            f"{name}: the answer is larger than {cap / 2**20:,.1f} MiB, more than {len(texts)} vectors can need; "
+            "lower the batch size"
+        )
     return data
 
 
@@ -267,10 +376,17 @@ def _not_embeddings(endpoint: Endpoint, what: str) -> InputError:
 
 
 def parse_embeddings(data: bytes, n: int, endpoint: Endpoint) -> np.ndarray:
-    """The (n, d) float32 vectors of an answer ``{"data": [{"index": i, "embedding": [...]}, ...]}``."""
+    """The (n, d) float32 vectors of an answer ``{"data": [{"index": i, "embedding": [...]}, ...]}``.
+
+    Before parsing, the JSON values the answer can hold (its commas, brackets and braces bound them) are
+    checked against ``answer_limits(n)``; every vector must have at most ``MAX_DIMS`` values.
+    """
+    values = data.count(b",") + data.count(b"[") + data.count(b"{")
+    if values > answer_limits(n)[1]:
+        raise _not_embeddings(endpoint, f"more values than {n} vectors of at most {MAX_DIMS:,} dimensions")
     try:
         answer = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise _not_embeddings(endpoint, "not JSON") from None
     items = answer.get("data") if isinstance(answer, dict) else None
     if not isinstance(items, list):
@@ -295,6 +411,8 @@ def parse_embeddings(data: bytes, n: int, endpoint: Endpoint) -> np.ndarray:
                 raise ValueError
         except ValueError:
             raise _not_embeddings(endpoint, "an embedding that is not a list of numbers") from None
+        if len(vec) > MAX_DIMS:
+            raise _not_embeddings(endpoint, f"a vector of {len(vec):,} values, more than {MAX_DIMS:,}")
         rows[index] = vec
     dims = {len(v) for v in rows if v is not None}
     if len(dims) != 1 or 0 in dims:
@@ -328,19 +446,20 @@ def fetch_batch(
     timeout: float = 60.0,
     retries: int = 6,
     sleep: Callable[[float], None] = time.sleep,
+    deadline: float | None = None,
 ) -> np.ndarray:
     """(len(texts), d) from the endpoint: retried on 429/5xx with backoff, split in two on 413."""
     for attempt in range(retries + 1):
         try:
-            return parse_embeddings(_post(endpoint, texts, key, timeout), len(texts), endpoint)
+            return parse_embeddings(_post(endpoint, texts, key, timeout, deadline), len(texts), endpoint)
         except _TooLarge as exc:
             if len(texts) == 1:
                 raise InputError(
                     f"{endpoint.name}: the server finds one text too large ({exc}); shorten the texts"
                 ) from None
             half = len(texts) // 2
-            a = fetch_batch(endpoint, texts[:half], key, timeout, retries, sleep)
-            b = fetch_batch(endpoint, texts[half:], key, timeout, retries, sleep)
+            a = fetch_batch(endpoint, texts[:half], key, timeout, retries, sleep, deadline)
+            b = fetch_batch(endpoint, texts[half:], key, timeout, retries, sleep, deadline)
             return np.concatenate([a, b])
         except _Retry as exc:
             if attempt == retries:
@@ -363,10 +482,12 @@ def embed_endpoint(
     retries: int = 6,
     sleep: Callable[[float], None] = time.sleep,
     environ: Mapping[str, str] | None = None,
+    deadline: float | None = None,
 ) -> np.ndarray:
     """The (n, d) float32 vectors of ``texts`` from ``endpoint`` (see the module docstring).
 
-    ``progress(done, total)`` counts distinct texts (cached ones are done at once).
+    ``progress(done, total)`` counts distinct texts (cached ones are done at once); ``timeout``: seconds per
+    read, ``deadline``: seconds per request in all (default ``DEADLINE_READS * timeout``).
     """
     check_endpoints_allowed(environ)
     key = endpoint.api_key(environ)
@@ -388,7 +509,7 @@ def embed_endpoint(
         progress(len(done), total)
     expected = next(iter(dims)) if len(dims) == 1 else endpoint.dimensions
     for batch in _batches(todo, endpoint.batch_size, MAX_REQUEST_CHARS):
-        vecs = fetch_batch(endpoint, batch, key, timeout, retries, sleep)  # (b, d)
+        vecs = fetch_batch(endpoint, batch, key, timeout, retries, sleep, deadline)  # (b, d)
         if expected is not None and vecs.shape[1] != expected:
             raise InputError(
                 f"{endpoint.name}: the server returned {vecs.shape[1]}-dimensional vectors where {expected} were "

@@ -2,7 +2,9 @@
 
 - ``as_matrix``: NumPy, torch (any dtype, on any device), a pandas column of lists/arrays, a pyarrow
   ``list<float>`` / ``fixed_size_list<float>`` array, or nested lists -> a checked (n, d) float32 array
-  (at least 3 rows and 2 dimensions, every value finite; the rows that are not are named).
+  (at least 3 rows and 2 dimensions, every value finite; the rows that are not are named), its size checked
+  against ``ISOSCOPE_MAX_VECTOR_BYTES`` (as for a vectors file) before anything is copied: a broadcast view,
+  a torch ``expand`` or a sparse memory map can name gigabytes it does not hold.
 - ``load_model``: encoders loaded once per process and precision (a notebook re-running a cell does not
   reload the model), the embedded all-MiniLM-L6-v2 by default.
 - ``embed_texts``: texts -> vectors with one pooling, length-sorted batches, cached on disk like the
@@ -39,11 +41,28 @@ _ENCODERS_LOCK = threading.Lock()
 # ---------------------------------------------------------------- array-likes
 
 
-def _from_torch(x: Any) -> np.ndarray:
+def check_size(shape: tuple[int, ...], name: str) -> None:
+    """InputError when ``shape`` (n, d) as float32 is over ``ISOSCOPE_MAX_VECTOR_BYTES`` (the limit of a vectors
+    file); called before an array is copied or converted."""
+    if len(shape) != 2:
+        return  # as_matrix says what is wrong with the shape
+    from isoscope.data.limits import current_limits
+
+    limit = current_limits().max_vector_bytes
+    n, d = (int(v) for v in shape)
+    if 4 * n * d > limit:
+        raise InputError(
+            f"{name}: {n:,} x {d:,} vectors take {4 * n * d / 2**20:,.0f} MiB as float32, over the limit of "
+            f"{limit / 2**20:,.0f} MiB (ISOSCOPE_MAX_VECTOR_BYTES); sample the rows first"
+        )
+
+
+def _from_torch(x: Any, name: str) -> np.ndarray:
     """A torch tensor on any device, in any float dtype (bfloat16 has no NumPy twin), as float32."""
     t = x.detach()
     if t.is_complex():
         raise InputError(f"vectors must be real numbers, got a tensor of {t.dtype}")
+    check_size(tuple(t.shape), name)
     return t.to("cpu").float().numpy()
 
 
@@ -66,6 +85,7 @@ def _from_arrow(x: Any, name: str) -> np.ndarray:
     if values.null_count:
         raise InputError(f"{name}: {values.null_count} value(s) inside the vectors are null; fix them first")
     d = int(lengths[0]) if len(lengths) else 0
+    check_size((len(arr), d), name)
     return values.to_numpy(zero_copy_only=False).reshape(len(arr), d)
 
 
@@ -76,6 +96,7 @@ def _from_rows(rows: Sequence[Any], name: str) -> np.ndarray:
         raise InputError(f"{name}: every row must be a vector (a list or array of numbers)")
     if len(lengths) > 1:
         raise InputError(f"{name}: rows have {min(lengths)} to {max(lengths)} values; every vector needs the same")
+    check_size((len(rows), next(iter(lengths), 0)), name)
     try:
         return np.asarray([np.asarray(r, dtype=np.float32) for r in rows], dtype=np.float32)
     except (TypeError, ValueError):
@@ -84,7 +105,7 @@ def _from_rows(rows: Sequence[Any], name: str) -> np.ndarray:
 
 def _raw_array(x: Any, name: str) -> np.ndarray:
     if hasattr(x, "detach") and hasattr(x, "numpy"):  # torch, without importing it
-        return _from_torch(x)
+        return _from_torch(x, name)
     module = type(x).__module__
     if module.startswith("pyarrow"):
         return _from_arrow(x, name)
@@ -92,6 +113,7 @@ def _raw_array(x: Any, name: str) -> np.ndarray:
         import pandas as pd
 
         if isinstance(x, pd.DataFrame):
+            check_size(x.shape, name)
             return x.to_numpy(dtype=np.float32)  # one column per dimension
         values = x.to_numpy()
         if values.dtype == object:  # a column of lists or arrays
@@ -114,6 +136,7 @@ def as_matrix(x: Any, name: str = "vectors") -> np.ndarray:
     n, d = arr.shape
     if n < MIN_ROWS or d < MIN_DIMS:
         raise InputError(f"{name}: need at least {MIN_ROWS} rows and {MIN_DIMS} dimensions, got {n} x {d}")
+    check_size(arr.shape, name)  # before the copy: a view may name far more than it holds
     out = np.ascontiguousarray(arr, dtype=np.float32)  # (n, d); float16 and bfloat16 widen, float64 narrows
     bad = np.flatnonzero(~np.isfinite(out).all(axis=1))  # (b,)
     if len(bad):
