@@ -8,8 +8,9 @@ through Starlette/uvicorn with
 - in classroom mode two ASGI middlewares in front of Streamlit's own routes and the map's: ``ClassroomGuard``
   (``isoscope.dashboard.guard``: before the access code, nothing but the code form reaches a session; no
   uploads, no cache control, no metrics; guesses throttled per client address and for the server) and
-  ``SecurityHeaders`` (every HTTP response, the routes' included, carries ``X-Frame-Options: DENY`` and
-  ``Content-Security-Policy: frame-ancestors 'none'``; no server path in the WebSocket's session message).
+  ``SecurityHeaders`` (outside the guard: every HTTP response, the routes' and the guard's own included,
+  carries ``X-Frame-Options: DENY`` and ``Content-Security-Policy: frame-ancestors 'none'``; no server path in
+  the WebSocket's session message).
 """
 
 from __future__ import annotations
@@ -23,5 +24,6 @@ from isoscope.dashboard import classroom, tiles
 from isoscope.dashboard.classroom import SecurityHeaders
 from isoscope.dashboard.guard import ClassroomGuard
 
-middleware = [Middleware(ClassroomGuard), Middleware(SecurityHeaders)] if classroom.enabled() else []
+# SecurityHeaders outermost: the guard's own answers (404, 403) carry the headers too
+middleware = [Middleware(SecurityHeaders), Middleware(ClassroomGuard)] if classroom.enabled() else []
 app = st.App(str(Path(__file__).resolve().parent / "app.py"), routes=tiles.routes(), middleware=middleware)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import secrets
 import threading
 from collections import OrderedDict
@@ -243,6 +244,19 @@ def _png(png: bytes | None):
     return Response(png, media_type="image/png", headers={"Cache-Control": "private, max-age=86400"})
 
 
+_COORDINATE = re.compile(r"[0-9]{1,10}")  # z, x and y of a tile: a pyramid has at most 2**32 tiles a side
+
+
+def _tile_at(params) -> tuple[int, int, int] | None:
+    """(z, x, y) of a tile URL, or None: the text is checked before ``int`` converts it (a 5,000-digit number
+    would raise inside the router), then ``check_tile`` bounds it by the atlas's pyramid."""
+    texts = (params["z"], params["x"], params["y"])
+    if not all(_COORDINATE.fullmatch(t) for t in texts):
+        return None
+    z, x, y = (int(t) for t in texts)
+    return z, x, y
+
+
 def _tile_endpoint(request):
     from starlette.responses import Response
 
@@ -250,9 +264,10 @@ def _tile_endpoint(request):
     path = _atlas_path(p["token"])
     with _lock:
         style = _styles.get(p["style"])
-    if path is None or style is None or not _space(path, p["space"]):
+    at = _tile_at(p)
+    if path is None or style is None or at is None or not _space(path, p["space"]):
         return Response(status_code=404)
-    return _png(tile_png(path, p["space"], style, p["z"], p["x"], p["y"]))
+    return _png(tile_png(path, p["space"], style, *at))
 
 
 def _highlight_endpoint(request):
@@ -260,9 +275,10 @@ def _highlight_endpoint(request):
 
     p = request.path_params
     path = _atlas_path(p["token"])
-    if path is None or not _space(path, p["space"]):
+    at = _tile_at(p)
+    if path is None or at is None or not _space(path, p["space"]):
         return Response(status_code=404)
-    return _png(highlight_png(path, p["space"], p["mark"], p["z"], p["x"], p["y"]))
+    return _png(highlight_png(path, p["space"], p["mark"], *at))
 
 
 def _pick_endpoint(request):
@@ -283,7 +299,7 @@ def routes() -> list:
     """The Starlette routes (``st.App(routes=...)``); sync endpoints run in Starlette's thread pool."""
     from starlette.routing import Route
 
-    tile = "/{z:int}/{x:int}/{y:int}.png"
+    tile = "/{z}/{x}/{y}.png"  # text, checked by _tile_at: the router's int converter has no bound
     return [
         Route(PREFIX + "/{token}/{space}/t/{style}" + tile, _tile_endpoint, methods=["GET"]),
         Route(PREFIX + "/{token}/{space}/h/{mark}" + tile, _highlight_endpoint, methods=["GET"]),

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from isoscope.errors import InputError
+from isoscope.errors import InputError, first_line
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,6 +60,11 @@ def check_size(shape: tuple[int, ...], name: str) -> None:
 def _from_torch(x: Any, name: str) -> np.ndarray:
     """A torch tensor on any device, in any float dtype (bfloat16 has no NumPy twin), as float32."""
     t = x.detach()
+    layout = str(getattr(t, "layout", "torch.strided")).removeprefix("torch.")
+    if layout != "strided":
+        raise InputError(f"{name}: a {layout} tensor; give a dense one (tensor.to_dense(), if it fits in memory)")
+    if t.device.type == "meta":
+        raise InputError(f"{name}: a tensor on the meta device holds no values; give one with its values")
     if t.is_complex():
         raise InputError(f"vectors must be real numbers, got a tensor of {t.dtype}")
     check_size(tuple(t.shape), name)
@@ -112,9 +117,16 @@ def _raw_array(x: Any, name: str) -> np.ndarray:
     if module.startswith("pandas"):
         import pandas as pd
 
-        if isinstance(x, pd.DataFrame):
+        if isinstance(x, pd.DataFrame):  # one column per dimension
             check_size(x.shape, name)
-            return x.to_numpy(dtype=np.float32)  # one column per dimension
+            bad = [str(c) for c, t in x.dtypes.items() if not pd.api.types.is_numeric_dtype(t)]
+            if bad:
+                shown = ", ".join(repr(c[:40]) for c in bad[:3]) + (", ..." if len(bad) > 3 else "")
+                raise InputError(
+                    f"{name}: {len(bad)} column(s) of the DataFrame are not numbers ({shown}); give only the vector "
+                    "columns, and the texts and labels as texts= and metadata="
+                )
+            return x.to_numpy(dtype=np.float32)
         values = x.to_numpy()
         if values.dtype == object:  # a column of lists or arrays
             return _from_rows(values, name)
@@ -186,6 +198,21 @@ def as_name(name: Any, warnings: list[str] | None = None) -> str:
     return decoded([str(name)], "name", warnings)[0] if name else "vectors"
 
 
+def _text_cells(column: Any, name: str, warnings: list[str] | None) -> Any:
+    """A metadata column with its text cells ``decoded``; the column itself when it holds no text."""
+    if isinstance(column, np.ndarray) and column.dtype.kind not in "OUS":
+        return column
+    dtype = getattr(column, "dtype", None)
+    if dtype is not None and not isinstance(column, np.ndarray) and str(dtype) not in ("object", "str", "string"):
+        return column  # a pandas column of numbers, dates, categories
+    cells = list(column.tolist() if hasattr(column, "tolist") else column)
+    texts = [c for c in cells if isinstance(c, str)]
+    if not texts:
+        return column
+    fixed = iter(decoded(texts, name, warnings))
+    return [next(fixed) if isinstance(c, str) else c for c in cells]
+
+
 def as_metadata(metadata: Any, n: int, warnings: list[str] | None = None) -> pd.DataFrame:
     """Per-row metadata (a DataFrame, a dict of columns, or None) as a frame of ``n`` rows, index 0..n-1; text
     cells and column names with lone surrogates replaced (``decoded``)."""
@@ -193,7 +220,23 @@ def as_metadata(metadata: Any, n: int, warnings: list[str] | None = None) -> pd.
 
     if metadata is None:
         return pd.DataFrame(index=pd.RangeIndex(n))
-    frame = metadata if isinstance(metadata, pd.DataFrame) else pd.DataFrame(metadata)
+    if isinstance(metadata, str | bytes) or np.isscalar(metadata):
+        raise InputError(
+            f"metadata must be a DataFrame or a dict of columns (one value per row), got {type(metadata).__name__} "
+            f"{str(metadata)[:40]!r}"
+        )
+    if isinstance(metadata, Mapping):
+        for key, column in metadata.items():
+            if isinstance(column, str | bytes) or not hasattr(column, "__len__"):
+                raise InputError(
+                    f"metadata: column {str(key)[:40]!r} must hold one value per row ({n}), got {type(column).__name__}"
+                )
+        # text cells decoded before the frame is built (pandas' string columns cannot hold a lone surrogate)
+        metadata = {key: _text_cells(column, f"metadata column {key!s}", warnings) for key, column in metadata.items()}
+    try:
+        frame = metadata if isinstance(metadata, pd.DataFrame) else pd.DataFrame(metadata)
+    except (ValueError, TypeError) as exc:
+        raise InputError(f"metadata: not a table of one row per vector ({first_line(exc, 120)})") from None
     if len(frame) != n:
         raise InputError(f"metadata: {len(frame)} rows for {n} vectors; give one row per vector")
     frame = frame.reset_index(drop=True)
