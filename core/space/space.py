@@ -329,7 +329,9 @@ class Space:
         frame.attrs["query"] = asked
         return frame
 
-    def sts(self, pairs: str | Path | Pairs | pd.DataFrame | Sequence[tuple[str, str, float]]) -> STSResult:
+    def sts(
+        self, pairs: str | Path | Pairs | pd.DataFrame | Sequence[tuple[str, str, float]], progress: bool = True
+    ) -> STSResult:
         """Spearman/Pearson x100 of cosine against gold scores (``isoscope.evaluate.similarity.sts_scores``) on
         ``pairs``: a pairs file, ``isoscope.data.Pairs``, a frame (sentence1, sentence2, score) or (s1, s2, score)
         tuples. The sentences are embedded into this space (or, for a space of vectors, found among its texts)."""
@@ -340,7 +342,7 @@ class Space:
         p = as_pairs(pairs)
         if p.scores is None:
             raise InputError(f"{p.name or 'pairs'}: no gold scores; STS needs a score per pair")
-        V = self._rows_or_texts(p.texts, progress=True)  # (2m, d)
+        V = self._rows_or_texts(p.texts, progress)  # (2m, d)
         m = len(p)
         got = sts_evaluate(V[:m], V[m:], p.scores)  # the cosines and their sts_scores
         return STSResult(self.label, got["spearman"], got["pearson"], got["cosine"], np.asarray(p.scores), p.name)

@@ -232,5 +232,5 @@ def timed(clock: dict[str, float], name: str, start: float) -> None:
     clock[name] = round(time.perf_counter() - start, 2)
 
 
-def sts_pair(raw: Space, cal: Space, pairs: Any) -> tuple[STSResult, STSResult]:
-    return raw.sts(pairs), cal.sts(pairs)
+def sts_pair(raw: Space, cal: Space, pairs: Any, progress: bool = True) -> tuple[STSResult, STSResult]:
+    return raw.sts(pairs, progress), cal.sts(pairs, progress)
