@@ -31,6 +31,7 @@ from google.protobuf.json_format import MessageToDict
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboard.conftest import APP
+from tests.dashboard.test_landscape import stored_run  # noqa: F401 (the fixture: a tiny stored experiment)
 
 MARKS = (
     "![b](http://beacon.invalid/{i}.png)",
@@ -298,3 +299,28 @@ def test_a_model_name_with_markup(tmp_path, monkeypatch, name: str) -> None:
     assert not at.exception, at.exception
     assert at.error, "no error for a model that does not exist"
     assert live_markup(at) == []
+
+
+def test_landscape_results_with_markup(tmp_path, monkeypatch, stored_run) -> None:  # noqa: F811
+    """A stored Loss-surfaces experiment (file text: its folder's name, model and task names, the rollback's
+    group names) on the Loss surfaces page and as Compare's checkpoint choice."""
+    import shutil
+
+    from tests.conftest import private_cache
+
+    monkeypatch.setenv("ISOSCOPE_CACHE", str(private_cache(tmp_path)))
+    folder = tmp_path / "landscape" / "run ![r](http:beacon.invalid) <a href=http:anchor.invalid>x"
+    shutil.copytree(stored_run, folder, ignore=shutil.ignore_patterns("checkpoints"))
+    summary = json.loads((folder / "summary.json").read_text())
+    summary.update(model=mark(300), task=mark(301), task2=mark(302))
+    (folder / "summary.json").write_text(json.dumps(summary))
+    for init in ("pretrained", "scratch"):
+        path = folder / init / "results.json"
+        results = json.loads(path.read_text())
+        for i, row in enumerate(results["rollback"]):
+            if row["group"] != "none":  # "none" is theta1 itself
+                row["group"] = f"{row['group']} {mark(310 + i)}"
+        path.write_text(json.dumps(results))
+    at = AppTest.from_file(APP, default_timeout=600)
+    at.run()
+    visit(at, ("landscape",), shows=("landscape",))
