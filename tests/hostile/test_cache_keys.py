@@ -102,3 +102,31 @@ def test_a_file_with_a_lone_surrogate_is_warned_about_on_every_read(encoder, tmp
             space = isoscope.embed(Path(path), encoder, cache=str(tmp_path / "embeddings"), progress=False)
         assert len(_surrogate_warnings(caplog)) == 1, caplog.text
         assert space.texts[0] == "half \ufffd of an emoji"
+
+
+def test_swapped_onnx_models_are_rebuilt_not_served(tmp_path, caplog) -> None:
+    """Two cached ONNX models swapped with their sidecars (a model and the sidecar that vouches for it): the
+    sidecar names its key, so each is rebuilt instead of being served as the other model."""
+    from isoscope.encode.onnx_cache import model_bytes, paths
+
+    built: list[str] = []
+
+    def builder(payload: bytes):
+        def build(path):
+            built.append(payload.decode())
+            path.write_bytes(payload)
+
+        return build
+
+    assert model_bytes(tmp_path, "a", builder(b"model a")) == b"model a"
+    assert model_bytes(tmp_path, "b", builder(b"model b")) == b"model b"
+    for x, y in zip(paths(tmp_path, "a"), paths(tmp_path, "b"), strict=True):
+        tmp = x.with_suffix(".swap")
+        x.rename(tmp)
+        y.rename(x)
+        tmp.rename(y)
+    with caplog.at_level(logging.WARNING):
+        assert model_bytes(tmp_path, "a", builder(b"model a")) == b"model a"
+        assert model_bytes(tmp_path, "b", builder(b"model b")) == b"model b"
+    assert built == ["model a", "model b", "model a", "model b"]
+    assert "another model" in caplog.text
