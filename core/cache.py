@@ -191,6 +191,14 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def _pwrite(fd: int, data: bytes | memoryview, pos: int) -> int:
+    """``os.pwrite`` where there is one (not on Windows: a seek, then a write)."""
+    if hasattr(os, "pwrite"):
+        return os.pwrite(fd, data, pos)
+    os.lseek(fd, pos, os.SEEK_SET)
+    return os.write(fd, data)
+
+
 class PartialNpy:
     """A float32 (n, d) .npy file filled block by block under a ``.partial`` name, then renamed into place.
 
@@ -221,7 +229,7 @@ class PartialNpy:
         try:
             with disk_full_as(path, size):
                 os.ftruncate(fd, size)
-                os.pwrite(fd, head, 0)
+                _pwrite(fd, head, 0)
         except BaseException:
             os.close(fd)
             path.unlink(missing_ok=True)
@@ -238,10 +246,12 @@ class PartialNpy:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise ValueError("not a regular file")
-            got, dtype, offset = _npy_layout(os.pread(fd, min(st.st_size, MAX_NPY_HEADER), 0))
+            os.lseek(fd, 0, os.SEEK_SET)
+            got, dtype, offset = _npy_layout(os.read(fd, min(st.st_size, MAX_NPY_HEADER)))
             if dtype != np.dtype("<f4") or got != tuple(shape) or st.st_size != offset + 4 * shape[0] * shape[1]:
                 raise ValueError(f"partial file holds {dtype} {got}, {st.st_size:,} bytes")
-            os.set_blocking(fd, True)
+            if hasattr(os, "set_blocking"):
+                os.set_blocking(fd, True)
         except BaseException:
             os.close(fd)
             raise
@@ -253,7 +263,7 @@ class PartialNpy:
         pos = self.offset + 4 * start * self.shape[1]
         with disk_full_as(self.path, len(data)):
             while len(data):
-                done = os.pwrite(self.fd, data, pos)
+                done = _pwrite(self.fd, data, pos)
                 data, pos = data[done:], pos + done
 
     def sync(self) -> None:
