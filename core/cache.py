@@ -13,12 +13,14 @@ A cache must never break the computation it speeds up: an entry or folder that c
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
 import logging
 import math
 import os
 import secrets
+import shutil
 import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -26,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from isoscope.errors import DiskFull
 from isoscope.paths import open_regular
 
 try:
@@ -126,13 +129,43 @@ def warn_once(where: Path | str, what: str, message: str, *args: object) -> None
     log.warning(message, *args)
 
 
+_NEW_FILE = (
+    os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+)
+
+
+def check_free(path: Path, nbytes: int) -> None:
+    """``DiskFull`` when the file system holding ``path`` has fewer than ``nbytes`` bytes free (checked before
+    they are written; a folder whose free space cannot be read is not checked)."""
+    folder = Path(path).parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return
+    if nbytes > free:
+        raise DiskFull(nbytes, path)
+
+
+@contextlib.contextmanager
+def disk_full_as(path: Path, nbytes: int) -> Iterator[None]:
+    """The ``ENOSPC`` of a write inside the block as ``DiskFull(nbytes, path)``."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC and not isinstance(exc, DiskFull):
+            raise DiskFull(nbytes, path) from None
+        raise
+
+
 def _create_temp(folder: Path, name: str) -> tuple[int, Path]:
-    """A new file next to the target, created with mode 0666 so the umask decides its permissions
-    (``tempfile.mkstemp`` would make it 0600 whatever the umask)."""
+    """A new file next to the target (a fresh name, created under O_EXCL, so never through a link), with mode
+    0666 so the umask decides its permissions (``tempfile.mkstemp`` would make it 0600 whatever the umask)."""
     for _ in range(100):
         tmp = folder / f".{name}.{secrets.token_hex(6)}.tmp"
         try:
-            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), tmp
+            return os.open(tmp, os.O_WRONLY | _NEW_FILE, 0o666), tmp
         except FileExistsError:
             continue
     raise FileExistsError(f"could not create a temporary file in {folder}")
@@ -141,12 +174,14 @@ def _create_temp(folder: Path, name: str) -> tuple[int, Path]:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write to a temporary file in the same folder, fsync, then rename over ``path``.
 
-    The file gets the permissions the umask gives a new file (0644 under the usual umask 022).
+    The file gets the permissions the umask gives a new file (0644 under the usual umask 022). ``DiskFull``
+    before anything is written when the disk lacks the room.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    check_free(path, len(data))
     fd, tmp = _create_temp(path.parent, path.name)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with disk_full_as(path, len(data)), os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -154,6 +189,98 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _pwrite(fd: int, data: bytes | memoryview, pos: int) -> int:
+    """``os.pwrite`` where there is one (not on Windows: a seek, then a write)."""
+    if hasattr(os, "pwrite"):
+        return os.pwrite(fd, data, pos)
+    os.lseek(fd, pos, os.SEEK_SET)
+    return os.write(fd, data)
+
+
+class PartialNpy:
+    """A float32 (n, d) .npy file filled block by block under a ``.partial`` name, then renamed into place.
+
+    It never follows a link: a new file is created with O_EXCL | O_NOFOLLOW after whatever held its name is
+    removed (a planted symlink goes, its target is never touched), and a file reopened to resume is opened
+    with O_NOFOLLOW and must be a regular file with the expected header and size. Rows are written with
+    ``pwrite``, never through a memory map, so a full disk is an ``OSError`` (``DiskFull``) and not a SIGBUS;
+    the free space for the rows still to be written is checked before they are computed.
+    """
+
+    def __init__(self, fd: int, path: Path, shape: tuple[int, int], offset: int) -> None:
+        self.fd, self.path, self.shape, self.offset = fd, path, shape, offset
+
+    @staticmethod
+    def header(shape: tuple[int, int]) -> bytes:
+        buf = io.BytesIO()
+        np.lib.format.write_array_header_1_0(buf, {"descr": "<f4", "fortran_order": False, "shape": shape})
+        return buf.getvalue()
+
+    @classmethod
+    def create(cls, path: Path, shape: tuple[int, int]) -> PartialNpy:
+        """A new, empty (zero-filled) file of ``shape`` at ``path``; ``DiskFull`` before it is made."""
+        head = cls.header(shape)
+        size = len(head) + 4 * shape[0] * shape[1]
+        check_free(path, size)
+        path.unlink(missing_ok=True)  # a link is removed, never followed
+        fd = os.open(path, os.O_RDWR | _NEW_FILE, 0o666)
+        try:
+            with disk_full_as(path, size):
+                os.ftruncate(fd, size)
+                _pwrite(fd, head, 0)
+        except BaseException:
+            os.close(fd)
+            path.unlink(missing_ok=True)
+            raise
+        return cls(fd, path, shape, len(head))
+
+    @classmethod
+    def reopen(cls, path: Path, shape: tuple[int, int]) -> PartialNpy:
+        """The file an interrupted run left at ``path``; ValueError (or OSError) when it is a link, not a regular
+        file, or not a float32 array of ``shape`` with the size that implies."""
+        flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags | getattr(os, "O_BINARY", 0))
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise ValueError("not a regular file")
+            os.lseek(fd, 0, os.SEEK_SET)
+            got, dtype, offset = _npy_layout(os.read(fd, min(st.st_size, MAX_NPY_HEADER)))
+            if dtype != np.dtype("<f4") or got != tuple(shape) or st.st_size != offset + 4 * shape[0] * shape[1]:
+                raise ValueError(f"partial file holds {dtype} {got}, {st.st_size:,} bytes")
+            if hasattr(os, "set_blocking"):
+                os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(fd, path, tuple(shape), offset)
+
+    def write(self, start: int, rows: np.ndarray) -> None:
+        """Rows ``start ..`` from ``rows`` (m, d)."""
+        data = memoryview(np.ascontiguousarray(rows, "<f4")).cast("B")
+        pos = self.offset + 4 * start * self.shape[1]
+        with disk_full_as(self.path, len(data)):
+            while len(data):
+                done = _pwrite(self.fd, data, pos)
+                data, pos = data[done:], pos + done
+
+    def sync(self) -> None:
+        """The rows written so far, on disk."""
+        with disk_full_as(self.path, self.offset + 4 * self.shape[0] * self.shape[1]):
+            os.fsync(self.fd)
+
+    def finish(self, final: Path) -> None:
+        """fsync, close and rename over ``final`` (atomic: ``final`` only ever holds a complete array)."""
+        self.sync()
+        self.close()
+        os.replace(self.path, final)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 def npy_bytes(array: np.ndarray) -> bytes:

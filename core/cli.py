@@ -97,6 +97,19 @@ def _chosen(argv: list[str] | None) -> str | None:
     return next((a for a in argv or [] if a in COMMANDS), None)
 
 
+def _end_progress() -> None:
+    """Close the progress bars an error interrupted (each clears its line), so the error line that follows starts
+    a line of its own instead of being glued to a half-drawn bar."""
+    std = sys.modules.get("tqdm.std")  # never imported here: only bars that exist are closed
+    if std is None:
+        return
+    for bar in list(getattr(std.tqdm, "_instances", ())):
+        try:
+            bar.close()
+        except Exception:  # a bar of another thread, closed meanwhile: the error still gets printed
+            pass
+
+
 def main(argv: list[str] | None = None, encoder: object | None = None) -> int:
     """Run one command; returns the exit status.
 
@@ -115,16 +128,20 @@ def main(argv: list[str] | None = None, encoder: object | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except InputError as exc:  # the user's mistake: one line that says what to fix
+        _end_progress()
         print(f"error: {printable(first_line(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:  # unreadable input, unwritable output folder, full disk
+        _end_progress()
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
         print(f"error: {printable(first_line(exc.strerror or exc) + where)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        _end_progress()
         print(f"interrupted; {getattr(args, 'interrupt_note', 'nothing was written')}", file=sys.stderr)
         return 130
     except Exception as exc:  # anything else is a bug in Isoscope, and must look like one
+        _end_progress()
         if args.verbose:
             traceback.print_exc()
         print(

@@ -32,3 +32,18 @@ def first_line(message: BaseException | str, limit: int = 300) -> str:
     lines = str(message).splitlines()
     line = lines[0] if lines and lines[0].strip() else type(message).__name__
     return line if len(line) <= limit else line[:limit] + "..."
+
+
+class DiskFull(OSError):
+    """Not enough free space for a file about to be written: "disk full: N MB needed at PATH". An ``OSError``
+    (the command line's exit status 2 and one line), raised before the bytes are written, or in place of the
+    ``ENOSPC`` of a write."""
+
+    def __init__(self, needed: int, path: object) -> None:
+        import errno
+
+        self.needed, self.path = int(needed), str(path)
+        super().__init__(errno.ENOSPC, f"disk full: {max(1, -(-self.needed // 10**6)):,} MB needed at {self.path}")
+
+    def __reduce__(self):  # rebuilt from (needed, path) in the process that receives it (layout workers)
+        return DiskFull, (self.needed, self.path)

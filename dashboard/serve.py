@@ -8,8 +8,8 @@ through Starlette/uvicorn with
 - in classroom mode two ASGI middlewares in front of Streamlit's own routes and the map's
   (``isoscope.dashboard.classroom.middleware()``): ``ClassroomGuard`` (``classroom.guard``: before the access
   code, nothing but the code form reaches a session; no uploads, no cache control, no metrics; guesses
-  throttled per client address and for the server) and ``SecurityHeaders`` (``classroom.headers``: every HTTP
-  response, the routes' included, carries ``X-Frame-Options: DENY`` and
+  throttled per client address and for the server) and, outside it, ``SecurityHeaders`` (``classroom.headers``:
+  every HTTP response, the routes' and the guard's own included, carries ``X-Frame-Options: DENY`` and
   ``Content-Security-Policy: frame-ancestors 'none'``; no server path in the WebSocket's session message).
 """
 

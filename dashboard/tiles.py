@@ -13,13 +13,15 @@ other. Anything unknown (token, style, mark, a tile outside the pyramid, bad num
 
 Tiles are rendered on demand and cached in memory (``MEMORY_BYTES``, least recently used out) and on disk
 under ``$ISOSCOPE_CACHE/atlas-tiles`` keyed by the atlas's ledger (so a rebuilt atlas never gets old tiles),
-each file with a SHA-256 trailer checked when it is read back; a cache that cannot be written is skipped.
+each file with a SHA-256 trailer that names its tile, checked when it is read back; a cache that cannot be
+written is skipped.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import secrets
 import threading
 from collections import OrderedDict
@@ -118,11 +120,17 @@ def _disk_path(path: str, space: str, style: tuple[str, bool], z: int, x: int, y
     return default_cache_dir() / "atlas-tiles" / atlas_key / space / style_key / str(z) / f"{x}-{y}.png"
 
 
+def _tile_key(p: Path) -> str:
+    """The key a tile file's checksum names: atlas, space, style, zoom and position (its last five path parts),
+    so a tile file moved or swapped under another tile's name is drawn again, never served as that tile."""
+    return "/".join(p.parts[-5:])
+
+
 def _disk_read(p: Path | None) -> bytes | None:
     if p is None:
         return None
     try:
-        return verified(p.read_bytes()) if p.is_file() else None
+        return verified(p.read_bytes(), _tile_key(p)) if p.is_file() else None
     except OSError:
         return None
     except ValueError:  # damaged: dropped and drawn again
@@ -136,7 +144,7 @@ def _disk_write(p: Path | None, png: bytes) -> None:
     from isoscope.cache import atomic_write_bytes
 
     try:
-        atomic_write_bytes(p, with_checksum(png))
+        atomic_write_bytes(p, with_checksum(png, _tile_key(p)))
     except OSError as exc:
         warn_once(
             p.parents[4], "unusable", "cannot write atlas tiles in %s (%s); serving from memory", p.parents[4], exc
@@ -236,6 +244,19 @@ def _png(png: bytes | None):
     return Response(png, media_type="image/png", headers={"Cache-Control": "private, max-age=86400"})
 
 
+_COORDINATE = re.compile(r"[0-9]{1,10}")  # z, x and y of a tile: a pyramid has at most 2**32 tiles a side
+
+
+def _tile_at(params) -> tuple[int, int, int] | None:
+    """(z, x, y) of a tile URL, or None: the text is checked before ``int`` converts it (a 5,000-digit number
+    would raise inside the router), then ``check_tile`` bounds it by the atlas's pyramid."""
+    texts = (params["z"], params["x"], params["y"])
+    if not all(_COORDINATE.fullmatch(t) for t in texts):
+        return None
+    z, x, y = (int(t) for t in texts)
+    return z, x, y
+
+
 def _tile_endpoint(request):
     from starlette.responses import Response
 
@@ -243,9 +264,10 @@ def _tile_endpoint(request):
     path = _atlas_path(p["token"])
     with _lock:
         style = _styles.get(p["style"])
-    if path is None or style is None or not _space(path, p["space"]):
+    at = _tile_at(p)
+    if path is None or style is None or at is None or not _space(path, p["space"]):
         return Response(status_code=404)
-    return _png(tile_png(path, p["space"], style, p["z"], p["x"], p["y"]))
+    return _png(tile_png(path, p["space"], style, *at))
 
 
 def _highlight_endpoint(request):
@@ -253,9 +275,10 @@ def _highlight_endpoint(request):
 
     p = request.path_params
     path = _atlas_path(p["token"])
-    if path is None or not _space(path, p["space"]):
+    at = _tile_at(p)
+    if path is None or at is None or not _space(path, p["space"]):
         return Response(status_code=404)
-    return _png(highlight_png(path, p["space"], p["mark"], p["z"], p["x"], p["y"]))
+    return _png(highlight_png(path, p["space"], p["mark"], *at))
 
 
 def _pick_endpoint(request):
@@ -276,7 +299,7 @@ def routes() -> list:
     """The Starlette routes (``st.App(routes=...)``); sync endpoints run in Starlette's thread pool."""
     from starlette.routing import Route
 
-    tile = "/{z:int}/{x:int}/{y:int}.png"
+    tile = "/{z}/{x}/{y}.png"  # text, checked by _tile_at: the router's int converter has no bound
     return [
         Route(PREFIX + "/{token}/{space}/t/{style}" + tile, _tile_endpoint, methods=["GET"]),
         Route(PREFIX + "/{token}/{space}/h/{mark}" + tile, _highlight_endpoint, methods=["GET"]),

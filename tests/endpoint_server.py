@@ -25,6 +25,7 @@ class Answer:
     body: object = None
     headers: dict[str, str] = field(default_factory=dict)
     dims: int | None = None
+    reason: str | None = None  # the status line's reason phrase (default: the standard one)
 
 
 def hashed_vectors(texts: Sequence[str], dims: int = 16) -> np.ndarray:
@@ -65,7 +66,7 @@ class EmbeddingServer:
                     return self._send(404, {"error": {"message": f"no route {self.path}"}})
                 inputs = body.get("input") if isinstance(body, dict) else None
                 if answer is not None and (answer.status != 200 or answer.body is not None):
-                    return self._send(answer.status, answer.body, answer.headers)
+                    return self._send(answer.status, answer.body, answer.headers, answer.reason)
                 if server.max_inputs is not None and len(inputs) > server.max_inputs:
                     return self._send(413, {"error": {"message": "too many inputs"}})
                 vectors = server.embed(list(inputs))
@@ -75,9 +76,11 @@ class EmbeddingServer:
                 data.reverse()  # the index, not the order, says which text a vector is
                 self._send(200, {"object": "list", "data": data, "model": body.get("model"), "usage": {}})
 
-            def _send(self, status: int, body: object, headers: dict[str, str] | None = None) -> None:
+            def _send(
+                self, status: int, body: object, headers: dict[str, str] | None = None, reason: str | None = None
+            ) -> None:
                 payload = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(status)
+                self.send_response(status, reason)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 for k, v in (headers or {}).items():

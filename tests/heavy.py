@@ -85,4 +85,6 @@ HEAVY: tuple[str, ...] = (
     "tests/hostile/test_classroom_server.py::test_an_upload_over_the_class_size_is_refused_by_the_server",  # 33 s
     "tests/hostile/test_bombs.py::test_cli_sts_refuses_the_parquet_bomb_in_bounded_memory",  # 22 s (gate run)
     "tests/hostile/test_models.py::test_a_config_larger_than_its_weights_is_refused_before_allocating",  # 27 s
+    "tests/hostile/test_markup.py::test_a_corpus_with_markup_in_every_column_kind",  # 71-86 s (every page, one atlas)
+    "tests/hostile/test_crashes.py::test_a_full_disk_is_one_line_and_the_work_resumes",  # 36 s (four CLI processes)
 )

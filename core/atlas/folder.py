@@ -30,12 +30,16 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from isoscope.cache import atomic_write_bytes, file_lock, file_sha256
 from isoscope.errors import InputError
 from isoscope.paths import NotRegularFile, check_regular, open_regular
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -307,6 +311,20 @@ def _id_range(ids: np.ndarray, chunk: int = 1 << 20) -> tuple[int, int]:
     return lo, hi
 
 
+def _points(path: Path, n: int) -> pd.DataFrame:
+    """points.parquet read under the decode limits of any user file (``isoscope.data.parquet``: the bytes its
+    pages decode to within ``ISOSCOPE_MAX_PARQUET_BYTES``, each dictionary once, texts cut to
+    ``ISOSCOPE_MAX_CHARS`` as the corpus's were), for its ``n`` rows and the text column besides the corpus's."""
+    from isoscope.data.limits import current_limits
+    from isoscope.data.parquet import read_parquet
+    from isoscope.data.source import Source
+
+    limits = current_limits()
+    limits = limits.replace(max_rows=max(n, 1), max_columns=limits.max_columns + 1)
+    points, _ = read_parquet(Source("points.parquet", path=path), "points.parquet", limits)
+    return points
+
+
 def load_atlas(path: str | Path) -> Atlas:
     """Read a finished atlas folder (arrays in memory except the vectors and neighbour lists), every file
     checked first (``AtlasDamaged``, an InputError naming the file, when one is not what was written)."""
@@ -332,11 +350,14 @@ def load_atlas(path: str | Path) -> Atlas:
     points_path = _verified(path, "points.parquet", ledger)  # SHA-256 before a byte is decoded
     try:
         rows = pq.ParquetFile(points_path).metadata.num_rows
-        if rows != n:
-            raise AtlasDamaged(f"points.parquet has {rows:,} rows for an atlas of {n:,}")
-        points = pq.read_table(points_path).to_pandas()
     except (OSError, ValueError) as exc:
         raise AtlasDamaged(f"points.parquet is not readable ({type(exc).__name__})") from None
+    if rows != n:
+        raise AtlasDamaged(f"points.parquet has {rows:,} rows for an atlas of {n:,}")
+    try:
+        points = _points(points_path, n)
+    except InputError as exc:  # its own reason: over a decode limit, not Parquet
+        raise AtlasDamaged(str(exc)) from None
     if "text" not in points.columns:
         raise AtlasDamaged("points.parquet has no text column")
     _array(path, "vectors.npy", ledger, (n, None), "f", mmap=True)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -59,7 +58,7 @@ from isoscope.atlas.graph import knn_graph_chunked
 from isoscope.atlas.labels import TermCounts
 from isoscope.atlas.layout import LANDMARKS, check_method, layout
 from isoscope.atlas.workers import Job, run_side_by_side
-from isoscope.cache import atomic_save_npy, atomic_write_bytes, text_digest
+from isoscope.cache import PartialNpy, atomic_save_npy, atomic_write_bytes, text_digest
 from isoscope.data.vectors.table import vectors_digest
 from isoscope.encode.pooling import PoolingSpec, resolve_pooling
 from isoscope.errors import InputError
@@ -190,21 +189,20 @@ def _save_points(out: Path, texts: Sequence[str], meta: pd.DataFrame) -> None:
 def _chunked_transform(calibrator, vectors: np.ndarray, path: Path, progress: StageProgress | None) -> None:
     """calibrator.transform over ``vectors`` (n, d) in chunks into ``path`` (.npy, renamed when complete)."""
     n = len(vectors)
-    tmp = path.with_name(path.name + ".partial")
-    mm = None
-    for s in range(0, n, CHUNK_ROWS):
-        z = np.asarray(calibrator.transform(np.asarray(vectors[s : s + CHUNK_ROWS], np.float32)), np.float32)
-        if mm is None:
-            mm = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(n, z.shape[1]))
-        mm[s : s + len(z)] = z
-        if progress is not None:
-            progress("calibrate", min(n, s + CHUNK_ROWS), n)
-    assert mm is not None
-    mm.flush()
-    del mm
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    part = None
+    try:
+        for s in range(0, n, CHUNK_ROWS):
+            z = np.asarray(calibrator.transform(np.asarray(vectors[s : s + CHUNK_ROWS], np.float32)), np.float32)
+            if part is None:
+                part = PartialNpy.create(path.with_name(path.name + ".partial"), (n, z.shape[1]))
+            part.write(s, z)
+            if progress is not None:
+                progress("calibrate", min(n, s + CHUNK_ROWS), n)
+        assert part is not None
+        part.finish(path)
+    finally:
+        if part is not None:
+            part.close()
 
 
 def _load(path: Path, mmap: bool = False) -> np.ndarray:
@@ -446,17 +444,17 @@ def distinct_rows(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
 
 def _spread(vectors: np.ndarray, rows: np.ndarray, path: Path) -> None:
     """``vectors[rows]`` (n, d) into ``path`` (.npy), chunk by chunk, renamed when complete."""
-    tmp = path.with_name(path.name + ".partial")
-    mm = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(len(rows), vectors.shape[1]))
-    for s in range(0, len(rows), CHUNK_ROWS):
-        block = rows[s : s + CHUNK_ROWS]  # (m,)
-        order = np.argsort(block, kind="stable")  # read the memory map in ascending rows
-        mm[s + order] = vectors[block[order]]
-    mm.flush()
-    del mm
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    part = PartialNpy.create(path.with_name(path.name + ".partial"), (len(rows), vectors.shape[1]))
+    try:
+        for s in range(0, len(rows), CHUNK_ROWS):
+            block = rows[s : s + CHUNK_ROWS]  # (m,)
+            order = np.argsort(block, kind="stable")  # read the memory map in ascending rows
+            out = np.empty((len(block), vectors.shape[1]), np.float32)  # (m, d)
+            out[order] = vectors[block[order]]
+            part.write(s, out)
+        part.finish(path)
+    finally:
+        part.close()
 
 
 def _knn(out: Path, space: str, vec_path: Path, k: int, seed: int, progress: StageProgress | None) -> None:

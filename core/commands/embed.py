@@ -87,6 +87,8 @@ def _check_out(out: str | None) -> Path | None:
     path = Path(out)
     if path.suffix != ".npy":
         raise InputError(f"--out must end in .npy, got '{path.name}'")
+    if path.is_dir():  # said before any work, naming the option (the rename at the end named a temporary file)
+        raise InputError(f"--out {out} is a folder; give the .npy file to write, e.g. {path / 'vectors.npy'}")
     return path
 
 

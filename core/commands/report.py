@@ -102,6 +102,7 @@ def run(args: argparse.Namespace) -> dict:
         seed=args.seed,
         command=command,
         title=args.title,
+        progress=not args.quiet,
     )
     path = write(render(report), out)
     result = {

@@ -1,8 +1,9 @@
 """Embedding corpora too big for one call on one machine: resumable chunks into one .npy file.
 
 ``embed_to_npy`` (``embed_to_npy``): texts (a list, or a .txt file streamed line by line) are embedded in
-chunks of ``chunk_size`` with ``isoscope.encode.embed.encode`` into a memory-mapped ``<out>.partial`` .npy file;
-``<out>.progress.json`` records finished chunks after each one is flushed to disk. An interrupted run
+chunks of ``chunk_size`` with ``isoscope.encode.embed.encode`` into a ``<out>.partial`` .npy file
+(``isoscope.cache.PartialNpy``: never through a link, never through a memory map, its free space checked first);
+``<out>.progress.json`` records finished chunks after each one is written. An interrupted run
 started again with the same texts, model, pooling and settings computes only the missing chunks; any
 mismatch starts over. When every chunk is done the partial file is renamed to ``out`` (atomic), so
 ``out`` only ever holds a complete array. Memory: one chunk of texts and vectors at a time.
@@ -16,19 +17,17 @@ import hashlib
 import itertools
 import json
 import logging
-import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
-from isoscope.cache import atomic_write_bytes, text_digest
+from isoscope.cache import PartialNpy, atomic_write_bytes, check_free, text_digest
 from isoscope.data import TextStats, stream_texts, streaming_limits
 from isoscope.encode.embed import EmbedConfig, encode
 from isoscope.encode.models import Encoder
 from isoscope.encode.pooling import Pooling, PoolingSpec, resolve_pooling
 from isoscope.errors import InputError
+from isoscope.paths import open_regular
 
 log = logging.getLogger(__name__)
 
@@ -158,26 +157,27 @@ def plan_run(
     return RunPlan(n, -(-n // chunk_size), spec, signature, warnings)
 
 
-def _load_progress(out: Path, signature: dict) -> tuple[set[int], np.ndarray | None]:
-    """Finished chunks and the partial memmap of an earlier compatible run, else (empty, None)."""
+def _load_progress(out: Path, signature: dict) -> tuple[set[int], PartialNpy | None]:
+    """Finished chunks and the partial file of an earlier compatible run, else (empty, None)."""
     prog, part = progress_path(out), partial_path(out)
     if not prog.exists() or not part.exists():
         return set(), None
     try:
-        state = json.loads(prog.read_text(encoding="utf-8"))
+        with open_regular(prog) as f:
+            state = json.loads(f.read(2**20).decode("utf-8"))
         if state.get("format") != PROGRESS_FORMAT or state.get("version") != FORMAT_VERSION:
             raise ValueError("unknown progress format")
         if {k: state.get(k) for k in signature} != signature:
             log.warning("%s belongs to another run (texts, model or settings changed); starting over", prog.name)
             return set(), None
-        mm = np.load(part, mmap_mode="r+", allow_pickle=False)
-        if mm.dtype != np.float32 or mm.shape != (signature["n"], state.get("dim")):
-            raise ValueError(f"partial file has shape {mm.shape}")
+        if not isinstance(state.get("dim"), int) or state["dim"] < 1:
+            raise ValueError("no dimension")
         done = {int(c) for c in state.get("done", [])}
-    except (OSError, ValueError, TypeError, json.JSONDecodeError) as exc:
+        partial = PartialNpy.reopen(part, (signature["n"], state["dim"]))
+    except (OSError, ValueError, TypeError, AttributeError) as exc:  # a link, a FIFO, another file: start over
         log.warning("cannot resume from %s (%s); starting over", prog.name, exc)
         return set(), None
-    return done, mm
+    return done, partial
 
 
 def _save_progress(out: Path, signature: dict, dim: int, done: set[int]) -> None:
@@ -208,35 +208,36 @@ def embed_to_npy(
         raise InputError(f"chunk size must be at least 1, got {chunk_size}")
     plan = plan_run(encoder, source, pooling=pooling, config=config, chunk_size=chunk_size)
     n, num_chunks, signature = plan.n, plan.num_chunks, plan.signature
-    done, mm = _load_progress(out, signature)
-    dim = 0 if mm is None else mm.shape[1]
+    done, part = _load_progress(out, signature)
+    dim = 0 if part is None else part.shape[1]
     run = ChunkedRun(out, n, dim, chunk_size, num_chunks, resumed_chunks=sorted(done), warnings=plan.warnings)
     if done:
         log.info("resuming %s: %d of %d chunks already done", out.name, len(done), num_chunks)
-    for c, texts in iter_chunks(source, chunk_size):
-        if c in done:
-            continue
-        if c >= num_chunks or len(texts) != _chunk_len(c, n, chunk_size):
+    try:
+        if part is not None:  # the rows still to come need room on disk (the file's holes)
+            check_free(part.path, 4 * run.dim * (n - sum(_chunk_len(c, n, chunk_size) for c in done)))
+        for c, texts in iter_chunks(source, chunk_size):
+            if c in done:
+                continue
+            if c >= num_chunks or len(texts) != _chunk_len(c, n, chunk_size):
+                raise InputError("the input changed while it was being embedded; run again")
+            vectors = encode(encoder, texts, plan.pooling, config)  # (m, d)
+            if part is None:
+                part = PartialNpy.create(partial_path(out), (n, vectors.shape[1]))
+                run.dim = int(vectors.shape[1])
+            part.write(c * chunk_size, vectors)
+            part.sync()
+            done.add(c)
+            _save_progress(out, signature, run.dim, done)
+            run.computed_chunks.append(c)
+            if progress is not None:
+                progress(sum(_chunk_len(i, n, chunk_size) for i in done), n)
+        if len(done) != num_chunks or part is None:
             raise InputError("the input changed while it was being embedded; run again")
-        vectors = encode(encoder, texts, plan.pooling, config)  # (m, d)
-        if mm is None:
-            mm = np.lib.format.open_memmap(partial_path(out), mode="w+", dtype=np.float32, shape=(n, vectors.shape[1]))
-            run.dim = int(vectors.shape[1])
-        start = c * chunk_size
-        mm[start : start + len(texts)] = vectors
-        mm.flush()
-        done.add(c)
-        _save_progress(out, signature, run.dim, done)
-        run.computed_chunks.append(c)
-        if progress is not None:
-            progress(sum(_chunk_len(i, n, chunk_size) for i in done), n)
-    if len(done) != num_chunks or mm is None:
-        raise InputError("the input changed while it was being embedded; run again")
-    mm.flush()
-    del mm
-    with open(partial_path(out), "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(partial_path(out), out)
+        part.finish(out)
+    finally:
+        if part is not None:
+            part.close()
     progress_path(out).unlink(missing_ok=True)
     log.info("wrote %d x %d vectors to %s (%d chunks computed)", n, run.dim, out, len(run.computed_chunks))
     return run

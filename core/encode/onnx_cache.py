@@ -1,7 +1,8 @@
 """ONNX models cached on disk, verified on every read: ``model_bytes(folder, key, build) -> bytes``.
 
-Each model is ``<key>.onnx`` with a sidecar ``<key>.json`` holding its size and SHA-256, written atomically
-*after* the model (so a model without a matching sidecar is never trusted). A read opens only a regular file
+Each model is ``<key>.onnx`` with a sidecar ``<key>.json`` holding its key, size and SHA-256, written atomically
+*after* the model (so a model without a matching sidecar is never trusted; a model and sidecar moved under
+another key, the pair of another model, are rebuilt, never served). A read opens only a regular file
 (never a symlink, a folder or a device: ``O_NOFOLLOW`` plus ``fstat``), reads at most the size the sidecar
 states, and checks size and hash; anything else (truncated, changed, missing sidecar, foreign file under the
 name) is logged as a warning and rebuilt. The caller hands ONNX Runtime the verified bytes, never the path, so
@@ -25,7 +26,7 @@ from isoscope.cache import atomic_write_bytes
 log = logging.getLogger(__name__)
 
 SIDECAR_FORMAT = "isoscope-onnx-model"
-SIDECAR_VERSION = 1
+SIDECAR_VERSION = 2  # 2: the sidecar names its key
 MAX_SIDECAR_BYTES = 4096
 BuildFn = Callable[[Path], None]  # writes the model file at the given path
 
@@ -59,8 +60,9 @@ def _read_regular(path: Path, limit: int) -> bytes:
         return f.read(limit + 1)
 
 
-def _sidecar(size: int, digest: str) -> bytes:
-    return json.dumps({"format": SIDECAR_FORMAT, "version": SIDECAR_VERSION, "size": size, "sha256": digest}).encode()
+def _sidecar(key: str, size: int, digest: str) -> bytes:
+    meta = {"format": SIDECAR_FORMAT, "version": SIDECAR_VERSION, "key": key, "size": size, "sha256": digest}
+    return json.dumps(meta).encode()
 
 
 def read_verified(folder: Path, key: str) -> bytes:
@@ -72,6 +74,8 @@ def read_verified(folder: Path, key: str) -> bytes:
         raise DamagedModel(f"{side.name} is not a valid sidecar") from None
     if not isinstance(meta, dict) or meta.get("format") != SIDECAR_FORMAT or meta.get("version") != SIDECAR_VERSION:
         raise DamagedModel(f"{side.name} is not a sidecar of this version")
+    if meta.get("key") != key:
+        raise DamagedModel(f"{side.name} belongs to another model (files renamed or swapped)")
     size, digest = meta.get("size"), meta.get("sha256")
     if not isinstance(size, int) or size < 0 or not isinstance(digest, str):
         raise DamagedModel(f"{side.name} has no valid size and sha256")
@@ -91,7 +95,9 @@ def _build(folder: Path, key: str, build: BuildFn) -> bytes:
         build(built)
         data = built.read_bytes()
         os.replace(built, model)  # same folder: atomic; a symlink or junk under the name is replaced, not followed
-    atomic_write_bytes(side, _sidecar(len(data), hashlib.sha256(data).hexdigest()))  # after the model, never before
+    atomic_write_bytes(
+        side, _sidecar(key, len(data), hashlib.sha256(data).hexdigest())
+    )  # after the model, never before
     return data
 
 

@@ -5,7 +5,11 @@ vectors = embed_endpoint(endpoint_for("openai:text-embedding-3-small"), texts, p
 - Batches of at most ``endpoint.batch_size`` texts and ``MAX_REQUEST_CHARS`` characters; a batch the server
   finds too large (413) is split in two and sent again.
 - 429 and 5xx answers, timeouts and dropped connections are retried with exponential backoff (the server's
-  ``Retry-After`` when it gives one), ``retries`` times.
+  ``Retry-After`` when it gives one), ``retries`` times. Each request has ``timeout`` seconds per read and
+  ``DEADLINE_READS`` times that in all, answer included (a server that drips its answer a byte at a time is
+  cut off).
+- An answer is bounded by what the batch can need before it is parsed: at most ``answer_limits(n)`` bytes and
+  JSON values for n texts of at most ``MAX_DIMS`` dimensions, so a small answer cannot parse into gigabytes.
 - Every finished batch is written to the cache at once, keyed by (base URL, model, dimensions, SHA-256 of the
   text): a second run sends nothing, an interrupted run resumes where it stopped, and a text shared by two
   corpora is sent once. The cache is one SQLite file under ``$ISOSCOPE_CACHE``; every row carries the SHA-256
@@ -21,17 +25,20 @@ response, vectors of changing dimension, a server that keeps failing) are ``Inpu
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import http.client
 import json
 import logging
 import socket
 import sqlite3
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -44,6 +51,9 @@ log = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int], None]
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 MAX_RESPONSE = 512 * 2**20  # bytes of one answer (128 vectors of 3,072 floats are about 8 MB of JSON)
+MAX_DIMS = 16_384  # dimensions of a vector in an answer at most (the largest embedding models have 4,096)
+BYTES_PER_VALUE = 64  # JSON text of one number at most (17 digits, sign, exponent, pretty-printed indentation)
+DEADLINE_READS = 5  # one request's total deadline, in read timeouts (5 minutes for the default 60 s)
 MAX_ERROR_BODY = 64 * 2**10
 MAX_DELAY = 60.0  # seconds between two tries at most (also caps Retry-After)
 USER_AGENT = "isoscope (embeddings client)"
@@ -56,10 +66,17 @@ def text_key(text: str) -> str:
 # ---------------------------------------------------------------- cache
 
 
+def row_checksum(space: str, key: str, dims: int, data: bytes) -> bytes:
+    """SHA-256 of a cache row's key (endpoint fingerprint, text digest, dimensions) and its vector's bytes."""
+    return hashlib.sha256(f"{space}\x1f{key}\x1f{int(dims)}\x1f".encode() + bytes(data)).digest()
+
+
 class EndpointCache:
     """Vectors of single texts from endpoints, in one SQLite file (``$ISOSCOPE_CACHE/endpoints.sqlite``).
 
-    Rows: (endpoint fingerprint, SHA-256 of the text, dimensions, float32 bytes, SHA-256 of those bytes).
+    Rows: (endpoint fingerprint, SHA-256 of the text, dimensions, float32 bytes, checksum). The checksum names the
+    row's key (``row_checksum``: fingerprint, text digest and dimensions with the bytes), so the data of one row
+    moved into another row, checksum and all, is dropped and fetched again, never served for the other text.
     A file that cannot be opened or written is skipped with one warning: the vectors are fetched anyway.
     """
 
@@ -67,7 +84,11 @@ class EndpointCache:
         self.path = Path(path) if path is not None else default_cache_dir() / "endpoints.sqlite"
 
     def _connect(self) -> sqlite3.Connection:
+        """The file, never through a link: a link in its place is an error (the cache is skipped), so the cache
+        never writes its table into another database."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.is_symlink():
+            raise OSError(errno.ELOOP, "a symbolic link, not the cache file", str(self.path))
         con = sqlite3.connect(self.path, timeout=30)
         con.execute(
             "CREATE TABLE IF NOT EXISTS vectors (space TEXT NOT NULL, text TEXT NOT NULL, dims INTEGER NOT NULL, "
@@ -94,7 +115,11 @@ class EndpointCache:
                     )
                     for key, dims, data, checksum in rows:
                         vec = np.frombuffer(data, "<f4") if len(data) == 4 * dims else None
-                        if vec is None or hashlib.sha256(data).digest() != checksum or not np.isfinite(vec).all():
+                        if (
+                            vec is None
+                            or row_checksum(space, key, dims, data) != checksum
+                            or not np.isfinite(vec).all()
+                        ):
                             bad.append(key)
                         else:
                             found[key] = vec.astype(np.float32)
@@ -113,7 +138,7 @@ class EndpointCache:
         rows = []
         for key, vec in items.items():
             data = np.ascontiguousarray(vec, "<f4").tobytes()
-            rows.append((space, key, len(vec), data, hashlib.sha256(data).digest()))
+            rows.append((space, key, len(vec), data, row_checksum(space, key, len(vec), data)))
         try:
             con = self._connect()
             try:
@@ -140,6 +165,33 @@ class _TooLarge(Exception):
     """413: the batch is larger than the server takes."""
 
 
+def masked(text: object, secret: str | None) -> str:
+    """``text`` from a response (a reason phrase, a message, an exception) with the key replaced by ``***``: the
+    one way any string a server sent reaches a log line or a message."""
+    text = str(text)
+    return text.replace(secret, "***") if secret else text
+
+
+class _SameOrigin(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only within the request's origin (scheme, host, port): the Authorization header must
+    never reach another address, so a redirect elsewhere is refused with one line."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        if _origin(newurl) != _origin(req.full_url):
+            there = urlsplit(newurl)
+            raise InputError(
+                f"{_origin(req.full_url)[1]}: the server redirected the request to another address "
+                f"({there.scheme}://{there.netloc}); the key is never sent elsewhere: if you trust that server, give "
+                "its address as --base-url"
+            )
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), parts.netloc.lower().rsplit("@", 1)[-1]
+
+
 def _server_message(body: bytes, secret: str | None) -> str:
     """The server's own error message, one line, at most 200 characters, the key masked."""
     text = body.decode("utf-8", "replace")
@@ -152,9 +204,7 @@ def _server_message(body: bytes, secret: str | None) -> str:
             text = err if isinstance(err, str) else json.dumps(err)
     except ValueError:
         pass
-    text = " ".join(text.split())
-    if secret:
-        text = text.replace(secret, "***")
+    text = " ".join(masked(text, secret).split())
     return text[:200] or "no message"
 
 
@@ -166,8 +216,107 @@ def _retry_after(headers) -> float | None:
         return None
 
 
-def _post(endpoint: Endpoint, texts: Sequence[str], key: str | None, timeout: float) -> bytes:
-    """One POST; the answer's bytes. Raises _Retry, _TooLarge or InputError."""
+def answer_limits(n: int) -> tuple[int, int]:
+    """(bytes, JSON values) an answer for ``n`` texts may hold: ``MAX_DIMS`` numbers per text, a few fields per
+    item, and the list around them."""
+    values = n * (MAX_DIMS + 16) + 1024
+    return min(MAX_RESPONSE, values * BYTES_PER_VALUE + 2**20), values
+
+
+class _Watch:
+    """A request's total deadline: the sockets the request opens (``_Watched`` connections register them) are
+    shut down when it passes, which ends any read blocked on them; ``expired`` says that it happened."""
+
+    local = threading.local()
+
+    def __init__(self, seconds: float) -> None:
+        self.socks: list[socket.socket] = []
+        self.expired = False
+        self.lock = threading.Lock()
+        self.timer = threading.Timer(seconds, self._expire)
+        self.timer.daemon = True
+
+    def add(self, sock: socket.socket) -> None:
+        with self.lock:
+            self.socks.append(sock)
+            if self.expired:
+                _shut(sock)
+
+    def _expire(self) -> None:
+        with self.lock:
+            self.expired = True
+            for sock in self.socks:
+                _shut(sock)
+
+    def __enter__(self) -> _Watch:
+        _Watch.local.watch = self
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.timer.cancel()
+        _Watch.local.watch = None
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _watched(base: type[http.client.HTTPConnection]) -> type[http.client.HTTPConnection]:
+    class Watched(base):  # type: ignore[valid-type, misc]
+        def connect(self) -> None:
+            super().connect()
+            watch = getattr(_Watch.local, "watch", None)
+            if watch is not None and self.sock is not None:
+                watch.add(self.sock)
+
+    return Watched
+
+
+_HTTP, _HTTPS = _watched(http.client.HTTPConnection), _watched(http.client.HTTPSConnection)
+
+
+class _WatchedHTTP(urllib.request.HTTPHandler):
+    def http_open(self, req):
+        return self.do_open(_HTTP, req)
+
+
+class _WatchedHTTPS(urllib.request.HTTPSHandler):
+    def https_open(self, req):
+        return self.do_open(_HTTPS, req, context=self._context)
+
+
+_OPENER = urllib.request.build_opener(_SameOrigin, _WatchedHTTP, _WatchedHTTPS)
+
+
+def _post(
+    endpoint: Endpoint,
+    texts: Sequence[str],
+    key: str | None,
+    timeout: float,
+    deadline: float | None = None,
+) -> bytes:
+    """One POST within ``deadline`` seconds (default ``DEADLINE_READS * timeout``); the answer's bytes (at most
+    ``answer_limits``). Raises _Retry, _TooLarge or InputError."""
+    deadline = DEADLINE_READS * timeout if deadline is None else deadline
+    watch = _Watch(deadline)
+    try:
+        with watch:
+            data = _send(endpoint, texts, key, timeout, answer_limits(len(texts))[0])
+    except (_Retry, _TooLarge, InputError):
+        if watch.expired:
+            raise _Retry(f"no complete answer within {deadline:g} s") from None
+        raise
+    if watch.expired:  # an answer without a length ends where the connection was cut
+        raise _Retry(f"no complete answer within {deadline:g} s")
+    return data
+
+
+def _send(endpoint: Endpoint, texts: Sequence[str], key: str | None, timeout: float, cap: int) -> bytes:
+    """The POST itself; the answer's bytes (at most ``cap``). Raises _Retry, _TooLarge or InputError."""
     body: dict[str, object] = {"model": endpoint.model, "input": list(texts), "encoding_format": "float"}
     if endpoint.dimensions is not None:
         body["dimensions"] = endpoint.dimensions
@@ -177,30 +326,31 @@ def _post(endpoint: Endpoint, texts: Sequence[str], key: str | None, timeout: fl
     request = urllib.request.Request(endpoint.url, json.dumps(body).encode(), headers, method="POST")
     name = endpoint.name
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            data = response.read(MAX_RESPONSE + 1)
+        with _OPENER.open(request, timeout=timeout) as response:
+            data = response.read(cap + 1)
     except urllib.error.HTTPError as exc:
         status, message = exc.code, _server_message(exc.read(MAX_ERROR_BODY), key)
+        reason = " ".join(masked(exc.reason, key).split())[:200]
         exc.close()
         if status in RETRY_STATUS or status >= 500:
-            raise _Retry(f"{status} {exc.reason}: {message}", _retry_after(exc.headers)) from None
+            raise _Retry(f"{status} {reason}: {message}", _retry_after(exc.headers)) from None
         if status == 413:
             raise _TooLarge(message) from None
         if status in (401, 403):
             where = f"${endpoint.api_key_env}" if key else f"no key: ${endpoint.api_key_env} is not set"
             raise InputError(
-                f"{name}: the server refused the request ({status} {exc.reason}: {message}); check the key ({where})"
+                f"{name}: the server refused the request ({status} {reason}: {message}); check the key ({where})"
             ) from None
         if status == 404:
             raise InputError(
                 f"{name}: {endpoint.url} answered 404 ({message}); check --base-url (it usually ends in /v1) and the model"
             ) from None
-        raise InputError(f"{name}: the server refused the request ({status} {exc.reason}: {message})") from None
+        raise InputError(f"{name}: the server refused the request ({status} {reason}: {message})") from None
     except urllib.error.URLError as exc:
         reason = exc.reason
         if isinstance(reason, TimeoutError | socket.timeout | ConnectionResetError):
             raise _Retry(f"{type(reason).__name__}") from None
-        text = getattr(reason, "strerror", None) or str(reason)
+        text = masked(getattr(reason, "strerror", None) or reason, key)
         raise InputError(
             f"{name}: cannot connect to {endpoint.base_url} ({text}); is the server running, and is --base-url right?"
         ) from None
@@ -208,8 +358,13 @@ def _post(endpoint: Endpoint, texts: Sequence[str], key: str | None, timeout: fl
         raise _Retry(type(exc).__name__) from None
     except http.client.HTTPException as exc:
         raise InputError(f"{name}: {endpoint.base_url} does not speak HTTP properly ({type(exc).__name__})") from None
-    if len(data) > MAX_RESPONSE:
-        raise InputError(f"{name}: the answer is larger than {MAX_RESPONSE // 2**20} MiB; lower the batch size")
+    except OSError as exc:  # a socket shut at the deadline, a connection reset mid-answer
+        raise _Retry(type(exc).__name__) from None
+    if len(data) > cap:
+        raise InputError(
+            f"{name}: the answer is larger than {cap / 2**20:,.1f} MiB, more than {len(texts)} vectors can need; "
+            "lower the batch size"
+        )
     return data
 
 
@@ -221,10 +376,17 @@ def _not_embeddings(endpoint: Endpoint, what: str) -> InputError:
 
 
 def parse_embeddings(data: bytes, n: int, endpoint: Endpoint) -> np.ndarray:
-    """The (n, d) float32 vectors of an answer ``{"data": [{"index": i, "embedding": [...]}, ...]}``."""
+    """The (n, d) float32 vectors of an answer ``{"data": [{"index": i, "embedding": [...]}, ...]}``.
+
+    Before parsing, the JSON values the answer can hold (its commas, brackets and braces bound them) are
+    checked against ``answer_limits(n)``; every vector must have at most ``MAX_DIMS`` values.
+    """
+    values = data.count(b",") + data.count(b"[") + data.count(b"{")
+    if values > answer_limits(n)[1]:
+        raise _not_embeddings(endpoint, f"more values than {n} vectors of at most {MAX_DIMS:,} dimensions")
     try:
         answer = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise _not_embeddings(endpoint, "not JSON") from None
     items = answer.get("data") if isinstance(answer, dict) else None
     if not isinstance(items, list):
@@ -237,7 +399,8 @@ def parse_embeddings(data: bytes, n: int, endpoint: Endpoint) -> np.ndarray:
             raise _not_embeddings(endpoint, "an item without 'embedding'")
         index = item.get("index", pos)
         if not isinstance(index, int) or not 0 <= index < n or rows[index] is not None:
-            raise _not_embeddings(endpoint, f"a bad or repeated index {str(index)[:20]}")
+            what = f"a bad or repeated index {index}" if isinstance(index, int) else "an index that is not a number"
+            raise _not_embeddings(endpoint, what)  # never the server's text: it may echo the key
         emb = item["embedding"]
         try:
             if isinstance(emb, str):  # encoding_format=base64, which some servers answer anyway
@@ -248,6 +411,8 @@ def parse_embeddings(data: bytes, n: int, endpoint: Endpoint) -> np.ndarray:
                 raise ValueError
         except ValueError:
             raise _not_embeddings(endpoint, "an embedding that is not a list of numbers") from None
+        if len(vec) > MAX_DIMS:
+            raise _not_embeddings(endpoint, f"a vector of {len(vec):,} values, more than {MAX_DIMS:,}")
         rows[index] = vec
     dims = {len(v) for v in rows if v is not None}
     if len(dims) != 1 or 0 in dims:
@@ -281,19 +446,20 @@ def fetch_batch(
     timeout: float = 60.0,
     retries: int = 6,
     sleep: Callable[[float], None] = time.sleep,
+    deadline: float | None = None,
 ) -> np.ndarray:
     """(len(texts), d) from the endpoint: retried on 429/5xx with backoff, split in two on 413."""
     for attempt in range(retries + 1):
         try:
-            return parse_embeddings(_post(endpoint, texts, key, timeout), len(texts), endpoint)
+            return parse_embeddings(_post(endpoint, texts, key, timeout, deadline), len(texts), endpoint)
         except _TooLarge as exc:
             if len(texts) == 1:
                 raise InputError(
                     f"{endpoint.name}: the server finds one text too large ({exc}); shorten the texts"
                 ) from None
             half = len(texts) // 2
-            a = fetch_batch(endpoint, texts[:half], key, timeout, retries, sleep)
-            b = fetch_batch(endpoint, texts[half:], key, timeout, retries, sleep)
+            a = fetch_batch(endpoint, texts[:half], key, timeout, retries, sleep, deadline)
+            b = fetch_batch(endpoint, texts[half:], key, timeout, retries, sleep, deadline)
             return np.concatenate([a, b])
         except _Retry as exc:
             if attempt == retries:
@@ -316,10 +482,12 @@ def embed_endpoint(
     retries: int = 6,
     sleep: Callable[[float], None] = time.sleep,
     environ: Mapping[str, str] | None = None,
+    deadline: float | None = None,
 ) -> np.ndarray:
     """The (n, d) float32 vectors of ``texts`` from ``endpoint`` (see the module docstring).
 
-    ``progress(done, total)`` counts distinct texts (cached ones are done at once).
+    ``progress(done, total)`` counts distinct texts (cached ones are done at once); ``timeout``: seconds per
+    read, ``deadline``: seconds per request in all (default ``DEADLINE_READS * timeout``).
     """
     check_endpoints_allowed(environ)
     key = endpoint.api_key(environ)
@@ -341,7 +509,7 @@ def embed_endpoint(
         progress(len(done), total)
     expected = next(iter(dims)) if len(dims) == 1 else endpoint.dimensions
     for batch in _batches(todo, endpoint.batch_size, MAX_REQUEST_CHARS):
-        vecs = fetch_batch(endpoint, batch, key, timeout, retries, sleep)  # (b, d)
+        vecs = fetch_batch(endpoint, batch, key, timeout, retries, sleep, deadline)  # (b, d)
         if expected is not None and vecs.shape[1] != expected:
             raise InputError(
                 f"{endpoint.name}: the server returned {vecs.shape[1]}-dimensional vectors where {expected} were "

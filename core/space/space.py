@@ -59,13 +59,13 @@ class Space:
         view = array.view()
         view.flags.writeable = False
         self.vectors: np.ndarray = view  # (n, d)
-        self.texts: list[str] | None = sources.as_texts(texts, len(view))
-        self.metadata: pd.DataFrame = sources.as_metadata(metadata, len(view))
-        self.name: str = str(name) if name else "vectors"
+        self.warnings: list[str] = []  # about the input (lone surrogates replaced, a file's decoding)
+        self.texts: list[str] | None = sources.as_texts(texts, len(view), warnings=self.warnings)
+        self.metadata: pd.DataFrame = sources.as_metadata(metadata, len(view), self.warnings)
+        self.name: str = sources.as_name(name, self.warnings)
         self.embedding: sources.Embedding | None = None  # how texts became the raw vectors, when a model did it
         self.transforms: tuple[Calibrator, ...] = ()  # calibrations applied after the embedding, in order
         self.parent: Space | None = None  # the space this one was calibrated from
-        self.warnings: list[str] = []
         self.origin: dict[str, Any] = {"source": "array"}  # provenance of the raw vectors (model or file)
         self._cache = sources.as_cache(cache)
         self._memo: dict[Any, Any] = {}
@@ -333,7 +333,9 @@ class Space:
         frame.attrs["query"] = asked
         return frame
 
-    def sts(self, pairs: str | Path | Pairs | pd.DataFrame | Sequence[tuple[str, str, float]]) -> STSResult:
+    def sts(
+        self, pairs: str | Path | Pairs | pd.DataFrame | Sequence[tuple[str, str, float]], progress: bool = True
+    ) -> STSResult:
         """Spearman/Pearson x100 of cosine against gold scores (``isoscope.evaluate.similarity.sts_scores``) on
         ``pairs``: a pairs file, ``isoscope.data.Pairs``, a frame (sentence1, sentence2, score) or (s1, s2, score)
         tuples. The sentences are embedded into this space (or, for a space of vectors, found among its texts)."""
@@ -344,7 +346,7 @@ class Space:
         p = as_pairs(pairs)
         if p.scores is None:
             raise InputError(f"{p.name or 'pairs'}: no gold scores; STS needs a score per pair")
-        V = self._rows_or_texts(p.texts, progress=True)  # (2m, d)
+        V = self._rows_or_texts(p.texts, progress)  # (2m, d)
         m = len(p)
         got = sts_evaluate(V[:m], V[m:], p.scores)  # the cosines and their sts_scores
         return STSResult(self.label, got["spearman"], got["pearson"], got["cosine"], np.asarray(p.scores), p.name)
@@ -510,10 +512,13 @@ def embed(
 
     if isinstance(texts, Path):
         texts = load_input(texts)
+        for warning in texts.warnings:  # about the file: said each time it is read, cached vectors or not
+            log.warning("%s", warning)
     items = texts.texts if hasattr(texts, "texts") else texts
     if metadata is None and getattr(texts, "meta", None) is not None:
         metadata = texts.meta
-    items = sources.as_texts(items, None)
+    decoding: list[str] = []
+    items = sources.as_texts(items, None, warnings=decoding)
     if len(items) < sources.MIN_ROWS:
         raise InputError(f"need at least {sources.MIN_ROWS} texts to make a space, got {len(items)}")
     encoder = sources.load_model(model, precision)
@@ -522,7 +527,7 @@ def embed(
     X = sources.embed_with(embedding, items, cache=store, progress=progress)[embedding.pooling.name]  # (n, d)
     space = Space(X, items, metadata, name or f"{encoder.name} · {embedding.pooling}", cache=False)
     space.embedding, space.origin, space._cache = embedding, {"source": "model"}, store
-    space.warnings = list(getattr(texts, "warnings", []) or [])
+    space.warnings = [*(getattr(texts, "warnings", []) or []), *decoding, *space.warnings]
     return space
 
 

@@ -48,10 +48,11 @@ __all__ = [
 
 def middleware() -> list[Any]:
     """The ASGI middlewares ``dashboard/serve.py`` puts in front of Streamlit's routes and the Atlas map's: in
-    classroom mode ``ClassroomGuard`` (outermost) then ``SecurityHeaders``; none otherwise."""
+    classroom mode ``SecurityHeaders`` (outermost, so the guard's own 404 and 403 carry the headers too) then
+    ``ClassroomGuard``; none otherwise."""
     from starlette.middleware import Middleware
 
     from isoscope.dashboard.classroom.guard import ClassroomGuard
     from isoscope.dashboard.classroom.headers import SecurityHeaders
 
-    return [Middleware(ClassroomGuard), Middleware(SecurityHeaders)] if enabled() else []
+    return [Middleware(SecurityHeaders), Middleware(ClassroomGuard)] if enabled() else []

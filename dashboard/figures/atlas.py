@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from isoscope.atlas.pipeline import Atlas, AtlasSpace
+from isoscope.dashboard.text import literal
 
 MAP_HEIGHT = 640
 SELECTED_MAX = 2_000  # selected points ringed on the map
@@ -90,11 +91,13 @@ def colours(atlas: Atlas, space: str, colour_by: str) -> tuple[np.ndarray, Legen
 
 
 def colour_caption(colour_by: str, legend: Legend) -> str | None:
-    """The line under the map that explains its colours (None without a legend)."""
+    """The line under the map that explains its colours, as Markdown (None without a legend): column names,
+    category values and cluster names are user and file text, escaped (``literal``)."""
     if len(legend) == 2 and (colour_by in NUMERIC or legend[0][1] == hex_colour(VIRIDIS[0])):
-        return f"Colour: {NUMERIC.get(colour_by, colour_by)} from {legend[0][0]} (purple) to {legend[1][0]} (yellow)."
+        name, lo, hi = (literal(x) for x in (NUMERIC.get(colour_by, colour_by), legend[0][0], legend[1][0]))
+        return f"Colour: {name} from {lo} (purple) to {hi} (yellow)."
     if legend:
-        return "Colour: " + " · ".join(label for label, _ in legend)
+        return "Colour: " + " · ".join(literal(label) for label, _ in legend)
     return None
 
 

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from isoscope.dashboard.text import plot_text
+
 INIT_LABEL = {"pretrained": "Pre-trained", "scratch": "From scratch"}
 INIT_COLOUR = {"pretrained": "#1f77b4", "scratch": "#d62728"}
 RUNS = (("task1", "task-1 run θ0 → θ1", "θ1", "circle"), ("task2", "task-2 run θ0 → θ2", "θ2", "diamond"))
@@ -239,10 +241,16 @@ def band_curves(
 
 
 def bars(df: pd.DataFrame, y: str, title: str, log: bool = False) -> go.Figure:
-    """The rollback table (``tables.rollback_table``): ``y`` per group restored, one bar colour per init."""
+    """The rollback table (``tables.rollback_table``): ``y`` per group restored, one bar colour per init (group
+    and init names come from the results files: escaped, plotly renders HTML in ticks and legends)."""
     fig = go.Figure(
         [
-            go.Bar(x=part["group"], y=part[y], name=INIT_LABEL.get(init, init), marker_color=INIT_COLOUR.get(init))
+            go.Bar(
+                x=[plot_text(g, 40) for g in part["group"]],
+                y=part[y],
+                name=plot_text(INIT_LABEL.get(init, init), 40),
+                marker_color=INIT_COLOUR.get(init),
+            )
             for init, part in df.groupby("init", sort=False)
         ]
     )

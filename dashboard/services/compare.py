@@ -17,6 +17,7 @@ from isoscope.dashboard.services.calibration import calibrated
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
 from isoscope.dashboard.services.models import encoder as base_encoder
 from isoscope.dashboard.services.space import SessionSpace, vectors_for
+from isoscope.dashboard.text import literal
 from isoscope.encode.costs import Throughput, embed_texts_cost, measure_throughput
 from isoscope.encode.embed import EmbedConfig, companion_poolings, encode_many
 from isoscope.encode.models import Encoder
@@ -71,10 +72,11 @@ def _embed(model: str, init: str, seed: int, items: Texts, poolings: tuple[str, 
         enc, items.items, poolings, max_length=max_length, rate=rate, cache=ArrayCache(), companions=True
     )
     note = f" · {cost.describe()} in all" if cost.long else ""  # said before the pass starts
-    bar = st.progress(0.0, text=f"Embedding {len(items):,} texts with {enc.name}{note}…")
+    name = literal(enc.name)  # a model folder's name: the progress text is Markdown
+    bar = st.progress(0.0, text=f"Embedding {len(items):,} texts with {name}{note}…")
 
     def progress(done: int, total: int) -> None:
-        bar.progress(done / max(total, 1), text=f"Embedding {done:,} / {total:,} texts with {enc.name}{note}")
+        bar.progress(done / max(total, 1), text=f"Embedding {done:,} / {total:,} texts with {name}{note}")
 
     try:
         return encode_many(

@@ -254,7 +254,9 @@ maps = report.maps
 rows = maps.rows  # positions in `texts`
 meta = [c for c in ui.meta_columns(corpus) if 1 < corpus.meta[c].iloc[keep].nunique() <= MAX_CATEGORIES]
 c1, c2 = st.columns([2, 1])
-colour_by = c1.radio("Colour by", [f"overlap@{k}", *meta], horizontal=True, key="cmp_colour")
+colour_by = c1.radio(  # radio options are Markdown: the column names are user text
+    "Colour by", [f"overlap@{k}", *meta], horizontal=True, key="cmp_colour", format_func=ui.literal
+)
 arrows = c2.toggle("Show each point's move A → B", key="cmp_arrows")
 if colour_by in meta:
     colour, categorical = corpus.meta[colour_by].iloc[keep[rows]].fillna("(missing)").astype(str).to_numpy(), True

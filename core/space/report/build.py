@@ -46,7 +46,7 @@ def _anisotropy(spaces: dict[str, Space]) -> tuple[c.Section, dict]:
     return section, rows
 
 
-def _layers(space: Space) -> c.Section | None:
+def _layers(space: Space, progress: bool = True) -> c.Section | None:
     import pandas as pd
 
     from isoscope.geometry.metrics import per_layer_metrics
@@ -55,7 +55,7 @@ def _layers(space: Space) -> c.Section | None:
     root = space.lineage()[0]
     if root.embedding is None or root.texts is None:
         return None
-    per_layer = pd.DataFrame(per_layer_metrics(root.layer_vectors())).rename_axis("layer")
+    per_layer = pd.DataFrame(per_layer_metrics(root.layer_vectors(progress))).rename_axis("layer")
     section = c.Section(
         "layers",
         "Every layer",
@@ -139,20 +139,22 @@ def build_space_report(
     seed: int = 0,
     command: str | None = None,
     title: str | None = None,
+    progress: bool = True,
 ) -> c.Report:
-    """Measure ``space`` and its ``vs`` calibration (fitted on the space, no labels) for a report (module docs)."""
+    """Measure ``space`` and its ``vs`` calibration (fitted on the space, no labels) for a report (module docs);
+    ``progress=False``: no progress bars (the command line's ``--quiet``)."""
     start, clock = time.perf_counter(), {}
-    other = space.calibrate(vs)
+    other = space.calibrate(vs, progress=progress)
     spaces = {space.label: space, other.label: other}
     t = time.perf_counter()
     anisotropy, metrics = _anisotropy(spaces)
     c.timed(clock, "metrics", t)
     t = time.perf_counter()
-    cmp = space.compare(other, k=k, map="none")
+    cmp = space.compare(other, k=k, map="none", progress=progress)
     c.timed(clock, "neighbours", t)
-    sts = c.sts_pair(space, other, pairs) if pairs is not None else None
+    sts = c.sts_pair(space, other, pairs, progress) if pairs is not None else None
     sections = [anisotropy]
-    layer_section = _layers(space) if layers else None
+    layer_section = _layers(space, progress) if layers else None
     if layer_section is not None:
         sections.append(layer_section)
     sections += [_hubness(cmp), _change(cmp, metrics, sts)]

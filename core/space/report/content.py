@@ -17,6 +17,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from importlib import metadata
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -85,10 +86,17 @@ def versions() -> dict[str, str]:
     return out
 
 
+def python_command() -> str:
+    """How a report made from Python was made, without local paths: ``Python: script.py`` (the file name of
+    ``sys.argv[0]``; in Jupyter the kernel launcher's), never its folder (a home folder names the user)."""
+    name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    return f"Python: {name}" if name else "Python"
+
+
 def made_by(command: str | None, settings: dict[str, Any], provenance: dict[str, Any], seconds: float) -> dict:
     return {
         "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "command": command or "Python: " + " ".join(sys.argv[:1]).strip() or "Python",
+        "command": command or python_command(),
         "settings": settings,
         "provenance": provenance,
         "versions": versions(),
@@ -224,5 +232,5 @@ def timed(clock: dict[str, float], name: str, start: float) -> None:
     clock[name] = round(time.perf_counter() - start, 2)
 
 
-def sts_pair(raw: Space, cal: Space, pairs: Any) -> tuple[STSResult, STSResult]:
-    return raw.sts(pairs), cal.sts(pairs)
+def sts_pair(raw: Space, cal: Space, pairs: Any, progress: bool = True) -> tuple[STSResult, STSResult]:
+    return raw.sts(pairs, progress), cal.sts(pairs, progress)
