@@ -2,9 +2,7 @@
 "Files you load", the classroom's ("Teaching a class") and the embeddings endpoint's, word for word where they
 state a number.
 
-The promises are read from wherever they live (README.md, or docs/*.md once the README is split), by their
-words, not by their headings. A promise issue 40's fixes made true but the documentation does not state yet is
-an ``xfail(strict=True)`` test: it fails (XPASS) once the sentence is there, so its marker is removed then.
+The promises are read from wherever they live (README.md and docs/*.md), by their words, not by their headings.
 """
 
 from __future__ import annotations
@@ -12,12 +10,8 @@ from __future__ import annotations
 import inspect
 import re
 
-import pytest
-
 from isoscope.data.limits import ENV_VARS, DecodeLimits, MiB
 from tests.hostile.peak import ROOT
-
-PENDING = "wording proposed in issue 40's report, for the README split to land"
 
 
 def docs() -> str:
@@ -59,7 +53,6 @@ def test_every_variable_named_is_a_limit() -> None:
     assert named and named <= set(ENV_VARS.values()), named - set(ENV_VARS.values())
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING)
 def test_every_limit_has_its_variable_named() -> None:
     """ISOSCOPE_MAX_VECTOR_BYTES (vectors files, and since issue 40 arrays given to isoscope.Space) is unnamed."""
     named = set(re.findall(r"`(ISOSCOPE_MAX_[A-Z_]+)`", docs()))
@@ -74,7 +67,6 @@ def test_lone_surrogates_and_swapped_cache_entries_are_promised() -> None:
     )
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING)
 def test_planted_links_and_a_full_disk_are_promised() -> None:
     says(
         "a link planted in their place is never written through",
@@ -88,7 +80,7 @@ def test_planted_links_and_a_full_disk_are_promised() -> None:
 
 
 def test_teaching_a_class_states_the_classrooms_limits() -> None:
-    from isoscope.dashboard.classroom import SECURITY_HEADERS
+    from isoscope.dashboard.classroom.headers import SECURITY_HEADERS
     from isoscope.dashboard.launch import CLASSROOM_MAX_ROWS, CLASSROOM_UPLOAD_MB, MIN_CODE_CHARS
 
     assert number(r"uploads are capped at ([\d,]+) MB and [\d,]+ rows") == CLASSROOM_UPLOAD_MB
@@ -116,7 +108,6 @@ def test_the_endpoint_section_states_the_clients_defaults() -> None:
     assert 429 in RETRY_STATUS
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING)
 def test_the_endpoint_section_states_its_bounds() -> None:
     from isoscope.encode.remote import DEADLINE_READS, MAX_DIMS, embed_endpoint
 
