@@ -264,7 +264,7 @@ def test_an_atlas_folder_with_markup_in_its_cluster_names(tmp_path, monkeypatch)
     texts = hostile_texts()
     vectors = np.random.default_rng(1).normal(size=(N, 16)).astype(np.float32)
     meta = pd.DataFrame({CATEGORY: category_values()})
-    build_atlas(None, texts, out, AtlasConfig(layout="pca", calibrate="whitening"), meta, vectors=vectors)
+    build_atlas(None, texts, out, config=AtlasConfig(layout="pca", calibrate="whitening"), meta=meta, vectors=vectors)
     ledger = json.loads((out / LEDGER).read_text())
     for space in ("raw", "cal"):
         rel = f"{space}/clusters.json"
