@@ -1,0 +1,260 @@
+"""A model's own recipe: what its authors run after the transformer, read from sentence-transformers' files.
+
+A sentence-transformers folder (or hub id) lists its modules in ``modules.json``: a ``Transformer``, then
+``Pooling`` (cls, mean, max, mean_sqrt_len_tokens, weightedmean, lasttoken; ``include_prompt``), ``Dense``
+(weights, bias, activation) and ``Normalize``; ``config_sentence_transformers.json`` holds its prompts
+(``query``, ``document``, ...), ``default_prompt_name`` and ``similarity_fn_name``.
+
+- ``read_card(folder)``: those files only, no model code run and no torch imported: the module list checked
+  (a module that is not one of sentence-transformers' own classes is refused by name: a model's own code is
+  never run), the prompts, the similarity. None for a bare transformers folder.
+- ``load_recipe(source, card)``: the modules after the transformer, as sentence-transformers' own classes load
+  them (``Pooling``, ``Dense``, ``Normalize``: no copy of their arithmetic here); ``Recipe.apply`` runs them on
+  the transformer's token vectors. The pooling choice ``model`` is this recipe (``isoscope.encode.pooling``).
+- ``resolve_prompt`` / ``prompt_length``: the prompt a run uses (a name from the card, or text) and how many of
+  its tokens a ``Pooling`` with ``include_prompt=False`` leaves out, as sentence-transformers counts them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from isoscope.errors import InputError, first_line
+
+if TYPE_CHECKING:
+    import torch
+
+MODULES_FILE = "modules.json"
+CARD_FILE = "config_sentence_transformers.json"
+TRANSFORMER, POOLING, DENSE, NORMALIZE = "Transformer", "Pooling", "Dense", "Normalize"
+HEAD_KINDS: tuple[str, ...] = (POOLING, DENSE, NORMALIZE)  # what may follow the transformer
+MAX_CARD_BYTES = 1 << 20  # modules.json and the card are a few hundred bytes; anything this big is not one
+ENDPOINT_ADVICE = "serve the model behind an OpenAI-compatible embeddings endpoint and use --model openai:NAME"
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    """One entry of ``modules.json``: its position, class reference and folder (relative to the model's)."""
+
+    idx: int
+    kind: str  # Transformer, Pooling, Dense or Normalize
+    type: str  # the class reference as written, e.g. sentence_transformers.models.Pooling
+    path: str  # "" for the model's own folder
+
+
+@dataclass(frozen=True)
+class RecipeCard:
+    """What a sentence-transformers folder says about itself, read without running anything."""
+
+    modules: tuple[ModuleRef, ...]
+    prompts: dict[str, str] = field(default_factory=dict)
+    default_prompt_name: str | None = None
+    similarity_fn_name: str | None = None
+
+    @property
+    def transformer_path(self) -> str:
+        """The folder (relative) of the transformer's weights and tokenizer."""
+        return self.modules[0].path
+
+    @property
+    def head(self) -> tuple[ModuleRef, ...]:
+        return self.modules[1:]
+
+
+def _read_json(path: Path) -> Any:
+    if path.stat().st_size > MAX_CARD_BYTES:
+        raise InputError(f"{path}: {path.stat().st_size:,} bytes is not a sentence-transformers config; save it again")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path} is not valid JSON ({first_line(exc)}); save the model again") from None
+
+
+def _kind(ref: str) -> str | None:
+    """``Pooling`` for ``sentence_transformers.models.Pooling`` and every other spelling of sentence-transformers'
+    own classes (``sentence_transformers.sentence_transformer.modules.pooling.Pooling``, ...); None for any other
+    class (a model's own code)."""
+    if not isinstance(ref, str) or not ref.startswith("sentence_transformers."):
+        return None
+    last = ref.rsplit(".", 1)[-1]
+    return last if last in (TRANSFORMER, *HEAD_KINDS) else None
+
+
+def _module_refs(folder: Path, entries: Any) -> tuple[ModuleRef, ...]:
+    if not isinstance(entries, list) or not entries:
+        raise InputError(f"{folder / MODULES_FILE}: not a list of modules; save the model again")
+    refs = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+            raise InputError(f"{folder / MODULES_FILE}: entry {i} names no module type; save the model again")
+        kind = _kind(entry["type"])
+        if kind is None:
+            raise InputError(
+                f"{folder.name}: module {i} of modules.json is '{entry['type'][:120]}', not one of "
+                f"sentence-transformers' own {', '.join((TRANSFORMER, *HEAD_KINDS))}: Isoscope never runs a model's "
+                f"own code; {ENDPOINT_ADVICE}"
+            )
+        path = str(entry.get("path") or "")
+        if Path(path).is_absolute() or ".." in Path(path).parts:
+            raise InputError(f"{folder / MODULES_FILE}: module {i}'s path '{path[:80]}' leaves the model's folder")
+        refs.append(ModuleRef(i, kind, entry["type"], path))
+    if refs[0].kind != TRANSFORMER or any(r.kind == TRANSFORMER for r in refs[1:]):
+        raise InputError(
+            f"{folder.name}: modules.json starts with {refs[0].kind}; Isoscope runs recipes of one Transformer "
+            f"followed by {', '.join(HEAD_KINDS)}; {ENDPOINT_ADVICE}"
+        )
+    return tuple(refs)
+
+
+def read_card(folder: str | Path) -> RecipeCard | None:
+    """The recipe a local sentence-transformers folder declares (module list, prompts, similarity), checked;
+    None when the folder has no ``modules.json`` (a bare transformers folder)."""
+    folder = Path(folder)
+    if not (folder / MODULES_FILE).is_file():
+        return None
+    modules = _module_refs(folder, _read_json(folder / MODULES_FILE))
+    card = _read_json(folder / CARD_FILE) if (folder / CARD_FILE).is_file() else {}
+    if not isinstance(card, dict):
+        card = {}
+    prompts = card.get("prompts") or {}
+    if not isinstance(prompts, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in prompts.items()):
+        raise InputError(f"{folder / CARD_FILE}: prompts must map names to texts; save the model again")
+    default = card.get("default_prompt_name")
+    if default is not None and default not in prompts:
+        raise InputError(f"{folder / CARD_FILE}: default_prompt_name '{default}' is not one of its prompts")
+    similarity = card.get("similarity_fn_name")
+    return RecipeCard(modules, dict(prompts), default, similarity if isinstance(similarity, str) else None)
+
+
+def card_digest(folder: str | Path, card: RecipeCard) -> str:
+    """Changes with the recipe: modules.json, the card and each head module's files (configs whole, weights by
+    size and edges), so a cache entry of the pooling ``model`` follows its Dense weights."""
+    folder = Path(folder)
+    h = hashlib.sha256()
+    for name in (MODULES_FILE, CARD_FILE):
+        if (folder / name).is_file():
+            h.update((folder / name).read_bytes())
+    for ref in card.head:
+        for path in sorted((folder / ref.path).glob("*")) if ref.path else []:
+            if path.is_file():
+                size = path.stat().st_size
+                h.update(f"{ref.path}/{path.name}:{size}".encode())
+                with open(path, "rb") as f:
+                    h.update(f.read(1 << 16))
+                    f.seek(max(0, size - (1 << 16)))
+                    h.update(f.read(1 << 16))
+    return h.hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- running it
+
+
+@dataclass
+class Recipe:
+    """The modules after the transformer (sentence-transformers' own classes) and what they say about themselves."""
+
+    card: RecipeCard
+    modules: list[Any]  # torch modules: features dict -> features dict
+    digest: str  # card_digest: names the pooling ``model``'s cache entries
+    output_dim: int  # the sentence vector's dimensions after the last Dense
+
+    def apply(self, token_embeddings: torch.Tensor, attention_mask: torch.Tensor, prompt_length: int = 0):
+        """The sentence vectors (b, d_out) of token vectors (b, t, d) with their mask (b, t): each module in order,
+        as ``SentenceTransformer.encode`` runs them (``prompt_length`` tokens left out where the pooling says so)."""
+        features: dict[str, Any] = {"token_embeddings": token_embeddings, "attention_mask": attention_mask}
+        if prompt_length:
+            features["prompt_length"] = prompt_length
+        for module in self.modules:
+            features = module(features)
+        return features["sentence_embedding"]  # (b, d_out)
+
+    def describe(self) -> str:
+        """The recipe in words: ``CLS -> Dense 768->512 (tanh) -> normalise``."""
+        return " -> ".join(_describe(m) for m in self.modules)
+
+
+def _describe(module: Any) -> str:
+    kind = type(module).__name__
+    if kind == POOLING:
+        mode = getattr(module, "pooling_mode", None) or getattr(module, "get_pooling_mode_str", lambda: "?")()
+        modes = "+".join(mode) if isinstance(mode, list | tuple) else str(mode)
+        prompt = "" if getattr(module, "include_prompt", True) else ", prompt left out"
+        return {"cls": "CLS", "lasttoken": "last token"}.get(modes, modes) + f" pooling{prompt}"
+    if kind == DENSE:
+        act = type(getattr(module, "activation_function", None)).__name__.lower()
+        act = "" if act in ("identity", "nonetype") else f" ({act})"
+        return f"Dense {module.in_features}->{module.out_features}{act}"
+    if kind == NORMALIZE:
+        return "normalise"
+    return kind
+
+
+def _head_class(kind: str) -> type:
+    """sentence-transformers' own class of a head module (imported from its package, never from the model)."""
+    import warnings
+
+    with warnings.catch_warnings():  # sentence_transformers.models is deprecated in 6.x, the only path in 3-5
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from sentence_transformers import models
+
+    return getattr(models, kind)
+
+
+def load_recipe(source: str, card: RecipeCard, *, local_files_only: bool, device: str = "cpu") -> Recipe:
+    """The head modules of ``card`` loaded from ``source`` (a folder or hub id) with sentence-transformers' own
+    ``load``; weights from safetensors (or ``torch.load(weights_only=True)``). InputError when a module's files
+    cannot be read, naming it."""
+    modules, dim = [], None
+    for ref in card.head:
+        try:
+            module = _head_class(ref.kind).load(source, subfolder=ref.path, local_files_only=local_files_only)
+        except TypeError:  # sentence-transformers before 6 loads a module from its own folder
+            module = _head_class(ref.kind).load(str(Path(source) / ref.path))
+        except (OSError, ValueError, RuntimeError, KeyError) as exc:
+            raise InputError(f"{source}: its {ref.kind} module ({ref.path or 'root'}) cannot be read: {first_line(exc)}")
+        module.eval().to(device)
+        for p in module.parameters():
+            p.requires_grad_(False)
+        modules.append(module)
+        if ref.kind == POOLING:
+            dim = getattr(module, "pooling_output_dimension", None) or module.get_sentence_embedding_dimension()
+        elif ref.kind == DENSE:
+            dim = int(module.out_features)
+    if not modules or card.head[0].kind != POOLING:
+        raise InputError(f"{source}: its recipe has no Pooling after the Transformer; {ENDPOINT_ADVICE}")
+    digest = card_digest(source, card) if Path(source).is_dir() else hashlib.sha256(repr(card).encode()).hexdigest()[:16]
+    return Recipe(card, modules, digest, int(dim))
+
+
+# ---------------------------------------------------------------- prompts
+
+
+def resolve_prompt(card: RecipeCard | None, name: str | None = None, text: str | None = None, model: str = "") -> str:
+    """The prompt text a run prepends: ``text`` as given, else the card's prompt ``name``, else its
+    ``default_prompt_name``'s, else none. InputError naming the prompts a model has for an unknown name."""
+    if text is not None:
+        return text
+    prompts = card.prompts if card is not None else {}
+    if name is None:
+        name = card.default_prompt_name if card is not None else None
+        if name is None:
+            return ""
+    if name not in prompts:
+        have = ", ".join(sorted(prompts)) if prompts else "none"
+        raise InputError(f"prompt '{name}': {model or 'the model'} has prompts: {have}; or give the text with --prompt-text")
+    return prompts[name]
+
+
+def prompt_length(tokenizer: Any, prompt: str) -> int:
+    """Tokens of ``prompt`` at the start of a prompted text, as sentence-transformers counts them: the prompt
+    tokenized alone, less a trailing special token (EOS, SEP) the tokenizer appends."""
+    if not prompt:
+        return 0
+    ids = tokenizer([prompt], truncation=False, padding=False)["input_ids"][0]
+    if ids and ids[-1] in set(getattr(tokenizer, "all_special_ids", ())):
+        return len(ids) - 1
+    return len(ids)
