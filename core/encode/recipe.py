@@ -215,7 +215,8 @@ def load_recipe(source: str, card: RecipeCard, *, local_files_only: bool, device
         except TypeError:  # sentence-transformers before 6 loads a module from its own folder
             module = _head_class(ref.kind).load(str(Path(source) / ref.path))
         except (OSError, ValueError, RuntimeError, KeyError) as exc:
-            raise InputError(f"{source}: its {ref.kind} module ({ref.path or 'root'}) cannot be read: {first_line(exc)}")
+            where = ref.path or "root"
+            raise InputError(f"{source}: its {ref.kind} module ({where}) cannot be read: {first_line(exc)}") from None
         module.eval().to(device)
         for p in module.parameters():
             p.requires_grad_(False)
@@ -226,7 +227,9 @@ def load_recipe(source: str, card: RecipeCard, *, local_files_only: bool, device
             dim = int(module.out_features)
     if not modules or card.head[0].kind != POOLING:
         raise InputError(f"{source}: its recipe has no Pooling after the Transformer; {ENDPOINT_ADVICE}")
-    digest = card_digest(source, card) if Path(source).is_dir() else hashlib.sha256(repr(card).encode()).hexdigest()[:16]
+    digest = (
+        card_digest(source, card) if Path(source).is_dir() else hashlib.sha256(repr(card).encode()).hexdigest()[:16]
+    )
     return Recipe(card, modules, digest, int(dim))
 
 
@@ -245,7 +248,9 @@ def resolve_prompt(card: RecipeCard | None, name: str | None = None, text: str |
             return ""
     if name not in prompts:
         have = ", ".join(sorted(prompts)) if prompts else "none"
-        raise InputError(f"prompt '{name}': {model or 'the model'} has prompts: {have}; or give the text with --prompt-text")
+        raise InputError(
+            f"prompt '{name}': {model or 'the model'} has prompts: {have}; or give the text with --prompt-text"
+        )
     return prompts[name]
 
 
