@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from isoscope.encode.precision import engine_label
+
+if TYPE_CHECKING:
+    from isoscope.encode.pooling import PoolingSpec
+    from isoscope.encode.recipe import Recipe
 
 
 @dataclass
@@ -20,6 +25,7 @@ class Encoder:
     is_encoder_decoder: bool = False
     precision: str = "fp32"  # isoscope.encode.precision.PRECISIONS; int8 encoders come from isoscope.encode.quantize.quantize_encoder
     engine: str = "torch"  # isoscope.encode.precision.ENGINES: what runs the forward pass (isoscope.encode.engines)
+    recipe: Recipe | None = None  # the model's own head (sentence-transformers' modules.json): the pooling ``model``
     num_layers: int = field(init=False)
     hidden_size: int = field(init=False)
 
@@ -29,6 +35,17 @@ class Encoder:
             getattr(cfg, "num_hidden_layers", None) or getattr(cfg, "num_layers", None) or cfg.n_layer
         )
         self.hidden_size = int(getattr(cfg, "hidden_size", None) or getattr(cfg, "d_model", None) or cfg.dim)
+
+    @property
+    def has_recipe(self) -> bool:
+        """True when the model comes with its own recipe (the pooling ``model``)."""
+        return self.recipe is not None
+
+    def output_dim(self, pooling: PoolingSpec) -> int:
+        """The dimensions of a sentence vector pooled this way: the recipe's last Dense for ``model``."""
+        if pooling.kind == "model" and self.recipe is not None:
+            return self.recipe.output_dim
+        return self.hidden_size
 
     @property
     def engine_label(self) -> str:

@@ -17,6 +17,7 @@ from transformers.utils import logging as hf_logging
 
 from isoscope.encode.encoder import Encoder
 from isoscope.encode.precision import parse_precision
+from isoscope.encode.recipe import CARD_FILE, MODULES_FILE, RecipeCard, load_recipe, read_card
 from isoscope.errors import InputError, first_line
 
 log = logging.getLogger(__name__)
@@ -168,9 +169,51 @@ def with_precision(encoder: Encoder, precision: str) -> Encoder:
     return quantize_encoder(encoder)
 
 
+def _model_class(config: object) -> type:
+    """The transformers class a checkpoint was saved as when it is an encoder alone (``T5EncoderModel``: Sentence-T5,
+    ``MT5EncoderModel``, ...), which ``AutoModel`` would load as a whole encoder-decoder; else ``AutoModel``.
+    Only transformers' own classes are looked up (never a model's code)."""
+    import transformers
+
+    for arch in getattr(config, "architectures", None) or []:
+        cls = getattr(transformers, arch, None) if isinstance(arch, str) and arch.endswith("EncoderModel") else None
+        if isinstance(cls, type) and issubclass(cls, PreTrainedModel):
+            return cls
+    return AutoModel
+
+
+def _card(source: str, is_local: bool) -> tuple[RecipeCard | None, str, dict[str, str]]:
+    """The sentence-transformers recipe a model declares (None for a bare transformers model), the folder (or hub
+    id) of its transformer's weights and the ``from_pretrained`` keywords that find them. A hub id's recipe files
+    are fetched into the hub cache when there is a network; offline, or without them, it is a bare transformer."""
+    card = read_card(source) if is_local else _hub_card(source)
+    if card is None or not card.transformer_path:
+        return card, source, {}
+    if is_local:
+        return card, str(Path(source) / card.transformer_path), {}
+    return card, source, {"subfolder": card.transformer_path}
+
+
+def _hub_card(repo: str) -> RecipeCard | None:
+    """The recipe files of a hub model (modules.json, its card, each head module's folder), fetched into the hub
+    cache; None when the model has none or they cannot be fetched (offline)."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        folder = snapshot_download(
+            repo,
+            allow_patterns=[MODULES_FILE, CARD_FILE, "*/config.json", "*/model.safetensors", "*/pytorch_model.bin"],
+        )
+    except Exception as exc:  # offline, unknown id, no such files: the model is loaded as a bare transformer
+        log.info("no sentence-transformers recipe for %s (%s)", repo, first_line(exc))
+        return None
+    return read_card(folder)
+
+
 def load_encoder(name_or_path: str | None = None, device: str = "cpu", precision: str = "fp32") -> Encoder:
     """Load a tokenizer and model (eval mode, no grad) from a directory or a hub id, at ``precision``
-    (``fp32``, or ``int8``: see ``isoscope.encode.quantize``; int8 runs on the CPU only).
+    (``fp32``, or ``int8``: see ``isoscope.encode.quantize``; int8 runs on the CPU only), with its own recipe when
+    it is a sentence-transformers model (``isoscope.encode.recipe``: the pooling ``model``).
 
     The embedded default loads fully offline. A hub id that cannot be fetched raises one InputError
     that names the offline default.
@@ -180,13 +223,14 @@ def load_encoder(name_or_path: str | None = None, device: str = "cpu", precision
         raise InputError(f"precision {precision} runs on the CPU only; use --precision fp32 on {device}")
     name = resolve_model_name(name_or_path)
     source, is_local = _check_source(name)
+    card, weights, where = _card(source, is_local)  # a module of custom code is refused here, before any loading
     hf_logging.disable_progress_bar()  # our own bars show progress, not transformers' weight-loading bars
     try:
-        config = AutoConfig.from_pretrained(source, trust_remote_code=False)
+        config = AutoConfig.from_pretrained(weights, trust_remote_code=False, **where)
         if is_local:
-            _check_config_size(name, Path(source), config)
+            _check_config_size(name, Path(weights), config)
         try:
-            tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+            tokenizer = AutoTokenizer.from_pretrained(weights, trust_remote_code=False, **where)
         except (OSError, ValueError, KeyError, TypeError) as exc:  # TypeError: a folder without tokenizer files
             if not is_local:
                 raise
@@ -195,8 +239,10 @@ def load_encoder(name_or_path: str | None = None, device: str = "cpu", precision
                 "too (tokenizer.save_pretrained)"
             ) from exc
         if is_local:
-            _check_tokenizer(name, Path(source), tokenizer)
-        model = AutoModel.from_pretrained(source, config=config, trust_remote_code=False)
+            _check_tokenizer(name, Path(weights), tokenizer)
+        model_class = _model_class(config)
+        model = model_class.from_pretrained(weights, config=config, trust_remote_code=False, **where)
+        recipe = None if card is None else load_recipe(card.folder, card, local_files_only=True)
     except InputError:
         raise
     except SafetensorError as exc:  # a truncated or corrupt weights file
@@ -219,15 +265,16 @@ def load_encoder(name_or_path: str | None = None, device: str = "cpu", precision
     model.eval().to(device)
     for p in model.parameters():
         p.requires_grad_(False)
-    fingerprint = _fingerprint_dir(Path(source)) if is_local else f"hub:{name}:{getattr(config, '_commit_hash', '')}"
+    fingerprint = _fingerprint_dir(Path(weights)) if is_local else f"hub:{name}:{getattr(config, '_commit_hash', '')}"
     label = DEFAULT_MODEL_NAME if source == default_model_path() else name
-    log.info("loaded %s (%s)", label, type(model).__name__)
+    log.info("loaded %s (%s%s)", label, type(model).__name__, f"; {recipe.describe()}" if recipe else "")
     encoder = Encoder(
         name=label,
         tokenizer=tokenizer,
         model=model,
         fingerprint=fingerprint,
-        is_encoder_decoder=bool(getattr(config, "is_encoder_decoder", False)),
+        is_encoder_decoder=bool(getattr(config, "is_encoder_decoder", False)) and model_class is AutoModel,
+        recipe=recipe,
     )
     return with_precision(encoder, precision)
 

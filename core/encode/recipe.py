@@ -50,6 +50,7 @@ class ModuleRef:
 class RecipeCard:
     """What a sentence-transformers folder says about itself, read without running anything."""
 
+    folder: str  # where its files are (a local folder, or a hub model's snapshot)
     modules: tuple[ModuleRef, ...]
     prompts: dict[str, str] = field(default_factory=dict)
     default_prompt_name: str | None = None
@@ -127,7 +128,7 @@ def read_card(folder: str | Path) -> RecipeCard | None:
     if default is not None and default not in prompts:
         raise InputError(f"{folder / CARD_FILE}: default_prompt_name '{default}' is not one of its prompts")
     similarity = card.get("similarity_fn_name")
-    return RecipeCard(modules, dict(prompts), default, similarity if isinstance(similarity, str) else None)
+    return RecipeCard(str(folder), modules, dict(prompts), default, similarity if isinstance(similarity, str) else None)
 
 
 def card_digest(folder: str | Path, card: RecipeCard) -> str:
