@@ -16,7 +16,8 @@ import torch
 
 from isoscope.cache import ArrayCache, make_key, text_digest
 from isoscope.encode.models import Encoder
-from isoscope.encode.pooling import Pooling, PoolingSpec, pool, pooling_specs, resolve_pooling
+from isoscope.encode.pooling import MODEL_POOLING, Pooling, PoolingSpec, pool, pooling_specs, resolve_pooling
+from isoscope.encode.recipe import prompt_length, resolve_prompt
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,13 @@ class EmbedConfig:
     batch_size: int = 64
     max_length: int = 256
     batch_tokens: int = 1024
+    prompt_name: str | None = None  # one of the model's prompts (its recipe's ``prompts``), e.g. "query"
+    prompt: str | None = None  # a prompt's text as given; None with no name: the model's default prompt, if any
+
+    def prompt_text(self, encoder: Encoder) -> str:
+        """The text put before every text of this run (``isoscope.encode.recipe.resolve_prompt``)."""
+        card = encoder.recipe.card if encoder.recipe is not None else None
+        return resolve_prompt(card, self.prompt_name, self.prompt, encoder.name)
 
 
 def model_max_tokens(encoder: Encoder) -> int | None:
@@ -55,14 +63,23 @@ def model_max_tokens(encoder: Encoder) -> int | None:
     return min(limits) if limits else None
 
 
-def _tokenize_sorted(encoder: Encoder, texts: Sequence[str], max_length: int) -> tuple[list, np.ndarray]:
-    """Tokenize once without padding; return encodings and the order longest-first."""
+def _tokenize_sorted(
+    encoder: Encoder, texts: Sequence[str], max_length: int, prompt: str = ""
+) -> tuple[list, np.ndarray]:
+    """Tokenize once without padding (``prompt`` before every text; the model's own recipe's truncation and
+    lowercasing, as sentence-transformers runs it); return encodings and the order longest-first."""
     limit = model_max_tokens(encoder)
     if limit is not None and max_length > limit:  # longer inputs would overflow the position embeddings
         max_length = limit
+    card = encoder.recipe.card if encoder.recipe is not None else None
+    if card is not None and card.max_seq_length is not None:
+        max_length = min(max_length, card.max_seq_length)
     if not texts:
         return [], np.zeros(0, np.int64)
-    enc = encoder.tokenizer(list(texts), truncation=True, max_length=max_length, padding=False)
+    items = [prompt + t for t in texts] if prompt else list(texts)
+    if card is not None and card.do_lower_case:
+        items = [t.lower() for t in items]
+    enc = encoder.tokenizer(items, truncation=True, max_length=max_length, padding=False)
     ids = enc["input_ids"]
     order = np.argsort([-len(x) for x in ids], kind="stable")
     return ids, order
@@ -115,9 +132,10 @@ def concurrent_batches(encoder: Encoder) -> int:
 
 
 def _forward(
-    encoder: Encoder, specs: Sequence[PoolingSpec], input_ids: torch.Tensor, mask: torch.Tensor
+    encoder: Encoder, specs: Sequence[PoolingSpec], input_ids: torch.Tensor, mask: torch.Tensor, prompt_length: int = 0
 ) -> dict[str, torch.Tensor]:
-    """One forward pass, every requested pooling from it. Returns name -> (b, d)."""
+    """One forward pass, every requested pooling from it (``model``: the model's own recipe on the last layer,
+    ``prompt_length`` tokens left out where its pooling says so). Returns name -> (b, d)."""
     need_hs = any(s.needs_hidden_states for s in specs)
     model = encoder.model
     if encoder.is_encoder_decoder:
@@ -135,7 +153,13 @@ def _forward(
         )
         decoder_first = dec_out.last_hidden_state[:, 0]  # (b, d)
     hs = enc_out.hidden_states if need_hs else None
-    return {s.name: pool(s, enc_out.last_hidden_state, mask, hs, decoder_first) for s in specs}
+    last = enc_out.last_hidden_state  # (b, t, d)
+    return {
+        s.name: encoder.recipe.apply(last, mask, prompt_length)
+        if s.kind == MODEL_POOLING
+        else pool(s, last, mask, hs, decoder_first)
+        for s in specs
+    }
 
 
 def _check_config(config: EmbedConfig) -> None:
@@ -168,11 +192,11 @@ def encode_many(
     out = {} if cache is None else _read_cached(cache, encoder, specs, config, digest, n)
     todo = [s for s in specs if s.name not in out]
     if todo and n == 0:
-        out.update({s.name: np.zeros((0, encoder.hidden_size), np.float32) for s in todo})
+        out.update({s.name: np.zeros((0, encoder.output_dim(s)), np.float32) for s in todo})
     elif todo and cache is None:
         out.update(_encode_uncached(encoder, texts, todo, config, progress))
     elif todo:
-        with cache.lock(make_key("pass", encoder.fingerprint, config.max_length, digest)):
+        with cache.lock(make_key("pass", encoder.fingerprint, config.max_length, digest, config.prompt_text(encoder))):
             out.update(_encode_once(encoder, texts, todo, config, progress, cache, digest, companions))
     if progress is not None:
         progress(n, n)
@@ -190,13 +214,19 @@ def companion_poolings(encoder: Encoder, n: int) -> list[PoolingSpec]:
     if encoder.precision != "fp32":
         return []
     one = n * encoder.hidden_size * 4
-    specs = [s for s in pooling_specs(encoder.num_layers, encoder.is_encoder_decoder) if not s.needs_decoder]
+    every = pooling_specs(encoder.num_layers, encoder.is_encoder_decoder, encoder.has_recipe)
+    specs = [s for s in every if not s.needs_decoder]
     fits = max(0, COMPANION_BYTES // max(one, 1))
     return specs[:fits]
 
 
 def _entry_key(encoder: Encoder, name: str, config: EmbedConfig, digest: str) -> str:
-    return make_key("emb", encoder.fingerprint, name, config.max_length, digest)
+    """A cache entry's key: the model, the pooling (``model`` with its recipe's digest, so a changed Dense layer
+    is recomputed), the truncation, the texts and, when there is one, the prompt."""
+    if name == MODEL_POOLING and encoder.recipe is not None:
+        name = f"{name}@{encoder.recipe.digest}"
+    prompt = config.prompt_text(encoder)
+    return make_key("emb", encoder.fingerprint, name, config.max_length, digest, *([prompt] if prompt else []))
 
 
 def uncached_poolings(
@@ -219,7 +249,8 @@ def _read_cached(
     """name -> (n, d) float32 of the entries the cache holds and verifies (a damaged one is dropped)."""
     out = {}
     for s in specs:
-        hit = cache.get(_entry_key(encoder, s.name, config, digest), expected_rows=n, expected_cols=encoder.hidden_size)
+        key = _entry_key(encoder, s.name, config, digest)
+        hit = cache.get(key, expected_rows=n, expected_cols=encoder.output_dim(s))
         if hit is not None:
             out[s.name] = hit.astype(np.float32, copy=False)
     return out
@@ -260,14 +291,16 @@ def _encode_uncached(
     progress: ProgressFn | None,
 ) -> dict[str, np.ndarray]:
     n = len(texts)
-    ids, order = _tokenize_sorted(encoder, texts, config.max_length)
+    prompt = config.prompt_text(encoder)
+    ids, order = _tokenize_sorted(encoder, texts, config.max_length, prompt)
+    prompt_tokens = prompt_length(encoder.tokenizer, prompt)
     pad_id = encoder.tokenizer.pad_token_id or 0
     result = {s.name: np.empty((n, 0), np.float32) for s in specs}
 
     def run(batch: tuple[np.ndarray, torch.Tensor, torch.Tensor]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         idx, input_ids, mask = batch
         with torch.inference_mode():  # thread-local: set in the thread that runs the batch
-            pooled = _forward(encoder, specs, input_ids, mask)
+            pooled = _forward(encoder, specs, input_ids, mask, prompt_tokens)
             return idx, {name: vec.float().numpy() for name, vec in pooled.items()}  # name -> (b, d)
 
     done = 0

@@ -21,10 +21,13 @@ from isoscope.errors import InputError
 if TYPE_CHECKING:  # torch is imported where tensors are pooled, so parsing a mode stays cheap
     import torch
 
-PoolingName = Literal["cls", "mean", "max", "last2avg", "first_last_avg", "enc_first", "enc_mean", "encdec_first"]
+PoolingName = Literal[
+    "model", "cls", "mean", "max", "last2avg", "first_last_avg", "enc_first", "enc_mean", "encdec_first"
+]
+MODEL_POOLING = "model"  # the model's own recipe (isoscope.encode.recipe): a sentence-transformers model's head
 ENCODER_POOLING_MODES: tuple[str, ...] = ("cls", "mean", "max", "last2avg", "first_last_avg")
 T5_POOLING_MODES: tuple[str, ...] = ("enc_first", "enc_mean", "encdec_first")
-POOLING_MODES: tuple[str, ...] = ENCODER_POOLING_MODES + T5_POOLING_MODES
+POOLING_MODES: tuple[str, ...] = (MODEL_POOLING, *ENCODER_POOLING_MODES, *T5_POOLING_MODES)
 LAYER_PREFIX = "layer:"
 # On an encoder-decoder model ``cls`` and ``mean`` pool the encoder exactly as ``enc_first`` and ``enc_mean`` do
 # (``pool`` treats each pair alike), so ``pooling_choices`` offers each of those once, by its T5 name.
@@ -33,6 +36,8 @@ ENC_DEC_ALIASES: dict[str, str] = {"cls": "enc_first", "mean": "enc_mean"}
 
 # The one glossary of poolings: tooltips, captions and help texts are generated from it (``describe_pooling``).
 POOLING_DESCRIPTIONS: dict[str, str] = {
+    MODEL_POOLING: "the model's own recipe, as its authors run it (sentence-transformers' modules.json): its pooling, "
+    "then its Dense layers and normalisation, with its prompts",
     "cls": "the vector of the first token ([CLS]) of the last layer",
     "mean": "the average of the last layer's token vectors (padding left out): what sentence encoders are trained for",
     "max": "the largest value of each dimension over the last layer's token vectors",
@@ -75,14 +80,19 @@ class PoolingSpec:
     def needs_decoder(self) -> bool:
         return self.kind == "encdec_first"
 
-    def check(self, num_layers: int, is_encoder_decoder: bool = False) -> PoolingSpec:
-        """This pooling, when a model of ``num_layers`` layers (an encoder-decoder or not) has it; InputError
-        listing the model's choices otherwise."""
+    def check(self, num_layers: int, is_encoder_decoder: bool = False, has_recipe: bool = False) -> PoolingSpec:
+        """This pooling, when a model of ``num_layers`` layers (an encoder-decoder or not, with a recipe of its own
+        or not) has it; InputError listing the model's choices otherwise."""
+        if self.kind == MODEL_POOLING and not has_recipe:
+            raise InputError(
+                "pooling 'model' is a sentence-transformers model's own recipe (modules.json); this model has none: "
+                f"choose one of {', '.join(valid_pooling_modes(is_encoder_decoder))} or layer:K"
+            )
         if self.kind == "layer":
             if self.layer is None or not 0 <= self.layer <= num_layers:
                 raise InputError(f"pooling '{self.name}': K must be between 0 and {num_layers} for this model")
             return self
-        valid = valid_pooling_modes(is_encoder_decoder)
+        valid = valid_pooling_modes(is_encoder_decoder, has_recipe)
         if self.kind not in valid:
             hint = "" if is_encoder_decoder else " (enc_first, enc_mean and encdec_first need an encoder-decoder model)"
             raise InputError(f"unknown pooling '{self.name}'; choose one of {', '.join(valid)} or layer:K{hint}")
@@ -99,21 +109,24 @@ def layer_names(num_layers: int) -> list[str]:
     return [layer_pooling(k).name for k in range(num_layers + 1)]
 
 
-def valid_pooling_modes(is_encoder_decoder: bool = False) -> tuple[str, ...]:
-    """Names a model of this kind accepts (``layer:K`` comes on top)."""
-    return POOLING_MODES if is_encoder_decoder else ENCODER_POOLING_MODES
+def valid_pooling_modes(is_encoder_decoder: bool = False, has_recipe: bool = False) -> tuple[str, ...]:
+    """Names a model of this kind accepts (``layer:K`` comes on top): ``model`` first when it has a recipe."""
+    named = (*ENCODER_POOLING_MODES, *T5_POOLING_MODES) if is_encoder_decoder else ENCODER_POOLING_MODES
+    return (MODEL_POOLING, *named) if has_recipe else named
 
 
-def pooling_specs(num_layers: int, is_encoder_decoder: bool = False) -> list[PoolingSpec]:
-    """The one list of poolings a model offers (sidebar, pages, pooling explorer): its named modes, each once
-    (an encoder-decoder's ``cls``/``mean`` aliases left out), then ``layer:0`` .. ``layer:num_layers``."""
-    named = [m for m in valid_pooling_modes(is_encoder_decoder) if not (is_encoder_decoder and m in ENC_DEC_ALIASES)]
+def pooling_specs(num_layers: int, is_encoder_decoder: bool = False, has_recipe: bool = False) -> list[PoolingSpec]:
+    """The one list of poolings a model offers (sidebar, pages, pooling explorer): ``model`` when it has a recipe,
+    its named modes, each once (an encoder-decoder's ``cls``/``mean`` aliases left out), then ``layer:0`` ..
+    ``layer:num_layers``."""
+    valid = valid_pooling_modes(is_encoder_decoder, has_recipe)
+    named = [m for m in valid if not (is_encoder_decoder and m in ENC_DEC_ALIASES)]
     return [PoolingSpec(m) for m in named] + [layer_pooling(k) for k in range(num_layers + 1)]
 
 
-def pooling_choices(num_layers: int, is_encoder_decoder: bool = False) -> list[str]:
+def pooling_choices(num_layers: int, is_encoder_decoder: bool = False, has_recipe: bool = False) -> list[str]:
     """``pooling_specs`` by name."""
-    return [spec.name for spec in pooling_specs(num_layers, is_encoder_decoder)]
+    return [spec.name for spec in pooling_specs(num_layers, is_encoder_decoder, has_recipe)]
 
 
 def canonical_pooling(mode: str, is_encoder_decoder: bool = False) -> str:
@@ -123,7 +136,7 @@ def canonical_pooling(mode: str, is_encoder_decoder: bool = False) -> str:
 
 def pooling_help() -> str:
     """Every mode, for a help text: ``cls, mean, ..., layer:K, enc_first, ...``."""
-    return ", ".join([*ENCODER_POOLING_MODES, f"{LAYER_PREFIX}K", *T5_POOLING_MODES])
+    return ", ".join([MODEL_POOLING, *ENCODER_POOLING_MODES, f"{LAYER_PREFIX}K", *T5_POOLING_MODES])
 
 
 def parse_pooling(mode: str) -> PoolingSpec:
@@ -149,11 +162,15 @@ class PoolingModel(Protocol):
 
     num_layers: int
     is_encoder_decoder: bool
+    has_recipe: bool
 
 
 def default_pooling(model: PoolingModel) -> PoolingSpec:
-    """The one place that decides a model's pooling when none is asked for: ``mean`` (``enc_mean`` on an
-    encoder-decoder model), the pooling sentence encoders are trained for."""
+    """The one place that decides a model's pooling when none is asked for: ``model``, the model's own recipe,
+    when it has one (a sentence-transformers model, run as its authors run it); else ``mean`` (``enc_mean`` on
+    an encoder-decoder model), the pooling sentence encoders are trained for."""
+    if getattr(model, "has_recipe", False):
+        return PoolingSpec(MODEL_POOLING)
     return PoolingSpec(canonical_pooling("mean", model.is_encoder_decoder))
 
 
@@ -166,7 +183,7 @@ def resolve_pooling(pooling: Pooling, model: PoolingModel) -> PoolingSpec:
     if pooling is None:
         return default_pooling(model)
     spec = pooling if isinstance(pooling, PoolingSpec) else parse_pooling(pooling)
-    return spec.check(model.num_layers, model.is_encoder_decoder)
+    return spec.check(model.num_layers, model.is_encoder_decoder, getattr(model, "has_recipe", False))
 
 
 def masked_mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 MODULES_FILE = "modules.json"
 CARD_FILE = "config_sentence_transformers.json"
+TRANSFORMER_FILE = "sentence_bert_config.json"  # the Transformer module's max_seq_length and do_lower_case
 TRANSFORMER, POOLING, DENSE, NORMALIZE = "Transformer", "Pooling", "Dense", "Normalize"
 HEAD_KINDS: tuple[str, ...] = (POOLING, DENSE, NORMALIZE)  # what may follow the transformer
 MAX_CARD_BYTES = 1 << 20  # modules.json and the card are a few hundred bytes; anything this big is not one
@@ -55,6 +56,8 @@ class RecipeCard:
     prompts: dict[str, str] = field(default_factory=dict)
     default_prompt_name: str | None = None
     similarity_fn_name: str | None = None
+    max_seq_length: int | None = None  # the Transformer module's truncation (None: the tokenizer's own limit)
+    do_lower_case: bool = False
 
     @property
     def transformer_path(self) -> str:
@@ -128,7 +131,20 @@ def read_card(folder: str | Path) -> RecipeCard | None:
     if default is not None and default not in prompts:
         raise InputError(f"{folder / CARD_FILE}: default_prompt_name '{default}' is not one of its prompts")
     similarity = card.get("similarity_fn_name")
-    return RecipeCard(str(folder), modules, dict(prompts), default, similarity if isinstance(similarity, str) else None)
+    settings_file = folder / modules[0].path / TRANSFORMER_FILE
+    settings = _read_json(settings_file) if settings_file.is_file() else {}
+    settings = settings if isinstance(settings, dict) else {}
+    max_seq = settings.get("max_seq_length")
+    max_seq = max_seq if isinstance(max_seq, int) and not isinstance(max_seq, bool) and max_seq > 1 else None
+    return RecipeCard(
+        str(folder),
+        modules,
+        dict(prompts),
+        default,
+        similarity if isinstance(similarity, str) else None,
+        max_seq,
+        settings.get("do_lower_case") is True,
+    )
 
 
 def card_digest(folder: str | Path, card: RecipeCard) -> str:
