@@ -135,7 +135,9 @@ def _forward(
         )
         decoder_first = dec_out.last_hidden_state[:, 0]  # (b, d)
     hs = enc_out.hidden_states if need_hs else None
-    return {s.name: pool(s, enc_out.last_hidden_state, mask, hs, decoder_first) for s in specs}
+    return {
+        s.name: pool(s, enc_out.last_hidden_state, mask, hidden_states=hs, decoder_first=decoder_first) for s in specs
+    }
 
 
 def _check_config(config: EmbedConfig) -> None:
@@ -147,6 +149,7 @@ def encode_many(
     encoder: Encoder,
     texts: Sequence[str],
     poolings: Sequence[PoolingSpec | str],
+    *,
     config: EmbedConfig | None = None,
     progress: ProgressFn | None = None,
     cache: ArrayCache | None = None,
@@ -203,6 +206,7 @@ def uncached_poolings(
     encoder: Encoder,
     texts: Sequence[str],
     poolings: Sequence[PoolingSpec | str],
+    *,
     config: EmbedConfig,
     cache: ArrayCache,
 ) -> list[str]:
@@ -286,6 +290,7 @@ def encode(
     encoder: Encoder,
     texts: Sequence[str],
     pooling: Pooling = None,
+    *,
     config: EmbedConfig | None = None,
     progress: ProgressFn | None = None,
     cache: ArrayCache | None = None,
@@ -293,7 +298,7 @@ def encode(
     """Embed ``texts`` with one pooling (default: the model's, ``isoscope.encode.pooling.default_pooling``).
     Returns float32 (n, d)."""
     spec = resolve_pooling(pooling, encoder)
-    return encode_many(encoder, texts, [spec], config, progress, cache)[spec.name]
+    return encode_many(encoder, texts, [spec], config=config, progress=progress, cache=cache)[spec.name]
 
 
 @dataclass
@@ -308,6 +313,7 @@ def token_vectors(
     encoder: Encoder,
     texts: Sequence[str],
     layer: int = -1,
+    *,
     config: EmbedConfig | None = None,
     progress: ProgressFn | None = None,
 ) -> TokenVectors:
