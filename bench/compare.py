@@ -75,7 +75,9 @@ def bench_layers(n_texts: int) -> dict[str, object]:
     texts = stsb_sentences(n_texts)
     encoder = load_encoder()
     poolings = [f"layer:{i}" for i in range(encoder.num_layers + 1)]
-    embed_s, vectors = timed(lambda: encode_many(encoder, texts, poolings, EmbedConfig(), cache=None), "embed_layers")
+    embed_s, vectors = timed(
+        lambda: encode_many(encoder, texts, poolings, config=EmbedConfig(), cache=None), "embed_layers"
+    )
     layers = [vectors[p] for p in poolings]  # (n, 384) each
     self_s, same = timed(lambda: cka_matrix(layers), "cka_layers_self")
     copies = [layer.copy() for layer in layers]

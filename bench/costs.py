@@ -75,7 +75,7 @@ def embedding_cases(encoder, name: str, texts: list[str], sizes: list[int]) -> d
                 encoder, sub, ["mean"], max_length=MAX_LENGTH, rate=lambda h: rate, cache=cache, companions=True
             )
             start = time.perf_counter()
-            encode_many(encoder, sub, ["mean"], EmbedConfig(max_length=MAX_LENGTH), cache=cache, companions=True)
+            encode_many(encoder, sub, ["mean"], config=EmbedConfig(max_length=MAX_LENGTH), cache=cache, companions=True)
             measured = time.perf_counter() - start
             free = encode_costs.embed_texts_cost(
                 encoder, sub, ["mean"], max_length=MAX_LENGTH, rate=lambda h: rate, cache=cache, companions=True
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     fast = fastest_fp32_encoder(encoder)
     sizes = [1000, len(texts)]
     report.update(embedding_cases(fast, "fast", texts, sizes))
-    vectors = encode_many(fast, texts, ["mean"], EmbedConfig(max_length=MAX_LENGTH))["mean"]  # (n, 384)
+    vectors = encode_many(fast, texts, ["mean"], config=EmbedConfig(max_length=MAX_LENGTH))["mean"]  # (n, 384)
     report.update(flow_cases(vectors, [2000] if args.quick else [2000, len(texts)]))
     report.update(knn_cases(vectors, [len(texts)] if args.quick else [len(texts), 60_000]))
     report.update(int8_case(encoder))

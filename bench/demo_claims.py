@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     row = {t: i for i, t in enumerate(fit_texts)}
     pairs_vecs = {p: fit[p][[row[t] for t in pairs.texts]] for p in poolings}  # (2n, d)
     corpus_vecs = {p: fit[p][[row[t] for t in corpus.texts]] for p in poolings}  # (N, d)
-    tour = encode_many(encoder, list(TOUR_PAIR), ["cls", "mean"], config)
+    tour = encode_many(encoder, list(TOUR_PAIR), ["cls", "mean"], config=config)
     tour_cos = {p: round(float(cosines(v[:1], v[1:])[0]), 4) for p, v in tour.items()}
 
     grid, seconds["calibration_table"] = timed(calibration_grid, fit, pairs_vecs, gold, methods)

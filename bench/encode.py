@@ -98,17 +98,17 @@ def run(quick: bool, repeat: int, batch_size: int, max_length: int) -> dict[str,
     config = EmbedConfig(batch_size=batch_size, max_length=max_length)
 
     def ours() -> np.ndarray:
-        return encode(encoder, texts, "mean", config, cache=None)
+        return encode(encoder, texts, "mean", config=config, cache=None)
 
     def ours_int8() -> np.ndarray:
-        return encode(encoder8, texts, "mean", config, cache=None)
+        return encode(encoder8, texts, "mean", config=config, cache=None)
 
     def theirs() -> np.ndarray:
         return st.encode(texts, batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True)
 
     # warm-up (first-call allocations, thread pools) on a slice, not timed
-    encode(encoder, texts[:batch_size], "mean", config, cache=None)
-    encode(encoder8, texts[:batch_size], "mean", config, cache=None)
+    encode(encoder, texts[:batch_size], "mean", config=config, cache=None)
+    encode(encoder8, texts[:batch_size], "mean", config=config, cache=None)
     st.encode(texts[:batch_size], batch_size=batch_size, show_progress_bar=False)
 
     engines = [("ours", ours), ("theirs", theirs), ("ours_int8", ours_int8)]

@@ -198,7 +198,7 @@ def isoscope_engines(batch_size: int, max_length: int) -> tuple[list[Engine], di
     build_s = time.perf_counter() - start
 
     def run(enc) -> Embed:
-        return lambda texts: encode(enc, texts, "mean", config, cache=None)
+        return lambda texts: encode(enc, texts, "mean", config=config, cache=None)
 
     return [
         Engine("isoscope_torch_fp32", "Isoscope, torch fp32", run(torch_fp32)),

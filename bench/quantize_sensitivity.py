@@ -72,7 +72,9 @@ def run(quick: bool) -> dict[str, object]:
     for i, (name, config) in enumerate(groups(encoder.num_layers).items()):
         quantize_onnx(tmp / "fp32.onnx", tmp / f"{i}.onnx", config)
         model = (tmp / f"{i}.onnx").read_bytes()
-        score = spearman(onnx_encoder(encoder, lambda _kind, m=model: m, f"{encoder.fingerprint}+sens{i}", "int8"))
+        score = spearman(
+            onnx_encoder(encoder, lambda _kind, m=model: m, f"{encoder.fingerprint}+sens{i}", precision="int8")
+        )
         rows[name] = {"spearman": round(score, 2), "drop": round(base - score, 2)}
         logging.info("%-22s %.2f (drop %.2f)", name, score, base - score)
     return {

@@ -188,7 +188,7 @@ def run(quick: bool, repeat: int, only: list[str] | None) -> dict[str, object]:
             rows[name] = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
             log.warning("%s: %s", name, rows[name]["error"])
             continue
-        fns[name] = lambda t, enc=enc: encode(enc, t, "mean", config, cache=None)
+        fns[name] = lambda t, enc=enc: encode(enc, t, "mean", config=config, cache=None)
         start = time.perf_counter()
         fns[name](texts[:64])  # warm-up
         log.info("%s built in %.1f s, warm-up %.1f s", name, rows[name]["build_s"], time.perf_counter() - start)

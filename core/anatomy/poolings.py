@@ -176,7 +176,7 @@ def explore_poolings(
     positive = gold > POSITIVE_THRESHOLD  # (n,)
     modes = pooling_specs(encoder.num_layers, encoder.is_encoder_decoder)
     log.info("pooling explorer: %d pairs, %d unique sentences, %d poolings", n, len(texts), len(modes))
-    vectors = encode_many(encoder, texts, modes, config, progress, cache)  # name -> (u, d)
+    vectors = encode_many(encoder, texts, modes, config=config, progress=progress, cache=cache)  # name -> (u, d)
 
     rows = []
     for mode in modes:

@@ -242,7 +242,7 @@ def shrink_curve(
     def step(offset: int) -> ProgressFn | None:
         return None if progress is None else (lambda done, _: progress(offset + done, total))
 
-    full = encode(encoder, texts, pooling, config, step(0), cache)  # (u, d)
+    full = encode(encoder, texts, pooling, config=config, progress=step(0), cache=cache)  # (u, d)
     full_scores = _scores(full, index, n, gold)
     W = _as_float64(weight)  # (V, E), a copy: the table itself is swapped below
     spectrum = embedding_spectrum(W)
@@ -252,7 +252,9 @@ def shrink_curve(
         approx = low_rank(W, k, spectrum)  # (V, E)
         shrunk_encoder = dataclasses.replace(encoder, fingerprint=_rank_fingerprint(encoder.fingerprint, k))
         with swapped_input_embedding(encoder.model, approx):
-            X = encode(shrunk_encoder, texts, pooling, config, step(i * len(texts)), cache)  # (u, d)
+            X = encode(
+                shrunk_encoder, texts, pooling, config=config, progress=step(i * len(texts)), cache=cache
+            )  # (u, d)
         rows.append(
             {
                 "k": k,

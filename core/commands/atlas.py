@@ -81,7 +81,7 @@ def _given(args: argparse.Namespace, space: SpaceSpec):
     from isoscope.commands.common import vector_input
     from isoscope.errors import InputError
 
-    given = vector_input(args, space, args.input, "corpus")
+    given = vector_input(args, space, args.input, kind="corpus")
     assert given is not None
     if not given.has_texts:
         raise InputError(

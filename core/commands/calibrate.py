@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> dict:
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file; give a folder")
     space = space_from_args(args, "calibrate")
-    given = vector_input(args, space, args.input, "corpus")
+    given = vector_input(args, space, args.input, kind="corpus")
     if given is not None:
         from isoscope.evaluate.sts import fit_and_save_vectors
 

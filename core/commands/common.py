@@ -53,6 +53,7 @@ def pooling_option(text: str) -> PoolingSpec:
 
 def add_model_arguments(
     p: argparse.ArgumentParser,
+    *,
     pooling: bool = True,
     max_length: int = 256,
     batch_size: int = 64,
@@ -144,7 +145,9 @@ def endpoint_from_args(args: argparse.Namespace, model: str | None = None, base_
     from isoscope.encode.endpoints import endpoint_for
 
     return endpoint_for(
-        model or args.model, base_url or getattr(args, "base_url", None), getattr(args, "api_key_env", None)
+        model or args.model,
+        base_url=base_url or getattr(args, "base_url", None),
+        api_key_env=getattr(args, "api_key_env", None),
     )
 
 
@@ -165,7 +168,7 @@ def space_sources(args: argparse.Namespace) -> SourceReaders:
 
 
 def vector_input(
-    args: argparse.Namespace, space: SpaceSpec, source: str | None, kind: InputKind = "auto", desc: str = "embed"
+    args: argparse.Namespace, space: SpaceSpec, source: str | None, *, kind: InputKind = "auto", desc: str = "embed"
 ) -> VectorInput | None:
     """The texts and vectors of a vectors-file space (``isoscope.data.load_vector_input``, ``--text-column``) or of
     an endpoint (``source``'s texts through it, with a progress bar); None for a model this process runs."""
@@ -181,7 +184,7 @@ def vector_input(
     if source is None:
         raise InputError(f"--model {space.model} embeds texts: give --input")
     texts = load_input(source, kind, args.text_column)
-    vectors = embed_endpoint(endpoint, texts.texts, progress_bar(args, desc), endpoint_cache(args))
+    vectors = embed_endpoint(endpoint, texts.texts, progress=progress_bar(args, desc), cache=endpoint_cache(args))
     return VectorInput(texts, vectors, endpoint.name, endpoint.fingerprint)
 
 
@@ -249,7 +252,7 @@ def cache_from_args(args: argparse.Namespace) -> ArrayCache | None:
 
 
 def progress_bar(
-    args: argparse.Namespace, desc: str, unit: str = "text", postfix: str = "value"
+    args: argparse.Namespace, desc: str, unit: str = "text", *, postfix: str = "value"
 ) -> Callable[..., None]:
     """A (done, total[, value]) callback drawing a tqdm bar of ``unit`` on stderr (nothing with ``--quiet``).
 

@@ -211,7 +211,7 @@ def run(args: argparse.Namespace) -> dict:
             raise InputError("--out is required (a .npy file)")
         if args.engine == "ray" or args.chunk_size is not None:
             raise InputError("--vectors and endpoints are written whole: drop --engine ray and --chunk-size")
-        given = vector_input(args, space, args.input, "corpus")
+        given = vector_input(args, space, args.input, kind="corpus")
         assert given is not None
         origin = given.origin.to_dict() if given.origin is not None else None
         return _write(args, out, given.vectors, given.texts.warnings, {"source": given.name, "vectors": origin})
@@ -235,6 +235,11 @@ def run(args: argparse.Namespace) -> dict:
     corpus = load_corpus(args.input, text_column=args.text_column)
     encoder = encoder_for(args, space)
     vectors = encode(
-        encoder, corpus.texts, space.pooling, embed_config(args), progress_bar(args, "embed"), cache_from_args(args)
+        encoder,
+        corpus.texts,
+        space.pooling,
+        config=embed_config(args),
+        progress=progress_bar(args, "embed"),
+        cache=cache_from_args(args),
     )
     return _write(args, out, vectors, corpus.warnings)

@@ -141,7 +141,7 @@ def _run_vectors(args: argparse.Namespace, space: SpaceSpec) -> dict:
     if args.frequency not in (None, "none"):
         raise InputError("--frequency needs a model's token vectors; --vectors and endpoints have none")
     config = dataclasses.replace(config_from_args(args), frequency="none")
-    given = vector_input(args, space, args.input, args.kind)
+    given = vector_input(args, space, args.input, kind=args.kind)
     assert given is not None
     origin = given.origin.to_dict() if given.origin is not None else None
     report = analyse_vectors(

@@ -98,8 +98,12 @@ def _given(args: argparse.Namespace, space: SpaceSpec, pairs, corpus, calibrator
     from isoscope.encode.remote import embed_endpoint
 
     endpoint, store = endpoint_from_args(args, space.model, space.base_url or None), endpoint_cache(args)
-    both = embed_endpoint(endpoint, pairs.texts, progress_bar(args, "embed"), store)  # (2n, d)
-    fit = None if corpus is None else embed_endpoint(endpoint, corpus.texts, progress_bar(args, "embed corpus"), store)
+    both = embed_endpoint(endpoint, pairs.texts, progress=progress_bar(args, "embed"), cache=store)  # (2n, d)
+    fit = (
+        None
+        if corpus is None
+        else embed_endpoint(endpoint, corpus.texts, progress=progress_bar(args, "embed corpus"), cache=store)
+    )
     n = len(pairs)
     return sts_of_vectors(
         both[:n],

@@ -82,8 +82,8 @@ def _given_pairs(args: argparse.Namespace, space, pairs):
     both = embed_endpoint(
         endpoint_from_args(args, space.model, space.base_url or None),
         pairs.texts,
-        progress_bar(args, "embed pairs"),
-        endpoint_cache(args),
+        progress=progress_bar(args, "embed pairs"),
+        cache=endpoint_cache(args),
     )
     return SweepPairs(both[: len(pairs)], both[len(pairs) :], gold)
 
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> dict:
     pairs = load_pairs(args.pairs) if args.pairs else None
     if pairs is not None and pairs.scores is None:
         raise InputError(f"{pairs.name}: no score column; the Spearman column needs gold scores")
-    given = vector_input(args, space, args.input, "corpus")
+    given = vector_input(args, space, args.input, kind="corpus")
     if given is not None:
         if len(given) < 3:
             raise InputError(f"{given.name}: the sweep needs at least 3 texts, got {len(given)}")

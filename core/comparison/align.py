@@ -107,6 +107,7 @@ def aligned_maps(
     a: np.ndarray,
     b: np.ndarray,
     method: str = "pca",
+    *,
     max_points: int = MAP_POINTS,
     quality_points: int = QUALITY_POINTS,
     quality_k: int = QUALITY_K,

@@ -100,6 +100,7 @@ def compare_spaces(
     a: np.ndarray,
     b: np.ndarray,
     k: int = 10,
+    *,
     maps: bool = True,
     map_method: str = "pca",
     map_points: int = MAP_POINTS,
@@ -125,7 +126,7 @@ def compare_spaces(
     if maps:
         t = time.perf_counter()
         bar = progress(f"maps ({map_method})") if progress else None
-        amap = aligned_maps(a, b, map_method, map_points, seed=seed)
+        amap = aligned_maps(a, b, map_method, max_points=map_points, seed=seed)
         if bar is not None:
             bar(1, 1)
         seconds["maps"] = time.perf_counter() - t

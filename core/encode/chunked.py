@@ -221,7 +221,7 @@ def embed_to_npy(
                 continue
             if c >= num_chunks or len(texts) != _chunk_len(c, n, chunk_size):
                 raise InputError("the input changed while it was being embedded; run again")
-            vectors = encode(encoder, texts, plan.pooling, config)  # (m, d)
+            vectors = encode(encoder, texts, plan.pooling, config=config)  # (m, d)
             if part is None:
                 part = PartialNpy.create(partial_path(out), (n, vectors.shape[1]))
                 run.dim = int(vectors.shape[1])

@@ -72,9 +72,9 @@ def measure_throughput(
     config = EmbedConfig(max_length=max_length)
     texts = probe_texts(config.batch_tokens)
     n_tokens = token_count(encoder, texts, max_length, sample=None)
-    encode_many(encoder, texts[: len(PROBE_TEXTS)], poolings, config)  # warm-up: allocations, lazy kernels
+    encode_many(encoder, texts[: len(PROBE_TEXTS)], poolings, config=config)  # warm-up: allocations, lazy kernels
     start = time.perf_counter()
-    encode_many(encoder, texts, poolings, config)
+    encode_many(encoder, texts, poolings, config=config)
     seconds = max(time.perf_counter() - start, 1e-6)
     return Throughput(n_tokens / seconds, n_tokens, seconds)
 
@@ -114,7 +114,7 @@ def embed_texts_cost(
     companions: bool = False,
     tokens: Callable[[], int] | None = None,
 ) -> Cost:
-    """What ``encode_many(encoder, texts, poolings, ..., cache, companions)`` will cost: ``FREE`` when the cache
+    """What ``encode_many(encoder, texts, poolings, cache=..., companions=...)`` will cost: ``FREE`` when the cache
     holds every pooling asked for, or when the job is no bigger than a throughput probe; else one pass over the
     texts' tokens at ``rate(hidden)`` (``hidden``: the pass pools hidden states) and the arrays it writes.
     ``tokens``: the texts' token count when the caller keeps it (default: ``token_count``)."""
@@ -127,7 +127,7 @@ def embed_texts_cost(
     missing = (
         asked
         if cache is None
-        else [p for p in asked if p.name in uncached_poolings(encoder, texts, asked, config, cache)]
+        else [p for p in asked if p.name in uncached_poolings(encoder, texts, asked, config=config, cache=cache)]
     )
     if not missing:
         return FREE

@@ -157,7 +157,7 @@ def _forward(
     return {
         s.name: encoder.recipe.apply(last, mask, prompt_length)
         if s.kind == MODEL_POOLING
-        else pool(s, last, mask, hs, decoder_first)
+        else pool(s, last, mask, hidden_states=hs, decoder_first=decoder_first)
         for s in specs
     }
 
@@ -171,6 +171,7 @@ def encode_many(
     encoder: Encoder,
     texts: Sequence[str],
     poolings: Sequence[PoolingSpec | str],
+    *,
     config: EmbedConfig | None = None,
     progress: ProgressFn | None = None,
     cache: ArrayCache | None = None,
@@ -233,6 +234,7 @@ def uncached_poolings(
     encoder: Encoder,
     texts: Sequence[str],
     poolings: Sequence[PoolingSpec | str],
+    *,
     config: EmbedConfig,
     cache: ArrayCache,
 ) -> list[str]:
@@ -319,6 +321,7 @@ def encode(
     encoder: Encoder,
     texts: Sequence[str],
     pooling: Pooling = None,
+    *,
     config: EmbedConfig | None = None,
     progress: ProgressFn | None = None,
     cache: ArrayCache | None = None,
@@ -326,7 +329,7 @@ def encode(
     """Embed ``texts`` with one pooling (default: the model's, ``isoscope.encode.pooling.default_pooling``).
     Returns float32 (n, d)."""
     spec = resolve_pooling(pooling, encoder)
-    return encode_many(encoder, texts, [spec], config, progress, cache)[spec.name]
+    return encode_many(encoder, texts, [spec], config=config, progress=progress, cache=cache)[spec.name]
 
 
 @dataclass
@@ -341,6 +344,7 @@ def token_vectors(
     encoder: Encoder,
     texts: Sequence[str],
     layer: int = -1,
+    *,
     config: EmbedConfig | None = None,
     progress: ProgressFn | None = None,
 ) -> TokenVectors:

@@ -95,6 +95,7 @@ class Endpoint:
 
 def endpoint_for(
     model: str,
+    *,
     base_url: str | None = None,
     api_key_env: str | None = None,
     batch_size: int | None = None,

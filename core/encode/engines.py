@@ -91,7 +91,7 @@ def onnx_fp32_encoder(encoder: Encoder, cache_dir: Path | None = None) -> Encode
             log.info("exporting %s to ONNX (%s, fp32; once per model)", encoder.name, outputs)
             export_onnx(encoder, path, outputs)
 
-        return model_bytes(folder, fp32_key(encoder, outputs), build, "fp32 ONNX model")
+        return model_bytes(folder, fp32_key(encoder, outputs), build, what="fp32 ONNX model")
 
     def check(kind: str, body: OrtEncoderBody) -> None:
         err = probe_error(encoder, body, kind)
@@ -101,7 +101,7 @@ def onnx_fp32_encoder(encoder: Encoder, cache_dir: Path | None = None) -> Encode
                 f"its vectors differ from torch's by {err:.1e} (tolerance {FP32_ENGINE_TOLERANCE:.0e})"
             )
 
-    return onnx_encoder(encoder, source, encoder.fingerprint, "fp32", check)
+    return onnx_encoder(encoder, source, encoder.fingerprint, precision="fp32", check=check)
 
 
 def _on_cpu(encoder: Encoder) -> bool:

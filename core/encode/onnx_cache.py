@@ -101,7 +101,7 @@ def _build(folder: Path, key: str, build: BuildFn) -> bytes:
     return data
 
 
-def model_bytes(folder: Path, key: str, build: BuildFn, what: str = "ONNX model") -> bytes:
+def model_bytes(folder: Path, key: str, build: BuildFn, *, what: str = "ONNX model") -> bytes:
     """The verified bytes of the cached model ``key`` in ``folder``; built with ``build(path)`` when missing,
     and rebuilt with a warning when the cached copy fails verification."""
     model, side = paths(folder, key)

@@ -127,6 +127,7 @@ class OrtEncoderBody(torch.nn.Module):
         source: SourceFn,
         config: object,
         input_embeddings: torch.nn.Module,
+        *,
         check: CheckFn | None = None,
         fallback: torch.nn.Module | None = None,
     ) -> None:
@@ -219,6 +220,7 @@ def onnx_encoder(
     encoder: Encoder,
     source: SourceFn,
     fingerprint: str,
+    *,
     precision: str,
     check: CheckFn | None = None,
 ) -> Encoder:
@@ -227,7 +229,7 @@ def onnx_encoder(
     fails it falls back to the torch body."""
     fp32 = encoder.model
     fallback = encoder_body(fp32, encoder.is_encoder_decoder) if check is not None else None
-    body = OrtEncoderBody(source, fp32.config, fp32.get_input_embeddings(), check, fallback)
+    body = OrtEncoderBody(source, fp32.config, fp32.get_input_embeddings(), check=check, fallback=fallback)
     model = OrtSeq2Seq(body, fp32) if encoder.is_encoder_decoder else body
     model.eval()
     return dataclasses.replace(encoder, model=model, fingerprint=fingerprint, precision=precision, engine="onnx")

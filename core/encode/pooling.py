@@ -204,6 +204,7 @@ def pool(
     spec: PoolingSpec,
     last_hidden: torch.Tensor,
     mask: torch.Tensor,
+    *,
     hidden_states: tuple[torch.Tensor, ...] | None = None,
     decoder_first: torch.Tensor | None = None,
 ) -> torch.Tensor:

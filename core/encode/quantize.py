@@ -152,7 +152,7 @@ def int8_built(encoder: Encoder, config: Int8Config = DEFAULT_CONFIG, cache_dir:
 
 
 def build_int8_onnx(
-    encoder: Encoder, config: Int8Config = DEFAULT_CONFIG, cache_dir: Path | None = None, outputs: str = "last"
+    encoder: Encoder, config: Int8Config = DEFAULT_CONFIG, *, cache_dir: Path | None = None, outputs: str = "last"
 ) -> bytes:
     """The verified bytes of the int8 ONNX model of ``encoder`` (export ``outputs``): read from the cache, or
     exported, quantised and written atomically (with its SHA-256 sidecar)."""
@@ -166,7 +166,7 @@ def build_int8_onnx(
         if kept:
             log.info("int8: kept in fp32: %s", ", ".join(kept))
 
-    return model_bytes(folder, int8_key(encoder, config, outputs), build, "int8 model")
+    return model_bytes(folder, int8_key(encoder, config, outputs), build, what="int8 model")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -184,12 +184,14 @@ def quantize_encoder(encoder: Encoder, config: Int8Config = DEFAULT_CONFIG, cach
     if fingerprint in _MEMO:
         _MEMO.move_to_end(fingerprint)
         return _MEMO[fingerprint]
-    build_int8_onnx(encoder, config, cache_dir, "last")  # the export every default pooling needs, built now
+    build_int8_onnx(
+        encoder, config, cache_dir=cache_dir, outputs="last"
+    )  # the export every default pooling needs, built now
 
     def source(outputs: str) -> bytes:
-        return build_int8_onnx(encoder, config, cache_dir, outputs)
+        return build_int8_onnx(encoder, config, cache_dir=cache_dir, outputs=outputs)
 
-    int8 = onnx_encoder(encoder, source, fingerprint, "int8")
+    int8 = onnx_encoder(encoder, source, fingerprint, precision="int8")
     _MEMO[fingerprint] = int8
     while len(_MEMO) > MEMO_SIZE:
         _MEMO.popitem(last=False)

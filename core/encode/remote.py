@@ -443,6 +443,7 @@ def fetch_batch(
     endpoint: Endpoint,
     texts: Sequence[str],
     key: str | None,
+    *,
     timeout: float = 60.0,
     retries: int = 6,
     sleep: Callable[[float], None] = time.sleep,
@@ -458,8 +459,12 @@ def fetch_batch(
                     f"{endpoint.name}: the server finds one text too large ({exc}); shorten the texts"
                 ) from None
             half = len(texts) // 2
-            a = fetch_batch(endpoint, texts[:half], key, timeout, retries, sleep, deadline)
-            b = fetch_batch(endpoint, texts[half:], key, timeout, retries, sleep, deadline)
+            a = fetch_batch(
+                endpoint, texts[:half], key, timeout=timeout, retries=retries, sleep=sleep, deadline=deadline
+            )
+            b = fetch_batch(
+                endpoint, texts[half:], key, timeout=timeout, retries=retries, sleep=sleep, deadline=deadline
+            )
             return np.concatenate([a, b])
         except _Retry as exc:
             if attempt == retries:
@@ -476,6 +481,7 @@ def fetch_batch(
 def embed_endpoint(
     endpoint: Endpoint,
     texts: Sequence[str],
+    *,
     progress: ProgressFn | None = None,
     cache: EndpointCache | None = None,
     timeout: float = 60.0,
@@ -509,7 +515,9 @@ def embed_endpoint(
         progress(len(done), total)
     expected = next(iter(dims)) if len(dims) == 1 else endpoint.dimensions
     for batch in _batches(todo, endpoint.batch_size, MAX_REQUEST_CHARS):
-        vecs = fetch_batch(endpoint, batch, key, timeout, retries, sleep, deadline)  # (b, d)
+        vecs = fetch_batch(
+            endpoint, batch, key, timeout=timeout, retries=retries, sleep=sleep, deadline=deadline
+        )  # (b, d)
         if expected is not None and vecs.shape[1] != expected:
             raise InputError(
                 f"{endpoint.name}: the server returned {vecs.shape[1]}-dimensional vectors where {expected} were "

@@ -95,7 +95,7 @@ class ShardEmbedder:
         rows, dims = [], []
         for shard, start, texts in zip(batch["shard"], batch["start"], batch["texts"], strict=True):
             texts = [str(t) for t in texts]
-            vectors = encode(self.encoder, texts, self.pooling, self.config)  # (m, d)
+            vectors = encode(self.encoder, texts, self.pooling, config=self.config)  # (m, d)
             ids = np.arange(int(start), int(start) + len(texts), dtype=np.int64)  # (m,)
             write_shard(self.shard_dir, int(shard), ids=ids, vectors=vectors)
             rows.append(len(texts))

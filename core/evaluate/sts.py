@@ -185,11 +185,15 @@ def sts_report(
         check_fit_corpus(fit_corpus)
     pooling = resolve_pooling(pooling, encoder)
     stage = progress or (lambda _: None)
-    vectors = encode(encoder, pairs.texts, pooling, embed_config, stage("embed"), cache)  # (2n, d)
+    vectors = encode(
+        encoder, pairs.texts, pooling, config=embed_config, progress=stage("embed"), cache=cache
+    )  # (2n, d)
     n = len(pairs)
     fit_vectors: np.ndarray | None = None
     if fit_corpus is not None:
-        fit_vectors = encode(encoder, fit_corpus.texts, pooling, embed_config, stage("embed corpus"), cache)
+        fit_vectors = encode(
+            encoder, fit_corpus.texts, pooling, config=embed_config, progress=stage("embed corpus"), cache=cache
+        )
     fit_on = None if fit_corpus is None else (fit_corpus.name, fit_corpus.warnings)
     return sts_of_vectors(
         vectors[:n],
@@ -287,7 +291,9 @@ def fit_and_save(
     pooling = resolve_pooling(pooling, encoder)
     embed_config = embed_config or EmbedConfig()
     stage = progress or (lambda _: None)
-    vectors = encode(encoder, corpus.texts, pooling, embed_config, stage("embed"), cache)  # (n, d)
+    vectors = encode(
+        encoder, corpus.texts, pooling, config=embed_config, progress=stage("embed"), cache=cache
+    )  # (n, d)
     space = {"model": encoder.name, "model_fingerprint": encoder.fingerprint, "pooling": pooling.name}
     space["max_length"] = embed_config.max_length
     return fit_and_save_vectors(

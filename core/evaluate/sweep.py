@@ -328,10 +328,10 @@ def encode_for_sweep(
     def part(offset: int) -> ProgressFn | None:
         return None if progress is None else (lambda done, _t: progress(offset + done, total))
 
-    full = encode(encoder, items, pooling, config, part(0), cache)  # (n + 2m, d)
+    full = encode(encoder, items, pooling, config=config, progress=part(0), cache=cache)  # (n + 2m, d)
     full8 = None
     if with_int8:
-        full8 = encode(quantize_encoder(encoder), items, pooling, config, part(len(items)), cache)
+        full8 = encode(quantize_encoder(encoder), items, pooling, config=config, progress=part(len(items)), cache=cache)
     swept_pairs = None
     if pairs is not None:
         m = len(pairs)

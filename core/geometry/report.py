@@ -201,7 +201,7 @@ def analyse_geometry(
     pooling = resolve_pooling(config.pooling, encoder)
     layers = [layer_pooling(k) for k in range(encoder.num_layers + 1)] if config.layers else []
     poolings = [pooling, *(layer for layer in layers if layer != pooling)]
-    vectors = encode_many(encoder, texts.texts, poolings, embed_config, stage("embed"), cache)
+    vectors = encode_many(encoder, texts.texts, poolings, config=embed_config, progress=stage("embed"), cache=cache)
     X = vectors[pooling.name]  # (n, d)
     report = _measure(X, texts, config, stage, encoder.name, pooling.name)
     if config.layers:

@@ -82,7 +82,7 @@ class SourceReaders:
             return self.endpoints(spec)
         from isoscope.encode.endpoints import endpoint_for
 
-        return endpoint_for(spec.model, spec.base_url or None)
+        return endpoint_for(spec.model, base_url=spec.base_url or None)
 
 
 def check_pooling(spec: SpaceSpec, encoder: Encoder, which: str = "") -> PoolingSpec:
@@ -138,12 +138,13 @@ def _given(
     if store is None and cache is not None:
         store = EndpointCache(cache.root.parent / "endpoints.sqlite")
     bar = progress(f"embed {endpoint.name}") if progress else None
-    return _Given(embed_endpoint(endpoint, texts, bar, store), endpoint.name, endpoint.fingerprint)
+    return _Given(embed_endpoint(endpoint, texts, progress=bar, cache=store), endpoint.name, endpoint.fingerprint)
 
 
 def build_spaces(
     specs: Sequence[SpaceSpec],
     texts: Sequence[str],
+    *,
     layers: bool = False,
     loader: Loader | None = None,
     config=None,
@@ -189,7 +190,9 @@ def build_spaces(
         asked = sorted({s.pooling for s in resolved.values() if s.encoder_key == key}, key=lambda p: p.name)
         stack = [layer_pooling(k) for k in range(enc.num_layers + 1)] if layers else []
         bar = progress(f"embed {enc.name}") if progress else None
-        pooled[key] = encode_many(enc, texts, list(dict.fromkeys([*asked, *stack])), config, bar, cache)
+        pooled[key] = encode_many(
+            enc, texts, list(dict.fromkeys([*asked, *stack])), config=config, progress=bar, cache=cache
+        )
     max_length = (config or EmbedConfig()).max_length
     out = []
     for spec in specs:

@@ -1,7 +1,7 @@
 """Isoscope in a notebook: a space you hold, its measures as methods, cards, a map widget and a one-file report.
 
 import isoscope
-space = isoscope.embed(texts)                      # or isoscope.Space(vectors, texts, metadata, name)
+space = isoscope.embed(texts)                      # or isoscope.Space(vectors, texts, metadata, name=...)
 space.geometry(); white = space.calibrate("whitening"); isoscope.compare(space, white)
 space.map(color="topic"); space.report("report.html")
 

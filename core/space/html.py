@@ -63,7 +63,12 @@ def _svg(width: int, height: int, body: str, label: str) -> str:
 
 
 def line_svg(
-    series: dict[str, Sequence[float]], width: int = 220, height: int = 70, log: bool = False, label: str = "spectrum"
+    series: dict[str, Sequence[float]],
+    *,
+    width: int = 220,
+    height: int = 70,
+    log: bool = False,
+    label: str = "spectrum",
 ) -> str:
     """One polyline per named series (same x positions 0..m-1), on a shared y axis (log10 when ``log``)."""
     clean = {}
@@ -89,6 +94,7 @@ def scatter_svg(
     x: np.ndarray,
     y: np.ndarray,
     groups: np.ndarray | None = None,
+    *,
     width: int = 220,
     height: int = 160,
     label: str = "scatter",
@@ -109,7 +115,7 @@ def scatter_svg(
     return _svg(width, height, "".join(body), label)
 
 
-def bars_svg(values: Sequence[float], width: int = 220, height: int = 70, label: str = "bars") -> str:
+def bars_svg(values: Sequence[float], *, width: int = 220, height: int = 70, label: str = "bars") -> str:
     """Vertical bars of ``values`` (>= 0), left to right."""
     v = np.asarray(values, np.float64)
     top = float(np.nanmax(v)) if len(v) and np.nanmax(v) > 0 else 1.0

@@ -14,7 +14,7 @@ Callback = Callable[..., None]  # (done, total[, value])
 
 
 def progress_callback(
-    desc: str, unit: str = "text", postfix: str = "value", enabled: bool = True, file: IO[str] | None = None
+    desc: str, unit: str = "text", postfix: str = "value", *, enabled: bool = True, file: IO[str] | None = None
 ) -> Callback | None:
     """A (done, total[, value]) callback drawing a bar of ``unit``; None when not ``enabled`` (no bar at all).
 

@@ -149,7 +149,7 @@ def as_matrix(x: Any, name: str = "vectors") -> np.ndarray:
     return checked_matrix(arr, name)  # (n, d)
 
 
-def as_texts(texts: Any, n: int | None, name: str = "texts", warnings: list[str] | None = None) -> list[str] | None:
+def as_texts(texts: Any, n: int | None, *, name: str = "texts", warnings: list[str] | None = None) -> list[str] | None:
     """Texts as a list of str (``n`` of them when ``n`` is given), lone surrogates replaced (``decoded``); None
     stays None."""
     if texts is None:
@@ -297,7 +297,9 @@ class Embedding:
         }
 
 
-def make_embedding(encoder: Encoder, pooling: Pooling = None, max_length: int = 256, batch_size: int = 64) -> Embedding:
+def make_embedding(
+    encoder: Encoder, pooling: Pooling = None, *, max_length: int = 256, batch_size: int = 64
+) -> Embedding:
     """The embedding settings, checked: a pooling the model offers (None: the model's default),
     ``max_length >= 2``, ``batch_size >= 1``."""
     from isoscope.encode.pooling import resolve_pooling
@@ -327,6 +329,7 @@ def embed_with(
     embedding: Embedding,
     texts: Sequence[str],
     poolings: Sequence[PoolingSpec] | None = None,
+    *,
     cache: ArrayCache | None = None,
     progress: bool = True,
 ) -> dict[str, np.ndarray]:
@@ -337,4 +340,6 @@ def embed_with(
 
     names = list(poolings or [embedding.pooling])
     bar = progress_callback(f"embedding with {embedding.encoder.name}", "text", enabled=progress and len(texts) > 0)
-    return encode_many(embedding.encoder, list(texts), names, embedding.config, bar, cache, companions=True)
+    return encode_many(
+        embedding.encoder, list(texts), names, config=embedding.config, progress=bar, cache=cache, companions=True
+    )

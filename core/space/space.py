@@ -51,8 +51,8 @@ class Space:
         vectors: Any,
         texts: Sequence[str] | None = None,
         metadata: Any = None,
-        name: str | None = None,
         *,
+        name: str | None = None,
         cache: bool | str | ArrayCache = True,
     ) -> None:
         array = sources.as_matrix(vectors)
@@ -90,10 +90,10 @@ class Space:
         cls,
         source: str | Path,
         column: str | None = None,
+        *,
         text_column: str | None = None,
         texts: str | Path | None = None,
         name: str | None = None,
-        *,
         cache: bool | str | ArrayCache = True,
     ) -> Space:
         """Vectors computed elsewhere, read by the bounded loader ``isoscope.data.load_vector_file``: ``.npy``,
@@ -104,7 +104,7 @@ class Space:
         from isoscope.data import load_vector_file
 
         table = load_vector_file(source, column=column, text_column=text_column, texts=texts)
-        space = cls(table.vectors, table.texts, table.meta, name or table.name, cache=cache)
+        space = cls(table.vectors, table.texts, table.meta, name=name or table.name, cache=cache)
         space.origin = {"source": "file", "path": table.name, **table.origin.to_dict()}
         space.origin["fingerprint"] = table.origin.fingerprint
         space.warnings = list(table.warnings)
@@ -243,7 +243,7 @@ class Space:
             from isoscope.encode.pooling import layer_pooling
 
             layers = [layer_pooling(k) for k in range(self.embedding.encoder.num_layers + 1)]
-            out = sources.embed_with(self.embedding, self.texts, layers, self._cache, progress)
+            out = sources.embed_with(self.embedding, self.texts, layers, cache=self._cache, progress=progress)
             self._memo["layers"] = [out[layer.name] for layer in layers]
         return self._memo["layers"]
 
@@ -289,7 +289,9 @@ class Space:
             fitted = False
         warnings = []
         if not fitted:
-            bar = progress_callback(f"fitting {cal.method}", "epoch", "bits_per_dim", progress and "flow" in cal.method)
+            bar = progress_callback(
+                f"fitting {cal.method}", "epoch", "bits_per_dim", enabled=progress and "flow" in cal.method
+            )
             fit_timed(cal, self.vectors, bar)
             if warning := fit_size_warning(cal, *self.shape):
                 log.warning("%s", warning)
@@ -351,7 +353,9 @@ class Space:
         got = sts_evaluate(V[:m], V[m:], p.scores)  # the cosines and their sts_scores
         return STSResult(self.label, got["spearman"], got["pearson"], got["cosine"], np.asarray(p.scores), p.name)
 
-    def sweep(self, pairs: Any = None, dims: Sequence[int] | None = None, k: int = 10, int8_model: bool | None = None):
+    def sweep(
+        self, pairs: Any = None, *, dims: Sequence[int] | None = None, k: int = 10, int8_model: bool | None = None
+    ):
         """Geometry, overlap@k with this space and STS as the vectors shrink (``isoscope.evaluate.sweep.run_sweep``):
         fp32, int8 and binary codes, the first K dimensions, PCA to K. ``int8_model`` adds the int8 model's
         vectors (default: when the space comes straight from a model, like ``isoscope sweep``)."""
@@ -389,7 +393,7 @@ class Space:
         return SweepReport(result, self.label)
 
     def project(
-        self, method: str = "umap", n_components: int = 2, seed: int = 0, max_points: int | None = None
+        self, method: str = "umap", *, n_components: int = 2, seed: int = 0, max_points: int | None = None
     ) -> Projection:
         """A 2-D/3-D map (``isoscope.neighbours.projection.project``: pca, umap, tsne) of every row, or of a seeded
         sample of ``max_points`` rows; UMAP and t-SNE maps are cached on disk with the embeddings."""
@@ -492,8 +496,8 @@ def embed(
     texts: Any,
     model: Any = None,
     pooling: str | None = None,
-    precision: str = "fp32",
     *,
+    precision: str = "fp32",
     metadata: Any = None,
     name: str | None = None,
     max_length: int = 256,
@@ -522,10 +526,10 @@ def embed(
     if len(items) < sources.MIN_ROWS:
         raise InputError(f"need at least {sources.MIN_ROWS} texts to make a space, got {len(items)}")
     encoder = sources.load_model(model, precision)
-    embedding = sources.make_embedding(encoder, pooling, max_length, batch_size)
+    embedding = sources.make_embedding(encoder, pooling, max_length=max_length, batch_size=batch_size)
     store = sources.as_cache(cache)
     X = sources.embed_with(embedding, items, cache=store, progress=progress)[embedding.pooling.name]  # (n, d)
-    space = Space(X, items, metadata, name or f"{encoder.name} · {embedding.pooling}", cache=False)
+    space = Space(X, items, metadata, name=name or f"{encoder.name} · {embedding.pooling}", cache=False)
     space.embedding, space.origin, space._cache = embedding, {"source": "model"}, store
     space.warnings = [*(getattr(texts, "warnings", []) or []), *decoding, *space.warnings]
     return space

@@ -60,7 +60,7 @@ def jscatter() -> Any:
     return module
 
 
-def colour_values(space: Space, color: str | None, other: Space | None = None, k: int = 10):
+def colour_values(space: Space, color: str | None, other: Space | None = None, *, k: int = 10):
     """(values (n,) or None, name, categorical) for ``color`` (module docstring); InputError for an unknown one."""
     from isoscope.space.figures import meta_colours
 
@@ -211,12 +211,13 @@ def _coordinates(space: Space, method: str, coords: Any, seed: int) -> np.ndarra
         return xy
     if method == "auto":
         method = "umap" if len(space) <= AUTO_UMAP_ROWS else "pca"
-    return space.project(method, 2, seed).coords
+    return space.project(method, n_components=2, seed=seed).coords
 
 
 def space_map(
     space: Space,
     color: str | None = None,
+    *,
     method: str = "auto",
     coords: Any = None,
     other: Space | None = None,
@@ -229,7 +230,7 @@ def space_map(
     ``Projection``), coloured by ``color`` (a metadata column, or norm, length, hubness, overlap with ``other``)."""
     jscatter()  # the one-line hint before any work
     xy = _coordinates(space, method, coords, seed)  # (n, 2)
-    values, name, categorical = colour_values(space, color, other, k)
+    values, name, categorical = colour_values(space, color, other, k=k)
     rows = np.arange(len(space), dtype=np.int64)
     frame = _frame(space, xy, rows, values, name)
     return SpaceMap(_scatter(frame, name, categorical, height, point_size), space, rows)
@@ -256,7 +257,7 @@ class LinkedMaps:
 
 
 def comparison_maps(
-    comparison: Comparison, color: str | None = "overlap", height: int = 420, point_size: float | None = None
+    comparison: Comparison, color: str | None = "overlap", *, height: int = 420, point_size: float | None = None
 ) -> LinkedMaps:
     """``comparison``'s Procrustes-aligned 2-D maps (``isoscope.comparison.aligned_maps``) side by side, linked;
     colour ``overlap`` (each text's overlap@k), a metadata column of A, or another measure of each space."""
@@ -273,7 +274,7 @@ def comparison_maps(
         if color == "overlap":
             values, name, categorical = comparison.overlap, f"overlap@{comparison.k}", False
         else:
-            values, name, categorical = colour_values(space, color, None, comparison.k)
+            values, name, categorical = colour_values(space, color, None, k=comparison.k)
         scatter = _scatter(_frame(space, np.asarray(xy), rows, values, name), name, categorical, height, point_size)
         scatter.x("x", scale=(float(lo[0]), float(hi[0])))
         scatter.y("y", scale=(float(lo[1]), float(hi[1])))

@@ -80,7 +80,13 @@ def _embed(model: str, init: str, seed: int, items: Texts, poolings: tuple[str, 
 
     try:
         return encode_many(
-            enc, items.items, poolings, EmbedConfig(max_length=max_length), progress, ArrayCache(), companions=True
+            enc,
+            items.items,
+            poolings,
+            config=EmbedConfig(max_length=max_length),
+            progress=progress,
+            cache=ArrayCache(),
+            companions=True,
         )
     finally:
         bar.empty()
@@ -128,7 +134,16 @@ def comparison(a: Vectors, b: Vectors, k: int, map_method: str, map_points: int)
 
     try:
         same = a.key == b.key
-        return compare_spaces(a.array, a.array if same else b.array, k, True, map_method, map_points, 0, stage)
+        return compare_spaces(
+            a.array,
+            a.array if same else b.array,
+            k,
+            maps=True,
+            map_method=map_method,
+            map_points=map_points,
+            seed=0,
+            progress=stage,
+        )
     finally:
         bar.empty()
 

@@ -42,7 +42,9 @@ def _embed_many(model: str, items: Texts, poolings: tuple[str, ...], max_length:
 
     try:
         config = EmbedConfig(max_length=max_length)
-        return encode_many(enc, items.items, poolings, config, progress, ArrayCache(), companions=True)
+        return encode_many(
+            enc, items.items, poolings, config=config, progress=progress, cache=ArrayCache(), companions=True
+        )
     finally:
         bar.empty()
 

@@ -266,11 +266,22 @@ ranges = figures.map_ranges(maps.a, maps.b)
 hover = [ui.plot_text(texts[i]) for i in rows]
 ma, mb = st.columns(2)
 with ma:
-    fig = figures.map_figure(maps.a, hover, f"A ({method.upper()})", colour, categorical, k, ranges)
+    fig = figures.map_figure(
+        maps.a, hover, f"A ({method.upper()})", colour=colour, categorical=categorical, k=k, ranges=ranges
+    )
     ui.chart(fig, "compare_map_a")
 with mb:
     title = f"B aligned onto A ({method.upper()})"
-    fig = figures.map_figure(maps.b, hover, title, colour, categorical, k, ranges, maps.a if arrows else None)
+    fig = figures.map_figure(
+        maps.b,
+        hover,
+        title,
+        colour=colour,
+        categorical=categorical,
+        k=k,
+        ranges=ranges,
+        lines=maps.a if arrows else None,
+    )
     ui.chart(fig, "compare_map_b")
 q = maps.quality
 st.caption(

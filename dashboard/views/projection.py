@@ -118,7 +118,14 @@ if method == "precomputed":
     st.caption("Precomputed coordinates from the x/y columns: one map (calibration does not apply to them).")
     hover = [ui.plot_text(texts[i]) for i in rows]
     fig = figures.map_figure(
-        xyz[rows, :dims], rows, hover, "precomputed coordinates", colour, categorical, hits, colour_by
+        xyz[rows, :dims],
+        rows,
+        hover,
+        title="precomputed coordinates",
+        colour=colour,
+        categorical=categorical,
+        hits=hits,
+        colour_name=colour_by,
     )
     selected["precomputed"] = show_map(fig, f"projection_xy_{dims}d", dims)
 else:
@@ -135,7 +142,16 @@ else:
                 ui.user_error(exc)
                 continue
             hover = [ui.plot_text(texts[i]) for i in rows]
-            fig = figures.map_figure(coords, rows, hover, f"{label} · {title}", colour, categorical, hits, colour_by)
+            fig = figures.map_figure(
+                coords,
+                rows,
+                hover,
+                title=f"{label} · {title}",
+                colour=colour,
+                categorical=categorical,
+                hits=hits,
+                colour_name=colour_by,
+            )
             selected[space_name] = show_map(fig, f"projection_{space_name}_{method}_{dims}d", dims)
 if dims == 3:
     st.caption("Drag to rotate. Region selection works on the 2-D maps.")

@@ -51,7 +51,9 @@ def test_cls_vs_mean_matches_core_and_shows_both_lists(app: AppTest, encoder, no
     assert not at.error, [e.value for e in at.error]
     assert at.selectbox(key="cmp_preset").value == "CLS vs mean"
     texts = list(dict.fromkeys(load_corpus(DEMO_CORPUS).texts))
-    vec = encode_many(encoder, texts, ["cls", "mean"], EmbedConfig(max_length=128), cache=ArrayCache())  # sidebar's
+    vec = encode_many(
+        encoder, texts, ["cls", "mean"], config=EmbedConfig(max_length=128), cache=ArrayCache()
+    )  # sidebar's
     want = compare_spaces(vec["cls"], vec["mean"], k=10, maps=False)
     shown = metrics(at)
     assert float(shown["CKA (linear)"]) == pytest.approx(want.cka_linear, abs=6e-4)

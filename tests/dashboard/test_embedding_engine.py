@@ -25,7 +25,7 @@ def test_the_app_embeds_on_onnx_runtime_within_the_fp32_tolerance(tmp_cache) -> 
     got = embeddings.embed_many("", TEXTS, ["mean", "layer:3"], 128)
     torch_fp32 = load_encoder()
     for pooling, vectors in got.items():
-        want = encode(torch_fp32, TEXTS, pooling, EmbedConfig(max_length=128))  # (4, 384)
+        want = encode(torch_fp32, TEXTS, pooling, config=EmbedConfig(max_length=128))  # (4, 384)
         rel = np.linalg.norm(vectors.array - want, axis=1) / np.linalg.norm(want, axis=1)
         assert rel.max() <= FP32_ENGINE_TOLERANCE, pooling
 

@@ -83,7 +83,7 @@ def test_uploaded_vectors_and_a_bad_npy(app: AppTest, encoder) -> None:
         "Shares fell sharply after the profit warning.",
     ]
     topics = ["sports"] * 3 + ["cooking"] * 3 + ["finance"] * 2
-    vectors = encode(encoder, texts, "mean", EmbedConfig(max_length=128))  # (8, 384)
+    vectors = encode(encoder, texts, "mean", config=EmbedConfig(max_length=128))  # (8, 384)
     meta = pd.DataFrame({"text": texts, "topic": topics}).to_csv(index=False).encode()
 
     at = open_page(app, "neighbours")

@@ -187,7 +187,9 @@ def test_compare_the_models_own_vectors_with_the_model(tmp_path, monkeypatch, en
 
     corpus = load_corpus(DEMO_CORPUS)
     texts = list(dict.fromkeys(corpus.texts))[:120]
-    X = encode_many(encoder, texts, ("mean",), EmbedConfig(max_length=128), None, ArrayCache())["mean"]
+    X = encode_many(encoder, texts, ("mean",), config=EmbedConfig(max_length=128), progress=None, cache=ArrayCache())[
+        "mean"
+    ]
     path = tmp_path / "own.parquet"
     write_vectors(path, X, texts)
     at = launched_app(monkeypatch, tmp_path, path)

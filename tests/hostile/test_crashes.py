@@ -157,7 +157,9 @@ def test_a_space_with_lone_surrogates_reports_and_shows_its_card(tmp_path, caplo
 
     rng = np.random.default_rng(0)
     texts = [f"text {i} \ud83d half an emoji" if i % 7 == 0 else f"text {i}" for i in range(40)]
-    space = isoscope.Space(rng.normal(size=(40, 8)).astype(np.float32), texts, {"tag": ["a\udc00"] * 40}, "sp\ud800ce")
+    space = isoscope.Space(
+        rng.normal(size=(40, 8)).astype(np.float32), texts, {"tag": ["a\udc00"] * 40}, name="sp\ud800ce"
+    )
     assert space.name == "sp\ufffdce" and space.texts[0] == "text 0 \ufffd half an emoji"
     assert [w for w in space.warnings if "surrogate" in w]
     html = Path(space.report(tmp_path / "r.html", k=5, map="pca")).read_text(encoding="utf-8")

@@ -78,7 +78,7 @@ def _hubness(cmp: Comparison) -> c.Section:
         "hubness",
         "Hubness",
         [
-            c.hubness_words(ha.skewness, ha.max_occurrence, k, n, texts[top] if texts else None),
+            c.hubness_words(ha.skewness, ha.max_occurrence, k=k, n=n, top_text=texts[top] if texts else None),
             f"N_k counts how often a text is among the others' {k} nearest neighbours (its mean is exactly {k}); "
             "a large positive skewness means hubs, and anti-hubs are nobody's neighbour (Radovanovic et al. 2010). "
             f"After {cmp.b.label}: skewness {hb.skewness:.2f}, largest N_k {hb.max_occurrence}.",
@@ -107,7 +107,7 @@ def _change(cmp: Comparison, metrics: dict, sts: tuple | None) -> c.Section:
         "calibration",
         f"What {cmp.b.label} would change",
         [
-            c.calibration_words(cmp.b.label, raw, cal, cmp.overlap_at_k, cmp.k, scores),
+            c.calibration_words(cmp.b.label, raw, cal, overlap=cmp.overlap_at_k, k=cmp.k, sts=scores),
             f"CKA between the two spaces: linear {cmp.cka_linear:.3f}, debiased {cmp.cka_debiased:.3f} "
             "(1 = the same up to rotation and scale). CKA follows the few large directions, neighbours the many "
             "small ones: use both.",
@@ -130,6 +130,7 @@ def _change(cmp: Comparison, metrics: dict, sts: tuple | None) -> c.Section:
 
 def build_space_report(
     space: Space,
+    *,
     vs: str = "whitening",
     pairs: Any = None,
     k: int = 10,
@@ -152,7 +153,7 @@ def build_space_report(
     t = time.perf_counter()
     cmp = space.compare(other, k=k, map="none", progress=progress)
     c.timed(clock, "neighbours", t)
-    sts = c.sts_pair(space, other, pairs, progress) if pairs is not None else None
+    sts = c.sts_pair(space, other, pairs, progress=progress) if pairs is not None else None
     sections = [anisotropy]
     layer_section = _layers(space, progress) if layers else None
     if layer_section is not None:
@@ -161,7 +162,7 @@ def build_space_report(
     t = time.perf_counter()
     method = c.map_method(map, min(len(space), map_points))
     colour_of = lambda rows: c.map_colour(space, rows, cmp.overlap[rows], k)  # noqa: E731
-    fig, colour = c.space_map_figure(space, method, map_points, seed, colour_of)
+    fig, colour = c.space_map_figure(space, method, map_points=map_points, seed=seed, colour_of=colour_of)
     sections.append(c.Section("map", "Map", [f"Hover a point for its text; colour: {colour}."], figures=[fig]))
     c.timed(clock, "map", t)
     raw = metrics[space.label]
@@ -184,9 +185,9 @@ def build_space_report(
             other.label,
             raw,
             metrics[other.label],
-            cmp.overlap_at_k,
-            k,
-            None if sts is None else (sts[0].spearman, sts[1].spearman),
+            overlap=cmp.overlap_at_k,
+            k=k,
+            sts=None if sts is None else (sts[0].spearman, sts[1].spearman),
         ),
     ]
     settings = {"vs": other.label, "k": k, "map": method, "map_points": map_points, "seed": seed, "layers": layers}
@@ -209,7 +210,7 @@ def build_space_report(
 
 
 def build_comparison_report(
-    cmp: Comparison, pairs: Any = None, command: str | None = None, title: str | None = None
+    cmp: Comparison, *, pairs: Any = None, command: str | None = None, title: str | None = None
 ) -> c.Report:
     """A report of two spaces of the same texts: both spaces' metrics, CKA, overlap, hubness, maps, layers."""
     from isoscope.encode.pooling import layer_names
@@ -231,8 +232,18 @@ def build_comparison_report(
         hover = [plot_text(texts[i]) for i in maps.rows]
         colour = cmp.overlap[maps.rows]
         figs = [
-            aligned_map(maps.a, hover, f"A ({maps.method.upper()})", colour, False, cmp.k, ranges),
-            aligned_map(maps.b, hover, f"B aligned onto A ({maps.method.upper()})", colour, False, cmp.k, ranges),
+            aligned_map(
+                maps.a, hover, f"A ({maps.method.upper()})", colour=colour, categorical=False, k=cmp.k, ranges=ranges
+            ),
+            aligned_map(
+                maps.b,
+                hover,
+                f"B aligned onto A ({maps.method.upper()})",
+                colour=colour,
+                categorical=False,
+                k=cmp.k,
+                ranges=ranges,
+            ),
         ]
         note = f"Procrustes disparity {maps.disparity:.3f}; colour: each text's overlap@{cmp.k}."
         sections.append(c.Section("maps", "Aligned maps", [note], figures=figs))

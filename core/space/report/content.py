@@ -136,7 +136,7 @@ def anisotropy_words(m: dict[str, float]) -> str:
     return f"The space is {cone}; {spread}."
 
 
-def calibration_words(method: str, raw: dict, cal: dict, overlap: float, k: int, sts: tuple | None) -> str:
+def calibration_words(method: str, raw: dict, cal: dict, *, overlap: float, k: int, sts: tuple | None) -> str:
     text = (
         f"{method} would move IsoScore from {raw['isoscore']:.2f} to {cal['isoscore']:.2f} and the average cosine "
         f"from {raw['avg_cosine']:.3f} to {cal['avg_cosine']:.3f}; each text keeps {overlap:.0%} of its {k} nearest "
@@ -149,7 +149,7 @@ def calibration_words(method: str, raw: dict, cal: dict, overlap: float, k: int,
     return text + "."
 
 
-def hubness_words(skew: float, max_nk: int, k: int, n: int, top_text: str | None) -> str:
+def hubness_words(skew: float, max_nk: int, *, k: int, n: int, top_text: str | None) -> str:
     if not np.isfinite(skew) or skew < 1:
         return f"Little hubness (skewness of the k-occurrence {skew:.2f}): no text dominates the neighbour lists."
     who = f": '{top_text[:80]}'" if top_text else ""
@@ -214,17 +214,26 @@ def map_colour(space: Space, rows: np.ndarray, overlap: np.ndarray | None, k: in
     return np.linalg.norm(space.vectors.astype(np.float64), axis=1), False, "norm"
 
 
-def space_map_figure(space: Space, method: str, map_points: int, seed: int, colour_of: Any) -> tuple[Any, str]:
+def space_map_figure(space: Space, method: str, *, map_points: int, seed: int, colour_of: Any) -> tuple[Any, str]:
     from isoscope.space.figures import projection_map
     from isoscope.space.html import plot_text
 
-    proj = space.project(method, 2, seed, max_points=map_points if len(space) > map_points else None)
+    proj = space.project(method, n_components=2, seed=seed, max_points=map_points if len(space) > map_points else None)
     rows = proj.rows
     colour, categorical, name = colour_of(rows)
     texts = space.texts or [f"row {i}" for i in range(len(space))]
     hover = [plot_text(texts[i]) for i in rows]
     title = f"{method.upper()} map of {space.label} ({len(rows):,} of {len(space):,} texts), colour: {name}"
-    fig = projection_map(proj.coords, rows, hover, title, colour, categorical, np.zeros(len(space), bool), name)
+    fig = projection_map(
+        proj.coords,
+        rows,
+        hover,
+        title=title,
+        colour=colour,
+        categorical=categorical,
+        hits=np.zeros(len(space), bool),
+        colour_name=name,
+    )
     return fig, name
 
 
@@ -232,5 +241,5 @@ def timed(clock: dict[str, float], name: str, start: float) -> None:
     clock[name] = round(time.perf_counter() - start, 2)
 
 
-def sts_pair(raw: Space, cal: Space, pairs: Any, progress: bool = True) -> tuple[STSResult, STSResult]:
+def sts_pair(raw: Space, cal: Space, pairs: Any, *, progress: bool = True) -> tuple[STSResult, STSResult]:
     return raw.sts(pairs, progress), cal.sts(pairs, progress)

@@ -112,7 +112,7 @@ def test_best_row_is_argmax(real_report) -> None:
 
 
 def test_raw_mean_matches_independent_sts(real_report, encoder, demo_pairs, module_cache) -> None:
-    vectors = encode(encoder, demo_pairs.texts, "mean", CONFIG, cache=module_cache)
+    vectors = encode(encoder, demo_pairs.texts, "mean", config=CONFIG, cache=module_cache)
     n = len(demo_pairs)
     ev = sts_evaluate(vectors[:n], vectors[n:], demo_pairs.scores)
     t = real_report.table.set_index(["pooling", "calibration"])
@@ -126,7 +126,7 @@ def test_raw_mean_matches_independent_sts(real_report, encoder, demo_pairs, modu
 
 def test_whitened_rows_and_alignment_uniformity(real_report, encoder, demo_pairs, module_cache) -> None:
     texts, index = unique_index(demo_pairs.texts)
-    X = encode(encoder, texts, "cls", CONFIG, cache=module_cache).astype(np.float64)
+    X = encode(encoder, texts, "cls", config=CONFIG, cache=module_cache).astype(np.float64)
     Z = LocalWhitening(64).fit(X).transform(X)
     n = len(demo_pairs)
     ev = sts_evaluate(Z[index[:n]], Z[index[n:]], demo_pairs.scores)

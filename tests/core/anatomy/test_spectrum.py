@@ -104,7 +104,7 @@ def test_full_rank_reproduces_original(shrink, encoder, demo_pairs) -> None:
     assert full_row["overlap_at_10"] == 1.0
     assert full_row["spearman"] == pytest.approx(result.full["spearman"], abs=1e-3)
     assert full_row["energy"] == pytest.approx(1.0)
-    vectors = encode(encoder, demo_pairs.texts, "mean", CONFIG)
+    vectors = encode(encoder, demo_pairs.texts, "mean", config=CONFIG)
     n = len(demo_pairs)
     assert result.full["spearman"] == pytest.approx(
         sts_evaluate(vectors[:n], vectors[n:], demo_pairs.scores)["spearman"], abs=1e-3

@@ -46,7 +46,7 @@ def test_build_writes_every_stage_and_a_rerun_reuses_them(tiny, tmp_path):
     atlas = load_atlas(tmp_path / "a")
     n = len(texts)
     config = AtlasConfig()
-    torch_fp32 = encode(tiny, texts, config.pooling, EmbedConfig(config.batch_size, config.max_length))  # (n, d)
+    torch_fp32 = encode(tiny, texts, config.pooling, config=EmbedConfig(config.batch_size, config.max_length))  # (n, d)
     rel = np.linalg.norm(atlas.vectors("raw") - torch_fp32, axis=1) / np.linalg.norm(torch_fp32, axis=1)
     assert rel.max() <= FP32_ENGINE_TOLERANCE
     assert atlas.points["text"].tolist() == texts and atlas.points["topic"].tolist() == meta["topic"].tolist()
@@ -125,7 +125,9 @@ def test_duplicates_are_kept_with_a_warning_and_bad_input_is_refused(tiny, tmp_p
     vectors = load_atlas(tmp_path / "a").vectors("raw")
     assert vectors.shape[0] == 24 and not (tmp_path / "a" / "vectors.distinct.npy").exists()
     config = AtlasConfig()
-    alone = encode(tiny, texts, config.pooling, EmbedConfig(config.batch_size, config.max_length))  # (24, d), torch
+    alone = encode(
+        tiny, texts, config.pooling, config=EmbedConfig(config.batch_size, config.max_length)
+    )  # (24, d), torch
     rel = np.linalg.norm(vectors - alone, axis=1) / np.linalg.norm(alone, axis=1)
     assert rel.max() <= FP32_ENGINE_TOLERANCE  # every row its own text's vector, repeats included
     assert np.array_equal(vectors[0], vectors[2]) and np.array_equal(vectors[7], vectors[23])

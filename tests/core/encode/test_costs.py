@@ -62,7 +62,7 @@ def test_embedding_cost_grows_with_the_texts_and_is_free_once_cached(tiny, rate,
     assert (
         costs.embed_texts_cost(tiny, corpus(5), ["mean"], max_length=64, rate=lambda h: rate) == FREE
     )  # smaller than the probe
-    encode_many(tiny, large, ["mean"], EmbedConfig(max_length=64), cache=cache, companions=True)
+    encode_many(tiny, large, ["mean"], config=EmbedConfig(max_length=64), cache=cache, companions=True)
     assert cost(large) == FREE  # read from the cache, not computed
     assert cost(small).seconds > 0  # other texts are not
 

@@ -55,7 +55,7 @@ def reference(encoder) -> np.ndarray:
 
 
 def test_output_float32_in_input_order(encoder, reference) -> None:
-    out = encode(encoder, TEXTS, "mean", SMALL)
+    out = encode(encoder, TEXTS, "mean", config=SMALL)
     assert out.dtype == np.float32 and out.shape == (len(TEXTS), 384)
     np.testing.assert_allclose(out, reference, atol=1e-5)
     np.testing.assert_allclose(out[1], out[9], atol=1e-5)  # the duplicate (batched with other texts)
@@ -70,14 +70,14 @@ def test_reversed_input_gives_reversed_output(encoder) -> None:
 @pytest.mark.parametrize("batch_size", [1, 2, 3, 64])
 @pytest.mark.parametrize("batch_tokens", [0, 40, 4096])
 def test_batch_size_does_not_change_results(encoder, reference, batch_size: int, batch_tokens: int) -> None:
-    out = encode(encoder, TEXTS, "mean", EmbedConfig(batch_size=batch_size, batch_tokens=batch_tokens))
+    out = encode(encoder, TEXTS, "mean", config=EmbedConfig(batch_size=batch_size, batch_tokens=batch_tokens))
     np.testing.assert_allclose(out, reference, atol=1e-5)
 
 
 def _batch_sizes(encoder, texts: list[str], config: EmbedConfig) -> list[int]:
     """Texts per forward pass, read from the progress callback."""
     done: list[int] = []
-    encode(encoder, texts, "mean", config, progress=lambda d, t: done.append(d))
+    encode(encoder, texts, "mean", config=config, progress=lambda d, t: done.append(d))
     done = done[:-1]  # the final (n, n) report repeats the last batch
     return [b - a for a, b in zip([0, *done[:-1]], done, strict=True)]
 
@@ -118,7 +118,7 @@ def test_hidden_state_poolings_equal_direct_model_call(encoder) -> None:
         "layer:3": mmean(hs[3]),
         "layer:6": mmean(hs[6]),
     }
-    got = encode_many(encoder, TEXTS, list(expected), EmbedConfig(batch_size=3))
+    got = encode_many(encoder, TEXTS, list(expected), config=EmbedConfig(batch_size=3))
     assert list(got) == list(expected)
     for name, vec in expected.items():
         np.testing.assert_allclose(got[name], vec, atol=1e-5, err_msg=name)
@@ -127,16 +127,16 @@ def test_hidden_state_poolings_equal_direct_model_call(encoder) -> None:
 
 def test_encode_many_equals_separate_encode_calls(encoder) -> None:
     modes = ["mean", "cls", "max", "last2avg", "first_last_avg", "layer:2"]
-    many = encode_many(encoder, TEXTS, modes, EmbedConfig(batch_size=5))
+    many = encode_many(encoder, TEXTS, modes, config=EmbedConfig(batch_size=5))
     for mode in modes:
-        single = encode(encoder, TEXTS, mode, EmbedConfig(batch_size=5))
+        single = encode(encoder, TEXTS, mode, config=EmbedConfig(batch_size=5))
         assert many[mode].dtype == np.float32
         np.testing.assert_allclose(many[mode], single, atol=1e-6, err_msg=mode)
 
 
 def test_max_length_truncates(encoder) -> None:
     long = TEXTS[2]
-    short = encode(encoder, [long], "mean", EmbedConfig(max_length=8))
+    short = encode(encoder, [long], "mean", config=EmbedConfig(max_length=8))
     hidden, mask, _ = _manual(encoder, [long], max_length=8)
     assert mask.shape[1] == 8
     np.testing.assert_allclose(short, _st_mean(hidden, mask), atol=1e-5)
@@ -146,14 +146,14 @@ def test_max_length_truncates(encoder) -> None:
 def test_max_length_above_the_model_limit_is_clamped(encoder) -> None:
     assert model_max_tokens(encoder) == 512
     text = "word " * 700
-    over = encode(encoder, [text, "short"], "mean", EmbedConfig(max_length=2000))
-    at_limit = encode(encoder, [text, "short"], "mean", EmbedConfig(max_length=512))
+    over = encode(encoder, [text, "short"], "mean", config=EmbedConfig(max_length=2000))
+    at_limit = encode(encoder, [text, "short"], "mean", config=EmbedConfig(max_length=512))
     np.testing.assert_allclose(over, at_limit, atol=1e-6)
 
 
 def test_progress_callback(encoder) -> None:
     calls: list[tuple[int, int]] = []
-    encode(encoder, TEXTS, "mean", SMALL, progress=lambda d, t: calls.append((d, t)))
+    encode(encoder, TEXTS, "mean", config=SMALL, progress=lambda d, t: calls.append((d, t)))
     n = len(TEXTS)
     assert calls[-1] == (n, n)
     assert all(t == n for _, t in calls)
@@ -173,11 +173,11 @@ def test_empty_list(encoder) -> None:
 
 def test_bad_options(encoder) -> None:
     with pytest.raises(ValueError, match="batch_size"):
-        encode(encoder, TEXTS, "mean", EmbedConfig(batch_size=0))
+        encode(encoder, TEXTS, "mean", config=EmbedConfig(batch_size=0))
     with pytest.raises(ValueError, match="max_length"):
-        encode(encoder, TEXTS, "mean", EmbedConfig(max_length=1))
+        encode(encoder, TEXTS, "mean", config=EmbedConfig(max_length=1))
     with pytest.raises(ValueError, match="batch_tokens"):
-        encode(encoder, TEXTS, "mean", EmbedConfig(batch_tokens=-1))
+        encode(encoder, TEXTS, "mean", config=EmbedConfig(batch_tokens=-1))
     with pytest.raises(ValueError, match="batch_size"):
         token_vectors(encoder, TEXTS, config=EmbedConfig(batch_size=0))
     with pytest.raises(ValueError, match="choose one of"):
@@ -244,7 +244,7 @@ def test_t5_encoder_properties(t5) -> None:
 def test_t5_poolings_equal_direct_model_call(t5) -> None:
     enc, mask, dec_first = _t5_manual(t5, TEXTS)
     m = mask.unsqueeze(-1).float()
-    got = encode_many(t5, TEXTS, ["enc_first", "enc_mean", "encdec_first", "cls"], EmbedConfig(batch_size=3))
+    got = encode_many(t5, TEXTS, ["enc_first", "enc_mean", "encdec_first", "cls"], config=EmbedConfig(batch_size=3))
     np.testing.assert_allclose(got["enc_first"], enc[:, 0].numpy(), atol=1e-5)
     np.testing.assert_allclose(got["enc_mean"], ((enc * m).sum(1) / m.sum(1)).numpy(), atol=1e-5)
     np.testing.assert_allclose(got["encdec_first"], dec_first.numpy(), atol=1e-5)
@@ -256,7 +256,7 @@ def test_t5_poolings_equal_direct_model_call(t5) -> None:
 
 def test_t5_encdec_first_one_by_one(t5) -> None:
     """The decoder run on the start token alone, per text without padding, matches the batched path."""
-    batched = encode(t5, TEXTS, "encdec_first", SMALL)
+    batched = encode(t5, TEXTS, "encdec_first", config=SMALL)
     for i, text in enumerate(TEXTS):
         ids = torch.tensor([t5.tokenizer(text)["input_ids"]])
         with torch.no_grad():
@@ -282,14 +282,14 @@ def _counting():
 
 def test_cache_second_call_is_a_hit(encoder, tmp_cache: ArrayCache) -> None:
     calls, progress = _counting()
-    first = encode(encoder, TEXTS, "mean", SMALL, progress, tmp_cache)
+    first = encode(encoder, TEXTS, "mean", config=SMALL, progress=progress, cache=tmp_cache)
     assert len(calls) > 1  # computed batch by batch
     files = list(tmp_cache.root.glob("*.npy"))
     assert len(files) == 1
     mtime = files[0].stat().st_mtime_ns
 
     calls.clear()
-    second = encode(encoder, TEXTS, "mean", SMALL, progress, tmp_cache)
+    second = encode(encoder, TEXTS, "mean", config=SMALL, progress=progress, cache=tmp_cache)
     assert calls == [(len(TEXTS), len(TEXTS))]  # no batch was run
     np.testing.assert_array_equal(first, second)
     assert files[0].stat().st_mtime_ns == mtime
@@ -303,22 +303,22 @@ def test_cache_second_call_is_a_hit(encoder, tmp_cache: ArrayCache) -> None:
 def test_cache_key_depends_on_texts_pooling_and_max_length(encoder, tmp_cache: ArrayCache) -> None:
     encode(encoder, TEXTS[:3], "mean", cache=tmp_cache)
     encode(encoder, TEXTS[:3], "cls", cache=tmp_cache)
-    encode(encoder, TEXTS[:3], "mean", EmbedConfig(max_length=16), cache=tmp_cache)
+    encode(encoder, TEXTS[:3], "mean", config=EmbedConfig(max_length=16), cache=tmp_cache)
     encode(encoder, TEXTS[1:4], "mean", cache=tmp_cache)
-    encode(encoder, TEXTS[:3], "mean", EmbedConfig(batch_size=2), cache=tmp_cache)  # same key as the first
+    encode(encoder, TEXTS[:3], "mean", config=EmbedConfig(batch_size=2), cache=tmp_cache)  # same key as the first
     assert len(list(tmp_cache.root.glob("*.npy"))) == 4
 
 
 def test_encode_many_mixes_hits_and_misses(encoder, tmp_cache: ArrayCache) -> None:
     encode(encoder, TEXTS, "mean", cache=tmp_cache)
     calls, progress = _counting()
-    got = encode_many(encoder, TEXTS, ["mean", "cls"], SMALL, progress, tmp_cache)
+    got = encode_many(encoder, TEXTS, ["mean", "cls"], config=SMALL, progress=progress, cache=tmp_cache)
     assert len(calls) > 1  # cls had to be computed
     # other batches (SMALL vs the default) pad and split the sums differently: float32 round-off through
     # 6 layers of 384-wide sums is a few hundred ulps of these O(1) values, hence 1e-5 as elsewhere here
     np.testing.assert_allclose(got["cls"], encode(encoder, TEXTS, "cls"), atol=1e-5)
     calls.clear()
-    encode_many(encoder, TEXTS, ["cls", "mean"], SMALL, progress, tmp_cache)
+    encode_many(encoder, TEXTS, ["cls", "mean"], config=SMALL, progress=progress, cache=tmp_cache)
     assert calls == [(len(TEXTS), len(TEXTS))]
 
 
@@ -340,11 +340,11 @@ CORRUPT = {
 
 @pytest.mark.parametrize("kind", sorted(CORRUPT))
 def test_corrupt_cache_file_is_dropped_and_recomputed(encoder, tmp_cache: ArrayCache, kind: str) -> None:
-    good = encode(encoder, TEXTS, "mean", SMALL, cache=tmp_cache)
+    good = encode(encoder, TEXTS, "mean", config=SMALL, cache=tmp_cache)
     (path,) = tmp_cache.root.glob("*.npy")
     CORRUPT[kind](path)
     calls, progress = _counting()
-    again = encode(encoder, TEXTS, "mean", SMALL, progress, tmp_cache)
+    again = encode(encoder, TEXTS, "mean", config=SMALL, progress=progress, cache=tmp_cache)
     assert len(calls) > 1  # recomputed, not read
     np.testing.assert_allclose(again, good, atol=1e-6)
     assert again.dtype == np.float32
@@ -371,13 +371,13 @@ def test_companions_cache_every_pooling_of_the_same_pass(encoder, tmp_cache: Arr
     """The dashboard's way: one pass for 'mean' also caches cls, max, ... and every layer, so moving to another
     pooling of the same texts runs no batch, and gives what a pass of its own gives."""
     calls, progress = _counting()
-    encode_many(encoder, TEXTS, ["mean"], SMALL, progress, tmp_cache, companions=True)
+    encode_many(encoder, TEXTS, ["mean"], config=SMALL, progress=progress, cache=tmp_cache, companions=True)
     assert len(calls) > 1
     calls.clear()
     others = ["cls", "max", "layer:0", f"layer:{encoder.num_layers}", "first_last_avg"]
-    got = encode_many(encoder, TEXTS, others, SMALL, progress, tmp_cache, companions=True)
+    got = encode_many(encoder, TEXTS, others, config=SMALL, progress=progress, cache=tmp_cache, companions=True)
     assert calls == [(len(TEXTS), len(TEXTS))]  # every one read from the cache
-    own = encode_many(encoder, TEXTS, others, SMALL)  # the same batches, no cache: the same arithmetic
+    own = encode_many(encoder, TEXTS, others, config=SMALL)  # the same batches, no cache: the same arithmetic
     for name in others:
         np.testing.assert_array_equal(got[name], own[name])
 
@@ -413,12 +413,16 @@ def test_a_second_caller_waits_for_the_pass_and_reads_it(encoder, tmp_cache: Arr
 
     out: dict[str, np.ndarray] = {}
     a = threading.Thread(
-        target=lambda: out.update(a=encode_many(encoder, texts, ["mean"], SMALL, first_progress, tmp_cache)["mean"])
+        target=lambda: out.update(
+            a=encode_many(encoder, texts, ["mean"], config=SMALL, progress=first_progress, cache=tmp_cache)["mean"]
+        )
     )
     a.start()
     assert started.wait(60)
     second_calls, second_progress = _counting()
-    b = encode_many(encoder, texts, ["mean"], SMALL, second_progress, ArrayCache(tmp_cache.root))["mean"]
+    b = encode_many(encoder, texts, ["mean"], config=SMALL, progress=second_progress, cache=ArrayCache(tmp_cache.root))[
+        "mean"
+    ]
     a.join()
     assert len(first_calls) > 2 and second_calls == [(len(texts), len(texts))]  # the second ran no batch
     np.testing.assert_array_equal(b, out["a"])

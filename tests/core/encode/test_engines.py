@@ -91,15 +91,17 @@ def test_concurrent_batches_change_no_bit(bert, bert_onnx, tmp_path) -> None:
         body = enc.model
         assert isinstance(body, OrtEncoderBody) and concurrent_batches(enc) == body.concurrent_batches
         body.concurrent_batches = 2
-        together = encode_many(enc, TEXTS, ["mean", "layer:1"], SMALL_BATCHES)
+        together = encode_many(enc, TEXTS, ["mean", "layer:1"], config=SMALL_BATCHES)
         body.concurrent_batches = 1
         try:
-            alone = encode_many(enc, TEXTS, ["mean", "layer:1"], SMALL_BATCHES)
+            alone = encode_many(enc, TEXTS, ["mean", "layer:1"], config=SMALL_BATCHES)
         finally:
             body.concurrent_batches = 2
         for name in together:
             np.testing.assert_array_equal(together[name], alone[name])
-        np.testing.assert_array_equal(encode(enc, TEXTS, "mean", SMALL_BATCHES), together["mean"])  # and run to run
+        np.testing.assert_array_equal(
+            encode(enc, TEXTS, "mean", config=SMALL_BATCHES), together["mean"]
+        )  # and run to run
 
 
 def test_ordered_map_keeps_the_order_on_several_threads() -> None:
@@ -150,7 +152,10 @@ def test_real_model_default_engine_keeps_every_cosine(encoder, tmp_path) -> None
     fast = engines.fastest_fp32_encoder(encoder, tmp_path)
     assert engines.engine_in_use(fast) == "ONNX Runtime fp32"
     config = EmbedConfig(max_length=128)
-    a, b = encode(encoder, pairs.texts, "mean", config), encode(fast, pairs.texts, "mean", config)  # (2n, 384)
+    a, b = (
+        encode(encoder, pairs.texts, "mean", config=config),
+        encode(fast, pairs.texts, "mean", config=config),
+    )  # (2n, 384)
     assert _relative(b, a) <= FP32_ENGINE_TOLERANCE
     ca, cb = cosine_pairs(a[:n], a[n:]), cosine_pairs(b[:n], b[n:])
     assert np.abs(ca - cb).max() <= 2 * FP32_ENGINE_TOLERANCE

@@ -178,7 +178,7 @@ def test_enc_first_and_enc_mean_match_cls_and_mean(batch) -> None:
 
 def test_last2avg(batch, hidden_states) -> None:
     _, mask = batch
-    out = pool(PoolingSpec("last2avg"), hidden_states[-1], mask, hidden_states)
+    out = pool(PoolingSpec("last2avg"), hidden_states[-1], mask, hidden_states=hidden_states)
     avg = (hidden_states[3] + hidden_states[2]) / 2
     expected = torch.stack([avg[0].mean(0), avg[1, :2].mean(0)])
     torch.testing.assert_close(out, expected)
@@ -186,7 +186,7 @@ def test_last2avg(batch, hidden_states) -> None:
 
 def test_first_last_avg_uses_layer_1_and_last(batch, hidden_states) -> None:
     _, mask = batch
-    out = pool(PoolingSpec("first_last_avg"), hidden_states[-1], mask, hidden_states)
+    out = pool(PoolingSpec("first_last_avg"), hidden_states[-1], mask, hidden_states=hidden_states)
     avg = (hidden_states[1] + hidden_states[3]) / 2
     expected = torch.stack([avg[0].mean(0), avg[1, :2].mean(0)])
     torch.testing.assert_close(out, expected)
@@ -197,7 +197,7 @@ def test_first_last_avg_uses_layer_1_and_last(batch, hidden_states) -> None:
 @pytest.mark.parametrize("k", [0, 1, 2, 3])
 def test_layer_k(batch, hidden_states, k: int) -> None:
     _, mask = batch
-    out = pool(PoolingSpec("layer", k), hidden_states[-1], mask, hidden_states)
+    out = pool(PoolingSpec("layer", k), hidden_states[-1], mask, hidden_states=hidden_states)
     h = hidden_states[k]
     torch.testing.assert_close(out, torch.stack([h[0].mean(0), h[1, :2].mean(0)]))
 

@@ -120,10 +120,10 @@ def test_linear_nodes_name_the_torch_modules(tiny, tmp_path) -> None:
 
 def test_int8_model_is_cached_on_disk(tiny, tmp_path) -> None:
     config = quantize.Int8Config(per_channel=False)
-    first = quantize.build_int8_onnx(tiny, config, tmp_path)
+    first = quantize.build_int8_onnx(tiny, config, cache_dir=tmp_path)
     model = tmp_path / f"{quantize.int8_key(tiny, config)}.onnx"
     stamp = model.stat().st_mtime_ns
-    again = quantize.build_int8_onnx(tiny, config, tmp_path)
+    again = quantize.build_int8_onnx(tiny, config, cache_dir=tmp_path)
     assert again == first and model.stat().st_mtime_ns == stamp  # read, not rebuilt
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([model.name, model.with_suffix(".json").name])
 
@@ -186,7 +186,10 @@ def test_real_model_int8_keeps_the_sts_ranking(encoder) -> None:
     int8 = with_precision(encoder, "int8")
     config = EmbedConfig(max_length=128)
     cache = ArrayCache()  # the session's: the fp32 vectors are the app's and the other tests'
-    a, b = encode(encoder, pairs.texts, "mean", config, cache=cache), encode(int8, pairs.texts, "mean", config)
+    a, b = (
+        encode(encoder, pairs.texts, "mean", config=config, cache=cache),
+        encode(int8, pairs.texts, "mean", config=config),
+    )
     cos = _cosines(a, b)
     # a short sentence padded next to long ones gets fewer of the batch's 255 levels: a few percent of error
     assert cos.mean() > INT8_MIN_COSINE and cos.min() > 0.95

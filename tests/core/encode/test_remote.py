@@ -26,7 +26,14 @@ def _endpoint(server: EmbeddingServer, batch: int = 4) -> Endpoint:
 def _embed(server, cache=None, batch: int = 4, texts=TEXTS, sleeps: list | None = None, retries: int = 3, env=ENV):
     sleep = sleeps.append if sleeps is not None else (lambda _s: None)
     return embed_endpoint(
-        _endpoint(server, batch), texts, None, cache, timeout=10, retries=retries, sleep=sleep, environ=env
+        _endpoint(server, batch),
+        texts,
+        progress=None,
+        cache=cache,
+        timeout=10,
+        retries=retries,
+        sleep=sleep,
+        environ=env,
     )
 
 
@@ -173,10 +180,12 @@ def test_classroom_mode_refuses_unless_allowed() -> None:
 
 def test_names_and_urls() -> None:
     assert is_endpoint_model("openai:text-embedding-3-small") and not is_endpoint_model("sentence-transformers/x")
-    e = endpoint_for("openai:nomic-embed-text", "http://localhost:11434/v1/")
+    e = endpoint_for("openai:nomic-embed-text", base_url="http://localhost:11434/v1/")
     assert e.base_url == "http://localhost:11434/v1" and e.url == "http://localhost:11434/v1/embeddings"
     assert e.name == "openai:nomic-embed-text at localhost:11434"
-    assert endpoint_for("openai:a").fingerprint != endpoint_for("openai:a", "http://localhost:1/v1").fingerprint
+    assert (
+        endpoint_for("openai:a").fingerprint != endpoint_for("openai:a", base_url="http://localhost:1/v1").fingerprint
+    )
     assert endpoint_for("openai:a").fingerprint == endpoint_for("openai:a", api_key_env="OTHER").fingerprint
     for bad in ("ftp://x/v1", "http://user:pw@host/v1", "localhost:8000", "http://h/v1?key=1"):
         with pytest.raises(InputError):

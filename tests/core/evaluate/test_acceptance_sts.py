@@ -19,7 +19,7 @@ def test_stsb_test_spearman(encoder, stsb_dir: Path) -> None:
     pairs = load_pairs(stsb_dir / "stsb-en-test.csv")
     assert len(pairs) == 1379
     n = len(pairs)
-    vecs = encode_many(encoder, pairs.texts, ["mean", "cls"], EmbedConfig(batch_size=64, max_length=256))
+    vecs = encode_many(encoder, pairs.texts, ["mean", "cls"], config=EmbedConfig(batch_size=64, max_length=256))
     mean = sts_evaluate(vecs["mean"][:n], vecs["mean"][n:], pairs.scores)
     cls = sts_evaluate(vecs["cls"][:n], vecs["cls"][n:], pairs.scores)
     print(f"STS-B test spearman: mean {mean['spearman']:.2f}, cls {cls['spearman']:.2f}")

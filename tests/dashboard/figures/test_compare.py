@@ -68,12 +68,14 @@ def test_maps_share_ranges_and_draw_moves(report):
     assert x0 < both[:, 0].min() and x1 > both[:, 0].max() and y0 < both[:, 1].min() and y1 > both[:, 1].max()
     hover = [plot_text(TEXTS[i]) for i in report.maps.rows]
     ranges = fig.map_ranges(a, b)
-    numeric = fig.map_figure(b, hover, "B", report.overlap.overlap[report.maps.rows], False, 5, ranges, lines=a)
+    numeric = fig.map_figure(
+        b, hover, "B", colour=report.overlap.overlap[report.maps.rows], categorical=False, k=5, ranges=ranges, lines=a
+    )
     lines, points = numeric.data
     assert len(lines.x) == 3 * len(b) and np.isnan(lines.x[2])  # start, end, gap per point
     assert "overlap@5" in points.hovertemplate and "&lt;i&gt;" in points.text[0]
     cats = np.array(["x", "y <b>"] * (len(b) // 2) + ["x"] * (len(b) % 2))
-    categorical = fig.map_figure(a, hover, "A", cats, True, 5, ranges)
+    categorical = fig.map_figure(a, hover, "A", colour=cats, categorical=True, k=5, ranges=ranges)
     assert [t.name for t in categorical.data] == ["x", "y &lt;b&gt;"]
     assert list(categorical.layout.xaxis.range) == list(ranges[0])
 

@@ -36,7 +36,7 @@ def test_projection_map_groups_escapes_rings_hits_and_maps_selections_back():
     colour = np.array([f"c{i} <x>" for i in range(n)], dtype=object)  # 30 categories: 19 kept, the rest "other"
     hits = np.zeros(n, bool)
     hits[[2, 5]] = True
-    fig = projection.map_figure(coords, rows, ["h"] * n, "t <i>", colour, True, hits)
+    fig = projection.map_figure(coords, rows, ["h"] * n, title="t <i>", colour=colour, categorical=True, hits=hits)
     names = [t.name for t in fig.data]
     assert len(names) == projection.MAX_CATEGORIES + 1 and names[-2] == "other" and names[-1] == "matches (2)"
     assert all("<" not in name for name in names) and fig.layout.title.text == "t &lt;i&gt;"
@@ -46,7 +46,15 @@ def test_projection_map_groups_escapes_rings_hits_and_maps_selections_back():
     event = {"selection": {"points": [{"curve_number": len(fig.data) - 1, "point_index": 0}, {"curve_number": 99}]}}
     assert projection.selected_rows(fig, event) == {ring.customdata[0]}
     assert projection.selected_rows(fig, None) == set()
-    scale = projection.map_figure(np.c_[coords, coords[:, 0]], rows, ["h"] * n, "3d", np.arange(n) * 1.0, False, hits)
+    scale = projection.map_figure(
+        np.c_[coords, coords[:, 0]],
+        rows,
+        ["h"] * n,
+        title="3d",
+        colour=np.arange(n) * 1.0,
+        categorical=False,
+        hits=hits,
+    )
     assert scale.data[0].type == "scatter3d" and list(scale.data[0].marker.color) == (rows * 1.0).tolist()
 
 
