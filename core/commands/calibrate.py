@@ -25,6 +25,7 @@ from isoscope.commands.common import (
     encoder_for,
     epoch_bar,
     progress_bar,
+    recipe_of,
     space_from_args,
     vector_input,
 )
@@ -109,8 +110,9 @@ def run(args: argparse.Namespace) -> dict:
             raise InputError("give --input (a corpus), or --vectors")
         corpus = load_corpus(args.input, text_column=args.text_column)
         check_fit_corpus(corpus)
+        encoder = encoder_for(args, space)
         result = fit_and_save(
-            encoder_for(args, space),
+            encoder,
             corpus,
             calibrator,
             out,
@@ -120,6 +122,7 @@ def run(args: argparse.Namespace) -> dict:
             progress=lambda stage: _progress(args, stage),
             seed=args.seed,
         ).to_dict()
+        result["recipe"] = recipe_of(args, space, encoder)
         name, n_texts = corpus.name, len(corpus)
     pooling = f", pooling {result['pooling']}" if result["pooling"] else ""
     lines = [

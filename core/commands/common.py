@@ -62,9 +62,10 @@ def add_model_arguments(
     precision: bool = True,
     precision_help: str = PRECISION_HELP,
     fp32_note: str = "",
+    prompt: bool = True,
 ) -> None:
-    """Model options (``--model``, ``--precision``, ``--pooling``, ``--max-length``, ``--batch-size``, ``--no-cache``,
-    ``--quiet``) with this command's defaults; ``precision=False`` leaves ``--precision`` out (a command that needs fp32 weights, or that
+    """Model options (``--model``, ``--precision``, ``--pooling``, ``--prompt``, ``--prompt-text``,
+    ``--max-length``, ``--batch-size``, ``--no-cache``, ``--quiet``) with this command's defaults; ``precision=False`` leaves ``--precision`` out (a command that needs fp32 weights, or that
     compares both precisions itself) and sets ``args.precision = "fp32"``; ``fp32_note`` says why in the
     ``--model`` help."""
     p.add_argument("--model", default="", help=f"{MODEL_HELP}; {fp32_note}" if fp32_note else MODEL_HELP)
@@ -78,8 +79,18 @@ def add_model_arguments(
             type=pooling_option,
             default=None,
             metavar="POOLING",
-            help=f"{pooling_help()} (default: the model's own; mean for a sentence encoder, enc_mean for T5)",
+            help=f"{pooling_help()} (default: model, the model's own recipe, for a sentence-transformers model; "
+            "else mean, enc_mean for T5)",
         )
+    if prompt:
+        p.add_argument(
+            "--prompt",
+            default=None,
+            metavar="NAME",
+            help="one of the model's prompts (its config_sentence_transformers.json, e.g. query or document), put "
+            "before every text (default: the model's default prompt, if it names one)",
+        )
+        p.add_argument("--prompt-text", default=None, metavar="TEXT", help="put TEXT before every text instead")
     p.add_argument("--max-length", type=int, default=max_length, help=f"max tokens per text (default: {max_length})")
     p.add_argument("--batch-size", type=int, default=batch_size, help=f"{batch_help} (default: {batch_size})")
     p.add_argument("--no-cache", action="store_true", help=cache_help)
@@ -128,11 +139,15 @@ def space_from_args(args: argparse.Namespace, command: str) -> SpaceSpec:
             raise InputError(f"{command}: --precision is a model's; the vectors of --vectors are used as they are")
         if pooling is not None:
             raise InputError(f"{command}: --pooling is a model's; the vectors of --vectors are pooled already")
+        if getattr(args, "prompt", None) is not None or getattr(args, "prompt_text", None) is not None:
+            raise InputError(f"{command}: a prompt is a model's; the vectors of --vectors are embedded already")
         file, column = parse_vectors_ref(vectors)
         spec = SpaceSpec(vectors=file, column=column)
     elif is_endpoint_model(model):
         if pooling is not None:
             raise InputError(f"{command}: --pooling is a model's; {model} is pooled by its server")
+        if getattr(args, "prompt", None) is not None:
+            raise InputError(f"{command}: {model} names no prompts; give the prompt's text with --prompt-text")
         spec = SpaceSpec(model=model)
     else:
         spec = SpaceSpec(model=model, pooling=pooling)
@@ -184,7 +199,9 @@ def vector_input(
     if source is None:
         raise InputError(f"--model {space.model} embeds texts: give --input")
     texts = load_input(source, kind, args.text_column)
-    vectors = embed_endpoint(endpoint, texts.texts, progress=progress_bar(args, desc), cache=endpoint_cache(args))
+    prompt = getattr(args, "prompt_text", None) or ""  # an endpoint is sent the texts as the model should see them
+    items = [prompt + t for t in texts.texts] if prompt else texts.texts
+    vectors = embed_endpoint(endpoint, items, progress=progress_bar(args, desc), cache=endpoint_cache(args))
     return VectorInput(texts, vectors, endpoint.name, endpoint.fingerprint)
 
 
@@ -242,7 +259,21 @@ def embed_config(args: argparse.Namespace) -> EmbedConfig:
 
     if args.max_length < 2 or args.batch_size < 1:
         raise InputError("--max-length must be >= 2 and --batch-size >= 1")
-    return EmbedConfig(batch_size=args.batch_size, max_length=args.max_length)
+    if getattr(args, "prompt", None) is not None and getattr(args, "prompt_text", None) is not None:
+        raise InputError("give --prompt NAME or --prompt-text TEXT, not both")
+    return EmbedConfig(
+        batch_size=args.batch_size,
+        max_length=args.max_length,
+        prompt_name=getattr(args, "prompt", None),
+        prompt=getattr(args, "prompt_text", None),
+    )
+
+
+def recipe_of(args: argparse.Namespace, space: SpaceSpec, encoder: Encoder) -> str:
+    """What ran, in words, for a result's ``recipe`` (``isoscope.encode.embed.describe_run``)."""
+    from isoscope.encode.embed import describe_run
+
+    return describe_run(encoder, space.pooling, embed_config(args))
 
 
 def cache_from_args(args: argparse.Namespace) -> ArrayCache | None:

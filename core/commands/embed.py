@@ -23,6 +23,7 @@ from isoscope.commands.common import (
     encoder_for,
     epoch_bar,
     progress_bar,
+    recipe_of,
     space_from_args,
     vector_input,
 )
@@ -242,4 +243,4 @@ def run(args: argparse.Namespace) -> dict:
         progress=progress_bar(args, "embed"),
         cache=cache_from_args(args),
     )
-    return _write(args, out, vectors, corpus.warnings)
+    return _write(args, out, vectors, corpus.warnings, {"recipe": recipe_of(args, space, encoder)})

@@ -25,6 +25,7 @@ from isoscope.commands.common import (
     epoch_bar,
     option_name,
     progress_bar,
+    recipe_of,
     space_from_args,
     vector_input,
 )
@@ -165,8 +166,9 @@ def run(args: argparse.Namespace) -> dict:
     texts = load_input(args.input, args.kind, args.text_column)
     check_input(texts)
     frequency_texts = load_texts(args.frequency_input) if args.frequency_input and config.spaces else None
+    encoder = encoder_for(args, space)
     report = analyse_geometry(
-        encoder_for(args, space),
+        encoder,
         texts,
         config,
         embed_config=embed_config(args),
@@ -174,7 +176,7 @@ def run(args: argparse.Namespace) -> dict:
         progress=lambda stage: _progress(args, stage),
         frequency_texts=frequency_texts,
     )
-    result = report.to_dict()
+    result = {**report.to_dict(), "recipe": recipe_of(args, space, encoder)}
     emit(args, result, _text_lines(result))
     return result
 
@@ -188,6 +190,8 @@ def _fmt(value: Any) -> str:
 def _text_lines(result: dict) -> list[str]:
     pooling = f", {result['pooling']}" if result["pooling"] else ""
     lines = [f"{result['input']}: {result['n_texts']} texts ({result['kind']}), {result['model']}{pooling}"]
+    if result.get("recipe"):
+        lines.append(f"recipe: {result['recipe']}")
     stages = ["raw"] + (["calibrated"] if "calibrated" in result else [])
     lines.append(f"{'metric':<20}" + "".join(f"{s:>12}" for s in stages))
     for key in METRIC_KEYS:

@@ -27,6 +27,7 @@ from isoscope.commands.common import (
     endpoint_from_args,
     epoch_bar,
     progress_bar,
+    recipe_of,
     space_from_args,
 )
 from isoscope.errors import InputError
@@ -134,8 +135,9 @@ def run(args: argparse.Namespace) -> dict:
     if space.kind != "model":
         result = _given(args, space, pairs, corpus, calibrator)
     else:
+        encoder = encoder_for(args, space)
         result = sts_report(
-            encoder_for(args, space),
+            encoder,
             pairs,
             calibrator,
             fit_corpus=corpus,
@@ -145,6 +147,7 @@ def run(args: argparse.Namespace) -> dict:
             progress=lambda stage: _progress(args, stage),
             seed=args.seed,
         ).to_dict()
+        result["recipe"] = recipe_of(args, space, encoder)
     pooling = f", pooling {result['pooling']}" if result["pooling"] else ""
     lines = [
         f"{pairs.name}: {result['n_pairs']} pairs, {result['model']}{pooling}",
@@ -160,5 +163,7 @@ def run(args: argparse.Namespace) -> dict:
         if c["diverged"]:
             lines.append("warning: the flow diverged; kept the last good epoch")
     lines += result["warnings"]
+    if result.get("recipe"):
+        lines.insert(1, f"recipe: {result['recipe']}")
     emit(args, result, lines)
     return result

@@ -47,7 +47,21 @@ class EmbedConfig:
     def prompt_text(self, encoder: Encoder) -> str:
         """The text put before every text of this run (``isoscope.encode.recipe.resolve_prompt``)."""
         card = encoder.recipe.card if encoder.recipe is not None else None
-        return resolve_prompt(card, self.prompt_name, self.prompt, encoder.name)
+        return resolve_prompt(card, self.prompt_name, self.prompt, model=encoder.name)
+
+
+def describe_run(encoder: Encoder, pooling: Pooling, config: EmbedConfig | None = None) -> str:
+    """What a run computes, in words, for results and pages: ``CLS pooling -> Dense 64->32 (tanh) -> normalise;
+    prompt: 'query: '`` for the pooling ``model``, ``mean pooling of the raw last layer; prompt: none`` else."""
+    spec = resolve_pooling(pooling, encoder)
+    if spec.kind == MODEL_POOLING and encoder.recipe is not None:
+        head = f"the model's recipe: {encoder.recipe.describe()}"
+    elif spec.kind == "layer":
+        head = f"mean pooling of layer {spec.layer} (raw)"
+    else:
+        head = f"{spec.name} pooling of the raw last layer"
+    prompt = (config or EmbedConfig()).prompt_text(encoder)
+    return f"{head}; prompt: {prompt!r}" if prompt else f"{head}; prompt: none"
 
 
 def model_max_tokens(encoder: Encoder) -> int | None:

@@ -253,7 +253,9 @@ def load_recipe(source: str, card: RecipeCard, *, local_files_only: bool, device
 # ---------------------------------------------------------------- prompts
 
 
-def resolve_prompt(card: RecipeCard | None, name: str | None = None, text: str | None = None, model: str = "") -> str:
+def resolve_prompt(
+    card: RecipeCard | None, name: str | None = None, text: str | None = None, *, model: str = ""
+) -> str:
     """The prompt text a run prepends: ``text`` as given, else the card's prompt ``name``, else its
     ``default_prompt_name``'s, else none. InputError naming the prompts a model has for an unknown name."""
     if text is not None:
