@@ -2,8 +2,8 @@
 
 Every number a step states is a constant here, and ``tests/dashboard/test_tour.py`` measures it on the shipped
 demo (``assets/``) with the app's default settings, through the services the pages call: the tour and the data
-cannot drift apart. Figures are for the embedded all-MiniLM-L6-v2 (mean pooling, 128 tokens, the sidebar's
-defaults). No Streamlit here.
+cannot drift apart. Figures are for the embedded all-MiniLM-L6-v2 (its own recipe, the pooling ``model``: mean
+pooling, then normalised; 128 tokens: the sidebar's defaults). No Streamlit here.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ CLS_AVG_COSINE = 0.5  # cls: average cosine above this (a narrow cone)
 WHITENED_AVG_COSINE = 0.01  # whitening: |average cosine| below this, for cls and mean
 WHITENED_ISOSCORE = 0.95  # ... and IsoScore above this
 # step 4: Calibration (the page's table: demo pairs, fitted on the demo corpus + the pairs' sentences)
-TABLE_POOLINGS = ("mean", "cls", "first_last_avg")  # the table's default poolings (sidebar pooling first)
+TABLE_POOLINGS = ("model", "cls", "first_last_avg")  # the table's default poolings (sidebar pooling first)
 KEPT_WHITENING = "whitening:64"  # whitening that keeps the top 64 components (whitening:K's default)
 LIFTED = ("cls", "first_last_avg")  # the anisotropic poolings it lifts
 MEAN_KEPT = 1.5  # ... while mean stays within this many points of raw
@@ -39,21 +39,22 @@ MEAN_HUB_SKEWNESS = 2  # mean pooling and whitened cls: below this
 XLMR_EMBEDDING_SHARE = 2 / 3  # xlm-roberta-base: more than this share of the parameters are embeddings
 
 STEPS = f"""
-1. **Sentence pairs**, demo pairs, the sidebar's default `mean` pooling: Spearman about {MEAN_SPEARMAN} against
+1. **Sentence pairs**, demo pairs, the sidebar's default pooling `model` (this model's own recipe: `mean`
+   pooling, then normalised, as sentence-transformers runs it): Spearman about {MEAN_SPEARMAN} against
    the gold scores. Add `cls` to the comparison: about {CLS_SPEARMAN}, pooling matters. Under `cls` even
    unrelated pairs (gold below 1) score a cosine above {CLS_UNRELATED_COSINE} on average (mean pooling: below
    {MEAN_UNRELATED_COSINE}).
 2. Choose **Type two sentences**: *{SWAPPED[0]}* / *{SWAPPED[1]}* The cosine is above {SWAPPED_COSINE} for
    opposite meanings, with either pooling: embeddings follow shared words. **Lexical overlap** shows it on every
    pair.
-3. **Anisotropy**, demo corpus: with `mean` pooling the average cosine of random pairs is below
+3. **Anisotropy**, demo corpus: with the model's own mean pooling the average cosine of random pairs is below
    {MEAN_AVG_COSINE} (nearly isotropic by that measure), yet IsoScore is below {MEAN_ISOSCORE}: a few
    directions carry most of the variance. Switch the sidebar to `cls`: the average cosine is above
    {CLS_AVG_COSINE}, a narrow cone. Whitening takes both to an average cosine of 0 and an IsoScore above
    {WHITENED_ISOSCORE}. The layer heatmap shows where in the network the cone forms.
 4. **Calibration**, **Compute table** (fitted on the demo corpus + the pairs' sentences, no labels):
-   `{KEPT_WHITENING}` lifts the anisotropic poolings (`cls`, `first_last_avg`) and keeps `mean` within
-   {MEAN_KEPT:g} points: BERT-flow's lesson. Whitening all 384 dimensions lowers `mean` by more than
+   `{KEPT_WHITENING}` lifts the anisotropic poolings (`cls`, `first_last_avg`) and keeps `model` (mean) within
+   {MEAN_KEPT:g} points: BERT-flow's lesson. Whitening all 384 dimensions lowers it by more than
    {FULL_WHITENING_DROP}: this model was trained for cosine similarity with mean pooling, and the weakest
    directions whitening amplifies are noise.
 5. **Neighbours** and **Projection map**: pick a sentence and compare its neighbours before and after

@@ -83,7 +83,7 @@ class PoolingReport:
 
 def pooling_modes_for(encoder: Encoder) -> list[str]:
     """Every pooling name of this model (``isoscope.encode.pooling.pooling_choices``)."""
-    return pooling_choices(encoder.num_layers, encoder.is_encoder_decoder)
+    return pooling_choices(encoder.num_layers, encoder.is_encoder_decoder, encoder.has_recipe)
 
 
 def _layer_of(pooling: PoolingSpec, num_layers: int) -> int | None:

@@ -44,6 +44,8 @@ class Settings:
     is_encoder_decoder: bool
     precision: str = "fp32"
     pooling_spec: PoolingSpec | None = None  # ``pooling`` parsed, once, by the sidebar
+    has_recipe: bool = False  # the model has its own recipe (the pooling ``model``)
+    recipe: str = ""  # that recipe in words (``Recipe.describe``)
 
     @property
     def spec(self) -> PoolingSpec:
@@ -53,7 +55,7 @@ class Settings:
     @property
     def pooling_modes(self) -> list[str]:
         """Every pooling the loaded model accepts, layers included."""
-        return pooling_choices(self.num_layers, self.is_encoder_decoder)
+        return pooling_choices(self.num_layers, self.is_encoder_decoder, self.has_recipe)
 
 
 def _model_box() -> tuple[str, str | None]:
@@ -99,10 +101,12 @@ def sidebar() -> Settings:
         label = label or enc.name
         st.caption(f"{literal(label)} · {enc.num_layers} layers · d = {enc.hidden_size}")
         precision = st.radio("Precision", PRECISIONS, horizontal=True, key="precision", help=PRECISION_HELP)
-        modes = pooling_choices(enc.num_layers, enc.is_encoder_decoder)
+        modes = pooling_choices(enc.num_layers, enc.is_encoder_decoder, enc.has_recipe)
         if st.session_state.get("pooling") not in modes:
             st.session_state["pooling"] = default_pooling(enc).name
         pooling = st.selectbox("Pooling", modes, key="pooling", help=pooling_help(modes))
+        if pooling == "model" and enc.recipe is not None:
+            st.caption(f"The model's recipe: {literal(enc.recipe.describe())}")
         max_length = st.select_slider("Max tokens per text", MAX_LENGTHS, value=128, key="max_length")
     settings = Settings(
         model=model_key(model, precision),
@@ -112,6 +116,8 @@ def sidebar() -> Settings:
         num_layers=enc.num_layers,
         hidden_size=enc.hidden_size,
         is_encoder_decoder=enc.is_encoder_decoder,
+        has_recipe=enc.has_recipe,
+        recipe=enc.recipe.describe() if enc.recipe is not None else "",
         precision=precision,
         pooling_spec=parse_pooling(pooling),
     )

@@ -26,7 +26,7 @@ def test_a_bug_in_core_is_shown_as_a_bug_with_its_traceback(app: AppTest, monkey
     assert at.exception, "the traceback must be available"
     assert "broadcast" in at.exception[0].message
     assert not any("what to fix" in e for e in errors)
-    assert at.sidebar.selectbox(key="pooling").value == "mean"  # the app itself still works
+    assert at.sidebar.selectbox(key="pooling").value == "model"  # the app itself still works
 
 
 def test_bad_input_is_one_line_and_no_traceback(app: AppTest) -> None:

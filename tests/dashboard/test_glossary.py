@@ -61,7 +61,7 @@ def test_every_method_selector_explains_its_options(tmp_path, monkeypatch) -> No
     at = page(at, "pooling")
     explained(at.multiselect(key="pool_methods"), explain_method)
     at = page(at, "similarity")
-    explained(at.multiselect(key="sim_poolings:mean"), describe_pooling)
+    explained(at.multiselect(key="sim_poolings:model"), describe_pooling)
     explained(at.selectbox(key="sim_method"), explain_method)
     at = page(at, "anisotropy")
     explained(at.multiselect(key="ani_methods"), explain_method)

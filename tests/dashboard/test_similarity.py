@@ -17,28 +17,28 @@ def metrics(at: AppTest) -> dict[str, str]:
 
 def test_home_runs(app: AppTest) -> None:
     assert app.title[0].value == "Isoscope"
-    assert app.selectbox(key="pooling").value == "mean"
+    assert app.selectbox(key="pooling").value == "model"
 
 
 def test_demo_pairs_spearman_and_side_by_side(app: AppTest) -> None:
     at = open_page(app)
     first = metrics(at)
-    assert list(first) == ["Spearman (mean)"]
-    assert 60 < float(first["Spearman (mean)"]) < 95
-    at.multiselect(key="sim_poolings:mean").select("cls").run()
+    assert list(first) == ["Spearman (model)"]
+    assert 60 < float(first["Spearman (model)"]) < 95
+    at.multiselect(key="sim_poolings:model").select("cls").run()
     assert not at.exception
     both = metrics(at)
-    assert set(both) == {"Spearman (mean)", "Spearman (cls)"}
-    assert both["Spearman (mean)"] == first["Spearman (mean)"]
+    assert set(both) == {"Spearman (model)", "Spearman (cls)"}
+    assert both["Spearman (model)"] == first["Spearman (model)"]
     assert len(at.get("plotly_chart")) == 1
     table = at.dataframe[0].value
-    assert {"cosine mean", "cosine cls", "score"} <= set(table.columns)
+    assert {"cosine model", "cosine cls", "score"} <= set(table.columns)
     assert len(table) >= 120
 
 
 def test_sidebar_pooling_switch_changes_result(app: AppTest) -> None:
     at = open_page(app)
-    mean = float(metrics(at)["Spearman (mean)"])
+    mean = float(metrics(at)["Spearman (model)"])
     # AppTest does not expose the router's sidebar after switch_page; set its widget state directly.
     at.session_state["pooling"] = "cls"
     at.run()
@@ -52,7 +52,7 @@ def test_typed_pair_shows_cosine(app: AppTest) -> None:
     at.text_input(key="sim_a").set_value("The dog bit the man.").run()
     at.text_input(key="sim_b").set_value("The man bit the dog.").run()
     assert not at.exception
-    value = float(metrics(at)["cosine (mean)"])
+    value = float(metrics(at)["cosine (model)"])
     assert 0.8 < value <= 1.0  # word order barely moves a mean-pooled vector: a teaching point
 
 
@@ -86,9 +86,9 @@ def test_whitening_side_by_side_with_rank_moves(app: AppTest) -> None:
     at.selectbox(key="sim_method").set_value("whitening").run()
     assert not at.exception
     m = metrics(at)
-    assert set(m) == {"Spearman (mean)", "Spearman (mean + whitening)"}
-    assert m["Spearman (mean)"] != m["Spearman (mean + whitening)"]
-    assert {"cosine mean", "cosine mean + whitening"} <= set(at.dataframe[-1].value.columns)
+    assert set(m) == {"Spearman (model)", "Spearman (model + whitening)"}
+    assert m["Spearman (model)"] != m["Spearman (model + whitening)"]
+    assert {"cosine model", "cosine model + whitening"} <= set(at.dataframe[-1].value.columns)
     moved = at.dataframe[0].value
     assert len(moved) == 10 and "rank shift" in moved.columns
     assert moved["rank shift"].abs().is_monotonic_decreasing

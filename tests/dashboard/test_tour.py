@@ -46,11 +46,11 @@ def test_home_shows_the_tour_and_lists_every_page(app: AppTest) -> None:
 
 def test_step_1_mean_beats_cls_and_cls_scores_unrelated_pairs_high(app: AppTest) -> None:
     at = open_page(app, "similarity")
-    assert at.selectbox(key="pooling").value == "mean"  # the sidebar's default, which the step starts from
-    at.multiselect(key="sim_poolings:mean").select("cls").run()
+    assert at.selectbox(key="pooling").value == "model"  # the sidebar's default, which the step starts from
+    at.multiselect(key="sim_poolings:model").select("cls").run()
     no_warnings(at)
     m = metrics(at)
-    mean, cls = float(m["Spearman (mean)"]), float(m["Spearman (cls)"])
+    mean, cls = float(m["Spearman (model)"]), float(m["Spearman (cls)"])
     assert abs(mean - tour.MEAN_SPEARMAN) <= tour.SPEARMAN_ROUNDING, mean
     assert abs(cls - tour.CLS_SPEARMAN) <= tour.SPEARMAN_ROUNDING, cls
     assert cls < mean
@@ -58,7 +58,7 @@ def test_step_1_mean_beats_cls_and_cls_scores_unrelated_pairs_high(app: AppTest)
     unrelated = table["score"] < 1
     assert unrelated.sum() >= 50
     assert table.loc[unrelated, "cosine cls"].mean() > tour.CLS_UNRELATED_COSINE
-    assert table.loc[unrelated, "cosine mean"].mean() < tour.MEAN_UNRELATED_COSINE
+    assert table.loc[unrelated, "cosine model"].mean() < tour.MEAN_UNRELATED_COSINE
 
 
 def test_step_2_swapped_roles_score_almost_1(app: AppTest) -> None:
@@ -66,9 +66,9 @@ def test_step_2_swapped_roles_score_almost_1(app: AppTest) -> None:
     at.radio(key="sim_source").set_value("Type two sentences").run()
     at.text_input(key="sim_a").set_value(tour.SWAPPED[0]).run()
     at.text_input(key="sim_b").set_value(tour.SWAPPED[1]).run()
-    at.multiselect(key="sim_poolings:mean").select("cls").run()
+    at.multiselect(key="sim_poolings:model").select("cls").run()
     m = metrics(at)
-    assert float(m["cosine (mean)"]) > tour.SWAPPED_COSINE and float(m["cosine (cls)"]) > tour.SWAPPED_COSINE, m
+    assert float(m["cosine (model)"]) > tour.SWAPPED_COSINE and float(m["cosine (cls)"]) > tour.SWAPPED_COSINE, m
 
 
 def test_step_3_mean_is_nearly_isotropic_cls_a_cone_whitening_spreads_both(app: AppTest) -> None:
@@ -100,8 +100,8 @@ def test_step_4_kept_whitening_lifts_the_anisotropic_poolings_full_whitening_low
     grid = grid.set_index(grid.columns[0]) if "none" not in grid.index and grid.columns[0] != "none" else grid
     for pooling in tour.LIFTED:
         assert grid.loc[pooling, tour.KEPT_WHITENING] > grid.loc[pooling, "none"], grid
-    assert abs(grid.loc["mean", tour.KEPT_WHITENING] - grid.loc["mean", "none"]) <= tour.MEAN_KEPT, grid
-    assert grid.loc["mean", "whitening"] < grid.loc["mean", "none"] - tour.FULL_WHITENING_DROP, grid
+    assert abs(grid.loc["model", tour.KEPT_WHITENING] - grid.loc["model", "none"]) <= tour.MEAN_KEPT, grid
+    assert grid.loc["model", "whitening"] < grid.loc["model", "none"] - tour.FULL_WHITENING_DROP, grid
 
 
 def test_step_5_calibration_moves_neighbours(app: AppTest) -> None:

@@ -46,7 +46,7 @@ def assert_regular(path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def reference(encoder) -> np.ndarray:
-    return encode(encoder, TEXTS, "mean", config=CONFIG)  # (18, 384)
+    return encode(encoder, TEXTS, None, config=CONFIG)  # (18, 384): the model's own pooling, embed's default
 
 
 def test_embed_chunked_never_writes_through_planted_partial_and_progress_links(cli, tmp_path, reference) -> None:

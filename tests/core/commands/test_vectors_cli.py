@@ -35,11 +35,11 @@ def texts() -> list[str]:
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory, texts, encoder) -> dict[str, Path]:
-    """corpus.txt; own.parquet: the model's own mean-pooled vectors of it; other.parquet: vectors Isoscope did not
+    """corpus.txt; own.parquet: the model's own vectors of it (its recipe, the default pooling); other.parquet: vectors Isoscope did not
     compute (clustered Gaussians), both written by pyarrow with a text column."""
     root = tmp_path_factory.mktemp("vectors")
     (root / "corpus.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
-    own = encode(encoder, texts, "mean")  # (n, 384)
+    own = encode(encoder, texts, None)  # (n, 384)
     np.save(root / "own.npy", own, allow_pickle=False)
     return {
         "corpus": root / "corpus.txt",
@@ -96,7 +96,7 @@ def test_geometry_on_pairs_with_vectors(run_json, files, encoder, tmp_path) -> N
     from isoscope.data import load_pairs
 
     pairs = load_pairs(DEMO_PAIRS)
-    vectors = encode(encoder, pairs.texts, "mean")
+    vectors = encode(encoder, pairs.texts, None)
     path = write_parquet(tmp_path / "pairs.parquet", vectors, pairs.texts)
     model = run_json("geometry", "--input", str(DEMO_PAIRS), "--frequency", "none")
     out = run_json("geometry", "--input", str(DEMO_PAIRS), "--vectors", str(path))
@@ -122,7 +122,7 @@ def test_compare_a_file_with_the_model(run_json, files) -> None:
         "--a",
         f"vectors={files['own']}:emb",
         "--b",
-        "pooling=mean",
+        "pooling=model",
         "--k",
         "5",
     )
@@ -186,7 +186,7 @@ def pair_files(tmp_path_factory, encoder) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("pairs")
     pairs = load_pairs(DEMO_PAIRS)
     n = len(pairs)
-    both = encode(encoder, pairs.texts, "mean")  # (2n, d)
+    both = encode(encoder, pairs.texts, None)  # (2n, d)
     ids = root / "ids.csv"
     with open(ids, "w", newline="") as f:  # sentence columns hold row numbers of both.npy
         csv.writer(f).writerows([[i, n + i, s] for i, s in enumerate(pairs.scores)])
@@ -290,7 +290,7 @@ def test_atlas_on_vectors(run_json, files, tmp_path) -> None:
 @pytest.fixture(scope="module")
 def model_server(encoder):
     """A local /v1/embeddings server answering with the session model's mean-pooled vectors."""
-    with EmbeddingServer(lambda texts: encode(encoder, texts, "mean")) as server:
+    with EmbeddingServer(lambda texts: encode(encoder, texts, None)) as server:
         yield server
 
 
@@ -307,7 +307,7 @@ def test_geometry_through_an_endpoint_equals_the_model(run_json, files, model_se
 
 def test_compare_an_endpoint_with_the_model(run_json, files, model_server) -> None:
     spec = f"model=openai:minilm,base_url={model_server.url}"
-    out = run_json("compare", "--input", str(files["corpus"]), "--a", spec, "--b", "pooling=mean", "--k", "5")
+    out = run_json("compare", "--input", str(files["corpus"]), "--a", spec, "--b", "pooling=model", "--k", "5")
     assert out["cka_linear"] == pytest.approx(1.0, abs=1e-12) and out["overlap_at_k"] == 1.0
 
 

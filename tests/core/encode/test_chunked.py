@@ -30,7 +30,7 @@ class StopAfter(Exception):
 @pytest.fixture(scope="module")
 def reference(encoder) -> np.ndarray:
     """The single-call embeddings of TEXTS, (60, 384)."""
-    return encode(encoder, TEXTS, "mean", config=CONFIG)
+    return encode(encoder, TEXTS, None, config=CONFIG)  # the model's own pooling, embed_to_npy's default
 
 
 @pytest.fixture()
@@ -95,7 +95,7 @@ def test_changed_input_starts_over(tmp_path, encoder, counted):
     other = [t.upper() for t in TEXTS[:40]]
     run = ce.embed_to_npy(encoder, other, out, config=CONFIG, chunk_size=20)
     assert run.resumed_chunks == [] and run.computed_chunks == [0, 1] and counted == [20, 20]
-    np.testing.assert_allclose(np.load(out), encode(encoder, other, "mean", config=CONFIG), atol=1e-5)
+    np.testing.assert_allclose(np.load(out), encode(encoder, other, None, config=CONFIG), atol=1e-5)
 
 
 def test_text_file_is_streamed_line_by_line(tmp_path, encoder, reference):

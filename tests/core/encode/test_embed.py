@@ -386,9 +386,8 @@ def test_companions_fit_a_byte_budget_and_skip_other_precisions(encoder) -> None
     from isoscope.encode import embed
 
     every = [s.name for s in embed.companion_poolings(encoder, 10)]
-    assert (
-        every[:5] == ["cls", "mean", "max", "last2avg", "first_last_avg"] and every[-1] == f"layer:{encoder.num_layers}"
-    )
+    assert every[:6] == ["model", "cls", "mean", "max", "last2avg", "first_last_avg"]  # the recipe first
+    assert every[-1] == f"layer:{encoder.num_layers}"
     one = 4 * encoder.hidden_size  # bytes of one float32 row
     n = embed.COMPANION_BYTES // (3 * one)  # room for three arrays of n rows
     assert len(embed.companion_poolings(encoder, n)) == 3

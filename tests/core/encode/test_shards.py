@@ -80,7 +80,7 @@ def test_ray_engine_equals_single_process(tmp_path, stsb_dir, encoder, capsys):
     assert result["n"] == 800 and result["shards"] == 4 and result["computed_shards"] == 4
     assert sorted(p.name for p in shards.glob("shard-*.npz")) == [f"shard-{i:06d}.npz" for i in range(4)]
 
-    single = encode(encoder, texts, "mean", config=EmbedConfig(batch_size=64, max_length=256))  # (800, 384)
+    single = encode(encoder, texts, None, config=EmbedConfig(batch_size=64, max_length=256))  # (800, 384)
     ids, vectors = sh.load_shards(shards)
     np.testing.assert_array_equal(ids, np.arange(800))
     np.testing.assert_allclose(vectors, single, atol=1e-5)

@@ -154,7 +154,7 @@ def test_fit_and_save_writes_a_calibrator_that_loads_and_maps_alike(encoder, fit
         encoder, fit_corpus, make_calibrator("sn+abtt:2"), str(out), embed_config=EmbedConfig(max_length=64)
     )
     assert result.out == str(out) and result.n_texts == 40 and result.dim == encoder.hidden_size
-    X = encode(encoder, fit_corpus.texts, "mean", config=EmbedConfig(max_length=64))  # (40, d)
+    X = encode(encoder, fit_corpus.texts, None, config=EmbedConfig(max_length=64))  # (40, d): the model's pooling
     loaded = load_calibrator(out)
     fresh = make_calibrator("sn+abtt:2").fit(X)
     np.testing.assert_array_equal(loaded.transform(X), fresh.transform(X))

@@ -11,6 +11,7 @@ import pytest
 from isoscope.calibrate import make_calibrator
 from isoscope.data import TextInput, load_input
 from isoscope.encode.embed import encode, encode_many
+from isoscope.encode.pooling import layer_names, parse_pooling
 from isoscope.errors import InputError
 from isoscope.geometry.frequency import FrequencyConfig, frequency_analysis
 from isoscope.geometry.lexical import overlap_analysis
@@ -76,8 +77,9 @@ def test_to_dict_has_the_keys_of_geometry_json_in_order(encoder, pairs_input: Te
 
 
 def test_layers_come_from_one_forward_pass(encoder, corpus_input: TextInput) -> None:
-    report = analyse_geometry(encoder, corpus_input, GeometryConfig(layers=True, frequency="none"))
-    names = [f"layer:{k}" for k in range(encoder.num_layers + 1)]
+    config = GeometryConfig(pooling=parse_pooling("mean"), layers=True, frequency="none")
+    report = analyse_geometry(encoder, corpus_input, config)
+    names = layer_names(encoder.num_layers)
     vectors = encode_many(encoder, corpus_input.texts, names)
     assert report.layers == [all_metrics(vectors[name]) for name in names]
     assert report.kind == "corpus" and report.overlap is None and "overlap" not in report.to_dict()

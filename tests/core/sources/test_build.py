@@ -58,7 +58,7 @@ def test_parse_defaults_and_full_spec() -> None:
         ("init=trained", "init must be one of pretrained, random"),
         ("init=pretrained:3", "init must be one of"),
         ("init=random:-1", "whole number"),
-        ("pooling=median", "unknown pooling 'median'; choose one of cls, mean"),
+        ("pooling=median", "unknown pooling 'median'; choose one of model, cls, mean"),
         ("calibrate=pca", "unknown calibration method 'pca'; valid choices: none, flow, whitening"),
         ("model=landscape:", "landscape:FOLDER"),
         ("model=landscape:x:finetuned", "INIT must be one of pretrained, scratch"),
