@@ -163,7 +163,15 @@ def test_corpus_wide_overlap_equals_isoscope_compare(app: AppTest, cli_main, cap
     assert not at.exception, at.exception
     assert at.slider(key="nb_k").value == 10 and at.number_input(key="nb_cal_k").value == 64
     (page,) = [m for m in at.metric if m.label.startswith("mean overlap@10 under whitening:64")]
-    argv = ["compare", "--input", str(DEMO_CORPUS), "--a", "pooling=model", "--b", "pooling=model,calibrate=whitening:64"]
+    argv = [
+        "compare",
+        "--input",
+        str(DEMO_CORPUS),
+        "--a",
+        "pooling=model",
+        "--b",
+        "pooling=model,calibrate=whitening:64",
+    ]
     assert cli_main([*argv, "--k", "10", "--max-length", "128", "--quiet", "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["n_texts"] == n

@@ -65,18 +65,18 @@ def similarity_interaction(page: Page, tmp: Path) -> None:
     """Upload a pairs file: the Spearman and the table follow it; then switch pooling in the sidebar: the
     metric and the table follow the sidebar, on the uploaded pairs."""
     demo = b.metrics(page)
-    assert "Spearman (mean)" in demo, demo
+    assert "Spearman (model)" in demo, demo
     b.choose_radio(page, "Sentence pairs", "Upload a file")
     b.upload(page, write_pairs(tmp))
     b.assert_clean(page)
     assert f"e2e_pairs.csv: {len(GOOD_PAIRS)} rows" in b.captions(page)
     mine = b.metrics(page)
-    assert list(mine) == ["Spearman (mean)"], mine
-    assert mine["Spearman (mean)"] != demo["Spearman (mean)"]
-    assert 50 <= b.number(mine["Spearman (mean)"]) <= 100  # clearly graded pairs rank well
+    assert list(mine) == ["Spearman (model)"], mine
+    assert mine["Spearman (model)"] != demo["Spearman (model)"]
+    assert 50 <= b.number(mine["Spearman (model)"]) <= 100  # clearly graded pairs rank well
     rows = list(csv.DictReader(io.StringIO(b.download(page, "Download CSV").decode("utf-8"))))
     assert [r["sentence1"] for r in rows] == [p[0] for p in GOOD_PAIRS]
-    assert all(-1.0 <= float(r["cosine mean"]) <= 1.0 for r in rows)
+    assert all(-1.0 <= float(r["cosine model"]) <= 1.0 for r in rows)
     assert b.chart_count(page, at_least=1) == 1
 
     sidebar = page.locator('[data-testid="stSidebar"]')  # the shared sidebar pooling reaches the page
@@ -87,7 +87,7 @@ def similarity_interaction(page: Page, tmp: Path) -> None:
     assert list(after) == ["Spearman (cls)"], f"the sidebar pooling did not reach the page: {after}"
     rows = list(csv.DictReader(io.StringIO(b.download(page, "Download CSV").decode("utf-8"))))
     assert [r["sentence1"] for r in rows] == [p[0] for p in GOOD_PAIRS]  # the upload survived the reruns
-    assert "cosine cls" in rows[0] and "cosine mean" not in rows[0]
+    assert "cosine cls" in rows[0] and "cosine model" not in rows[0]
 
 
 def calibration_interaction(page: Page, tmp: Path) -> None:
@@ -314,27 +314,27 @@ def test_similarity_compares_two_poolings(page: Page) -> None:
     """Adding a pooling to the comparison keeps the first one: two metrics, two cosine columns."""
     b.open_page(page, "Sentence pairs", "Sentence-pair similarity")
     first = b.metrics(page)
-    assert list(first) == ["Spearman (mean)"], first
+    assert list(first) == ["Spearman (model)"], first
     b.add_to_multiselect(b.main(page), page, "Pooling modes to compare", "cls")
     b.assert_clean(page)
     both = b.metrics(page)
-    assert set(both) == {"Spearman (mean)", "Spearman (cls)"}, both
-    assert both["Spearman (mean)"] == first["Spearman (mean)"]
+    assert set(both) == {"Spearman (model)", "Spearman (cls)"}, both
+    assert both["Spearman (model)"] == first["Spearman (model)"]
     rows = list(csv.DictReader(io.StringIO(b.download(page, "Download CSV").decode("utf-8"))))
-    assert [r["cosine cls"] for r in rows] != [r["cosine mean"] for r in rows]  # cls is another space
+    assert [r["cosine cls"] for r in rows] != [r["cosine model"] for r in rows]  # cls is another space
     assert b.chart_count(page, at_least=1) == 1
 
 
 def test_similarity_compares_two_poolings_after_upload(page: Page, tmp_path: Path) -> None:
-    """Regression: the multiselect once showed no tag after a new upload while the page computed 'mean'."""
+    """Regression: the multiselect once showed no tag after a new upload while the page computed its pooling."""
     b.open_page(page, "Sentence pairs", "Sentence-pair similarity")
     b.choose_radio(page, "Sentence pairs", "Upload a file")
     b.upload(page, write_pairs(tmp_path))
-    assert list(b.metrics(page)) == ["Spearman (mean)"]
+    assert list(b.metrics(page)) == ["Spearman (model)"]
     tags = b.main(page).locator('[data-testid="stMultiSelect"]').first.inner_text()
-    assert "mean" in tags.split("\n"), f"the multiselect shows {tags!r} while the page computes 'mean'"
+    assert "model" in tags.split("\n"), f"the multiselect shows {tags!r} while the page computes 'model'"
     b.add_to_multiselect(b.main(page), page, "Pooling modes to compare", "cls")
-    assert set(b.metrics(page)) == {"Spearman (mean)", "Spearman (cls)"}
+    assert set(b.metrics(page)) == {"Spearman (model)", "Spearman (cls)"}
 
 
 def test_deep_link_on_fresh_server(browser, tmp_path: Path) -> None:

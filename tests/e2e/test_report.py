@@ -1,6 +1,6 @@
 """The one-file report in a real browser, offline: no request leaves the file, every figure is drawn, no console
 error. Under ``make screenshots`` the screenshot of docs/library.md (and of the README's strip) is taken from the
-report of the STS-B test sentences (default model, mean pooling, vs whitening)."""
+report of the STS-B test sentences (default model with mean pooling, vs whitening)."""
 
 from __future__ import annotations
 
@@ -90,7 +90,9 @@ def test_the_report_opens_offline_with_every_figure_drawn(browser, encoder, tmp_
 def test_readme_screenshot_of_the_stsb_report(browser, encoder, stsb_dir: Path, screenshots: Path) -> None:
     test = stsb_dir / "stsb-en-test.csv"
     pairs = as_pairs(test)
-    space = isoscope.embed(list(dict.fromkeys(pairs.texts)), encoder, name="STS-B test sentences", progress=False)
+    space = isoscope.embed(
+        list(dict.fromkeys(pairs.texts)), encoder, "mean", name="STS-B test sentences", progress=False
+    )
     out = screenshots / "report.html"
     space.report(out, vs="whitening", pairs=pairs, command="isoscope report --pairs stsb-en-test.csv --out report.html")
     context, page, outside, failed, errors = open_offline(browser, out)
