@@ -56,6 +56,19 @@ with st.expander("What the metrics mean"):
         st.markdown(f"- **{k}**: {v}")
 ui.download_table(table.reset_index(), "anisotropy_metrics")
 
+if ui.space().is_model and s.pooling == "model" and s.recipe:
+    st.subheader("What the model's recipe does to the geometry")
+    st.caption(
+        f"The model's recipe ({ui.literal(s.recipe)}) against the mean of its raw last layer, the same texts: "
+        "a Dense projection changes the dimensions and the spread, normalisation only the lengths."
+    )
+    head = {"the model's recipe (model)": raw, "raw last layer (mean)": ui.space_vectors(texts, "mean")}
+    recipe_table = pd.DataFrame({name: geometry.metrics_of(x) for name, x in head.items()}).T
+    recipe_table.index.name = "space"
+    recipe_table.insert(0, "dimensions", [x.array.shape[1] for x in head.values()])
+    st.dataframe(recipe_table.style.format("{:.3f}", subset=list(recipe_table.columns[1:])), width="stretch")
+    ui.download_table(recipe_table.reset_index(), "recipe_geometry")
+
 st.subheader("Pairwise cosines")
 cosines = {name: geometry.cosine_histogram_of(x, 20_000, seed=0) for name, x in spaces.items()}
 ui.chart(cosine_histograms(cosines), "cosine_histogram")

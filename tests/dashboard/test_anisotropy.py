@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboard.conftest import open_page
@@ -16,7 +17,13 @@ def test_metrics_raw_vs_calibrated_and_layers(app: AppTest) -> None:
     assert table.loc["whitening", "isoscore"] > table.loc["raw", "isoscore"]
     assert abs(table.loc["whitening", "avg_cosine"]) < abs(table.loc["raw", "avg_cosine"])
     assert len(at.get("plotly_chart")) == 3
-    layers = at.dataframe[1].value
+    recipe = at.dataframe[1].value  # the model's recipe (mean, then normalised) vs its raw last layer's mean
+    assert list(recipe.index) == ["the model's recipe (model)", "raw last layer (mean)"]
+    assert list(recipe["dimensions"]) == [384, 384]
+    # normalising changes lengths only: the cosines, and so their average, are the same (float32 round-off)
+    assert recipe["avg_cosine"].iloc[0] == pytest.approx(recipe["avg_cosine"].iloc[1], abs=1e-6)
+    assert recipe["isoscore"].iloc[0] != recipe["isoscore"].iloc[1]  # ... the spread of the cloud is not
+    layers = at.dataframe[2].value
     assert len(layers) == 7  # embeddings + 6 layers of MiniLM
 
 
