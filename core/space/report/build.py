@@ -36,6 +36,9 @@ def _anisotropy(spaces: dict[str, Space]) -> tuple[c.Section, dict]:
     section.paragraphs.append(
         "What the metrics mean: " + "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in METRIC_HELP.items()) + "."
     )
+    recipe = _recipe_rows(next(iter(spaces.values())), first)
+    if recipe is not None:
+        section.tables.append(("The model's recipe against the mean of its raw last layer", c.metrics_table(recipe)))
     cosines = {label: cosine_histogram_sample(sp.vectors, c.HISTOGRAM_PAIRS) for label, sp in spaces.items()}
     section.figures.append(cosine_histograms(cosines).update_layout(title={"text": "Cosines of random pairs"}))
     section.figures.append(
@@ -44,6 +47,20 @@ def _anisotropy(spaces: dict[str, Space]) -> tuple[c.Section, dict]:
         )
     )
     return section, rows
+
+
+def _recipe_rows(space: Space, metrics: dict) -> dict | None:
+    """When the space is a model's own recipe (the pooling ``model``): its metrics and those of the mean of the
+    raw last layer of the same texts, so the report shows what the head and the normalisation do."""
+    from isoscope.encode.pooling import PoolingSpec
+    from isoscope.geometry.metrics import all_metrics
+    from isoscope.space import sources
+
+    emb = space.embedding
+    if emb is None or space.texts is None or emb.pooling.kind != "model" or emb.encoder.recipe is None:
+        return None
+    mean = sources.embed_with(emb, space.texts, [PoolingSpec("mean")], cache=space._cache, progress=False)["mean"]
+    return {f"the model's recipe: {emb.encoder.recipe.describe()}": metrics, "raw last layer (mean)": all_metrics(mean)}
 
 
 def _layers(space: Space, progress: bool = True) -> c.Section | None:

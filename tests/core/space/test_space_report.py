@@ -132,3 +132,19 @@ def test_the_report_of_vectors_computed_elsewhere(capsys, tmp_path: Path) -> Non
     assert embedded_data(html)["sts"] is not None and not external_references(html)
     assert main([*argv, "--model", "some/model", "--out", str(out)]) == 2
     assert "--vectors is the space; drop --model" in capsys.readouterr().err
+
+
+def test_a_report_of_the_models_recipe_shows_the_raw_last_layer_beside_it(encoder, tmp_path: Path) -> None:
+    """Issue 37: the default pooling is the model's own recipe (mean, then normalised); the report sets the mean of
+    its raw last layer beside it, numbers from all_metrics of those vectors."""
+    from isoscope.encode.embed import encode
+
+    texts = load_corpus(DEMO_CORPUS).texts[:300]
+    space = isoscope.embed(texts, encoder, progress=False)
+    assert space.embedding.pooling.name == "model"
+    html = space.report(tmp_path / "r.html", vs="whitening:32", layers=False, map="pca", progress=False).read_text()
+    assert "The model&#x27;s recipe against the mean of its raw last layer" in html or (
+        "The model's recipe against the mean of its raw last layer" in html
+    )
+    mean = all_metrics(encode(encoder, texts, "mean"))
+    assert f"{mean['isoscore']:.3f}" in html and "raw last layer (mean)" in html
