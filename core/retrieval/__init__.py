@@ -8,8 +8,9 @@ One concept per module:
   document[, grade]) rows, two vectors files and qrels (``load_task`` picks one);
 - ``embedding``: ``embed_side``, the one function that embeds a side (queries or documents) with its prompt, and
   ``side_prompt`` (the user's text, a prompt the model names, or the model's ``query``/``document`` prompt);
+- ``options``: the metrics' names and the search's sizes (light: the command line's help reads them);
 - ``variants``: the fixes' grammar (``raw``, a calibration method fitted on the documents, ``METHOD@queries``,
-  ``csls[:K]``) and ``fit_variant``, which sees vectors only, never the qrels;
+  ``csls[:K]``), light to import; ``fixes``: ``fit_variant``, which sees vectors only, never the qrels;
 - ``search``: exact search to depth 100 (``isoscope.neighbours.exact``), CSLS, the documents' hubness;
 - ``metrics``: nDCG@10, Recall@10/100, MRR@10, MAP@100 per query, by pytrec_eval;
 - ``stats``: the paired randomisation test and the bootstrap interval (scipy), and the verdict;
@@ -31,7 +32,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("embed_side", "side_prompt"), "embedding"),
     **dict.fromkeys(("RetrievalConfig", "RetrievalResult", "evaluate_retrieval", "retrieval_report"), "run"),
     **dict.fromkeys(("ClusteringResult", "cluster_scores"), "clustering"),
-    **dict.fromkeys(("METRICS",), "metrics"),
+    **dict.fromkeys(("METRICS",), "options"),
     **dict.fromkeys(("PairedTest", "paired_test"), "stats"),
     **dict.fromkeys(("parse_variant",), "variants"),
 }
@@ -74,7 +75,7 @@ if TYPE_CHECKING:
     from isoscope.retrieval.clustering import ClusteringResult, cluster_scores
     from isoscope.retrieval.embedding import embed_side, side_prompt
     from isoscope.retrieval.load import load_beir, load_beir_zip, load_task, load_task_table, load_vector_task
-    from isoscope.retrieval.metrics import METRICS
+    from isoscope.retrieval.options import METRICS
     from isoscope.retrieval.run import RetrievalConfig, RetrievalResult, evaluate_retrieval, retrieval_report
     from isoscope.retrieval.stats import PairedTest, paired_test
     from isoscope.retrieval.task import RetrievalTask, build_task

@@ -17,8 +17,10 @@ if TYPE_CHECKING:
 
     from isoscope.cache import ArrayCache
     from isoscope.encode.embed import EmbedConfig
+    from isoscope.encode.endpoints import Endpoint
     from isoscope.encode.models import Encoder
     from isoscope.encode.pooling import Pooling
+    from isoscope.encode.remote import EndpointCache
 
 Side = Literal["query", "document"]
 SIDES: tuple[Side, ...] = ("query", "document")
@@ -56,3 +58,18 @@ def embed_side(
 
     items = [prompt + t for t in texts] if prompt else list(texts)
     return encode(encoder, items, pooling, config, progress, cache)
+
+
+def embed_side_endpoint(
+    endpoint: Endpoint,
+    texts: Sequence[str],
+    *,
+    prompt: str = "",
+    cache: EndpointCache | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> np.ndarray:
+    """``embed_side`` for an embeddings endpoint (``isoscope.encode.remote.embed_endpoint``): ``prompt + text``."""
+    from isoscope.encode.remote import embed_endpoint
+
+    items = [prompt + t for t in texts] if prompt else list(texts)
+    return embed_endpoint(endpoint, items, progress, cache)

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from isoscope.retrieval.options import METRICS
+
 if TYPE_CHECKING:
     from isoscope.retrieval.search import Ranking
     from isoscope.retrieval.task import RetrievalTask
 
-METRICS: tuple[str, ...] = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "map@100")
-HEADLINE = "ndcg@10"  # the metric model cards and MTEB report
 MEASURES = {"ndcg@10": "ndcg_cut_10", "recall@10": "recall_10", "recall@100": "recall_100", "map@100": "map_cut_100"}
 TREC_MEASURES = {"ndcg_cut.10", "recall.10,100", "map_cut.100"}  # what pytrec_eval is asked for
 MRR_CUTOFF = 10

@@ -21,10 +21,12 @@ import numpy as np
 import pandas as pd
 
 from isoscope.errors import InputError
-from isoscope.retrieval.metrics import HEADLINE, METRICS, per_query
-from isoscope.retrieval.search import DEPTH, Ranking, document_hubness, search
+from isoscope.retrieval.fixes import FittedVariant, fit_variant
+from isoscope.retrieval.metrics import per_query
+from isoscope.retrieval.options import DEPTH, HEADLINE, METRICS
+from isoscope.retrieval.search import Ranking, document_hubness, search
 from isoscope.retrieval.stats import RESAMPLES, PairedTest, paired_test
-from isoscope.retrieval.variants import FittedVariant, default_variants, fit_variant, parse_variants
+from isoscope.retrieval.variants import default_variants, parse_variants
 
 if TYPE_CHECKING:
     from isoscope.cache import ArrayCache

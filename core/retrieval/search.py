@@ -20,10 +20,9 @@ import numpy as np
 
 from isoscope.neighbours.exact import exact_topk, knn_table
 from isoscope.neighbours.index import as_unit_float32
+from isoscope.retrieval.options import CSLS_K, DEPTH
 from isoscope.sampling import sample_indices
 
-DEPTH = 100  # documents kept per query: the deepest cutoff scored (Recall@100, MAP@100)
-CSLS_K = 10  # neighbours whose mean cosine is a document's CSLS penalty
 CSLS_REFERENCE = 10_000  # documents a penalty is measured against on a larger corpus (a seeded sample)
 HUBNESS_K = 10
 HUBNESS_SAMPLE = 10_000  # documents whose kNN table gives the hubness skew on a larger corpus
