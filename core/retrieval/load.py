@@ -209,7 +209,7 @@ def load_task_table(
     source: str | Path | bytes, name: str | None = None, *, limits: DecodeLimits | None = None
 ) -> RetrievalTask:
     """A table of (query, relevant document[, grade]) rows: the documents are every distinct document of the table
-    (a row with an empty query adds one that no query asks for), the grade 1 when there is no grade column."""
+    (a row with an empty query adds one that no query asks for), the grade 1 when a row gives none."""
     limits = limits or current_limits()
     src = as_source(source, name, limits)
     name = src.name
@@ -231,7 +231,8 @@ def load_task_table(
         g_col = df.columns[2] if df.shape[1] > 2 else None
     queries, docs = clean_texts(df[q_col]), clean_texts(df[d_col])
     queries, docs = truncate_texts([queries, docs], name, warnings, max_chars=limits.max_chars)
-    grades = [1] * len(df) if g_col is None else [_grade(v, name, i) for i, v in enumerate(df[g_col])]
+    cells = [""] * len(df) if g_col is None else clean_texts(df[g_col]).tolist()
+    grades = [_grade(v, name, i) if v else 1 for i, v in enumerate(cells)]  # no grade: 1, relevant
     empty_docs = int((docs == "").sum())
     if empty_docs:
         warnings.append(f"{name}: {empty_docs:,} row(s) with an empty document left out")

@@ -45,13 +45,15 @@ GEOMETRY = ("avg_cosine", "isoscore", "hubness_skew")
 @dataclass(frozen=True)
 class RetrievalConfig:
     """What a run compares: ``variants`` (``isoscope.retrieval.variants``; None: ``default_variants``), the search
-    depth, the metrics tested against raw, and the resamples and seed of the tests and intervals."""
+    depth, the metrics tested against raw, the resamples and seed of the tests and intervals, and whether each
+    variant's geometry (average cosine, IsoScore, hubness skew of the documents) is measured."""
 
     variants: tuple[str, ...] | None = None
     depth: int = DEPTH
     tested: tuple[str, ...] = (HEADLINE,)
     resamples: int = RESAMPLES
     seed: int = 0
+    geometry: bool = True
 
     def __post_init__(self) -> None:
         if self.depth < 10:
@@ -246,7 +248,7 @@ def evaluate_retrieval(
                 seconds,
                 scores,
                 ranking,
-                _geometry(fitted, config.seed),
+                _geometry(fitted, config.seed) if config.geometry else {},
                 tests,
                 fitted.warnings,
             )
