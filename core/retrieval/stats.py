@@ -78,6 +78,8 @@ def paired_test(
         raise ValueError(f"paired scores must be two vectors of the same length, got {x.shape} and {y.shape}")
     diff = x - y  # (q,)
     mean = float(diff.mean())
+    if len(diff) < 2:  # one query: both signs of its difference give the same |mean|, p = 1; no interval
+        return PairedTest(metric, mean, float("nan"), float("nan"), 1.0, "no difference", len(diff))
     test = permutation_test(
         (x, y),
         _mean_difference,

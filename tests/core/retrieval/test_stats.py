@@ -46,5 +46,7 @@ def test_seeded_and_the_interval_holds_the_mean() -> None:
     assert a == b
     assert a.ci_low < a.mean_difference < a.ci_high
     assert a.verdict == "better" and a.p_value < ALPHA
+    one = paired_test(base[:1] + 0.5, base[:1])  # a single query: no test can reject, no interval
+    assert one.verdict == "no difference" and one.p_value == 1.0 and np.isnan(one.ci_low)
     with pytest.raises(ValueError, match="same length"):
         paired_test(base, base[:-1])
