@@ -174,10 +174,12 @@ def run(args: argparse.Namespace) -> dict:
     result = _evaluate(args, task, config)
     out = result.to_dict()
     if args.per_query_out:
+        from pathlib import Path
+
         from isoscope.cache import atomic_write_bytes
         from isoscope.data.export import safe_csv
 
-        atomic_write_bytes(args.per_query_out, safe_csv(result.per_query_frame()))
+        atomic_write_bytes(Path(args.per_query_out).expanduser(), safe_csv(result.per_query_frame()))
         out["per_query_out"] = str(args.per_query_out)
     emit(args, out, _lines(result))
     return out
