@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[2] / "core"
-PACKAGES = ("calibrate", "evaluate", "geometry", "neighbours", "anatomy", "landscape")
+PACKAGES = ("calibrate", "evaluate", "geometry", "neighbours", "anatomy", "landscape", "retrieval")
 MAX_POSITIONAL = 3  # a fourth only when it is required too (calibrated_sts(emb1, emb2, gold, calibrator))
 
 
