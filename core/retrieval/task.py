@@ -56,6 +56,20 @@ class RetrievalTask:
         """The documents judged relevant (grade >= 1) to a query, with their grades."""
         return {d: g for d, g in self.qrels.get(query_id, {}).items() if g >= 1}
 
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 of everything a run reads: ids, texts, qrels and, for a task of vectors, their bytes."""
+        import hashlib
+        import json
+
+        h = hashlib.sha256(
+            json.dumps([self.query_ids, self.queries, self.doc_ids, self.documents, self.qrels]).encode()
+        )
+        for array in (self.query_vectors, self.doc_vectors):
+            if array is not None:
+                h.update(repr(array.shape).encode() + array.tobytes())
+        return h.hexdigest()
+
     def summary(self) -> dict:
         return {
             "name": self.name,

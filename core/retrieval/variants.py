@@ -41,6 +41,21 @@ def default_variants(n_queries: int, dims: int) -> list[str]:
     return [*DEFAULT_VARIANTS[:-1], f"whitening:{safe_components(n_queries, dims)}{QUERY_SIDE}", DEFAULT_VARIANTS[-1]]
 
 
+def describe_variant(text: str) -> str:
+    """A variant string in words, for tooltips (``isoscope.calibrate.methods.explain_method`` for a method)."""
+    from isoscope.calibrate.methods import explain_method
+
+    spec = parse_variant(text)
+    if spec.csls_k is not None:
+        return VARIANT_DESCRIPTIONS[CSLS].replace("K nearest", f"{spec.csls_k} nearest")
+    if spec.method is None:
+        return VARIANT_DESCRIPTIONS[RAW]
+    words = explain_method(spec.method)
+    return words + (
+        ", fitted on the queries alone and applied to both" if spec.fit_on == "queries" else ", fitted on the documents"
+    )
+
+
 def variants_help() -> str:
     """For a help text: every form a variant string takes."""
     return f"raw, csls, csls:K, a calibration method ({methods_help()}) fitted on the documents, or METHOD@queries"
