@@ -46,3 +46,21 @@ def test_clustering_reads_a_metadata_column() -> None:
     assert "isoscope-card-clustering" in got._repr_html_()
     with pytest.raises(InputError, match="no metadata column 'genre'"):
         space.clustering("genre")
+
+
+def test_the_report_has_a_retrieval_section_when_a_task_is_given() -> None:
+    from isoscope.space.report.build import build_space_report
+    from isoscope.space.report.render import render
+
+    task, space, X = _vectors_space()
+    report = build_space_report(space, vs="whitening:8", retrieval=task, layers=False, map="pca", progress=False)
+    (section,) = [s for s in report.sections if s.key == "retrieval"]
+    direct = evaluate_retrieval(X[: task.n_queries], X[task.n_queries :], task,
+                                config=RetrievalConfig(variants=("centre", "whitening:8", "csls")))  # fmt: skip
+    pd.testing.assert_frame_equal(section.tables[0][1], direct.table().round(4))
+    assert report.data["retrieval"]["variants"][2]["variant"] == "whitening:8"
+    assert any(tile[0] == "nDCG@10" for tile in report.tiles)
+    html = render(report)
+    assert "Retrieval: would a fix help search?" in html and "<b>made elsewhere</b>" not in html
+    without = build_space_report(space, vs="whitening:8", layers=False, map="pca", progress=False)
+    assert not [s for s in without.sections if s.key == "retrieval"] and "retrieval" not in without.data
