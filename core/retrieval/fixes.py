@@ -40,9 +40,6 @@ def fit_variant(
 ) -> FittedVariant:
     """Fit ``spec`` without labels on the documents (or the queries, ``@queries``) and apply it to both; compute a
     CSLS penalty from the documents. ``flow``: the unfitted flow every ``flow`` step copies."""
-    from isoscope.calibrate import make_calibrator
-    from isoscope.calibrate.fitting import fit_size_warning, fit_timed
-
     if spec.csls_k is not None:
         from isoscope.retrieval.search import csls_penalty
 
@@ -53,6 +50,9 @@ def fit_variant(
         return FittedVariant(spec, queries, documents, penalty=penalty, fit_seconds=time.perf_counter() - start)
     if spec.method is None:
         return FittedVariant(spec, queries, documents)
+    from isoscope.calibrate import make_calibrator  # the flow's torch: imported only when a method is fitted
+    from isoscope.calibrate.fitting import fit_size_warning, fit_timed
+
     fit = documents if spec.fit_on == "documents" else queries
     calibrator = make_calibrator(spec.method, flow=flow)  # type: ignore[arg-type]
     seconds = fit_timed(calibrator, fit, progress)

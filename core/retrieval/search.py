@@ -25,7 +25,7 @@ from isoscope.sampling import sample_indices
 
 CSLS_REFERENCE = 10_000  # documents a penalty is measured against on a larger corpus (a seeded sample)
 HUBNESS_K = 10
-HUBNESS_SAMPLE = 10_000  # documents whose kNN table gives the hubness skew on a larger corpus
+HUBNESS_SAMPLE = 5_000  # documents whose kNN table gives the hubness skew on a larger corpus
 
 
 @dataclass
