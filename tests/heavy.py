@@ -91,6 +91,6 @@ HEAVY: tuple[str, ...] = (
     "tests/core/retrieval/test_run.py::test_the_derived_task_leaves_each_querys_own_text_out",  # 60-83 s (embeds the STS-B-derived task), load 5
     "tests/core/retrieval/test_run.py::test_a_random_rotation_changes_no_metric_and_the_test_sees_no_difference",  # 26 s, load 5
     "tests/core/retrieval/test_run.py::test_the_qrels_never_reach_a_fit",  # 31 s, load 5
-    "tests/core/retrieval/test_run.py::test_the_docs_table_is_what_the_stsb_task_gives",  # a flow on 2,243 documents and nine variants
+    "tests/core/retrieval/test_run.py::test_the_docs_table_is_what_the_stsb_task_gives",  # 81 s (a flow on 2,243 documents, nine variants), load 8
     "tests/dashboard/test_retrieval.py::test_clustering_on_the_demo_topics",  # 63 s (embeds the 4,846 demo texts, ten k-means), load 5
 )
