@@ -58,6 +58,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "isoscope.commands.sweep",
         "geometry and STS score as vectors shrink: fp32, int8, binary, first-k and PCA-k",
     ),
+    "retrieval": (
+        "isoscope.commands.retrieval",
+        "would a fix help search? nDCG@10 and more for every fix on a retrieval task, tested against raw",
+    ),
     "report": (
         "isoscope.commands.report",
         "write one self-contained HTML report of a space: anisotropy, layers, hubness, what whitening changes, a map",

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]  # the checkout (or site-packages whe
 ASSETS = Path(str(resources.files("isoscope.assets")))  # assets/ at the top of the checkout, package data in a wheel
 DEMO_CORPUS = ASSETS / "demo_corpus.csv"
 DEMO_PAIRS = ASSETS / "demo_pairs.csv"
+DEMO_RETRIEVAL = ASSETS / "demo_retrieval"  # a BEIR folder: 55 queries written for it, 300 demo-corpus texts
 
 
 def stsb_dir() -> Path:

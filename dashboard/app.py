@@ -28,6 +28,7 @@ PAGES = {
     "Similarity": [
         st.Page("views/similarity.py", title="Sentence pairs", icon=":material/compare_arrows:"),
         st.Page("views/calibration.py", title="Calibration", icon=":material/tune:"),
+        st.Page("views/retrieval.py", title="Retrieval", icon=":material/search:"),
     ],
     "Geometry": [
         st.Page("views/anisotropy.py", title="Anisotropy", icon=":material/scatter_plot:"),

@@ -87,4 +87,10 @@ HEAVY: tuple[str, ...] = (
     "tests/hostile/test_models.py::test_a_config_larger_than_its_weights_is_refused_before_allocating",  # 27 s
     "tests/hostile/test_markup.py::test_a_corpus_with_markup_in_every_column_kind",  # 71-86 s (every page, one atlas)
     "tests/hostile/test_crashes.py::test_a_full_disk_is_one_line_and_the_work_resumes",  # 36 s (four CLI processes)
+    "tests/core/retrieval/test_metrics.py::test_ranx_agrees_with_pytrec_eval_on_the_demo_task_rankings",  # 85 s cold (numba compiles ranx's kernels; 16 s warm), load 5
+    "tests/core/retrieval/test_run.py::test_the_derived_task_leaves_each_querys_own_text_out",  # 60-83 s (embeds the STS-B-derived task), load 5
+    "tests/core/retrieval/test_run.py::test_a_random_rotation_changes_no_metric_and_the_test_sees_no_difference",  # 26 s, load 5
+    "tests/core/retrieval/test_run.py::test_the_qrels_never_reach_a_fit",  # 31 s, load 5
+    "tests/core/retrieval/test_run.py::test_the_docs_table_is_what_the_stsb_task_gives",  # 81 s (a flow on 2,243 documents, nine variants), load 8
+    "tests/dashboard/test_retrieval.py::test_clustering_on_the_demo_topics",  # 63 s (embeds the 4,846 demo texts, ten k-means), load 5
 )

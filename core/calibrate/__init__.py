@@ -5,7 +5,7 @@ directions. The calibrators are fitted without labels on embeddings (of the eval
 or of a separate corpus) and map any embedding into a better-conditioned space. One concept per module:
 
 - ``base``: the scikit-learn estimator contract and save/load as safetensors + JSON (never pickle);
-- ``linear``: ``Identity`` (``none``), ``Whitening`` (``whitening``, ``whitening:K``),
+- ``linear``: ``Identity`` (``none``), ``Centering`` (``centre``), ``Whitening`` (``whitening``, ``whitening:K``),
   ``StandardNormalization`` (``sn``), ``AllButTheTop`` (``abtt:D``) and ``Chain`` (``sn+abtt:D``);
 - ``flow``: ``Flow`` (BERT-flow, a normalizing flow to a standard normal; its hyperparameters are its
   ``__init__`` parameters, as scikit-learn's are);
@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
         ("CALIBRATORS", "JSON_NAME", "TENSORS_NAME", "Calibrator", "EpochProgressFn", "NotFittedError"), "base"
     ),
     **dict.fromkeys(("check_array", "load_calibrator"), "base"),
-    **dict.fromkeys(("AllButTheTop", "Chain", "Identity", "StandardNormalization", "Whitening"), "linear"),
+    **dict.fromkeys(("AllButTheTop", "Centering", "Chain", "Identity", "StandardNormalization", "Whitening"), "linear"),
     **dict.fromkeys(("EVAL_ROWS", "FLOW_COUPLINGS", "FLOW_LINEARS", "Flow"), "flow"),
     **dict.fromkeys(("CALIBRATION_METHODS", "METHOD_DESCRIPTIONS", "METHOD_NAMES", "CalibrationMethod"), "methods"),
     **dict.fromkeys(("MethodSpec", "MethodStep", "methods_help", "parse_method"), "methods"),
@@ -51,6 +51,7 @@ __all__ = [
     "AllButTheTop",
     "CalibrationMethod",
     "Calibrator",
+    "Centering",
     "Chain",
     "EpochProgressFn",
     "Flow",
@@ -101,7 +102,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from isoscope.calibrate.factory import make_calibrator, whitened_dims
     from isoscope.calibrate.fitting import fit_size_warning, fit_timed, fit_too_small, safe_components, safe_method
     from isoscope.calibrate.flow import EVAL_ROWS, FLOW_COUPLINGS, FLOW_LINEARS, Flow
-    from isoscope.calibrate.linear import AllButTheTop, Chain, Identity, StandardNormalization, Whitening
+    from isoscope.calibrate.linear import AllButTheTop, Centering, Chain, Identity, StandardNormalization, Whitening
     from isoscope.calibrate.methods import (
         CALIBRATION_METHODS,
         METHOD_DESCRIPTIONS,

@@ -6,7 +6,7 @@ from sklearn.base import clone
 
 from isoscope.calibrate.base import Calibrator
 from isoscope.calibrate.flow import Flow
-from isoscope.calibrate.linear import AllButTheTop, Chain, Identity, StandardNormalization, Whitening
+from isoscope.calibrate.linear import AllButTheTop, Centering, Chain, Identity, StandardNormalization, Whitening
 from isoscope.calibrate.methods import MethodSpec, MethodStep, parse_method
 
 
@@ -15,6 +15,8 @@ def _calibrator(step: MethodStep, flow: Flow | None) -> Calibrator:
         return Flow() if flow is None else clone(flow)
     if step.name == "whitening":
         return Whitening(step.arg)
+    if step.name == "centre":
+        return Centering()
     if step.name == "sn":
         return StandardNormalization()
     if step.name == "abtt":
@@ -23,7 +25,7 @@ def _calibrator(step: MethodStep, flow: Flow | None) -> Calibrator:
 
 
 def make_calibrator(method: str | MethodSpec, *, flow: Flow | None = None) -> Calibrator:
-    """``none, flow, whitening, whitening:K, sn, abtt:D, sn+abtt:D`` (``parse_method``) as an unfitted calibrator.
+    """``none, centre, flow, whitening, whitening:K, sn, abtt:D, sn+abtt:D`` (``parse_method``) as an unfitted calibrator.
 
     ``+`` chains calibrators left to right. ``flow``: an unfitted ``Flow`` whose hyperparameters every flow step
     copies (``sklearn.base.clone``; default: ``Flow()``). InputError (a ValueError) listing the valid choices for

@@ -1,6 +1,7 @@
 """Linear (affine) calibrators, fitted in closed form on the covariance of the fit vectors.
 
 - ``Identity`` (method ``none``).
+- ``Centering`` (``centre``): remove the mean, the mildest fix (the mean direction is what makes a cone).
 - ``Whitening`` (Su et al. 2021): ``z = (x - mu) W`` with ``W = U diag(1 / sqrt(lambda))``, optionally
   truncated to the top ``k`` components (``whitening:K``). The same map as
   ``sklearn.decomposition.PCA(whiten=True)`` up to the sign of each component.
@@ -40,6 +41,37 @@ class Identity(Calibrator):
 
     def inverse_transform(self, Z: np.ndarray) -> np.ndarray:
         return self._check_input(Z, "Z").astype(np.float32)
+
+
+@register
+class Centering(Calibrator):
+    """Method ``centre``: ``x - mu``, the mean of the fit vectors removed (``abtt`` with no direction removed)."""
+
+    @property
+    def method(self) -> str:
+        return "centre"
+
+    def fit(self, X: np.ndarray, y: None = None, progress: EpochProgressFn | None = None) -> Centering:
+        X = check_array(X, min_rows=2)
+        self.mean_ = X.astype(np.float64).mean(axis=0)  # (d,)
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        return (self._check_input(X) - self.mean_).astype(np.float32)
+
+    def inverse_transform(self, Z: np.ndarray) -> np.ndarray:
+        return (self._check_input(Z, "Z") + self.mean_).astype(np.float32)
+
+    def _tensors(self) -> dict[str, np.ndarray]:
+        return {"mean": self.mean_}
+
+    def _expected_shapes(self, state: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+        return {"mean": (int(state["n_features_in_"]),)}
+
+    def _restore(self, state: dict[str, Any], tensors: dict[str, np.ndarray]) -> None:
+        super()._restore(state, tensors)
+        self.mean_ = tensors["mean"]
 
 
 @register

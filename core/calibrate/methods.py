@@ -18,16 +18,26 @@ from typing import Literal, get_args
 
 from isoscope.errors import InputError
 
-CalibrationMethod = Literal["none", "flow", "whitening", "sn", "abtt"]  # the name of one step
+CalibrationMethod = Literal["none", "centre", "flow", "whitening", "sn", "abtt"]  # the name of one step
 METHOD_NAMES: tuple[CalibrationMethod, ...] = get_args(CalibrationMethod)
 # the methods that take a whole number after ':': its symbol in a generic choice, and what it counts
 ARGUMENTS: dict[str, tuple[str, str]] = {
     "whitening": ("K", "K (dimensions kept)"),
     "abtt": ("D", "D (directions removed)"),
 }
-CALIBRATION_METHODS: tuple[str, ...] = ("none", "flow", "whitening", "whitening:K", "sn", "abtt:D", "sn+abtt:D")
+CALIBRATION_METHODS: tuple[str, ...] = (
+    "none",
+    "centre",
+    "flow",
+    "whitening",
+    "whitening:K",
+    "sn",
+    "abtt:D",
+    "sn+abtt:D",
+)
 METHOD_DESCRIPTIONS: dict[str, str] = {
     "none": "the raw vectors",
+    "centre": "centring: remove the mean vector (the direction every text shares)",
     "flow": "BERT-flow, a normalizing flow to an isotropic Gaussian (trained without labels)",
     "whitening": "the linear counterpart of the flow: centre, rotate to the principal axes, scale to unit variance",
     "whitening:K": "whitening that keeps the top K principal components",
@@ -71,7 +81,7 @@ class MethodSpec:
 
 
 def methods_help() -> str:
-    """``none, flow, whitening, whitening:K, sn, abtt:D, sn+abtt:D`` for a CLI help text."""
+    """``none, centre, flow, whitening, whitening:K, sn, abtt:D, sn+abtt:D`` for a CLI help text."""
     return ", ".join(CALIBRATION_METHODS)
 
 

@@ -37,6 +37,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--text-column", default=None, help="corpus: column holding the texts (default: text)")
     p.add_argument("--pairs", default=None, help="scored pairs (sentence1, sentence2, score): STS raw and calibrated")
     p.add_argument(
+        "--retrieval",
+        default=None,
+        metavar="TASK",
+        help="a retrieval task (a BEIR folder or zip, or a table of query, document[, grade]): a section scoring raw, "
+        "centre, --vs and csls on it (the model embeds its queries and documents)",
+    )
+    p.add_argument(
         "--vs",
         default="whitening",
         metavar="METHOD",
@@ -95,6 +102,7 @@ def run(args: argparse.Namespace) -> dict:
         space,
         vs=args.vs,
         pairs=pairs,
+        retrieval=args.retrieval,
         k=args.k,
         layers=not args.no_layers and space.embedding is not None,
         map=args.map,

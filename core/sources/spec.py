@@ -8,7 +8,7 @@ SPEC strings are comma-separated ``key=value`` lists; every key is optional::
                       openai:NAME  an OpenAI-compatible embeddings endpoint (see base_url)
     init=pretrained   or random, random:SEED: the model's architecture with seeded random weights
     pooling=          any pooling mode, including layer:K (default: the model's, ``default_pooling``)
-    calibrate=none    any calibrator (none, flow, whitening, whitening:K, sn, abtt:D, sn+abtt:D), fitted
+    calibrate=none    any calibrator (none, centre, flow, whitening, whitening:K, sn, abtt:D, sn+abtt:D), fitted
                       on the space's own vectors of the texts (no labels)
     vectors=FILE[:COLUMN]  vectors computed elsewhere (.npy, Parquet, Feather/Arrow, .safetensors, a datasets
                       folder; isoscope.data.vectors): the space is the file's rows (no model, init or pooling)

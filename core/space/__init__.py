@@ -6,7 +6,7 @@ space.geometry(); white = space.calibrate("whitening"); isoscope.compare(space, 
 space.map(color="topic"); space.report("report.html")
 
 One concept per module: ``sources`` (array-likes, models, embedding), ``space`` (``Space``, ``embed`` and ``compare``),
-``pairs`` (sentence pairs as the API takes them), ``results`` (what the methods return), ``comparison``
+``pairs`` (sentence pairs as the API takes them), ``results`` (what the methods return), ``tasks`` (retrieval and clustering), ``comparison``
 (``Comparison`` and ``measure``), ``cards`` and ``html`` (the notebook cards, user text escaped), ``progress``
 (tqdm bars, notebook or text), ``figures`` (plotly figures of the report and the dashboard), ``widget`` (the map
 widget, ``isoscope[notebook]``), ``report`` (the one-file HTML report).
@@ -22,13 +22,17 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("Space", "compare", "embed"), "space"),
     "Comparison": "comparison",
-    **dict.fromkeys(("GeometryFrame", "Projection", "STSResult", "SweepReport"), "results"),
+    **dict.fromkeys(
+        ("ClusteringReport", "GeometryFrame", "Projection", "RetrievalReport", "STSResult", "SweepReport"), "results"
+    ),
     **dict.fromkeys(("comparison_report", "space_report"), "report"),
 }
 __all__ = [
+    "ClusteringReport",
     "Comparison",
     "GeometryFrame",
     "Projection",
+    "RetrievalReport",
     "STSResult",
     "Space",
     "SweepReport",
@@ -54,5 +58,12 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from isoscope.space.comparison import Comparison
     from isoscope.space.report import comparison_report, space_report
-    from isoscope.space.results import GeometryFrame, Projection, STSResult, SweepReport
+    from isoscope.space.results import (
+        ClusteringReport,
+        GeometryFrame,
+        Projection,
+        RetrievalReport,
+        STSResult,
+        SweepReport,
+    )
     from isoscope.space.space import Space, compare, embed

@@ -6,6 +6,8 @@
 - ``STSResult`` (``space.sts(pairs)``): Spearman and Pearson x100 of cosine against the gold scores.
 - ``Projection`` (``space.project("umap")``): 2-D/3-D coordinates of (a sample of) the rows.
 - ``SweepReport`` (``space.sweep()``): ``isoscope.evaluate.sweep.SweepResult`` with a card.
+- ``RetrievalReport`` (``space.retrieval(task)``): ``isoscope.retrieval.run.RetrievalResult`` with a card.
+- ``ClusteringReport`` (``space.clustering("topic")``): ``isoscope.retrieval.clustering.ClusteringResult`` with a card.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from isoscope.space.cards import Card, CardStat
-from isoscope.space.html import fmt, line_svg, scatter_svg
+from isoscope.space.html import bars_svg, fmt, line_svg, scatter_svg
 
 HEADLINE: tuple[tuple[str, str, str], ...] = (  # metric, label, help
     ("avg_cosine", "average cosine", "mean cosine of random pairs: 0 = isotropic, near 1 = a narrow cone"),
@@ -153,4 +155,73 @@ class SweepReport:
             table=(["variant", "bytes", "overlap", "Spearman", "IsoScore"], rows),
             notes=self.warnings,
             kind="sweep",
+        ).html()
+
+
+@dataclass
+class RetrievalReport:
+    """``isoscope.retrieval.run.RetrievalResult`` of a space: ``table`` has one row per fix, raw first."""
+
+    result: Any  # isoscope.retrieval.run.RetrievalResult
+    space: str = ""
+
+    @property
+    def table(self) -> pd.DataFrame:
+        return self.result.table()
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.result.warnings)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.result.to_dict()
+
+    def _repr_html_(self) -> str:
+        t, task = self.table, self.result.task
+        best = t.iloc[int(t["ndcg@10"].to_numpy().argmax())]
+        columns = ["variant", "ndcg@10", "Δ ndcg@10", "ci_low", "ci_high", "verdict", "hubness_skew"]
+        rows = [
+            [variant, ndcg, delta, f"[{fmt(low)}, {fmt(high)}]", verdict, hubs]
+            for variant, ndcg, delta, low, high, verdict, hubs in t.reindex(columns=columns).itertuples(index=False)
+        ]
+        return Card(
+            title=f"Retrieval · {task.name}",
+            subtitle=f"{task.n_queries:,} queries, {task.n_documents:,} documents · {self.space}",
+            stats=[
+                CardStat("nDCG@10 raw", fmt(t["ndcg@10"].iloc[0]), "pytrec_eval, mean over queries"),
+                CardStat("best", f"{best.variant} {fmt(best['ndcg@10'])}", f"its verdict: {best.verdict}"),
+            ],
+            figure=bars_svg(t["ndcg@10"].to_numpy(), label="nDCG@10 per variant"),
+            caption="nDCG@10, raw first",
+            table=(["variant", "nDCG@10", "Δ", "95% CI", "vs raw", "hub skew"], rows),
+            notes=self.warnings,
+            kind="retrieval",
+        ).html()
+
+
+@dataclass
+class ClusteringReport:
+    """``isoscope.retrieval.clustering.ClusteringResult`` of a space: ``table`` has one row per fix, raw first."""
+
+    result: Any  # isoscope.retrieval.clustering.ClusteringResult
+
+    @property
+    def table(self) -> pd.DataFrame:
+        return self.result.table()
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.result.to_dict()
+
+    def _repr_html_(self) -> str:
+        r = self.result
+        rows = [[row.variant, row.mean, row.sd] for row in r.rows]
+        return Card(
+            title=f"Clustering · {r.label or 'labels'}",
+            subtitle=f"{r.n_texts:,} texts, k = {r.n_labels} · {r.space} · {len(r.seeds)} seeds",
+            stats=[CardStat("V-measure raw", f"{fmt(r.rows[0].mean, '.1f')} ± {fmt(r.rows[0].sd, '.1f')}", "x100")],
+            figure=bars_svg([row.mean for row in r.rows], label="V-measure per variant"),
+            caption="V-measure x100 (mini-batch k-means), raw first",
+            table=(["variant", "V-measure", "sd"], rows),
+            notes=r.warnings,
+            kind="clustering",
         ).html()

@@ -6,6 +6,7 @@ space = isoscope.Space.from_file("openai.parquet:emb")  # vectors computed elsew
 space.geometry()                                        # the Anisotropy page's metrics (a DataFrame)
 white = space.calibrate("whitening")                    # a new Space; white.calibrator is the fitted one
 white.neighbours("a query", k=5); space.sts("pairs.csv"); space.project("umap"); space.map(color="topic")
+space.retrieval(DEMO_RETRIEVAL, ["centre", "whitening:64"]); space.clustering("topic")
 isoscope.compare(space, white).overlap_at_k; space.report("report.html")
 
 A space remembers how it was made (``provenance``): the model, its fingerprint and pooling, or the digest of
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from isoscope.calibrate import Calibrator
     from isoscope.data import Pairs
     from isoscope.space.comparison import Comparison
-    from isoscope.space.results import GeometryFrame, Projection, STSResult
+    from isoscope.space.results import ClusteringReport, GeometryFrame, Projection, RetrievalReport, STSResult
 
 log = logging.getLogger(__name__)
 
@@ -432,6 +433,20 @@ class Space:
                 if 2 <= len(names) <= 12:
                     return codes
         return None
+
+    def retrieval(self, task: Any, fixes: Sequence[str] | None = None, **kwargs: Any) -> RetrievalReport:
+        """Every fix on a retrieval task (a BEIR folder or zip, a table, a ``RetrievalTask``), each fitted on its
+        documents, tested against raw over the queries (``isoscope.space.tasks.retrieval``: prompts, split, depth)."""
+        from isoscope.space.tasks import retrieval
+
+        return retrieval(self, task, fixes, **kwargs)
+
+    def clustering(self, labels: Any = "topic", fixes: Sequence[str] | None = None, **kwargs: Any) -> ClusteringReport:
+        """V-measure of k-means on these vectors against a metadata column (or labels), raw and per fix, over
+        seeds (``isoscope.space.tasks.clustering``)."""
+        from isoscope.space.tasks import clustering
+
+        return clustering(self, labels, fixes, **kwargs)
 
     def compare(self, other: Space, **kwargs: Any) -> Comparison:
         """``isoscope.compare(self, other, ...)``: CKA, overlap@k, hubness and aligned maps of two spaces of the

@@ -187,3 +187,25 @@ def atlas(model: str | None, items: Texts, config: AtlasConfig, dim: int) -> Cos
         layout = layout_cost(n, dim, k=config.k + 1, landmarks=config.landmarks, umap=umap, knn=knn_rate(dim))
         cost += total([layout] * (1 if side_by_side else spaces))
     return cost
+
+
+def retrieval(
+    model: str, sides: Sequence[Texts], pooling: str, max_length: int, methods: Sequence[str], dim: int
+) -> Cost:
+    """A retrieval run (``services.retrieval.run_model``): each side's prompted texts embedded with one pooling
+    (``FREE`` when the disk cache holds them), and the flows among ``methods`` fitted on the documents."""
+    cost = total(
+        [
+            embed_texts_cost(
+                fast_encoder(model),
+                side.items,
+                [pooling],
+                max_length=max_length,
+                rate=lambda hidden: throughput(model, hidden, max_length),
+                cache=ArrayCache(),
+                tokens=lambda side=side: token_count(model, side, max_length),
+            )
+            for side in sides
+        ]
+    )
+    return cost + fits(methods, len(sides[-1]), dim)

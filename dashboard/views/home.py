@@ -22,6 +22,7 @@ st.markdown(
 |---|---|
 | **Sentence pairs** | Cosine per pair against gold scores (Spearman), several poolings and a calibrator side by side. |
 | **Calibration** | Fit a flow or whitening without labels; watch it train; every pooling x calibrator. |
+| **Retrieval** | Would a fix help search? nDCG@10 per fix with a significance test, and clustering V-measure. |
 | **Anisotropy** | How much of the space the vectors use: average cosine, IsoScore, effective rank, per layer. |
 | **Frequency bias** | Frequent tokens sit near the origin and close together; rare ones far out and apart. |
 | **Lexical overlap** | Does similarity just count shared words? Gold vs raw vs calibrated. |

@@ -137,3 +137,14 @@ def test_step_7_most_of_xlm_roberta_is_embeddings(app: AppTest) -> None:
     at.selectbox(key="anat_preset").set_value("xlm-roberta-base").run()
     share = float(metrics(at)["Embedding share, fine-tuning"].rstrip("%")) / 100
     assert share > tour.XLMR_EMBEDDING_SHARE
+
+
+def test_step_8_retrieval_raw_is_strong_full_whitening_is_worse_centring_no_different(app: AppTest) -> None:
+    at = open_page(app, "retrieval")
+    at.multiselect(key="ret_fixes").set_value([tour.RETRIEVAL_WORSE, *tour.RETRIEVAL_SAME]).run()
+    at.button(key="ret_run").click().run()
+    assert not at.exception, at.exception
+    table = frame(at, "verdict").set_index("variant")
+    assert table.loc["raw", "ndcg@10"] > tour.RETRIEVAL_RAW_NDCG
+    assert table.loc[tour.RETRIEVAL_WORSE, "verdict"] == "worse"
+    assert all(table.loc[v, "verdict"] == "no difference" for v in tour.RETRIEVAL_SAME)

@@ -28,8 +28,8 @@ def write(html: str, path: str | Path) -> Path:
 
 
 def space_report(space: Space, path: str | Path | None = None, **options: Any) -> Path | str:
-    """The report of ``space`` (``build.build_space_report`` options: vs, pairs, k, layers, map, map_points,
-    seed, command, title): written to ``path`` (returns the path), or returned as an HTML string."""
+    """The report of ``space`` (``build.build_space_report`` options: vs, pairs, retrieval, k, layers, map,
+    map_points, seed, command, title): written to ``path`` (returns the path), or returned as an HTML string."""
     from isoscope.space.report.build import build_space_report
     from isoscope.space.report.render import render
 

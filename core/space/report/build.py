@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from isoscope.retrieval.variants import parse_variant
 from isoscope.space.report import content as c
 
 if TYPE_CHECKING:
@@ -145,11 +146,34 @@ def _change(cmp: Comparison, metrics: dict, sts: tuple | None) -> c.Section:
     return section
 
 
+def _retrieval(space: Space, task: Any, vs: str, progress: bool) -> tuple[c.Section, Any]:
+    """Raw, centring, the report's ``vs`` and CSLS on a retrieval task (``Space.retrieval``), each against raw."""
+    report = space.retrieval(task, list(dict.fromkeys(["centre", vs, "csls"])), progress=progress)
+    result = report.result
+    task_ = result.task
+    words = [
+        f"{task_.name}: {task_.n_queries:,} queries, {task_.n_documents:,} documents. Exact cosine search to depth "
+        f"{result.raw.ranking.depth}, scored by pytrec_eval; each fix fitted on the documents without labels. Raw "
+        f"nDCG@10 {result.raw.means()['ndcg@10']:.3f}."
+    ]
+    for row in result.rows[1:]:
+        t = row.tests["ndcg@10"]
+        words.append(
+            f"{row.variant}: nDCG@10 {row.means()['ndcg@10']:.3f}, change {t.mean_difference:+.3f} (95% CI "
+            f"{t.ci_low:+.3f} to {t.ci_high:+.3f}, paired randomisation test p = {t.p_value:.3f}): {t.verdict}."
+        )
+    section = c.Section("retrieval", "Retrieval: would a fix help search?", words)
+    section.tables.append(("Every fix against raw (nDCG@10's change, interval, test; geometry of the documents)",
+                           report.table.round(4)))  # fmt: skip
+    return section, result
+
+
 def build_space_report(
     space: Space,
     *,
     vs: str = "whitening",
     pairs: Any = None,
+    retrieval: Any = None,
     k: int = 10,
     layers: bool = True,
     map: str = "auto",
@@ -160,6 +184,7 @@ def build_space_report(
     progress: bool = True,
 ) -> c.Report:
     """Measure ``space`` and its ``vs`` calibration (fitted on the space, no labels) for a report (module docs);
+    ``retrieval``: a task (a BEIR folder or zip, a table, a ``RetrievalTask``) for a retrieval section;
     ``progress=False``: no progress bars (the command line's ``--quiet``)."""
     start, clock = time.perf_counter(), {}
     other = space.calibrate(vs, progress=progress)
@@ -176,6 +201,12 @@ def build_space_report(
     if layer_section is not None:
         sections.append(layer_section)
     sections += [_hubness(cmp), _change(cmp, metrics, sts)]
+    ranked = None
+    if retrieval is not None:
+        t = time.perf_counter()
+        section, ranked = _retrieval(space, retrieval, vs, progress)
+        sections.append(section)
+        c.timed(clock, "retrieval", t)
     t = time.perf_counter()
     method = c.map_method(map, min(len(space), map_points))
     colour_of = lambda rows: c.map_colour(space, rows, cmp.overlap[rows], k)  # noqa: E731
@@ -196,6 +227,10 @@ def build_space_report(
     ]
     if sts is not None:
         tiles.append(("STS Spearman", f"{sts[0].spearman:.2f}", f"{other.label}: {sts[1].spearman:.2f}"))
+    if ranked is not None:
+        fixed = ranked.row(str(parse_variant(vs)))
+        tiles.append(("nDCG@10", f"{ranked.raw.means()['ndcg@10']:.3f}",
+                      f"{fixed.variant}: {fixed.means()['ndcg@10']:.3f} ({fixed.tests['ndcg@10'].verdict})"))  # fmt: skip
     verdict = [
         c.anisotropy_words(raw),
         c.calibration_words(
@@ -213,6 +248,8 @@ def build_space_report(
     made = c.made_by(command, settings, space.provenance, time.perf_counter() - start)
     made["timings"] = clock
     data = {"metrics": metrics, "comparison": cmp.to_dict(), "sts": None if sts is None else [r.to_dict() for r in sts]}
+    if ranked is not None:
+        data["retrieval"] = ranked.to_dict()
     data["comparison"].pop("most_changed", None)
     return c.Report(
         title=title or f"Isoscope report: {space.name}",

@@ -26,7 +26,7 @@ from tests.core.calibrate.synthetic import (
 )
 
 
-@pytest.mark.parametrize("method", ["none", "flow", "whitening", "whitening:3", "sn", "abtt:2", "sn+abtt:2"])
+@pytest.mark.parametrize("method", ["none", "centre", "flow", "whitening", "whitening:3", "sn", "abtt:2", "sn+abtt:2"])
 def test_unfitted_transform_raises_naming_the_class(method):
     cal = make_calibrator(method)
     with pytest.raises(NotFittedError, match=rf"{type(cal).__name__} is not fitted.*call fit"):
@@ -65,7 +65,7 @@ def test_a_chain_fits_clones_and_leaves_its_steps_alone(synth):
     assert np.array_equal(chain.transform(synth), AllButTheTop(2).fit(by_hand).transform(by_hand))
 
 
-@pytest.mark.parametrize("method", ["none", "flow", "whitening", "whitening:3", "sn", "abtt:2", "sn+abtt:2"])
+@pytest.mark.parametrize("method", ["none", "centre", "flow", "whitening", "whitening:3", "sn", "abtt:2", "sn+abtt:2"])
 def test_every_calibrator_is_a_scikit_learn_estimator_that_survives_clone(method, synth):
     from sklearn.base import BaseEstimator, TransformerMixin, clone
 

@@ -20,6 +20,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from isoscope.calibrate import (
     AllButTheTop,
     Calibrator,
+    Centering,
     Chain,
     Flow,
     Identity,
@@ -31,6 +32,7 @@ from isoscope.calibrate import (
 SMALL_FLOW = {"epochs": 1, "hidden": 4, "n_steps": 1, "batch_size": 16}
 CALIBRATORS = [
     Identity(),
+    Centering(),
     Whitening(),
     Whitening(n_components=1),
     StandardNormalization(),

@@ -1,4 +1,4 @@
-"""isoscope.calibrate.linear: known-answer geometry of whitening, sn, all-but-the-top and chains; inverses."""
+"""isoscope.calibrate.linear: known-answer geometry of whitening, centring, sn, all-but-the-top and chains; inverses."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 
 from isoscope.calibrate import (
     AllButTheTop,
+    Centering,
     Chain,
     Flow,
     Identity,
@@ -78,16 +79,25 @@ def test_standard_normalization_and_all_but_the_top(synth):
         abtt.inverse_transform(Y)
 
 
+def test_centring_removes_the_fit_mean_and_equals_abtt_with_no_direction(synth):
+    fit, other = synth[: len(synth) // 2], synth[len(synth) // 2 :]
+    centre = Centering().fit(fit)
+    np.testing.assert_allclose(centre.mean_, fit.astype(np.float64).mean(0), rtol=1e-12)  # the fit set's mean
+    np.testing.assert_allclose(centre.transform(other), other - fit.astype(np.float64).mean(0), atol=1e-5)
+    np.testing.assert_allclose(centre.transform(fit), AllButTheTop(0).fit(fit).transform(fit), atol=1e-5)
+
+
 @pytest.mark.parametrize(
     "make",
     [
+        lambda: Centering(),
         lambda: Whitening(),
         lambda: StandardNormalization(),
         lambda: Identity(),
         lambda: Chain([StandardNormalization(), Whitening()]),
         "flow",
     ],
-    ids=["whitening", "sn", "none", "chain", "flow"],
+    ids=["centre", "whitening", "sn", "none", "chain", "flow"],
 )
 def test_inverse_transform_recovers_the_input(make, synth, small_flow):
     cal = small_flow if make == "flow" else make().fit(synth)

@@ -82,7 +82,7 @@ def test_parse_method_refuses_in_one_line(method, message) -> None:
 
 
 def test_generic_choices_and_their_placeholders() -> None:
-    assert [placeholder(c) for c in CALIBRATION_METHODS] == [None, None, None, "K", None, "D", "D"]
+    assert [placeholder(c) for c in CALIBRATION_METHODS] == [None, None, None, None, "K", None, "D", "D"]
     assert fill_placeholder("whitening:K", 64) == "whitening:64"
     assert fill_placeholder("sn+abtt:D", 3) == "sn+abtt:3"
     assert fill_placeholder("flow", 3) == "flow"

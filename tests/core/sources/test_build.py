@@ -59,7 +59,7 @@ def test_parse_defaults_and_full_spec() -> None:
         ("init=pretrained:3", "init must be one of"),
         ("init=random:-1", "whole number"),
         ("pooling=median", "unknown pooling 'median'; choose one of model, cls, mean"),
-        ("calibrate=pca", "unknown calibration method 'pca'; valid choices: none, flow, whitening"),
+        ("calibrate=pca", "unknown calibration method 'pca'; valid choices: none, centre, flow, whitening"),
         ("model=landscape:", "landscape:FOLDER"),
         ("model=landscape:x:finetuned", "INIT must be one of pretrained, scratch"),
         ("model=landscape:x:pretrained:two", "EPOCH must be a whole number or 'last'"),

@@ -1,0 +1,52 @@
+"""isoscope.retrieval.stats: the paired randomisation test's known answers, the interval, the verdict's rule."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from isoscope.retrieval.stats import ALPHA, paired_test
+
+
+def test_an_identical_run_is_no_difference_with_p_1() -> None:
+    x = np.random.default_rng(0).random(50)
+    got = paired_test(x, x.copy(), metric="ndcg@10")
+    assert got.p_value == 1.0 and got.verdict == "no difference"
+    assert got.mean_difference == 0.0 and got.ci_low == 0.0 and got.ci_high == 0.0
+
+
+def test_exact_enumeration_knows_its_smallest_p() -> None:
+    """Five queries, each 0.1 better: of the 2^5 sign patterns only all-plus and all-minus reach |mean| 0.1, so
+    p = 2/32 = 0.0625 exactly, above 0.05: five queries cannot show a difference, however consistent."""
+    base = np.array([0.2, 0.4, 0.5, 0.7, 0.9])
+    got = paired_test(base + 0.1, base)
+    assert got.p_value == pytest.approx(2 / 32)
+    assert got.verdict == "no difference"
+    six = np.append(base, 0.3)
+    assert paired_test(six + 0.1, six).p_value == pytest.approx(2 / 64)  # six queries can: better
+    assert paired_test(six + 0.1, six).verdict == "better" and paired_test(six, six + 0.1).verdict == "worse"
+
+
+def test_the_verdict_follows_the_test_not_the_interval() -> None:
+    """Three of forty queries gain 0.2: the bootstrap interval of the mean excludes 0 (it never resamples a
+    negative difference) but the randomisation test does not reject (p > 0.05): the verdict is no difference."""
+    x = np.random.default_rng(0).random(40)
+    y = x.copy()
+    y[:3] += 0.2
+    got = paired_test(y, x)
+    assert got.ci_low > 0 and got.p_value > ALPHA
+    assert got.verdict == "no difference"
+
+
+def test_seeded_and_the_interval_holds_the_mean() -> None:
+    rng = np.random.default_rng(1)
+    base = rng.random(200)
+    noisy = base + rng.normal(0.05, 0.1, 200)  # a 7-standard-error shift: no draw misses it
+    a, b = paired_test(noisy, base, seed=3), paired_test(noisy, base, seed=3)
+    assert a == b
+    assert a.ci_low < a.mean_difference < a.ci_high
+    assert a.verdict == "better" and a.p_value < ALPHA
+    one = paired_test(base[:1] + 0.5, base[:1])  # a single query: no test can reject, no interval
+    assert one.verdict == "no difference" and one.p_value == 1.0 and np.isnan(one.ci_low)
+    with pytest.raises(ValueError, match="same length"):
+        paired_test(base, base[:-1])
