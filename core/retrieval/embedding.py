@@ -1,5 +1,5 @@
-"""How a retrieval task's queries and documents become vectors: ONE function (``embed_side``), so that the
-model's own prompt handling replaces one body.
+"""How a retrieval task's queries and documents become vectors: ONE function (``embed_side``), with the
+model's own prompt handling.
 
 A side (queries or documents) is embedded with its prompt: a text given by the user (``--query-prompt``), or
 a prompt the model names (``--query-prompt-name``, from its sentence-transformers ``config_sentence_transformers.json``:
@@ -36,7 +36,7 @@ def side_prompt(encoder: Encoder, side: Side, *, name: str | None = None, text: 
     card = getattr(recipe, "card", None)
     if text is None and name is None and card is not None and side in (card.prompts or {}):
         name = side
-    return resolve_prompt(card, name, text, encoder.name)
+    return resolve_prompt(card, name, text, model=encoder.name)
 
 
 def embed_side(
@@ -49,15 +49,18 @@ def embed_side(
     cache: ArrayCache | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> np.ndarray:
-    """The vectors (n, d) float32 of one side's ``texts``, each with ``prompt`` in front.
+    """The vectors (n, d) float32 of one side's ``texts``, each with ``prompt`` in front, as the model's recipe
+    runs a prompt (``isoscope.encode.embed.EmbedConfig.prompt``: its tokens left out of the pooling where the
+    recipe says so, and part of the cache key).
 
-    THE prompt seam: every query and document of a retrieval run is embedded here (the CLI, ``Space.retrieval``
-    and the dashboard). For now the prompt is prepended to the text (``prompt + text``) and pooled like any text.
+    Every query and document of a retrieval run is embedded here (the CLI, ``Space.retrieval``, the dashboard).
     """
-    from isoscope.encode.embed import encode
+    from dataclasses import replace
 
-    items = [prompt + t for t in texts] if prompt else list(texts)
-    return encode(encoder, items, pooling, config, progress, cache)
+    from isoscope.encode.embed import EmbedConfig, encode
+
+    config = replace(config or EmbedConfig(), prompt_name=None, prompt=prompt)
+    return encode(encoder, texts, pooling, config=config, progress=progress, cache=cache)
 
 
 def embed_side_endpoint(
@@ -72,4 +75,4 @@ def embed_side_endpoint(
     from isoscope.encode.remote import embed_endpoint
 
     items = [prompt + t for t in texts] if prompt else list(texts)
-    return embed_endpoint(endpoint, items, progress, cache)
+    return embed_endpoint(endpoint, items, progress=progress, cache=cache)
