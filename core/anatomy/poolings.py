@@ -1,7 +1,7 @@
 """Pooling explorer: STS Spearman of every pooling mode and every layer, raw and calibrated, from one pass.
 
 For a model and a pairs file with gold scores, every pooling the model accepts
-(``isoscope.encode.pooling.pooling_choices``) and every ``layer:K`` (``K = 0..L``, mean over tokens) are computed
+(``isoscope.encode.pooling.pooling_choices``: the model's own recipe, ``model``, first when it has one) and every ``layer:K`` (``K = 0..L``, mean over tokens) are computed
 from ONE forward pass over the unique sentences (``isoscope.encode.embed.encode_many``). For each pooling and each
 calibration (``none`` plus the requested methods, fitted on the pairs' own sentences, the "target" setting)
 the table holds Spearman and Pearson (x100) of the pair cosines against the gold scores, and Wang & Isola's
@@ -174,7 +174,7 @@ def explore_poolings(
     texts, index = unique_index(pairs.texts)
     gold = np.asarray(pairs.scores, np.float64)  # (n,)
     positive = gold > POSITIVE_THRESHOLD  # (n,)
-    modes = pooling_specs(encoder.num_layers, encoder.is_encoder_decoder)
+    modes = pooling_specs(encoder.num_layers, encoder.is_encoder_decoder, encoder.has_recipe)  # `model` first
     log.info("pooling explorer: %d pairs, %d unique sentences, %d poolings", n, len(texts), len(modes))
     vectors = encode_many(encoder, texts, modes, config=config, progress=progress, cache=cache)  # name -> (u, d)
 

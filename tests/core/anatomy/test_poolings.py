@@ -91,7 +91,8 @@ def tiny_t5():
 def test_table_shape_and_columns(real_report, encoder) -> None:
     t = real_report.table
     assert tuple(t.columns) == COLUMNS
-    modes = ["cls", "mean", "max", "last2avg", "first_last_avg"] + [f"layer:{k}" for k in range(7)]
+    # the model's own recipe first (all-MiniLM-L6-v2 has one), then every pooling for study
+    modes = ["model", "cls", "mean", "max", "last2avg", "first_last_avg"] + [f"layer:{k}" for k in range(7)]
     assert pooling_modes_for(encoder) == modes
     assert len(t) == 3 * len(modes)
     assert t["calibration"].tolist()[:3] == ["none", "whitening", "whitening:64"]
@@ -120,6 +121,8 @@ def test_raw_mean_matches_independent_sts(real_report, encoder, demo_pairs, modu
     assert t.loc[("mean", "none"), "pearson"] == pytest.approx(ev["pearson"], abs=1e-3)
     # the last layer, mean over tokens, is the mean pooling
     assert t.loc[("layer:6", "none"), "spearman"] == pytest.approx(t.loc[("mean", "none"), "spearman"], abs=1e-9)
+    # the recipe is mean -> normalise, and a cosine does not see the norm: the recipe row is the mean row
+    assert t.loc[("model", "none"), "spearman"] == pytest.approx(t.loc[("mean", "none"), "spearman"], abs=1e-6)
     # the embedding output is far worse than the trained sentence embedding
     assert t.loc[("layer:0", "none"), "spearman"] < t.loc[("mean", "none"), "spearman"] - 5
 
@@ -169,8 +172,8 @@ def test_one_forward_pass(encoder, demo_pairs) -> None:
         report = explore_poolings(encoder, demo_pairs, config=EmbedConfig(batch_size=1024, max_length=64))
     finally:
         handle.remove()
-    assert calls == [1]  # twelve poolings, one batch, one forward
-    assert len(report.table) == 12
+    assert calls == [1]  # thirteen poolings (the recipe's among them), one batch, one forward
+    assert len(report.table) == 13
     assert set(report.table["calibration"]) == {"none"}
 
 
@@ -226,7 +229,7 @@ def test_cli_json(cli, capsys, demo_pairs, tmp_path) -> None:
     assert cli([*argv, "--calibrate", "whitening:32", "--calibrate", "sn"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["n_pairs"] == len(demo_pairs)
-    assert len(out["table"]) == 3 * 12
+    assert len(out["table"]) == 3 * 13  # model, 5 named poolings, layer:0..6
     assert {r["calibration"] for r in out["table"]} == {"none", "whitening:32", "sn"}
     assert set(out["table"][0]) == set(COLUMNS)
     assert out["best"]["spearman"] == max(r["spearman"] for r in out["table"])
