@@ -17,7 +17,7 @@ export TOKENIZERS_PARALLELISM := false
 # pip byte-compiles every file it installs (2 CPU-minutes for torch and the rest); Python compiles what it imports
 PIP_FAST := --no-compile --disable-pip-version-check
 
-.PHONY: run test test-heavy test-fast test-compat test-remote test-lab test-fresh lint format bench bench-peers bench-renderers bench-widget screenshots browser lock lock-peers clean
+.PHONY: run test test-heavy test-fast test-compat test-remote test-lab test-fresh lint format bench bench-gpu bench-peers bench-renderers bench-widget screenshots browser lock lock-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -104,6 +104,9 @@ format: $(VENV)/.dev-installed
 
 bench: $(VENV)/.dev-installed
 	$(BIN)/python bench/run_all.py
+
+bench-gpu: $(VENV)/.dev-installed  # on a CUDA GPU: fp32 and bf16 against sentence-transformers, a 1M atlas (says so and exits 0 without one)
+	$(BIN)/python bench/gpu.py $(ARGS)
 
 $(PEERS)/.installed: bench/peers/requirements.lock pyproject.toml  # its own venv: optimum-onnx pins transformers 4.x
 	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)

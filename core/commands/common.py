@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from isoscope.encode.device import DEVICE_HELP, DTYPES, dtype_help, parse_device
 from isoscope.encode.endpoints import DEFAULT_BASE_URL, DEFAULT_KEY_ENV, is_endpoint_model
 from isoscope.encode.pooling import PoolingSpec, parse_pooling, pooling_help
 from isoscope.encode.precision import PRECISIONS
@@ -51,6 +52,20 @@ def pooling_option(text: str) -> PoolingSpec:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def device_option(text: str) -> str:
+    """``--device``'s type: the spelling checked where the user typed it (whether this machine has it: on loading)."""
+    try:
+        return parse_device(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_device_arguments(p: argparse.ArgumentParser) -> None:
+    """``--device`` and ``--dtype`` (``isoscope.encode.device``): where the model runs and in which float type."""
+    p.add_argument("--device", type=device_option, default="auto", metavar="DEVICE", help=DEVICE_HELP)
+    p.add_argument("--dtype", choices=DTYPES, default="float32", help=dtype_help())
+
+
 def add_model_arguments(
     p: argparse.ArgumentParser,
     *,
@@ -64,11 +79,12 @@ def add_model_arguments(
     fp32_note: str = "",
     prompt: bool = True,
 ) -> None:
-    """Model options (``--model``, ``--precision``, ``--pooling``, ``--prompt``, ``--prompt-text``,
-    ``--max-length``, ``--batch-size``, ``--no-cache``, ``--quiet``) with this command's defaults; ``precision=False`` leaves ``--precision`` out (a command that needs fp32 weights, or that
+    """Model options (``--model``, ``--device``, ``--dtype``, ``--precision``, ``--pooling``, ``--prompt``,
+    ``--prompt-text``, ``--max-length``, ``--batch-size``, ``--no-cache``, ``--quiet``) with this command's defaults; ``precision=False`` leaves ``--precision`` out (a command that needs fp32 weights, or that
     compares both precisions itself) and sets ``args.precision = "fp32"``; ``fp32_note`` says why in the
     ``--model`` help."""
     p.add_argument("--model", default="", help=f"{MODEL_HELP}; {fp32_note}" if fp32_note else MODEL_HELP)
+    add_device_arguments(p)
     if precision:
         p.add_argument("--precision", choices=PRECISIONS, default="fp32", help=precision_help)
     else:
@@ -230,14 +246,23 @@ def encoder_for(args: argparse.Namespace, space: SpaceSpec) -> Encoder:
 
 
 def _load_model(args: argparse.Namespace, name: str) -> Encoder:
-    """``name`` at ``--precision``: the preloaded encoder for the default model, else ``load_encoder``."""
+    """``name`` at ``--precision`` on ``--device`` in ``--dtype``: the preloaded encoder for the default model when
+    it is already there in that dtype, else ``load_encoder``. Records what ran for the result (``emit``)."""
+    from isoscope.encode.device import resolve_device
     from isoscope.encode.models import DEFAULT_MODEL_ALIASES, load_encoder, with_precision
 
     precision = getattr(args, "precision", "fp32")
+    device, dtype = getattr(args, "device", "auto"), getattr(args, "dtype", "float32")
     given = getattr(args, "preloaded_encoder", None)
+    encoder = None
     if given is not None and name.strip() in DEFAULT_MODEL_ALIASES:
-        return with_precision(given, precision)
-    return load_encoder(name, precision=precision)
+        where = "cpu" if precision != "fp32" and parse_device(device) == "auto" else device  # int8: the CPU's
+        if str(resolve_device(where)) == given.device and given.dtype == dtype:
+            encoder = with_precision(given, precision)
+    if encoder is None:
+        encoder = load_encoder(name, device, precision, dtype=dtype)
+    args.ran_on = {"device": encoder.device, "dtype": encoder.dtype}
+    return encoder
 
 
 def encoder_loader(args: argparse.Namespace) -> Callable[[str], Encoder]:
@@ -306,7 +331,11 @@ def epoch_bar(args: argparse.Namespace, desc: str = "flow") -> Callable[[int, in
 
 
 def emit(args: argparse.Namespace, result: dict, text_lines: list[str]) -> None:
-    """Print JSON (``--json``) or human-readable lines."""
+    """Print JSON (``--json``) or human-readable lines. A result of a command that ran a model says where and in
+    which dtype (``device``, ``dtype``: what ``_load_model`` recorded)."""
+    ran_on = getattr(args, "ran_on", None)
+    if isinstance(result, dict) and isinstance(ran_on, dict):
+        result = {**result, **{k: v for k, v in ran_on.items() if k not in result}}
     if getattr(args, "json", False):
         from isoscope.data.export import to_jsonable
 

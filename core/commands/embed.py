@@ -95,7 +95,7 @@ def _check_out(out: str | None) -> Path | None:
 
 def _run_ray(args: argparse.Namespace, space: SpaceSpec, out: Path | None) -> dict:
     from isoscope.data import streamable_corpus
-    from isoscope.encode.shards import DEFAULT_SHARD_ROWS, embed_with_ray, load_shards, require_ray
+    from isoscope.encode.shards import DEFAULT_SHARD_ROWS, actor_device, embed_with_ray, load_shards, require_ray
 
     require_ray()  # before reading anything: one line naming the extra to install
     if not args.shard_dir:
@@ -112,9 +112,13 @@ def _run_ray(args: argparse.Namespace, space: SpaceSpec, out: Path | None) -> di
         num_actors=args.actors,
         address=args.ray_address,
         num_cpus=args.num_cpus,
+        device=args.device,
+        dtype=args.dtype,
     )
     result = {
         "engine": "ray",
+        "device": actor_device(args.device),  # what each actor ran on
+        "dtype": args.dtype,
         "shard_dir": str(run.shard_dir),
         "n": run.n,
         "dim": run.dim,

@@ -183,6 +183,16 @@ def config_from_args(args: argparse.Namespace):
     ).validate()
 
 
+def _check_device(args: argparse.Namespace) -> None:
+    """The loss surfaces are trained and measured on the CPU in float32 (their flat parameter vectors, directions and
+    float64 sums are CPU tensors): ``auto`` means the CPU here, another device or dtype is refused in one line."""
+    if args.device not in ("auto", "cpu"):
+        raise InputError(f"landscape trains on the CPU only (not yet on {args.device}); use --device cpu or auto")
+    if args.dtype != "float32":
+        raise InputError("landscape trains in float32 only; drop --dtype")
+    args.device = "cpu"
+
+
 def run(args: argparse.Namespace) -> dict:
     import torch
 
@@ -194,6 +204,7 @@ def run(args: argparse.Namespace) -> dict:
         raise InputError("--threads must be >= 0")
     if args.threads:
         torch.set_num_threads(args.threads)
+    _check_device(args)
     task1 = load_task(args.task, args.seed, args.stsb_dir)
     task2 = load_task(args.task2 or default_task2(args.task), args.seed, args.stsb_dir)
     encoder = encoder_for(args, space_from_args(args, "landscape"))

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from isoscope.cache import ArrayCache, make_key, text_digest
+from isoscope.encode.device import TokenBudget, run_with_backoff
 from isoscope.encode.models import Encoder
 from isoscope.encode.pooling import MODEL_POOLING, Pooling, PoolingSpec, pool, pooling_specs, resolve_pooling
 from isoscope.encode.recipe import prompt_length, resolve_prompt
@@ -99,16 +100,19 @@ def _tokenize_sorted(
     return ids, order
 
 
-def _batches(ids: list, order: np.ndarray, config: EmbedConfig, pad_id: int):
+def _batches(ids: list, order: np.ndarray, config: EmbedConfig, pad_id: int, budget: TokenBudget | None = None):
     """Yield (index array, input_ids (b, t), attention_mask (b, t)) with padding to the batch's longest.
 
     ``order`` is longest-first, so the first text of a batch sets its padded length ``t``; the batch takes
-    ``max(batch_size, batch_tokens // t)`` texts.
+    ``max(batch_size, batch_tokens // t)`` texts, fewer once ``budget`` (lowered by each out-of-memory error,
+    ``isoscope.encode.device``) is smaller; it is read as each batch is built.
     """
     start = 0
     while start < len(order):
         t = max(len(ids[order[start]]), 1)
         size = max(config.batch_size, config.batch_tokens // t)
+        if budget is not None:
+            size = budget.rows(t, size)
         idx = order[start : start + size]
         start += len(idx)
         lengths = np.fromiter((len(ids[i]) for i in idx), np.int64, len(idx))  # (b,)
@@ -152,6 +156,7 @@ def _forward(
     ``prompt_length`` tokens left out where its pooling says so). Returns name -> (b, d)."""
     need_hs = any(s.needs_hidden_states for s in specs)
     model = encoder.model
+    input_ids, mask = input_ids.to(encoder.device), mask.to(encoder.device)  # the model's device
     if encoder.is_encoder_decoder:
         enc_out = model.get_encoder()(input_ids=input_ids, attention_mask=mask, output_hidden_states=need_hs)
     else:
@@ -159,15 +164,18 @@ def _forward(
     decoder_first = None
     if any(s.needs_decoder for s in specs):
         start = model.config.decoder_start_token_id
-        dec_in = torch.full((input_ids.shape[0], 1), start if start is not None else 0, dtype=torch.long)
+        dec_in = torch.full(
+            (input_ids.shape[0], 1), start if start is not None else 0, dtype=torch.long, device=input_ids.device
+        )
         dec_out = model.get_decoder()(
             input_ids=dec_in,
             encoder_hidden_states=enc_out.last_hidden_state,
             encoder_attention_mask=mask,
         )
-        decoder_first = dec_out.last_hidden_state[:, 0]  # (b, d)
-    hs = enc_out.hidden_states if need_hs else None
-    last = enc_out.last_hidden_state  # (b, t, d)
+        decoder_first = dec_out.last_hidden_state[:, 0].float()  # (b, d)
+    # poolings and the recipe's head run in float32 whatever the dtype of the layers (bf16 sums lose digits)
+    hs = tuple(h.float() for h in enc_out.hidden_states) if need_hs else None
+    last = enc_out.last_hidden_state.float()  # (b, t, d)
     return {
         s.name: encoder.recipe.apply(last, mask, prompt_length)
         if s.kind == MODEL_POOLING
@@ -312,15 +320,20 @@ def _encode_uncached(
     prompt_tokens = prompt_length(encoder.tokenizer, prompt)
     pad_id = encoder.tokenizer.pad_token_id or 0
     result = {s.name: np.empty((n, 0), np.float32) for s in specs}
+    budget = TokenBudget()  # lowered by each out-of-memory error; later batches are built within it
+
+    def forward(input_ids: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+        return _forward(encoder, specs, input_ids, mask, prompt_tokens)
 
     def run(batch: tuple[np.ndarray, torch.Tensor, torch.Tensor]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         idx, input_ids, mask = batch
         with torch.inference_mode():  # thread-local: set in the thread that runs the batch
-            pooled = _forward(encoder, specs, input_ids, mask, prompt_tokens)
-            return idx, {name: vec.float().numpy() for name, vec in pooled.items()}  # name -> (b, d)
+            pooled = run_with_backoff(forward, input_ids, mask, budget=budget, device=torch.device(encoder.device))
+            return idx, {name: vec.float().cpu().numpy() for name, vec in pooled.items()}  # name -> (b, d)
 
     done = 0
-    for idx, pooled in ordered_map(run, _batches(ids, order, config, pad_id), concurrent_batches(encoder)):
+    batches = _batches(ids, order, config, pad_id, budget)
+    for idx, pooled in ordered_map(run, batches, concurrent_batches(encoder)):
         for name, vec in pooled.items():
             if result[name].shape[1] == 0:
                 result[name] = np.empty((n, vec.shape[1]), np.float32)  # (n, d)
@@ -374,15 +387,23 @@ def token_vectors(
     model = encoder.model
     body = model.get_encoder() if encoder.is_encoder_decoder else model
 
+    budget = TokenBudget()
+    device = torch.device(encoder.device)
+
+    def forward(input_ids: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+        out = body(input_ids=input_ids.to(device), attention_mask=mask.to(device), output_hidden_states=True)
+        return {"h": out.hidden_states[layer].float()}  # (b, t, d)
+
     def run(
         batch: tuple[np.ndarray, torch.Tensor, torch.Tensor],
     ) -> tuple[np.ndarray, torch.Tensor, torch.Tensor, np.ndarray]:
         idx, input_ids, mask = batch
         with torch.inference_mode():
-            hs = body(input_ids=input_ids, attention_mask=mask, output_hidden_states=True).hidden_states
-            return idx, input_ids, mask, hs[layer].float().numpy()  # (b, t, d)
+            h = run_with_backoff(forward, input_ids, mask, budget=budget, device=device, trim=False)["h"]
+            return idx, input_ids, mask, h.cpu().numpy()  # (b, t, d)
 
-    for idx, input_ids, mask, h in ordered_map(run, _batches(ids, order, config, pad_id), concurrent_batches(encoder)):
+    batches = _batches(ids, order, config, pad_id, budget)
+    for idx, input_ids, mask, h in ordered_map(run, batches, concurrent_batches(encoder)):
         for row, i in enumerate(idx):
             t = int(mask[row].sum())
             out_ids[i] = input_ids[row, :t].numpy()

@@ -26,6 +26,8 @@ class Encoder:
     precision: str = "fp32"  # isoscope.encode.precision.PRECISIONS; int8 encoders come from isoscope.encode.quantize.quantize_encoder
     engine: str = "torch"  # isoscope.encode.precision.ENGINES: what runs the forward pass (isoscope.encode.engines)
     recipe: Recipe | None = None  # the model's own head (sentence-transformers' modules.json): the pooling ``model``
+    device: str = "cpu"  # where the model's weights are (``isoscope.encode.device``): cpu, cuda:0, mps
+    dtype: str = "float32"  # their float type (``isoscope.encode.device.DTYPES``); vectors come back as float32
     num_layers: int = field(init=False)
     hidden_size: int = field(init=False)
 

@@ -105,13 +105,15 @@ def onnx_fp32_encoder(encoder: Encoder, cache_dir: Path | None = None) -> Encode
 
 
 def _on_cpu(encoder: Encoder) -> bool:
-    return all(p.device.type == "cpu" for p in encoder.model.parameters())
+    """True when ``encoder`` runs on the CPU in float32: the only place the ONNX engines run (the engine follows
+    the device; a half dtype is a torch model's choice, ``isoscope.encode.device``)."""
+    return encoder.dtype == "float32" and all(p.device.type == "cpu" for p in encoder.model.parameters())
 
 
 def fastest_fp32_encoder(encoder: Encoder, cache_dir: Path | None = None) -> Encoder:
     """The fastest engine for ``encoder`` whose vectors equal its own within ``FP32_ENGINE_TOLERANCE``: the ONNX
-    Runtime copy on the CPU (memoised by fingerprint), else ``encoder`` itself. An encoder that is not fp32 torch
-    (int8, or already ONNX) is returned as it is."""
+    Runtime copy on the CPU in float32 (memoised by fingerprint), else ``encoder`` itself (a GPU, a half dtype).
+    An encoder that is not fp32 torch (int8, or already ONNX) is returned as it is."""
     if encoder.precision != "fp32" or encoder.engine != "torch":
         return encoder
     if (

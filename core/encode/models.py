@@ -8,13 +8,16 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import pickle
+import struct
 from pathlib import Path
 
 from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
+from isoscope.encode.device import check_dtype, check_fits, dtype_suffix, free_bytes, parse_device, resolve_device
 from isoscope.encode.encoder import Encoder
 from isoscope.encode.precision import parse_precision
 from isoscope.encode.recipe import CARD_FILE, MODULES_FILE, RecipeCard, load_recipe, read_card
@@ -54,7 +57,7 @@ def fingerprint_model(model: PreTrainedModel, name: str) -> str:
     h = hashlib.sha256(name.encode())
     h.update(json.dumps(model.config.to_dict(), sort_keys=True, default=str).encode())
     for p in list(model.parameters())[:4]:
-        h.update(p.detach().float().flatten()[:256].numpy().tobytes())
+        h.update(p.detach().float().flatten()[:256].cpu().numpy().tobytes())
     return h.hexdigest()[:16]
 
 
@@ -156,6 +159,42 @@ def _check_tokenizer(name: str, folder: Path, tokenizer: PreTrainedTokenizerBase
         )
 
 
+MAX_SAFETENSORS_HEADER = 100 * 2**20
+
+
+def _safetensors_parameters(path: Path) -> int | None:
+    """The number of values a .safetensors file holds, from its JSON header alone (None when unreadable)."""
+    try:
+        with open(path, "rb") as f:
+            (size,) = struct.unpack("<Q", f.read(8))
+            if size > MAX_SAFETENSORS_HEADER:
+                return None
+            header = json.loads(f.read(size))
+        return sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
+    except (OSError, struct.error, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def parameter_count(folder: Path | None, config: object) -> int:
+    """The parameters a model will allocate: what its .safetensors files hold (their headers, exact), else the
+    config's lower bound (``parameters_lower_bound``: a hub id, .bin weights)."""
+    if folder is not None:
+        counts = [_safetensors_parameters(f) for f in sorted(folder.glob("*.safetensors"))]
+        if counts and all(c is not None for c in counts):
+            return int(sum(counts))
+    return parameters_lower_bound(config)
+
+
+def _dtype_keyword(dtype: str) -> dict[str, object]:
+    """``from_pretrained``'s keyword for the weights' dtype: ``dtype`` (transformers >= 4.56), else ``torch_dtype``."""
+    import transformers
+
+    from isoscope.encode.device import torch_dtype
+
+    major_minor = tuple(int(x) for x in transformers.__version__.split(".")[:2] if x.isdigit())
+    return {"dtype" if major_minor >= (4, 56) else "torch_dtype": torch_dtype(dtype)}
+
+
 def with_precision(encoder: Encoder, precision: str) -> Encoder:
     """``encoder`` itself at its own precision; its int8 copy (``isoscope.encode.quantize.quantize_encoder``, memoised by
     fingerprint) when an fp32 encoder is asked for int8. An int8 encoder cannot give fp32 back (ValueError)."""
@@ -164,6 +203,8 @@ def with_precision(encoder: Encoder, precision: str) -> Encoder:
         return encoder
     if encoder.precision != "fp32":
         raise ValueError(f"cannot turn a {encoder.precision} encoder into {precision}; load the fp32 model")
+    if encoder.device != "cpu" or encoder.dtype != "float32":
+        raise InputError(f"precision {precision} runs on the CPU in float32 only; use --device cpu --dtype float32")
     from isoscope.encode.quantize import quantize_encoder
 
     return quantize_encoder(encoder)
@@ -210,17 +251,25 @@ def _hub_card(repo: str) -> RecipeCard | None:
     return read_card(folder)
 
 
-def load_encoder(name_or_path: str | None = None, device: str = "cpu", precision: str = "fp32") -> Encoder:
+def load_encoder(
+    name_or_path: str | None = None, device: str = "auto", precision: str = "fp32", *, dtype: str = "float32"
+) -> Encoder:
     """Load a tokenizer and model (eval mode, no grad) from a directory or a hub id, at ``precision``
     (``fp32``, or ``int8``: see ``isoscope.encode.quantize``; int8 runs on the CPU only), with its own recipe when
-    it is a sentence-transformers model (``isoscope.encode.recipe``: the pooling ``model``).
+    it is a sentence-transformers model (``isoscope.encode.recipe``: the pooling ``model``), on ``device``
+    (``auto``: CUDA, then MPS, then the CPU; int8 picks the CPU) in ``dtype`` (``isoscope.encode.device``: the
+    model's parameters are checked against the device's free memory first).
 
     The embedded default loads fully offline. A hub id that cannot be fetched raises one InputError
     that names the offline default.
     """
     precision = parse_precision(precision)  # a bad precision fails before any loading
-    if precision != "fp32" and device != "cpu":
-        raise InputError(f"precision {precision} runs on the CPU only; use --precision fp32 on {device}")
+    if precision != "fp32" and parse_device(device) == "auto":
+        device = "cpu"  # int8 runs on the CPU's ONNX Runtime
+    where_to = resolve_device(device)  # a device this machine lacks fails before any loading
+    dtype = check_dtype(where_to, dtype)
+    if precision != "fp32" and (where_to.type != "cpu" or dtype != "float32"):
+        raise InputError(f"precision {precision} runs on the CPU in float32 only; use --precision fp32 on {where_to}")
     name = resolve_model_name(name_or_path)
     source, is_local = _check_source(name)
     card, weights, where = _card(source, is_local)  # a module of custom code is refused here, before any loading
@@ -229,6 +278,8 @@ def load_encoder(name_or_path: str | None = None, device: str = "cpu", precision
         config = AutoConfig.from_pretrained(weights, trust_remote_code=False, **where)
         if is_local:
             _check_config_size(name, Path(weights), config)
+        parameters = parameter_count(Path(weights) if is_local else None, config)
+        check_fits(name=name, parameters=parameters, dtype=dtype, device=where_to, free=free_bytes(where_to))
         try:
             tokenizer = AutoTokenizer.from_pretrained(weights, trust_remote_code=False, **where)
         except (OSError, ValueError, KeyError, TypeError) as exc:  # TypeError: a folder without tokenizer files
@@ -241,8 +292,10 @@ def load_encoder(name_or_path: str | None = None, device: str = "cpu", precision
         if is_local:
             _check_tokenizer(name, Path(weights), tokenizer)
         model_class = _model_class(config)
-        model = model_class.from_pretrained(weights, config=config, trust_remote_code=False, **where)
-        recipe = None if card is None else load_recipe(card.folder, card, local_files_only=True)
+        model = model_class.from_pretrained(
+            weights, config=config, trust_remote_code=False, **where, **_dtype_keyword(dtype)
+        )
+        recipe = None if card is None else load_recipe(card.folder, card, local_files_only=True, device=where_to)
     except InputError:
         raise
     except SafetensorError as exc:  # a truncated or corrupt weights file
@@ -262,10 +315,11 @@ def load_encoder(name_or_path: str | None = None, device: str = "cpu", precision
             f"could not load '{name}' from the Hugging Face hub (offline or unknown id); "
             "leave the model field empty to use the embedded all-MiniLM-L6-v2."
         ) from exc
-    model.eval().to(device)
+    model.eval().to(where_to)
     for p in model.parameters():
         p.requires_grad_(False)
     fingerprint = _fingerprint_dir(Path(weights)) if is_local else f"hub:{name}:{getattr(config, '_commit_hash', '')}"
+    fingerprint += dtype_suffix(dtype)  # a half dtype changes the vectors: caches never mix dtypes
     label = DEFAULT_MODEL_NAME if source == default_model_path() else name
     log.info("loaded %s (%s%s)", label, type(model).__name__, f"; {recipe.describe()}" if recipe else "")
     encoder = Encoder(
@@ -275,6 +329,8 @@ def load_encoder(name_or_path: str | None = None, device: str = "cpu", precision
         fingerprint=fingerprint,
         is_encoder_decoder=bool(getattr(config, "is_encoder_decoder", False)) and model_class is AutoModel,
         recipe=recipe,
+        device=str(where_to),
+        dtype=dtype,
     )
     return with_precision(encoder, precision)
 
@@ -282,10 +338,14 @@ def load_encoder(name_or_path: str | None = None, device: str = "cpu", precision
 def encoder_from_model(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, name: str) -> Encoder:
     """Wrap an in-memory model (tests, tiny configs) as an Encoder."""
     model.eval()
+    first = next(model.parameters(), None)
+    dtype = {"torch.float16": "float16", "torch.bfloat16": "bfloat16"}.get(str(getattr(first, "dtype", "")), "float32")
     return Encoder(
         name=name,
         tokenizer=tokenizer,
         model=model,
-        fingerprint=fingerprint_model(model, name),
+        fingerprint=fingerprint_model(model, name) + dtype_suffix(dtype),
         is_encoder_decoder=bool(getattr(model.config, "is_encoder_decoder", False)),
+        device=str(first.device) if first is not None else "cpu",
+        dtype=dtype,
     )

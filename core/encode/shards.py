@@ -83,10 +83,20 @@ def _write_manifest(shard_dir: Path, meta: dict) -> None:
 class ShardEmbedder:
     """Ray Data actor: loads one model, embeds whole shards and writes them to ``shard_dir``."""
 
-    def __init__(self, *, model: str, pooling: str, batch_size: int, max_length: int, shard_dir: str) -> None:
+    def __init__(
+        self,
+        *,
+        model: str,
+        pooling: str,
+        batch_size: int,
+        max_length: int,
+        shard_dir: str,
+        device: str = "cpu",
+        dtype: str = "float32",
+    ) -> None:
         from isoscope.encode.models import load_encoder
 
-        self.encoder = load_encoder(model or None)
+        self.encoder = load_encoder(model or None, device, dtype=dtype)
         self.pooling = pooling
         self.config = EmbedConfig(batch_size=batch_size, max_length=max_length)
         self.shard_dir = Path(shard_dir)
@@ -186,6 +196,23 @@ def _ray_init(address: str, num_cpus: int) -> bool:
     return True
 
 
+def actor_device(device: str) -> str:
+    """The device each actor loads its model on: ``cuda`` for any CUDA device (Ray gives each actor its own GPU,
+    which the actor sees as ``cuda:0``); ``auto`` is decided here, by this machine's hardware; else as given."""
+    from isoscope.encode.device import parse_device, resolve_device
+
+    text = parse_device(device)
+    if text == "auto":
+        text = resolve_device("auto").type
+    return "cuda" if text.startswith("cuda") else text
+
+
+def actor_options(device: str) -> dict[str, int]:
+    """Ray's resources for one embedding actor on ``device`` (``actor_device``'s answer): one CPU, and one GPU
+    each when the device is CUDA."""
+    return {"num_cpus": 1, "num_gpus": 1} if device == "cuda" else {"num_cpus": 1}
+
+
 def embed_with_ray(
     source: TextSource,
     shard_dir: str | Path,
@@ -197,6 +224,8 @@ def embed_with_ray(
     num_actors: int = 2,
     address: str = "local",
     num_cpus: int = 2,
+    device: str = "cpu",
+    dtype: str = "float32",
 ) -> ShardRun:
     """Embed ``source`` with a pool of ``num_actors`` Ray actors into shards in ``shard_dir``.
 
@@ -205,7 +234,10 @@ def embed_with_ray(
     all-MiniLM-L6-v2) and runs ``isoscope.encode.embed.encode`` over whole shards of ``shard_rows`` texts, so the
     vectors equal a single-process run. Shards already in ``shard_dir`` are kept (resume). When Ray is
     already initialised in this process it is used as it is (workers must then be able to import core).
+    Actors load the model on ``device`` in ``dtype`` (``actor_device``); on CUDA each asks Ray for a GPU
+    (``actor_options``). This process loads its own copy on the CPU in float32, for the checks and the fingerprint.
     """
+    from isoscope.encode.device import parse_dtype
     from isoscope.encode.models import load_encoder
 
     config = config or EmbedConfig()
@@ -214,10 +246,13 @@ def embed_with_ray(
         raise InputError("shard rows and the number of actors must be at least 1")
     if model and Path(model).expanduser().exists():  # a local folder: absolute, since workers run elsewhere
         model = str(Path(model).expanduser().resolve())
-    encoder = load_encoder(model or None)  # checks model and pooling before any work; gives the fingerprint
+    on, dtype = actor_device(device), parse_dtype(dtype)
+    encoder = load_encoder(model or None, "cpu")  # checks model and pooling before any work; gives the fingerprint
     plan = plan_run(encoder, source, pooling=pooling, config=config, chunk_size=shard_rows)
     n, num_shards = plan.n, plan.num_chunks
     signature = {"format": SHARDS_FORMAT, "version": FORMAT_VERSION, **plan.signature, "num_shards": num_shards}
+    if dtype != "float32":  # a half dtype changes the vectors (float32 runs keep their manifests' signature)
+        signature["dtype"] = dtype
     signature["shard_rows"] = signature.pop("chunk_size")
     old = read_manifest(shard_dir)
     if old is not None and {k: old.get(k) for k in signature} != signature:
@@ -250,10 +285,12 @@ def embed_with_ray(
                     "batch_size": config.batch_size,
                     "max_length": config.max_length,
                     "shard_dir": str(shard_dir.resolve()),
+                    "device": on,
+                    "dtype": dtype,
                 },
                 batch_size=1,
                 compute=ray.data.ActorPoolStrategy(size=num_actors),
-                num_cpus=1,
+                **actor_options(on),
             )
             summary = ds.take_all()
         finally:

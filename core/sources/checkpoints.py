@@ -108,7 +108,9 @@ def encoder_from_theta(base: Encoder, theta, name: str, fingerprint: str) -> Enc
     body.eval()
     for p in body.parameters():
         p.requires_grad_(False)
-    return Encoder(name, base.tokenizer, body, fingerprint, base.is_encoder_decoder)
+    return Encoder(
+        name, base.tokenizer, body, fingerprint, base.is_encoder_decoder, device=base.device, dtype=base.dtype
+    )
 
 
 def landscape_encoder(model: str, loader: Loader) -> Encoder:
@@ -145,12 +147,17 @@ def random_encoder(base: Encoder, seed: int) -> Encoder:
     with torch.random.fork_rng(devices=[]):  # the process's global RNG is restored afterwards
         torch.manual_seed(seed)
         model = AutoModel.from_config(base.model.config)
-    model.float().eval()
+    model.float().eval().to(base.device)  # float32 on the base's device
     for p in model.parameters():
         p.requires_grad_(False)
     fingerprint = make_key("random-init", base.fingerprint, seed, torch.__version__, transformers.__version__)
     return Encoder(
-        f"{base.name} (random init, seed {seed})", base.tokenizer, model, fingerprint, base.is_encoder_decoder
+        f"{base.name} (random init, seed {seed})",
+        base.tokenizer,
+        model,
+        fingerprint,
+        base.is_encoder_decoder,
+        device=base.device,
     )
 
 

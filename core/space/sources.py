@@ -252,20 +252,36 @@ def as_metadata(metadata: Any, n: int, warnings: list[str] | None = None) -> pd.
 # ---------------------------------------------------------------- models
 
 
-def load_model(model: str | Encoder | None = None, precision: str = "fp32") -> Encoder:
-    """An ``Encoder``: ``model`` itself when it is one, else the model it names (folder, hub id, empty for the
-    embedded all-MiniLM-L6-v2) at ``precision``, loaded once per process."""
+def load_model(
+    model: str | Encoder | None = None,
+    precision: str = "fp32",
+    *,
+    device: str | None = None,
+    dtype: str | None = None,
+) -> Encoder:
+    """An ``Encoder``: ``model`` itself when it is one (where and in which dtype it was loaded; asking for another
+    is an InputError), else the model it names (folder, hub id, empty for the embedded all-MiniLM-L6-v2) at
+    ``precision`` on ``device`` (default ``auto``: CUDA, then MPS, then the CPU) in ``dtype`` (default float32),
+    loaded once per process."""
+    from isoscope.encode.device import parse_device, parse_dtype, resolve_device
     from isoscope.encode.encoder import Encoder
     from isoscope.encode.models import resolve_model_name, with_precision
 
     if isinstance(model, Encoder):
+        moved = device is not None and parse_device(device) != "auto" and str(resolve_device(device)) != model.device
+        if moved or (dtype is not None and parse_dtype(dtype) != model.dtype):
+            raise InputError(
+                f"this Encoder runs on {model.device} in {model.dtype}; load it where you want it: "
+                "isoscope.encode.models.load_encoder(name, device=..., dtype=...)"
+            )
         return with_precision(model, precision)
-    key = (resolve_model_name(model), str(precision))
+    where = "cpu" if str(precision) != "fp32" and parse_device(device) == "auto" else parse_device(device)
+    key = (resolve_model_name(model), str(precision), str(resolve_device(where)), parse_dtype(dtype))
     with _ENCODERS_LOCK:
         if key not in _ENCODERS:
             from isoscope.encode.models import load_encoder
 
-            _ENCODERS[key] = load_encoder(model, precision=precision)
+            _ENCODERS[key] = load_encoder(model, key[2], precision, dtype=key[3])
         return _ENCODERS[key]
 
 
@@ -291,6 +307,8 @@ class Embedding:
             "fingerprint": enc.fingerprint,
             "pooling": self.pooling.name,
             "precision": enc.precision,
+            "device": enc.device,
+            "dtype": enc.dtype,
             "max_length": self.max_length,
             "layers": enc.num_layers,
             "dims": enc.hidden_size,

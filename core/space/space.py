@@ -513,6 +513,8 @@ def embed(
     pooling: str | None = None,
     *,
     precision: str = "fp32",
+    device: str | None = None,
+    dtype: str | None = None,
     metadata: Any = None,
     name: str | None = None,
     max_length: int = 256,
@@ -522,7 +524,10 @@ def embed(
 ) -> Space:
     """Embed ``texts`` with ``model`` (a folder, a hub id, an ``Encoder``; default the embedded all-MiniLM-L6-v2,
     offline) and ``pooling`` (default: the model's, ``isoscope.encode.pooling.default_pooling``) at ``precision`` (``fp32`` or ``int8``): a ``Space`` that can embed new texts the
-    same way. Length-sorted batches, a progress bar, and the on-disk cache of the command line.
+    same way. Length-sorted batches, a progress bar, and the on-disk cache of the command line. ``device``
+    (``auto``, the default: CUDA, then MPS, then the CPU; ``cpu``, ``cuda``, ``cuda:N``, ``mps``) and ``dtype``
+    (``float32``, the default, ``float16``, ``bfloat16``): where the model runs (``isoscope.encode.device``); the
+    vectors are float32 whatever the dtype, and ``space.embedding.provenance()`` says which ran.
 
     ``texts``: a list of strings (or a pandas column), a ``pathlib.Path`` to a corpus or pairs file
     (``isoscope.data.load_input``), or an ``isoscope.data.Corpus`` (its ``meta`` becomes the metadata).
@@ -540,7 +545,7 @@ def embed(
     items = sources.as_texts(items, None, warnings=decoding)
     if len(items) < sources.MIN_ROWS:
         raise InputError(f"need at least {sources.MIN_ROWS} texts to make a space, got {len(items)}")
-    encoder = sources.load_model(model, precision)
+    encoder = sources.load_model(model, precision, device=device, dtype=dtype)
     embedding = sources.make_embedding(encoder, pooling, max_length=max_length, batch_size=batch_size)
     store = sources.as_cache(cache)
     X = sources.embed_with(embedding, items, cache=store, progress=progress)[embedding.pooling.name]  # (n, d)

@@ -1,7 +1,9 @@
 """Loaded models: shared, cached once per server process.
 
-The sidebar names the encoder with one string, ``model_key(model, precision)``: the model path or hub id ("" for
-the embedded default), prefixed with ``int8:`` for the int8 copy (isoscope.encode.quantize). Every service takes that key,
+The sidebar names the encoder with one string, ``model_key(model, precision, device)``: the model path or hub id (""
+for the embedded default), prefixed with ``DEVICE@`` when it runs elsewhere than on the CPU (``cuda:0@``, ``mps@``:
+``isoscope.encode.device``) and with ``int8:`` for the int8 copy (isoscope.encode.quantize), which always runs on
+the CPU. Every service takes that key,
 so every cached result keyed by it (and every on-disk cache, keyed by the encoder's fingerprint) keeps the two
 precisions apart. ``encoder(key)`` gives the encoder at the key's precision (what encodes); ``fp32_encoder(key)``
 the fp32 model (what is trained, counted or edited: loss surfaces, parameter budgets, rank-k shrinking).
@@ -9,19 +11,31 @@ the fp32 model (what is trained, counted or edited: loss surfaces, parameter bud
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import streamlit as st
 
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts
+from isoscope.encode.device import parse_device
 from isoscope.encode.models import Encoder, load_encoder
 from isoscope.encode.precision import parse_precision
 
 INT8_PREFIX = "int8:"
+DEVICE_SEP = "@"
+_DEVICE_PREFIX = re.compile(r"^(cuda(?::\d{1,3})?|mps)@")
 
 
-def model_key(model: str, precision: str = "fp32") -> str:
-    """The string that names ``model`` at ``precision`` in every service."""
-    return (INT8_PREFIX if parse_precision(precision) == "int8" else "") + model
+def model_key(model: str, precision: str = "fp32", device: str = "cpu") -> str:
+    """The string that names ``model`` at ``precision`` on ``device`` in every service."""
+    where = "" if parse_device(device) in ("cpu", "auto") else f"{parse_device(device)}{DEVICE_SEP}"
+    return (INT8_PREFIX if parse_precision(precision) == "int8" else "") + where + model
+
+
+def split_device(model: str) -> tuple[str, str]:
+    """(device, model) of a model string that may start with ``DEVICE@``: ``cpu`` when it does not."""
+    found = _DEVICE_PREFIX.match(model)
+    return (found.group(1), model[found.end() :]) if found else ("cpu", model)
 
 
 def split_key(key: str) -> tuple[str, str]:
@@ -33,14 +47,15 @@ def split_key(key: str) -> tuple[str, str]:
 
 @st.cache_resource(show_spinner="Loading model…", max_entries=3)
 def _fp32(model: str) -> Encoder:
-    return load_encoder(model or None)
+    device, name = split_device(model)
+    return load_encoder(name or None, device)
 
 
 @st.cache_resource(show_spinner="Building the int8 model (once per model)…", max_entries=2)
 def _int8(model: str) -> Encoder:
     from isoscope.encode.quantize import quantize_encoder
 
-    return quantize_encoder(_fp32(model))  # a copy: the shared fp32 encoder stays as it is
+    return quantize_encoder(_fp32(split_device(model)[1]))  # a copy on the CPU: the shared fp32 encoder stays as it is
 
 
 def encoder(key: str) -> Encoder:
@@ -65,7 +80,8 @@ def fp32_encoder(key: str) -> Encoder:
 
 @st.cache_resource(show_spinner="Loading a private copy of the model…", max_entries=1)
 def _private(model: str) -> Encoder:
-    return load_encoder(model or None)
+    device, name = split_device(model)
+    return load_encoder(name or None, device)
 
 
 def private_encoder(key: str) -> Encoder:

@@ -13,6 +13,7 @@ from isoscope.dashboard.services.models import encoder as load_model
 from isoscope.dashboard.services.models import model_key
 from isoscope.dashboard.text import glossary, literal
 from isoscope.dashboard.ui.errors import bug_report, user_error
+from isoscope.encode.device import available_devices, resolve_device
 from isoscope.encode.pooling import PoolingSpec, default_pooling, describe_pooling, parse_pooling, pooling_choices
 from isoscope.encode.precision import PRECISION_DESCRIPTIONS, PRECISIONS
 from isoscope.errors import InputError
@@ -24,6 +25,10 @@ PRECISION_HELP = glossary(PRECISIONS, PRECISION_DESCRIPTIONS.__getitem__) + (
     "\n\nLoss surfaces and parameter budgets always use fp32."
 )
 POOLING_LEAD = "How token vectors become one sentence vector."
+DEVICE_HELP = (
+    "Where the model runs: the CPU, or a GPU this machine has (CUDA, Apple MPS). The vectors are the same within "
+    "float32 round-off; int8 always runs on the CPU."
+)
 
 
 def pooling_help(modes: list[str], lead: str = POOLING_LEAD) -> str:
@@ -46,6 +51,7 @@ class Settings:
     pooling_spec: PoolingSpec | None = None  # ``pooling`` parsed, once, by the sidebar
     has_recipe: bool = False  # the model has its own recipe (the pooling ``model``)
     recipe: str = ""  # that recipe in words (``Recipe.describe``)
+    device: str = "cpu"  # where the model runs (``isoscope.encode.device``); part of ``model``
 
     @property
     def spec(self) -> PoolingSpec:
@@ -80,13 +86,31 @@ def _model_box() -> tuple[str, str | None]:
     return typed, None
 
 
+def device_choices() -> list[str]:
+    """The devices this machine has, the one ``auto`` picks first: ``cpu``, ``cuda:0``, ..., ``mps``."""
+    found = [d for d in available_devices() if d != "auto"]
+    first = str(resolve_device("auto"))
+    return [first, *(d for d in found if d != first)]
+
+
+def _device_box() -> str:
+    """The device the model runs on: a select box of what this machine has (classroom mode: ``auto``'s pick)."""
+    choices = device_choices()
+    if classroom.enabled() or len(choices) == 1:
+        if len(choices) == 1 and not classroom.enabled():
+            st.selectbox("Device", choices, key="device", help=DEVICE_HELP, disabled=True)
+        return choices[0]
+    return st.selectbox("Device", choices, key="device", help=DEVICE_HELP)
+
+
 def sidebar() -> Settings:
     """Draw the shared sidebar and store the chosen Settings in the session."""
     with st.sidebar:
         st.markdown("#### Model")
         model, label = _model_box()
+        device = _device_box()
         try:
-            enc = load_model(model)
+            enc = load_model(model_key(model, "fp32", device))
         except Exception as exc:  # a model that fails to load falls back to the default, so every page works
             if classroom.enabled():  # the loader's message may name server files: the label only, details logged
                 log.error("could not load the allowed model %s: %s", model, "".join(traceback.format_exception(exc)))
@@ -96,10 +120,10 @@ def sidebar() -> Settings:
             else:
                 bug_report(exc)
             st.caption("Using the embedded default instead.")
-            model, label = "", None
+            model, label, device = "", None, "cpu"
             enc = load_model("")
         label = label or enc.name
-        st.caption(f"{literal(label)} · {enc.num_layers} layers · d = {enc.hidden_size}")
+        st.caption(f"{literal(label)} · {enc.num_layers} layers · d = {enc.hidden_size} · {enc.device}")
         precision = st.radio("Precision", PRECISIONS, horizontal=True, key="precision", help=PRECISION_HELP)
         modes = pooling_choices(enc.num_layers, enc.is_encoder_decoder, enc.has_recipe)
         if st.session_state.get("pooling") not in modes:
@@ -109,7 +133,7 @@ def sidebar() -> Settings:
             st.caption(f"The model's recipe: {literal(enc.recipe.describe())}")
         max_length = st.select_slider("Max tokens per text", MAX_LENGTHS, value=128, key="max_length")
     settings = Settings(
-        model=model_key(model, precision),
+        model=model_key(model, precision, device),
         model_label=label,
         pooling=pooling,
         max_length=int(max_length),
@@ -120,6 +144,7 @@ def sidebar() -> Settings:
         recipe=enc.recipe.describe() if enc.recipe is not None else "",
         precision=precision,
         pooling_spec=parse_pooling(pooling),
+        device="cpu" if precision == "int8" else device,
     )
     st.session_state["_settings"] = settings
     return settings

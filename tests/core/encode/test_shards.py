@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
 import isoscope.encode.shards as sh
 from isoscope.cli import main
@@ -95,3 +96,12 @@ def test_ray_engine_equals_single_process(tmp_path, stsb_dir, encoder, capsys):
     assert index.ntotal == 800
     _, top = index.search(single[:50], 5)
     assert (top == np.arange(50)[:, None]).any(axis=1).mean() >= 0.9  # each sentence finds itself
+
+
+def test_actors_ask_for_a_gpu_each_on_cuda():
+    assert sh.actor_options("cuda") == {"num_cpus": 1, "num_gpus": 1}
+    assert sh.actor_options("cpu") == {"num_cpus": 1} and sh.actor_options("mps") == {"num_cpus": 1}
+    assert sh.actor_device("cuda:1") == "cuda" and sh.actor_device("CPU") == "cpu"  # Ray gives each actor its own GPU
+    expected = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+    assert sh.actor_device("auto") == expected  # decided by this machine
+    assert "num_gpus" not in sh.actor_options(sh.actor_device("cpu"))
