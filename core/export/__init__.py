@@ -9,5 +9,9 @@ exported folder again):
   date, version, the numbers before/after), the README, and the honesty checks (``check_exportable``: the
   too-small rule, the head's input dimension);
 - ``st_folder``: a sentence-transformers folder: the model's recipe, a ``Dense`` holding the map, ``Normalize``
-  when the recipe had it (``export_sentence_transformers``).
+  when the recipe had it (``export_sentence_transformers``);
+- ``vectors``: calibrated rows written in the input file's own format (Parquet/Arrow keep every other column);
+- ``faiss_index``: a FAISS ``IndexPreTransform`` (the map, L2 normalisation, ``IndexFlatIP``) of raw vectors;
+- ``run``: each export as one call (``fit_and_export``, ``export_model``, ``export_vectors``, ``export_space``:
+  what ``Space.export`` delegates to), for the command line, the notebook API and the pages.
 """
