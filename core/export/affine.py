@@ -47,6 +47,14 @@ class AffineMap:
         """(n, d_in) -> (n, d_out) float32, computed in float64."""
         return (np.asarray(X, np.float64) @ self.weight + self.bias).astype(np.float32)
 
+    @property
+    def centre(self) -> np.ndarray:
+        """c (d_in,) with ``x @ W + b = (x - c) @ W + r`` and r small: the least-squares solution of ``c W = -b``.
+        Subtracting c first keeps float32 arithmetic accurate on vectors in a narrow cone (x close to the mean),
+        where ``x @ W`` and ``b`` nearly cancel."""
+        c, *_ = np.linalg.lstsq(self.weight.T, -self.bias, rcond=None)  # (d_in,)
+        return c
+
     def then(self, other: AffineMap) -> AffineMap:
         """This map followed by ``other``: ``(x W1 + b1) W2 + b2``."""
         return AffineMap(self.weight @ other.weight, self.bias @ other.weight + other.bias)

@@ -76,6 +76,7 @@ class ExportReport:
     date: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     isoscope_version: str = field(default_factory=lambda: _version())
     recipe: str | None = None  # the exported pipeline in words
+    checks: dict[str, float] = field(default_factory=dict)  # ONNX: the export's error on a probe, int8's Spearman
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -121,6 +122,7 @@ def readme(report: ExportReport, *, usage: str) -> str:
             row("isoscore"),
             "",
             "avg_cosine: mean cosine of random pairs (0 is isotropic); isoscore: IsoScore (1 is isotropic).",
+            *[f"- {name}: {value:.6g}" for name, value in report.checks.items()],
             "",
             "## Use",
             "",

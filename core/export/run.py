@@ -46,6 +46,7 @@ def export_model(
     out: str | Path,
     *,
     fit_vectors: np.ndarray,
+    fit_texts: Sequence[str] | None = None,
     corpus: str | None = None,
     corpus_digest: str | None = None,
     pooling: Pooling = None,
@@ -53,8 +54,9 @@ def export_model(
     format: str = "sentence-transformers",
     quantize: bool = False,
 ) -> ExportReport:
-    """``calibrator`` (fitted on ``fit_vectors`` (n, d), this encoder's vectors with ``pooling``) written to ``out``
-    in ``format``: a sentence-transformers folder (affine calibrators) or an ONNX graph (any calibrator)."""
+    """``calibrator`` (fitted on ``fit_vectors`` (n, d), this encoder's vectors of ``fit_texts`` with ``pooling``)
+    written to ``out`` in ``format``: a sentence-transformers folder (affine calibrators) or an ONNX graph (any
+    calibrator; ``quantize``: an int8 graph too)."""
     if check_format(format) == "onnx":
         from isoscope.export.onnx_graph import export_onnx
 
@@ -63,6 +65,7 @@ def export_model(
             calibrator,
             out,
             fit_vectors=fit_vectors,
+            fit_texts=list(fit_texts) if fit_texts is not None else None,
             corpus=corpus,
             corpus_digest=corpus_digest,
             pooling=pooling,
@@ -125,6 +128,7 @@ def fit_and_export(
         calibrator,
         out,
         fit_vectors=X,
+        fit_texts=texts,
         corpus=corpus,
         corpus_digest=texts_digest(texts),
         pooling=spec,
@@ -205,6 +209,7 @@ def export_space(space: Any, out: str | Path, *, format: str = "sentence-transfo
         space.calibrator,
         out,
         fit_vectors=space.parent.vectors,
+        fit_texts=space.parent.texts,
         corpus=space.parent.name,
         corpus_digest=digest,
         pooling=emb.pooling,
