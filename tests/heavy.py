@@ -27,6 +27,7 @@ HEAVY: tuple[str, ...] = (
     "tests/core/encode/test_shards.py::test_ray_engine_equals_single_process",  # 58 s
     "tests/core/encode/test_shards.py::test_workers_get_the_package_under_its_import_name",  # 15 s
     "tests/core/evaluate/test_acceptance_sts.py::test_stsb_test_spearman",  # 19 s
+    "tests/core/export/test_onnx_graph.py::test_embedded_model_within_the_engine_tolerance_and_int8",  # 92 s (2 cores, 3 helpers)
     "tests/core/export/test_st_folder.py::test_embedded_model_round_trip_and_reimport",  # 33 s (2 cores, 3 helpers)
     "tests/core/export/test_st_folder.py::test_tiny_models_round_trip_without_isoscope",  # 37 s (2 cores, 3 helpers)
     "tests/core/landscape/test_pipeline.py::test_every_seed_in_its_folder_and_the_summary_over_them",  # 13 s

@@ -10,6 +10,8 @@ exported folder again):
   too-small rule, the head's input dimension);
 - ``st_folder``: a sentence-transformers folder: the model's recipe, a ``Dense`` holding the map, ``Normalize``
   when the recipe had it (``export_sentence_transformers``);
+- ``onnx_graph``: one ONNX graph from token ids to calibrated vectors (the flow too), the tokenizer beside it,
+  checked against Isoscope's vectors at export; int8 on request with its Spearman loss (``export_onnx``);
 - ``vectors``: calibrated rows written in the input file's own format (Parquet/Arrow keep every other column);
 - ``faiss_index``: a FAISS ``IndexPreTransform`` (the map, L2 normalisation, ``IndexFlatIP``) of raw vectors;
 - ``run``: each export as one call (``fit_and_export``, ``export_model``, ``export_vectors``, ``export_space``:
