@@ -147,7 +147,7 @@ def _rel_error(got: np.ndarray, want: np.ndarray) -> float:
     return float((np.linalg.norm(got - want, axis=1) / den).max())
 
 
-def condition(calibrator: Calibrator, X: np.ndarray, delta: float = 1e-6, seed: int = 0) -> float:
+def condition(calibrator: Calibrator, X: np.ndarray, *, delta: float = 1e-6, seed: int = 0) -> float:
     """How much ``calibrator`` amplifies a small relative change of its input vectors X (p, d): the largest
     relative change of an output row over ``delta``, over three random perturbations of relative size ``delta``.
     About 1 for a well-spread space; huge in a narrow cone, where centring leaves a tiny difference. Two fp32
