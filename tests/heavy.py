@@ -47,6 +47,8 @@ HEAVY: tuple[str, ...] = (
     "tests/dashboard/test_calibration.py::test_pooling_by_calibrator_table",  # 13 s
     "tests/dashboard/test_compare.py::test_calibration_and_untrained_presets",  # 57 s
     "tests/dashboard/test_compare.py::test_fine_tuned_checkpoint_per_layer",  # 14 s
+    "tests/dashboard/test_export.py::test_calibration_page_downloads_a_working_fixed_model",  # 13 s warm, 97 s cold
+    "tests/dashboard/test_export.py::test_retrieval_page_downloads_the_inspected_fix",  # 35 s
     "tests/dashboard/test_defaults.py::test_pages_survive_an_unreadable_cache",  # 70 s
     "tests/dashboard/test_frequency.py::test_contextual_space",  # 76 s
     "tests/dashboard/test_landscape.py::test_live_tiny_run_shows_both_initialisations",  # 70 s
