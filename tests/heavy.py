@@ -47,9 +47,9 @@ HEAVY: tuple[str, ...] = (
     "tests/dashboard/test_calibration.py::test_pooling_by_calibrator_table",  # 13 s
     "tests/dashboard/test_compare.py::test_calibration_and_untrained_presets",  # 57 s
     "tests/dashboard/test_compare.py::test_fine_tuned_checkpoint_per_layer",  # 14 s
+    "tests/dashboard/test_defaults.py::test_pages_survive_an_unreadable_cache",  # 70 s
     "tests/dashboard/test_export.py::test_calibration_page_downloads_a_working_fixed_model",  # 13 s warm, 97 s cold
     "tests/dashboard/test_export.py::test_retrieval_page_downloads_the_inspected_fix",  # 35 s
-    "tests/dashboard/test_defaults.py::test_pages_survive_an_unreadable_cache",  # 70 s
     "tests/dashboard/test_frequency.py::test_contextual_space",  # 76 s
     "tests/dashboard/test_landscape.py::test_live_tiny_run_shows_both_initialisations",  # 70 s
     "tests/dashboard/test_launched_data.py::test_a_launched_corpus_feeds_every_corpus_page",  # 55 s
@@ -61,6 +61,7 @@ HEAVY: tuple[str, ...] = (
     "tests/dashboard/test_sweep.py::test_sweep_page_on_the_demo_corpus",  # 94 s
     "tests/docs/test_readme.py::test_python_snippet_runs_as_written[README-0]",  # 43 s
     "tests/docs/test_readme.py::test_python_snippet_runs_as_written[library-0]",  # 54 s
+    "tests/docs/test_readme.py::test_python_snippet_runs_as_written[library-1]",  # 172 s cold (2 cores, 3 helpers)
     "tests/docs/test_readme.py::test_python_snippet_runs_as_written[models-0]",  # 95 s
     "tests/docs/test_readme.py::test_the_cli_quickstart_runs_as_written",  # 232 s (load 6-7 on 2 cores, cold cache; 4 commands)
     "tests/e2e/test_atlas.py::test_search_select_and_open_in_neighbours",  # 125 s (295 s at load 8 with the tiled map: the demo atlas built cold)
