@@ -112,3 +112,21 @@ def test_refusals_are_one_line(cli, tmp_path, capsys, argv, match):
     args = [a.format(fit=tmp_path / "fit.txt", npy=tmp_path / "v.npy") for a in argv]
     assert exit_status(cli, ["export", *args, "--out", str(tmp_path / "out.bin"), "--quiet"]) == 2
     assert match in one_error_line(capsys)
+
+
+def test_onnx_format_carries_a_flow(cli, tmp_path, capsys):
+    import onnxruntime as ort
+
+    folder = save_recipe("bge", tmp_path / "bge")
+    texts = load_corpus(str(DEMO_CORPUS)).texts[:100]
+    (tmp_path / "fit.txt").write_text("\n".join(texts) + "\n")
+    assert cli(["export", "--model", str(folder), "--calibrate", "sn+flow", "--flow-epochs", "1", "--fit-on",
+                str(tmp_path / "fit.txt"), "--format", "onnx", "--out", str(tmp_path / "fixed"), "--json",
+                "--quiet"]) == 0  # fmt: skip
+    result = json.loads(capsys.readouterr().out)
+    assert result["format"] == "onnx" and result["method"] == "sn+flow" and result["checks"]["max_rel_error"] >= 0
+    enc = load_encoder(str(folder))
+    feed = enc.tokenizer(texts[:4], padding=True, return_tensors="np")
+    session = ort.InferenceSession(str(tmp_path / "fixed" / "model.onnx"))
+    got = session.run(None, {"input_ids": feed["input_ids"], "attention_mask": feed["attention_mask"]})[0]
+    assert got.shape == (4, 32) and np.isfinite(got).all()
