@@ -62,6 +62,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "isoscope.commands.retrieval",
         "would a fix help search? nDCG@10 and more for every fix on a retrieval task, tested against raw",
     ),
+    "export": (
+        "isoscope.commands.export",
+        "take the fix home: a calibrated sentence-transformers folder, ONNX graph, vectors file or FAISS index",
+    ),
     "report": (
         "isoscope.commands.report",
         "write one self-contained HTML report of a space: anisotropy, layers, hubness, what whitening changes, a map",

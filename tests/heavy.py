@@ -27,6 +27,9 @@ HEAVY: tuple[str, ...] = (
     "tests/core/encode/test_shards.py::test_ray_engine_equals_single_process",  # 58 s
     "tests/core/encode/test_shards.py::test_workers_get_the_package_under_its_import_name",  # 15 s
     "tests/core/evaluate/test_acceptance_sts.py::test_stsb_test_spearman",  # 19 s
+    "tests/core/export/test_onnx_graph.py::test_embedded_model_within_the_engine_tolerance_and_int8",  # 92 s (2 cores, 3 helpers)
+    "tests/core/export/test_st_folder.py::test_embedded_model_round_trip_and_reimport",  # 33 s (2 cores, 3 helpers)
+    "tests/core/export/test_st_folder.py::test_tiny_models_round_trip_without_isoscope",  # 37 s (2 cores, 3 helpers)
     "tests/core/landscape/test_pipeline.py::test_every_seed_in_its_folder_and_the_summary_over_them",  # 13 s
     "tests/core/neighbours/test_projection.py::test_umap_with_another_metric_uses_its_own_neighbour_search",  # 12 s
     "tests/core/space/test_space.py::test_embed_reads_a_corpus_with_its_metadata",  # 49 s
@@ -45,6 +48,8 @@ HEAVY: tuple[str, ...] = (
     "tests/dashboard/test_compare.py::test_calibration_and_untrained_presets",  # 57 s
     "tests/dashboard/test_compare.py::test_fine_tuned_checkpoint_per_layer",  # 14 s
     "tests/dashboard/test_defaults.py::test_pages_survive_an_unreadable_cache",  # 70 s
+    "tests/dashboard/test_export.py::test_calibration_page_downloads_a_working_fixed_model",  # 13 s warm, 97 s cold
+    "tests/dashboard/test_export.py::test_retrieval_page_downloads_the_inspected_fix",  # 35 s
     "tests/dashboard/test_frequency.py::test_contextual_space",  # 76 s
     "tests/dashboard/test_landscape.py::test_live_tiny_run_shows_both_initialisations",  # 70 s
     "tests/dashboard/test_launched_data.py::test_a_launched_corpus_feeds_every_corpus_page",  # 55 s
@@ -56,6 +61,7 @@ HEAVY: tuple[str, ...] = (
     "tests/dashboard/test_sweep.py::test_sweep_page_on_the_demo_corpus",  # 94 s
     "tests/docs/test_readme.py::test_python_snippet_runs_as_written[README-0]",  # 43 s
     "tests/docs/test_readme.py::test_python_snippet_runs_as_written[library-0]",  # 54 s
+    "tests/docs/test_readme.py::test_python_snippet_runs_as_written[library-1]",  # 172 s cold (2 cores, 3 helpers)
     "tests/docs/test_readme.py::test_python_snippet_runs_as_written[models-0]",  # 95 s
     "tests/docs/test_readme.py::test_the_cli_quickstart_runs_as_written",  # 232 s (load 6-7 on 2 cores, cold cache; 4 commands)
     "tests/e2e/test_atlas.py::test_search_select_and_open_in_neighbours",  # 125 s (295 s at load 8 with the tiled map: the demo atlas built cold)

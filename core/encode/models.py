@@ -19,6 +19,7 @@ from transformers.utils import logging as hf_logging
 
 from isoscope.encode.device import check_dtype, check_fits, dtype_suffix, free_bytes, parse_device, resolve_device
 from isoscope.encode.encoder import Encoder
+from isoscope.encode.manifest import read_manifest
 from isoscope.encode.precision import parse_precision
 from isoscope.encode.recipe import CARD_FILE, MODULES_FILE, RecipeCard, load_recipe, read_card
 from isoscope.errors import InputError, first_line
@@ -78,6 +79,7 @@ def _check_source(name: str) -> tuple[str, bool]:
                 f"'{name}' is not a model directory (no config.json); give a folder saved with "
                 "save_pretrained, a Hugging Face id, or leave the field empty for the embedded default."
             )
+        read_manifest(path)  # an exported folder (isoscope.export): refused in one line when damaged
         return str(path), True
     if name.startswith((".", "/", "~")) or name.count("/") > 1:  # a path, not an 'org/name' hub id
         raise InputError(f"model path '{name}' does not exist; leave the field empty for the embedded default.")

@@ -304,6 +304,15 @@ class Space:
             self._memo[key] = child
         return child
 
+    def export(self, out: str | Path, *, format: str = "sentence-transformers", quantize: bool = False) -> Any:
+        """Take the fix home: this space's model, pooling and calibrator written to ``out`` as a
+        sentence-transformers folder (``format="onnx"``: one ONNX graph, the flow too; ``quantize``: int8), with a
+        README of what was fitted on what and a checksum manifest (``isoscope.export.run.export_space``).
+        Returns the ``ExportReport``."""
+        from isoscope.export.run import export_space
+
+        return export_space(self, out, format=format, quantize=quantize)
+
     def neighbours(self, query: int | str | Any, k: int = 10) -> pd.DataFrame:
         """The ``k`` nearest rows by cosine (``isoscope.neighbours.exact.exact_topk``) of a row id (itself left
         out), a text (embedded into this space) or a vector: columns rank, id, cosine, text and metadata."""

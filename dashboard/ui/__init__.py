@@ -27,6 +27,7 @@ from isoscope.dashboard.ui.calibration import (
     calibration_controls,
     calibration_help,
     fit_texts,
+    fixed_model_download,
     safe_default,
     warn_fit_size,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "download_table",
     "estimate",
     "fit_texts",
+    "fixed_model_download",
     "glossary",
     "literal",
     "meta_columns",

@@ -196,3 +196,53 @@ def calibrated_space(key: str, raw: Vectors, texts: list[str] | None = None) -> 
         st.stop()
     warn_fit_size(calibration_service.fit_calibrator(cal.method, cal.flow_json, fit_vectors), fit_vectors.array)
     return CalibratedSpace(cal, calibrated, fit_vectors)
+
+
+def fixed_model_download(
+    key: str, method: str, flow_json: str, fit_texts: Sequence[str] | Texts, *, pooling: str | None = None
+) -> None:
+    """Take the fix home: "Prepare the fixed model" writes the session's model with ``method`` (fitted, cached, on
+    the vectors of ``fit_texts`` with ``pooling``, default the sidebar's) as a sentence-transformers folder
+    (``isoscope.export``), then "Download the fixed model" hands its zip over. A vectors file has no model, and a
+    flow is not affine: one line says so."""
+    from isoscope.dashboard.services import export as export_service
+    from isoscope.dashboard.ui.controls import run_button
+
+    st.markdown("**Take the fix home**")
+    if not space().is_model:
+        st.caption(
+            "A vectors file has no model to export: write its calibrated vectors or a FAISS index with "
+            "`isoscope export --vectors FILE --calibrate METHOD`."
+        )
+        return
+    if parse_method(method).trains_flow:
+        st.caption(
+            f"{literal(method)} is not an affine map, so it cannot ride along as a Dense layer: export it as one "
+            "ONNX graph with `isoscope export --format onnx`."
+        )
+        return
+    s = settings()
+    pooling = pooling or s.pooling
+    items = fit_texts if isinstance(fit_texts, Texts) else keyed_texts(fit_texts)
+    request = (s.model, pooling, s.max_length, method, flow_json, items.key)
+    st.caption(
+        "A sentence-transformers folder: the model's recipe, then a Dense layer holding the fitted map (exactly), "
+        "with a README of what it was fitted on and the numbers before and after. It runs without Isoscope."
+    )
+    if not run_button("Prepare the fixed model", f"{key}_fixed", request):
+        return
+    try:
+        fit = space_vectors(items, pooling)
+        data = export_service.fixed_model_zip(s.model, pooling, s.max_length, method, flow_json, fit, items)
+    except InputError as exc:
+        user_error(exc)
+        return
+    st.download_button(
+        "Download the fixed model (.zip)",
+        data,
+        file_name=f"fixed-{method.replace(':', '-').replace('+', '-')}.zip",
+        mime="application/zip",
+        on_click="ignore",
+        key=f"{key}_fixed_dl",
+        icon=":material/download:",
+    )

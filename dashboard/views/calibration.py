@@ -115,6 +115,7 @@ else:
             key="calp_dl_cal",
             icon=":material/download:",
         )
+        ui.fixed_model_download("calp", cal.method, cal.flow_json, fit_on)
 
 st.divider()
 st.subheader("Every pooling x every calibrator")

@@ -110,6 +110,9 @@ moved = [r.variant for r in result.rows[1:]]
 if not moved:
     st.stop()
 variant = st.selectbox("Fix to inspect", moved, key="ret_variant")
+chosen = parse_variant(variant)
+if chosen.method is not None and chosen.fit_on != "queries":  # a calibrator fitted on the documents
+    ui.fixed_model_download("ret", chosen.method, "", sides[1] if space.is_model else task.documents)
 st.subheader(f"Per query: raw vs {variant}")
 ui.chart(per_query_scatter(result, variant, metric), f"retrieval_{variant}_{metric}")
 gained, lost = moved_queries(result, variant, metric)
