@@ -63,7 +63,9 @@ def device_option(text: str) -> str:
 def add_device_arguments(p: argparse.ArgumentParser) -> None:
     """``--device`` and ``--dtype`` (``isoscope.encode.device``): where the model runs and in which float type."""
     p.add_argument("--device", type=device_option, default="auto", metavar="DEVICE", help=DEVICE_HELP)
-    p.add_argument("--dtype", choices=DTYPES, default="float32", help=dtype_help())
+    p.add_argument(
+        "--dtype", choices=DTYPES, default="float32", help=dtype_help().replace("%", "%%")
+    )  # argparse formats help with %
 
 
 def add_model_arguments(

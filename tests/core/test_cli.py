@@ -126,7 +126,9 @@ def test_python_m_core_end_to_end(pairs_file: Path, tmp_path: Path, repo_root: P
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["n_pairs"] == len(PAIRS) and 50 < result["spearman"] <= 100
-    assert result["model"] == "all-MiniLM-L6-v2 (embedded)" and result["pooling"] == "mean"
+    assert (
+        result["model"] == "all-MiniLM-L6-v2 (embedded)" and result["pooling"] == "model"
+    )  # its recipe: mean, then normalise
     assert list((tmp_path / "cache" / "embeddings").glob("*.npy"))  # the cache went where it was told
 
 
