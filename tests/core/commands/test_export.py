@@ -130,3 +130,26 @@ def test_onnx_format_carries_a_flow(cli, tmp_path, capsys):
     session = ort.InferenceSession(str(tmp_path / "fixed" / "model.onnx"))
     got = session.run(None, {"input_ids": feed["input_ids"], "attention_mask": feed["attention_mask"]})[0]
     assert got.shape == (4, 32) and np.isfinite(got).all()
+
+
+@pytest.mark.parametrize("suffix", [".feather", ".safetensors"])
+def test_arrow_and_safetensors_keep_their_format(cli, tmp_path, capsys, suffix):
+    X = _cone(d=10)
+    src, out = tmp_path / f"v{suffix}", tmp_path / f"w{suffix}"
+    if suffix == ".feather":
+        pd.DataFrame({"emb": list(X), "label": np.arange(len(X)) % 3}).to_feather(src)
+    else:
+        from safetensors.numpy import save_file
+
+        save_file({"embeddings": X}, str(src))
+    assert cli(["export", "--vectors", str(src), "--calibrate", "centre", "--out", str(out)]) == 0
+    want = make_calibrator("centre").fit(X).transform(X)
+    if suffix == ".feather":
+        frame = pd.read_feather(out)
+        assert list(frame.columns) == ["emb", "label"] and (frame["label"] == np.arange(len(X)) % 3).all()
+        got = np.stack(frame["emb"].to_numpy())
+    else:
+        from safetensors.numpy import load_file
+
+        got = load_file(str(out))["embeddings"]
+    np.testing.assert_array_equal(got.astype(np.float32), want)

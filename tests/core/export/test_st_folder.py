@@ -57,22 +57,26 @@ def _round_trip(tmp_path, cases):
     return want
 
 
+def test_tiny_recipe_round_trip_without_isoscope(tmp_path):
+    """The gate's round trip: CLS -> Dense 64->32 (tanh) -> Normalize, then the fix's Dense and Normalize."""
+    bge = load_encoder(str(save_recipe("bge", tmp_path / "src-bge")))
+    _round_trip(tmp_path, [("bge", bge, "sn+abtt:2", _texts(200))])
+    readme = (tmp_path / "bge" / "README.md").read_text()
+    assert "sn+abtt:2" in readme and "avg_cosine" in readme and "200 texts" in readme
+    modules = [m["type"].rsplit(".", 1)[-1] for m in json.loads((tmp_path / "bge" / "modules.json").read_text())]
+    assert modules == ["Transformer", "Pooling", "Dense", "Normalize", "Dense", "Normalize"]
+
+
 def test_tiny_models_round_trip_without_isoscope(tmp_path):
-    bge = load_encoder(str(save_recipe("bge", tmp_path / "src-bge")))  # CLS -> Dense 64->32 (tanh) -> Normalize
     prompted = load_encoder(str(save_recipe("prompted", tmp_path / "src-prompted")))  # mean, prompts, no Normalize
     fit = _texts(200)
     _round_trip(
         tmp_path,
         [
-            ("bge", bge, "sn+abtt:2", fit),
             ("prompted", prompted, "whitening:16", fit),
             ("bare", tiny_bert(), "centre", fit),  # a bare transformers model: Transformer + Pooling(mean)
         ],
     )
-    readme = (tmp_path / "bge" / "README.md").read_text()
-    assert "sn+abtt:2" in readme and "avg_cosine" in readme and "200 texts" in readme
-    modules = [m["type"].rsplit(".", 1)[-1] for m in json.loads((tmp_path / "bge" / "modules.json").read_text())]
-    assert modules == ["Transformer", "Pooling", "Dense", "Normalize", "Dense", "Normalize"]
 
 
 def test_embedded_model_round_trip_and_reimport(tmp_path, encoder):
