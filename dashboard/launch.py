@@ -7,6 +7,8 @@ named here. Never imports streamlit, so ``isoscope app --help`` answers at once.
 - ``streamlit run`` on the installed ``dashboard/serve.py`` (``app.py`` as an ``st.App`` with the Atlas map's
   routes) with the settings of ``dashboard/config.toml`` given as command-line options (so the installed
   package works from any folder), bound to 127.0.0.1 unless ``host`` says otherwise;
+- an atlas folder (``isoscope atlas --out DIR``, then ``isoscope app DIR``) is checked to be a finished atlas and
+  handed to the Atlas page through ``ENV_ATLAS_DIR``, which offers it first;
 - a data file (a corpus, a pairs file or a vectors file: ``isoscope.data.data_kind``) is checked before the
   server starts (under the limits the server will have, so a typo or an oversized file fails at once, not in the
   browser) and handed to the app through ``ENV_DATA_FILE`` and ``ENV_DATA_KIND``: the session's data on every
@@ -46,6 +48,7 @@ ENV_DATA_FILE = "ISOSCOPE_DATA_FILE"  # the file `isoscope app DATA_FILE` opens
 ENV_TEXT_COLUMN = "ISOSCOPE_TEXT_COLUMN"  # its text column (--text-column)
 ENV_VECTOR_COLUMN = "ISOSCOPE_VECTOR_COLUMN"  # a vectors file's vector column (--vector-column)
 ENV_DATA_KIND = "ISOSCOPE_DATA_KIND"  # what DATA_FILE holds: corpus, pairs or vectors (isoscope.data.data_kind)
+ENV_ATLAS_DIR = "ISOSCOPE_ATLAS_DIR"  # a finished atlas folder (isoscope atlas --out DIR; isoscope app DIR) to open
 ENV_MAX_BYTES = LIMIT_ENV_VARS["max_bytes"]  # isoscope.data's decode limits (ISOSCOPE_MAX_BYTES, ...)
 ENV_MAX_ROWS = LIMIT_ENV_VARS["max_rows"]
 # what the command reads
@@ -200,6 +203,13 @@ def data_file_environment(options: ServerOptions, environ: Mapping[str, str] | N
     path = Path(options.data_file).expanduser().resolve()
     if not path.exists():
         raise InputError(f"DATA_FILE not found: {options.data_file}")
+    from isoscope.atlas.folder import finished_atlas, is_atlas_folder
+
+    if is_atlas_folder(path):  # isoscope atlas --out DIR: the Atlas page opens it
+        given = [f"--{o}" for o in ("text-column", "vector-column") if getattr(options, o.replace("-", "_"))]
+        if given:
+            raise InputError(f"{options.data_file} is an atlas folder: {' and '.join(given)} do not apply to it")
+        return {ENV_ATLAS_DIR: str(finished_atlas(options.data_file))}
     limits = DecodeLimits.from_env(os.environ if environ is None else environ)
     kind = data_kind(path, options.vector_column, options.text_column)
     # InputError: one line that says what to fix

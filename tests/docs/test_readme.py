@@ -101,8 +101,12 @@ def test_the_cli_quickstart_runs_as_written(tmp_path: Path, session_cache: Path)
 
 def test_the_dashboard_quickstart_launches(tmp_path: Path, session_cache: Path) -> None:
     """Each ``isoscope app`` line of the dashboard quickstart is a valid launch: ``--dry-run`` prints the server's
-    command line instead of starting it (the data file given is found, the access code is long enough)."""
+    command line instead of starting it (the data file given is found, the access code is long enough; the
+    atlas folder a line opens is built first, as its comment says, here from made-up vectors in a second)."""
+    from isoscope.atlas.synthetic import synthetic_atlas
+
     cwd = checkout_like(tmp_path)
+    synthetic_atlas(cwd / "my-atlas", 200)
     for argv in commands(read(README), DASHBOARD_QUICKSTART):
         proc = subprocess.run(
             [reader_python(), "-m", *argv, "--dry-run"],
