@@ -26,8 +26,10 @@ import hashlib
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -150,9 +152,59 @@ def check_port(host: str, port: int, tries: int = 100) -> None:
     raise InputError(f"port {port} is already in use on {host} (another program listens there){hint}")
 
 
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
+STOP_GRACE_S = 3.0  # after a stop signal, the server's time to close before it is killed
+
+
 def start(launch: Launch) -> int:
-    """Run the server in the foreground (until Ctrl-C); returns its exit status."""
-    return subprocess.run(launch.command, env={**os.environ, **launch.env}).returncode
+    """Run the server in the foreground until it exits; returns its exit status (128 + the signal's number when a
+    signal ended it, as a shell reports it).
+
+    The server is a child process: a stop signal sent to this one (``kill PID``: SIGTERM; Ctrl-C: SIGINT; a closed
+    terminal: SIGHUP) is passed on to it, and one still running ``STOP_GRACE_S`` later is killed, so both exit
+    together and the port is free. On Linux the child is also told to stop if this process dies without a word
+    (SIGKILL)."""
+    proc = subprocess.Popen(launch.command, env={**os.environ, **launch.env}, preexec_fn=_stop_with_parent())
+    stop: dict[str, float] = {}  # the first stop signal and when it came
+
+    def forward(signum: int, _frame: object) -> None:
+        stop.setdefault("signal", signum)
+        stop.setdefault("at", time.monotonic())
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in STOP_SIGNALS}
+    try:
+        while True:
+            try:
+                code = proc.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                if stop and time.monotonic() - stop["at"] > STOP_GRACE_S:
+                    proc.kill()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if stop:
+        return 128 + int(stop["signal"])
+    return 128 - code if code < 0 else code
+
+
+def _stop_with_parent():
+    """A ``preexec_fn`` that asks Linux to send the child SIGTERM when this process dies (``prctl``
+    PR_SET_PDEATHSIG); None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+
+    def ask() -> None:
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # 1: PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+    return ask
 
 
 def config_options() -> list[str]:
