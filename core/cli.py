@@ -70,6 +70,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "isoscope.commands.report",
         "write one self-contained HTML report of a space: anisotropy, layers, hubness, what whitening changes, a map",
     ),
+    "data": (
+        "isoscope.commands.data",
+        "download a benchmark the documentation's examples use (isoscope data stsb) into the user cache",
+    ),
     "app": (
         "isoscope.commands.app",
         "start the dashboard (optionally on a data file, like `isoscope app corpus.parquet`)",

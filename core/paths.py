@@ -1,4 +1,5 @@
-"""Locations of data: the demo data shipped inside the package, and STS-B next to the checkout (not shipped);
+"""Locations of data: the demo data shipped inside the package, and STS-B (not shipped: ``isoscope data stsb``
+downloads it, ``ISOSCOPE_STSB_DIR`` names a folder of your own);
 and the one way files are opened for reading: only regular files, never a FIFO, a device or a socket."""
 
 from __future__ import annotations
@@ -17,9 +18,24 @@ DEMO_PAIRS = ASSETS / "demo_pairs.csv"
 DEMO_RETRIEVAL = ASSETS / "demo_retrieval"  # a BEIR folder: 55 queries written for it, 300 demo-corpus texts
 
 
+ENV_STSB_DIR = "ISOSCOPE_STSB_DIR"  # a folder holding stsb-en-train.csv, stsb-en-dev.csv, stsb-en-test.csv
+STSB_FILES = tuple(f"stsb-en-{split}.csv" for split in ("train", "dev", "test"))  # no header: s1, s2, score 0-5
+CHECKOUT_STSB = ROOT.parent / "shared" / "data" / "stsb"  # beside a development checkout (read, never copied)
+
+
+def user_stsb_dir() -> Path:
+    """Where ``isoscope data stsb`` writes STS-B: ``$ISOSCOPE_CACHE/data/stsb`` (default ``~/.cache/isoscope``)."""
+    return Path(os.environ.get("ISOSCOPE_CACHE") or Path.home() / ".cache" / "isoscope") / "data" / "stsb"
+
+
 def stsb_dir() -> Path:
-    """``$ISOSCOPE_STSB_DIR`` or ``../shared/data/stsb`` next to the checkout (read, never copied)."""
-    return Path(os.environ.get("ISOSCOPE_STSB_DIR") or ROOT.parent / "shared" / "data" / "stsb")
+    """The STS-B folder: ``$ISOSCOPE_STSB_DIR``; else ``../shared/data/stsb`` beside a development checkout when it
+    holds the test file; else ``user_stsb_dir()``, where ``isoscope data stsb`` downloads it."""
+    if os.environ.get(ENV_STSB_DIR):
+        return Path(os.environ[ENV_STSB_DIR]).expanduser()
+    if (CHECKOUT_STSB / STSB_FILES[-1]).is_file():
+        return CHECKOUT_STSB
+    return user_stsb_dir()
 
 
 class NotRegularFile(OSError):

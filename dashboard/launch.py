@@ -7,6 +7,8 @@ named here. Never imports streamlit, so ``isoscope app --help`` answers at once.
 - ``streamlit run`` on the installed ``dashboard/serve.py`` (``app.py`` as an ``st.App`` with the Atlas map's
   routes) with the settings of ``dashboard/config.toml`` given as command-line options (so the installed
   package works from any folder), bound to 127.0.0.1 unless ``host`` says otherwise;
+- an atlas folder (``isoscope atlas --out DIR``, then ``isoscope app DIR``) is checked to be a finished atlas and
+  handed to the Atlas page through ``ENV_ATLAS_DIR``, which offers it first;
 - a data file (a corpus, a pairs file or a vectors file: ``isoscope.data.data_kind``) is checked before the
   server starts (under the limits the server will have, so a typo or an oversized file fails at once, not in the
   browser) and handed to the app through ``ENV_DATA_FILE`` and ``ENV_DATA_KIND``: the session's data on every
@@ -24,8 +26,10 @@ import hashlib
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -46,6 +50,7 @@ ENV_DATA_FILE = "ISOSCOPE_DATA_FILE"  # the file `isoscope app DATA_FILE` opens
 ENV_TEXT_COLUMN = "ISOSCOPE_TEXT_COLUMN"  # its text column (--text-column)
 ENV_VECTOR_COLUMN = "ISOSCOPE_VECTOR_COLUMN"  # a vectors file's vector column (--vector-column)
 ENV_DATA_KIND = "ISOSCOPE_DATA_KIND"  # what DATA_FILE holds: corpus, pairs or vectors (isoscope.data.data_kind)
+ENV_ATLAS_DIR = "ISOSCOPE_ATLAS_DIR"  # a finished atlas folder (isoscope atlas --out DIR; isoscope app DIR) to open
 ENV_MAX_BYTES = LIMIT_ENV_VARS["max_bytes"]  # isoscope.data's decode limits (ISOSCOPE_MAX_BYTES, ...)
 ENV_MAX_ROWS = LIMIT_ENV_VARS["max_rows"]
 # what the command reads
@@ -147,9 +152,59 @@ def check_port(host: str, port: int, tries: int = 100) -> None:
     raise InputError(f"port {port} is already in use on {host} (another program listens there){hint}")
 
 
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
+STOP_GRACE_S = 3.0  # after a stop signal, the server's time to close before it is killed
+
+
 def start(launch: Launch) -> int:
-    """Run the server in the foreground (until Ctrl-C); returns its exit status."""
-    return subprocess.run(launch.command, env={**os.environ, **launch.env}).returncode
+    """Run the server in the foreground until it exits; returns its exit status (128 + the signal's number when a
+    signal ended it, as a shell reports it).
+
+    The server is a child process: a stop signal sent to this one (``kill PID``: SIGTERM; Ctrl-C: SIGINT; a closed
+    terminal: SIGHUP) is passed on to it, and one still running ``STOP_GRACE_S`` later is killed, so both exit
+    together and the port is free. On Linux the child is also told to stop if this process dies without a word
+    (SIGKILL)."""
+    proc = subprocess.Popen(launch.command, env={**os.environ, **launch.env}, preexec_fn=_stop_with_parent())
+    stop: dict[str, float] = {}  # the first stop signal and when it came
+
+    def forward(signum: int, _frame: object) -> None:
+        stop.setdefault("signal", signum)
+        stop.setdefault("at", time.monotonic())
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in STOP_SIGNALS}
+    try:
+        while True:
+            try:
+                code = proc.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                if stop and time.monotonic() - stop["at"] > STOP_GRACE_S:
+                    proc.kill()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if stop:
+        return 128 + int(stop["signal"])
+    return 128 - code if code < 0 else code
+
+
+def _stop_with_parent():
+    """A ``preexec_fn`` that asks Linux to send the child SIGTERM when this process dies (``prctl``
+    PR_SET_PDEATHSIG); None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+
+    def ask() -> None:
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # 1: PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+    return ask
 
 
 def config_options() -> list[str]:
@@ -200,6 +255,13 @@ def data_file_environment(options: ServerOptions, environ: Mapping[str, str] | N
     path = Path(options.data_file).expanduser().resolve()
     if not path.exists():
         raise InputError(f"DATA_FILE not found: {options.data_file}")
+    from isoscope.atlas.folder import finished_atlas, is_atlas_folder
+
+    if is_atlas_folder(path):  # isoscope atlas --out DIR: the Atlas page opens it
+        given = [f"--{o}" for o in ("text-column", "vector-column") if getattr(options, o.replace("-", "_"))]
+        if given:
+            raise InputError(f"{options.data_file} is an atlas folder: {' and '.join(given)} do not apply to it")
+        return {ENV_ATLAS_DIR: str(finished_atlas(options.data_file))}
     limits = DecodeLimits.from_env(os.environ if environ is None else environ)
     kind = data_kind(path, options.vector_column, options.text_column)
     # InputError: one line that says what to fix

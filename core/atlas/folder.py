@@ -233,6 +233,26 @@ def is_complete(path: str | Path) -> bool:
     return True
 
 
+def is_atlas_folder(path: str | Path) -> bool:
+    """True when ``path`` is a folder holding an atlas's manifest (finished or not)."""
+    return Path(path).is_dir() and (Path(path) / MANIFEST).is_file()
+
+
+def finished_atlas(given: str | Path) -> Path:
+    """The absolute path of the finished atlas folder ``given`` (``isoscope atlas --out FOLDER``); an InputError
+    of one line when it is not a folder, not an atlas, or an unfinished build."""
+    path = Path(given).expanduser().resolve()
+    if not path.is_dir():
+        raise InputError(f"atlas folder not found: {given}")
+    if not is_atlas_folder(path):
+        raise InputError(
+            f"{given} is not an atlas folder (no {MANIFEST}): build one with isoscope atlas --input CORPUS --out {given}"
+        )
+    if not is_complete(path):
+        raise InputError(f"{given} holds an unfinished atlas: rerun its isoscope atlas command to finish it")
+    return path
+
+
 def _verified(path: Path, rel: str, ledger: Ledger) -> Path:
     """``path / rel`` after checking it against the ledger (size, and SHA-256 up to ``HASH_ON_LOAD_MAX``)."""
     p = path / rel

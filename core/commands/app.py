@@ -28,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="DATA_FILE",
         help="a corpus, a pairs file or a vectors file (.npy, .parquet, .feather, .safetensors, a datasets folder) to "
-        "open: the data of every page",
+        "open: the data of every page; or an atlas folder (isoscope atlas --out DIR), which the Atlas page opens",
     )
     p.add_argument("--text-column", default=None, help="column of DATA_FILE holding the texts (default: text)")
     p.add_argument(

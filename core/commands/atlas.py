@@ -61,6 +61,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_json_argument(p)
 
 
+# what each stage's progress counts (isoscope.atlas.pipeline); a stage that reports none is one step
+STAGE_UNITS = {
+    "embed": "text",
+    "calibrate": "vector",
+    "raw_knn": "text",
+    "cal_knn": "text",
+    "raw_layout": "step",
+    "cal_layout": "step",
+}
+
+
 def _progress(args: argparse.Namespace):
     from isoscope.commands.common import progress_bar
 
@@ -68,7 +79,7 @@ def _progress(args: argparse.Namespace):
 
     def update(stage: str, done: int, total: int) -> None:
         if stage not in bars:
-            bars[stage] = progress_bar(args, stage, unit="step")
+            bars[stage] = progress_bar(args, stage, unit=STAGE_UNITS.get(stage, "stage"))
         bars[stage](done, total)  # type: ignore[operator]
 
     return update

@@ -32,6 +32,9 @@ def progress_callback(
             if done >= total:  # nothing left to show: work read from a cache, or the closing (total, total) call
                 return
             bar = state["bar"] = tqdm(total=total, desc=desc, unit=unit, file=file, leave=False)
+        if bar.total != total:  # a stage opened as one step, then counted its work: the real total from now on
+            bar.total = total
+            bar.refresh()
         if value is not None:
             bar.set_postfix({postfix: f"{value:.4f}"})
         bar.update(done - bar.n)

@@ -26,11 +26,13 @@ from isoscope.atlas.pipeline import (
 from isoscope.atlas.tiles import TileMap
 from isoscope.cache import default_cache_dir, make_key, text_digest
 from isoscope.dashboard.figures import atlas as figures
+from isoscope.dashboard.launch import ENV_ATLAS_DIR
+from isoscope.dashboard.services.keyed import Vectors
 from isoscope.dashboard.services.space import SessionSpace
 from isoscope.data import Corpus, load_corpus
 from isoscope.neighbours.costs import record_umap
 
-ATLAS_DIR_ENV = "ISOSCOPE_ATLAS_DIR"  # a finished atlas folder (python -m isoscope atlas --out DIR) to open
+ATLAS_DIR_ENV = ENV_ATLAS_DIR  # a finished atlas folder (isoscope atlas --out DIR; isoscope app DIR) to open
 STAGE_TEXT = {
     "wait": "Another session is building this atlas; it is shared as soon as it is done",
     "texts": "Saving the texts",
@@ -159,6 +161,22 @@ def atlas_version(path: str) -> int:
 
 def open_atlas(path: str) -> Atlas:
     return load(path, atlas_version(path))
+
+
+@st.cache_resource(show_spinner="Reading the atlas's texts and vectors…", max_entries=2)
+def _atlas_corpus(path: str, version: int) -> tuple[Corpus, Vectors]:
+    atlas = open_atlas(path)
+    points = atlas.points
+    meta = points.drop(columns=["text"]).reset_index(drop=True)
+    corpus = Corpus([str(t) for t in atlas.texts], meta, name=Path(path).name)
+    vectors = np.ascontiguousarray(atlas.vectors("raw"), dtype=np.float32)  # (n, d)
+    return corpus, Vectors(make_key("atlas-raw", path, version), vectors)
+
+
+def atlas_corpus(path: str) -> tuple[Corpus, Vectors]:
+    """The texts (with their metadata) of the atlas in ``path`` and its raw vectors: the rows the Atlas page
+    showed, for the Neighbours page (nothing is embedded again)."""
+    return _atlas_corpus(path, atlas_version(path))
 
 
 # ------------------------------------------------------------------ what the map needs, cached per choice

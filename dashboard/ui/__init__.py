@@ -35,6 +35,7 @@ from isoscope.dashboard.ui.controls import ESTIMATE_PREFIX, clamp, estimate, run
 from isoscope.dashboard.ui.errors import bug_report, show_warnings, user_error
 from isoscope.dashboard.ui.outputs import chart, download_table, report_download
 from isoscope.dashboard.ui.pickers import (
+    ATLAS_OPENED,
     CORPUS_SOURCES,
     PRELOADED,
     corpus_from,
@@ -57,6 +58,7 @@ from isoscope.dashboard.ui.space import (
 )
 
 __all__ = [
+    "ATLAS_OPENED",
     "CALIBRATION_CHOICES",
     "CALIBRATION_HELP",
     "CORPUS_SOURCES",

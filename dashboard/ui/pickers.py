@@ -19,6 +19,7 @@ Loaded = TypeVar("Loaded", Pairs, Corpus)
 CORPUS_SOURCES = ("Demo corpus", "Upload a file")
 PAIRS_SOURCES = ("Demo pairs", "Upload a file", "Type two sentences")
 PRELOADED = "File given to isoscope app"  # offered first (and chosen) when `isoscope app DATA_FILE` gave one
+ATLAS_OPENED = "The atlas opened on the Atlas page"  # Neighbours: the atlas folder's texts and vectors
 
 
 def _launched_caption(data: Corpus | Pairs, what: str) -> None:

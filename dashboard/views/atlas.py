@@ -8,9 +8,10 @@ import os
 import numpy as np
 import streamlit as st
 
+from isoscope.atlas.folder import finished_atlas
 from isoscope.atlas.layout import LAYOUT_METHODS
 from isoscope.atlas.pipeline import AtlasConfig, duplicate_warning
-from isoscope.dashboard import tiles, ui
+from isoscope.dashboard import classroom, tiles, ui
 from isoscope.dashboard.figures import atlas as figures
 from isoscope.dashboard.services import atlas as svc
 from isoscope.dashboard.services import data as data_service
@@ -36,15 +37,43 @@ st.caption(
 
 
 def _source_options() -> list[str]:
+    """The launched file, the launched atlas folder, the demo corpus, an upload; then a folder to type (never in
+    classroom mode, whose students may not name server paths)."""
     extra = [PRELOADED] if data_service.preloaded_file() else []
     extra += [FOLDER] if svc.atlas_dir_env() else []
-    return [*extra, *ui.CORPUS_SOURCES]
+    typed = [FOLDER] if not svc.atlas_dir_env() and not classroom.enabled() else []
+    return [*extra, *ui.CORPUS_SOURCES, *typed]
+
+
+def _folder() -> str | None:
+    """The atlas folder given to ``isoscope app`` (ISOSCOPE_ATLAS_DIR), or, outside classroom mode, the one typed
+    in the folder box (checked: a finished atlas)."""
+    given = svc.atlas_dir_env()
+    if classroom.enabled():
+        return given
+    typed = st.text_input(
+        "Atlas folder",
+        value=given or "",
+        key="atlas_folder",
+        max_chars=1000,
+        placeholder="my-atlas/",
+        help="A folder built with `isoscope atlas --input corpus.txt --out my-atlas/` (a path on the machine running "
+        "the app, relative to the folder it was started in); `isoscope app my-atlas/` opens it directly.",
+    ).strip()
+    if not typed:
+        st.info("Type the folder of an atlas built with `isoscope atlas --input corpus.txt --out my-atlas/`.")
+        return None
+    try:
+        return str(finished_atlas(typed))
+    except InputError as exc:
+        ui.user_error(exc)
+        return None
 
 
 def _atlas_path(source: str, config: AtlasConfig) -> str | None:
     """The folder of the atlas to show, building it when the cache has none."""
     if source == FOLDER:
-        return svc.atlas_dir_env()
+        return _folder()
     request = None
     if source == SPACE:
         corpus = ui.space().corpus()
@@ -237,6 +266,9 @@ if o2.button("Open in Neighbours", key="atlas_open", type="primary"):
             st.session_state["nb_loaded"] = st.session_state.get("atlas_loaded")
         st.session_state["nb_pick"] = int(row)
         st.session_state["nb_query"] = ""
-    else:  # an atlas folder: its texts are not a corpus there, so the text is the typed query
-        st.session_state["nb_query"] = str(texts[row])
+    else:  # an atlas folder: the Neighbours page searches its texts, with its vectors
+        st.session_state["nb_atlas"] = path
+        st.session_state["nb_source"] = ui.ATLAS_OPENED
+        st.session_state["nb_pick"] = int(row)
+        st.session_state["nb_query"] = ""
     st.switch_page(NEIGHBOURS_PAGE)

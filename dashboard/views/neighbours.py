@@ -12,6 +12,7 @@ from isoscope.cache import text_digest
 from isoscope.calibrate.methods import describe_method
 from isoscope.dashboard import ui
 from isoscope.dashboard.figures.neighbours import changed_table, neighbour_table, overlap_bars, styled
+from isoscope.dashboard.services import atlas as atlas_service
 from isoscope.dashboard.services import calibration, data, embeddings, neighbours
 from isoscope.dashboard.services.keyed import Vectors, vectors_of
 from isoscope.data import CORPUS_FORMATS, Corpus
@@ -78,15 +79,28 @@ if own_space:
     corpus = ui.space_corpus("nb")
     loaded = None if corpus is None else (corpus, ui.space().vectors())
 else:
-    source = ui.corpus_source("nb", (VECTORS_SOURCE,))
-    embedded = source != VECTORS_SOURCE
-    if embedded:
+    opened = st.session_state.get("nb_atlas")  # "Open in Neighbours" on an atlas folder: its texts and vectors
+    source = ui.corpus_source("nb", (VECTORS_SOURCE, *([ui.ATLAS_OPENED] if opened else [])))
+    embedded = source not in (VECTORS_SOURCE, ui.ATLAS_OPENED)
+    if source == ui.ATLAS_OPENED:
+        try:
+            loaded = atlas_service.atlas_corpus(opened)
+        except InputError as exc:  # the folder changed or was damaged since the Atlas page opened it
+            ui.user_error(exc)
+            st.stop()
+        corpus = loaded[0]
+        st.caption(
+            f"The atlas {ui.literal(corpus.name)}: {len(corpus):,} texts with the vectors it was built from "
+            f"(d = {loaded[1].shape[1]})."
+        )
+    elif embedded:
         corpus = ui.corpus_from(source, "nb")
     else:
         loaded = precomputed_input()
         corpus = None if loaded is None else loaded[0]
 if corpus is None:
     st.stop()
+vectors_name = "the atlas's vectors" if not own_space and source == ui.ATLAS_OPENED else "uploaded vectors"
 texts = corpus.texts
 n = len(texts)
 if n < 3:
@@ -163,9 +177,7 @@ cal_table = neighbour_table(
 )
 left, right = st.columns(2)
 with left:
-    st.markdown(
-        f"**Raw** ({ui.literal(s.pooling if embedded else ui.space().label if own_space else 'uploaded vectors')})"
-    )
+    st.markdown(f"**Raw** ({ui.literal(s.pooling if embedded else ui.space().label if own_space else vectors_name)})")
     st.dataframe(styled(raw_table), width="stretch", hide_index=True)
     ui.download_table(raw_table, "neighbours_raw")
 with right:

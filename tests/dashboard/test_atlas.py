@@ -177,6 +177,77 @@ def test_open_in_neighbours_passes_the_row(atlas_app: AppTest) -> None:
     assert "football" in " ".join(m.value for m in at.markdown if m.value.startswith("**Query:**")).lower()
 
 
+def test_an_atlas_folder_typed_in_the_folder_box_opens(atlas_folder: Path, tmp_path, monkeypatch) -> None:
+    """Without ISOSCOPE_ATLAS_DIR the Atlas page offers a folder box (last, so the demo stays the default); a
+    wrong folder is one line, an atlas folder (isoscope atlas --out DIR) is shown as built."""
+    monkeypatch.setenv("ISOSCOPE_CACHE", str(private_cache(tmp_path / "cache")))
+    monkeypatch.delenv("ISOSCOPE_ATLAS_DIR", raising=False)
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.session_state["atlas_source"] = "Atlas folder"
+    at.switch_page("views/atlas.py").run()
+    assert not at.exception, at.exception
+    assert at.radio(key="atlas_source").options == ["Demo corpus", "Upload a file", "Atlas folder"]
+    assert "isoscope atlas --input corpus.txt --out my-atlas/" in at.info[0].value
+    at.text_input(key="atlas_folder").set_value(str(tmp_path)).run()
+    assert len(at.error) == 1 and "is not an atlas folder" in at.error[0].value and not at.get("bidi_component")
+    at.text_input(key="atlas_folder").set_value(str(tmp_path / "nowhere")).run()
+    assert "atlas folder not found" in at.error[0].value
+    at.text_input(key="atlas_folder").set_value(str(atlas_folder)).run()
+    assert not at.exception and not at.error, at.exception or at.error
+    assert f"{FOLDER_POINTS:,} points, every one drawn at every zoom" in captions(at)
+
+
+def test_the_launched_atlas_folder_opens_and_its_rows_go_to_neighbours(atlas_folder: Path, tmp_path, monkeypatch):
+    """``isoscope app my-atlas/`` (the environment ``launch.prepare`` gives the server): the Atlas page opens the
+    folder first; "Open in Neighbours" searches the atlas's own texts with its vectors, the row picked."""
+    from isoscope.dashboard.launch import ServerOptions, prepare
+
+    monkeypatch.setenv("ISOSCOPE_CACHE", str(private_cache(tmp_path / "cache")))
+    for name, value in prepare(ServerOptions(data_file=str(atlas_folder)), environ={}).env.items():
+        monkeypatch.setenv(name, value)
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.switch_page("views/atlas.py").run()
+    assert not at.exception, at.exception
+    assert at.radio(key="atlas_source").value == "Atlas folder"
+    assert at.text_input(key="atlas_folder").value == str(atlas_folder.resolve())
+    assert f"{FOLDER_POINTS:,} points" in captions(at)
+    at.text_input(key="atlas_search").set_value("guitar").run()
+    row = at.selectbox(key="atlas_open_pick").value
+    text = at.dataframe[0].value.set_index("row").loc[row, "text"]
+    assert "guitar" in text.lower()
+    at.button(key="atlas_open").click().run()
+    assert not at.exception, at.exception
+    assert any(t.value == "Neighbours" for t in at.title)
+    assert at.radio(key="nb_source").value == "The atlas opened on the Atlas page"
+    assert at.selectbox(key="nb_pick").value == row and at.text_input(key="nb_query").value == ""
+    assert f"{FOLDER_POINTS:,} texts with the vectors it was built from (d = 32)" in captions(at)
+    query = [m.value.replace("\\", "") for m in at.markdown if m.value.startswith("**Query:**")]
+    assert query == [f"**Query:** {text}"]  # the atlas's row (Markdown-escaped), not a demo sentence
+    raw_table = at.dataframe[0].value
+    from isoscope.atlas.pipeline import load_atlas
+
+    atlas_texts = set(load_atlas(atlas_folder).texts)
+    assert len(raw_table) == 10 and set(raw_table["text"]) <= atlas_texts
+
+
+def test_classroom_mode_has_no_folder_box(tmp_path, monkeypatch) -> None:
+    """Students may not name server paths: no folder box on the Atlas page in classroom mode."""
+    from isoscope.dashboard.launch import code_hash
+
+    monkeypatch.setenv("ISOSCOPE_CACHE", str(private_cache(tmp_path / "cache")))
+    monkeypatch.delenv("ISOSCOPE_ATLAS_DIR", raising=False)
+    monkeypatch.setenv("ISOSCOPE_CLASSROOM", "1")
+    monkeypatch.setenv("ISOSCOPE_ACCESS_CODE_SHA256", code_hash("K7QM-3XHD"))
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    at.text_input(key="classroom_code").input("K7QM-3XHD")
+    at.button[0].click().run()
+    at.session_state["atlas_source"] = "Upload a file"
+    at.switch_page("views/atlas.py").run()
+    assert not at.exception, at.exception
+    assert at.radio(key="atlas_source").options == ["Demo corpus", "Upload a file"]
+    assert not [t for t in at.text_input if t.key == "atlas_folder"]
+
+
 def test_preloaded_file_with_hostile_rows_and_a_missing_column(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("ISOSCOPE_CACHE", str(tmp_path / "cache"))
     texts = [f"sentence number {i} about cooking soup" for i in range(30)]

@@ -169,3 +169,19 @@ def test_a_pairs_file_and_a_vectors_file_are_launched_as_what_they_hold(tmp_path
         prepare(ServerOptions(vector_column="emb"), environ={})
     with pytest.raises(InputError, match="not found"):
         prepare(ServerOptions(data_file=str(tmp_path / "missing.parquet")), environ={})
+
+
+def test_an_atlas_folder_is_launched_for_the_atlas_page(tmp_path: Path) -> None:
+    """``isoscope app my-atlas/``: a finished atlas folder goes to the Atlas page (ISOSCOPE_ATLAS_DIR); a folder
+    that is no atlas, an unfinished one, or column options with it, in one line."""
+    from isoscope.atlas.synthetic import synthetic_atlas
+
+    folder, _ = synthetic_atlas(tmp_path / "my-atlas", 300, calibrate="none")
+    plan = prepare(ServerOptions(data_file=str(folder)), environ={})
+    assert plan.env == {launch.ENV_ATLAS_DIR: str(folder.resolve())} and launch.ENV_ATLAS_DIR == "ISOSCOPE_ATLAS_DIR"
+    with pytest.raises(InputError, match="do not apply") as err:
+        prepare(ServerOptions(data_file=str(folder), text_column="text"), environ={})
+    assert "\n" not in str(err.value)
+    (folder / "raw" / "xy.npy").unlink()  # a build stopped half way
+    with pytest.raises(InputError, match="unfinished atlas: rerun"):
+        prepare(ServerOptions(data_file=str(folder)), environ={})

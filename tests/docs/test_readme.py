@@ -1,7 +1,8 @@
 """The README's and docs/' code runs as written, and what they state about the shipped demo is the files'.
 
-Every ```python block of README.md and of docs/*.md runs in a fresh interpreter, from another folder, offline
-(``Snippet.id`` names it by page: ``README-0``, ``library-0``). The README's quickstarts run too: its command-line
+Every ```python block of README.md and of docs/*.md runs in a fresh interpreter as a user runs it: from another
+folder, offline, with no ``ISOSCOPE_*`` variable, STS-B where ``isoscope data stsb`` puts it (``Snippet.id`` names
+it by page: ``README-0``, ``library-0``). The README's quickstarts run too: its command-line
 block command by command, its dashboard block with ``--dry-run``, both from a folder where ``assets/`` is the
 checkout's, as a reader of the README has it.
 
@@ -33,8 +34,19 @@ def reader_python() -> str:
     return os.environ.get("ISOSCOPE_README_PYTHON") or sys.executable
 
 
-def reader_env(session_cache: Path) -> dict[str, str]:
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "ISOSCOPE_CACHE": str(session_cache)}  # the demo embedded once
+def reader_env(session_cache: Path, home: Path, stsb: Path | None = None) -> dict[str, str]:
+    """The environment of a reader: no ``ISOSCOPE_*`` variable, ``home`` as HOME, whose ``~/.cache/isoscope`` is
+    the session's cache (the demo embedded once); ``stsb``: STS-B where ``isoscope data stsb`` puts it
+    (``~/.cache/isoscope/data/stsb``, a link to the checkout's copy: the tests have no network)."""
+    cache = home / ".cache" / "isoscope"
+    if not cache.exists():
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.symlink_to(session_cache, target_is_directory=True)
+    if stsb is not None and not (cache / "data" / "stsb").exists():
+        (cache / "data").mkdir(exist_ok=True)
+        (cache / "data" / "stsb").symlink_to(stsb, target_is_directory=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ISOSCOPE_")}
+    return {**env, "HF_HUB_OFFLINE": "1", "HOME": str(home)}
 
 
 def commands(text: str, heading: str) -> list[list[str]]:
@@ -67,12 +79,12 @@ def test_python_snippet_runs_as_written(
     snippet_id: str, tmp_path: Path, session_cache: Path, request: pytest.FixtureRequest
 ) -> None:
     code = SNIPPETS[snippet_id].code
-    env = reader_env(session_cache)
-    if "stsb_dir" in code:  # skips where STS-B is absent, as its tests do; an installed (not editable) isoscope
-        env["ISOSCOPE_STSB_DIR"] = str(request.getfixturevalue("stsb_dir"))  # looks for it beside site-packages
+    stsb = request.getfixturevalue("stsb_dir") if "stsb" in code else None  # skipped where STS-B is absent
+    env = reader_env(session_cache, tmp_path / "home", stsb)  # as a user: no ISOSCOPE_* variable, no ../shared
+    (tmp_path / "work").mkdir()
     proc = subprocess.run(
         [reader_python(), "-c", code],
-        cwd=tmp_path,  # from another folder: only the installed package, never the checkout's folders
+        cwd=tmp_path / "work",  # from another folder: only the installed package, never the checkout's folders
         env=env,
         capture_output=True,
         text=True,
@@ -94,20 +106,28 @@ def test_the_cli_quickstart_runs_as_written(tmp_path: Path, session_cache: Path)
     cwd = checkout_like(tmp_path)
     for argv in commands(read(README), CLI_QUICKSTART):
         proc = subprocess.run(
-            [reader_python(), "-m", *argv], cwd=cwd, env=reader_env(session_cache), capture_output=True, text=True
+            [reader_python(), "-m", *argv],
+            cwd=cwd,
+            env=reader_env(session_cache, tmp_path / "home"),
+            capture_output=True,
+            text=True,
         )
         assert proc.returncode == 0 and proc.stdout.strip(), f"{shlex.join(argv)}:\n{proc.stderr[-3000:]}"
 
 
 def test_the_dashboard_quickstart_launches(tmp_path: Path, session_cache: Path) -> None:
     """Each ``isoscope app`` line of the dashboard quickstart is a valid launch: ``--dry-run`` prints the server's
-    command line instead of starting it (the data file given is found, the access code is long enough)."""
+    command line instead of starting it (the data file given is found, the access code is long enough; the
+    atlas folder a line opens is built first, as its comment says, here from made-up vectors in a second)."""
+    from isoscope.atlas.synthetic import synthetic_atlas
+
     cwd = checkout_like(tmp_path)
+    synthetic_atlas(cwd / "my-atlas", 200)
     for argv in commands(read(README), DASHBOARD_QUICKSTART):
         proc = subprocess.run(
             [reader_python(), "-m", *argv, "--dry-run"],
             cwd=cwd,
-            env=reader_env(session_cache),
+            env=reader_env(session_cache, tmp_path / "home"),
             capture_output=True,
             text=True,
         )

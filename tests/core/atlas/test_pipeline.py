@@ -167,3 +167,21 @@ def test_raw_only_pca_map_skips_the_graph(tiny, tmp_path):
     assert "raw_knn" not in run.computed and not (tmp_path / "a" / "raw" / "knn_ids.npy").exists()
     atlas = load_atlas(tmp_path / "a")
     assert atlas.spaces["raw"].knn_ids is None and atlas.texts.tolist() == texts
+
+
+def test_cli_progress_bars_count_the_work_of_each_stage(tiny, tmp_path, monkeypatch, capsys):
+    """The bars of ``isoscope atlas`` show honest totals: the embedding counts texts out of the corpus (not an
+    open-ended count of steps), a stage without inner progress is one stage."""
+    import isoscope.commands.atlas as cmd
+    from isoscope.cli import main
+
+    monkeypatch.setattr(cmd, "encoder_for", lambda args, space: tiny)
+    texts, _ = corpus(120)
+    src = tmp_path / "corpus.txt"
+    src.write_text("\n".join(texts) + "\n")
+    assert main(["atlas", "--input", str(src), "--out", str(tmp_path / "a"), "--layout", "pca"]) == 0
+    err = capsys.readouterr().err
+    embed = err.split("embed:", 1)[1].split("raw_knn:")[0]  # every frame of the embedding's bar
+    assert "/120 [" in embed and "text/s" in embed and "step" not in embed  # out of the corpus, in texts
+    assert "texts:   0%" in err and "0/1" in err and "stage" in err
+    assert "text/s" in err.split("raw_knn:")[1].split("\r")[0]  # the graph counts texts too

@@ -5,6 +5,7 @@ headers that forbid framing and no server path in the WebSocket's session messag
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -211,3 +212,55 @@ def test_a_port_taken_on_every_interface_is_busy_for_localhost_too() -> None:
         port = busy.getsockname()[1]
         assert port_taken("127.0.0.1", port) and port_taken("0.0.0.0", port)
     assert not port_taken("127.0.0.1", port)
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["kill", "ctrl-c"])
+def test_a_signal_to_the_apps_pid_stops_the_server_too(tmp_path: Path, sig: signal.Signals) -> None:
+    """Issue 41: ``kill PID`` of ``isoscope app`` left the Streamlit child serving. The signal is passed on: the
+    port is free within 5 s, the command exits, and no child is left."""
+    port = _free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ISOSCOPE_CACHE": str(tmp_path / "cache")}
+    app = subprocess.Popen(
+        [sys.executable, "-m", "isoscope", "app", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own group: the signal goes to the PID only, as `kill PID` does
+    )
+    try:
+        _headers(f"http://127.0.0.1:{port}/_stcore/health", time.monotonic() + 120)
+        children = _children(app.pid)
+        assert children, "isoscope app runs the server as a child process"
+        os.kill(app.pid, sig)
+        deadline = time.monotonic() + 5
+        while not _port_free(port) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _port_free(port), f"port {port} still served 5 s after the signal"
+        assert app.wait(timeout=5) == 0  # the command's exit status (the server's own status is in the result)
+        assert not [pid for pid in children if Path(f"/proc/{pid}").exists()], "the server outlived the command"
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # whatever is left of its group, even when the test failed
+            os.killpg(app.pid, signal.SIGKILL)
+        app.communicate(timeout=30)
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found

@@ -1,0 +1,38 @@
+"""``isoscope data stsb``: download a public benchmark the documentation's examples use (STS-B) into the user
+cache (``isoscope.paths.user_stsb_dir``, where every STS-B example looks for it); refused in one line offline."""
+
+from __future__ import annotations
+
+import argparse
+
+from isoscope.commands.common import add_json_argument, emit
+
+DATASETS = ("stsb",)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", choices=DATASETS, help="stsb: the STS Benchmark (English; 5,749 / 1,500 / 1,379 pairs)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="folder to write it to (default: ISOSCOPE_STSB_DIR when set, else ISOSCOPE_CACHE/data/stsb, "
+        "~/.cache/isoscope/data/stsb)",
+    )
+    add_json_argument(p)
+
+
+def run(args: argparse.Namespace) -> dict:
+    import os
+    from pathlib import Path
+
+    from isoscope.data.benchmarks import fetch_stsb, stsb_present
+    from isoscope.paths import ENV_STSB_DIR, STSB_FILES, user_stsb_dir
+
+    dest = Path(args.out or os.environ.get(ENV_STSB_DIR) or user_stsb_dir()).expanduser()
+    had = stsb_present(dest)
+    folder = fetch_stsb(dest)
+    files = [str(folder / name) for name in STSB_FILES]
+    result = {"dataset": args.dataset, "folder": str(folder), "files": files, "downloaded": not had}
+    said = "already there" if had else "downloaded"
+    emit(args, result, [f"STS-B {said}: {folder}", *files])
+    return result
