@@ -49,7 +49,7 @@ def _architectures(args: argparse.Namespace) -> list[Architecture]:
         from isoscope.anatomy.budget import architecture_from_model
         from isoscope.encode.models import load_encoder
 
-        encoder = load_encoder(args.model)
+        encoder = load_encoder(args.model, "cpu")  # counted, never run: no GPU memory for it
         return [architecture_from_model(encoder.model, name=encoder.name)]
     missing = [f"--{k.replace('_', '-')}" for k, v in given.items() if v is None]
     if missing:

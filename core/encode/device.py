@@ -51,7 +51,7 @@ DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16")
 DTYPE_DESCRIPTIONS: dict[str, str] = {  # the one glossary of dtypes (the CLI's and the sidebar's help)
     "float32": "32-bit floats: the model as trained, the same vectors on every device",
     "float16": "16-bit floats (5 exponent bits): half the memory on a GPU; GPU only",
-    "bfloat16": "brain floats (float32's range, 8-bit mantissa): half the memory; vectors within ~1% of float32's",
+    "bfloat16": "brain floats (float32's range, 8-bit mantissa): half the memory; each vector within a few hundredths (relative) of float32's",
 }
 DTYPE_BYTES: dict[str, int] = {"float32": 4, "float16": 2, "bfloat16": 2}
 _DEVICE_RE = re.compile(r"^(auto|cpu|mps|cuda(?::(\d{1,3}))?)$")

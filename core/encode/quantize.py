@@ -44,6 +44,7 @@ from isoscope.encode.encoder import Encoder
 from isoscope.encode.onnx_cache import model_bytes, paths
 from isoscope.encode.onnx_runtime import EXPORT_VERSION, OPSET, export_onnx, onnx_encoder, require_onnxruntime
 from isoscope.encode.precision import INT8_RECIPE, precision_suffix
+from isoscope.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +179,11 @@ def quantize_encoder(encoder: Encoder, config: Int8Config = DEFAULT_CONFIG, cach
     """The int8 copy of an fp32 torch ``encoder`` (the fp32 one is left untouched and still usable)."""
     if encoder.precision != "fp32" or encoder.engine != "torch":
         raise ValueError(f"quantize_encoder needs an fp32 torch encoder, got {encoder.engine_label}")
+    if encoder.device != "cpu" or encoder.dtype != "float32":
+        raise InputError(
+            f"int8 is built from the float32 model on the CPU, not from one on {encoder.device} in {encoder.dtype}; "
+            "load it with device='cpu' (--device cpu)"
+        )
     require_onnxruntime()
     suffix = precision_suffix("int8") + ("" if config == DEFAULT_CONFIG else f"-{config.key()[:12]}")
     fingerprint = encoder.fingerprint + suffix

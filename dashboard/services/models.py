@@ -74,8 +74,9 @@ def fast_encoder(key: str) -> Encoder:
 
 
 def fp32_encoder(key: str) -> Encoder:
-    """The fp32 encoder of ``key``'s model, whatever its precision (for training, counting or editing weights)."""
-    return _fp32(split_key(key)[0])
+    """The fp32 encoder of ``key``'s model on the CPU, whatever its precision and device (for training, counting or
+    editing weights: the loss surfaces train on the CPU, ``isoscope.commands.landscape``)."""
+    return _fp32(split_device(split_key(key)[0])[1])
 
 
 @st.cache_resource(show_spinner="Loading a private copy of the model…", max_entries=1)
@@ -88,7 +89,7 @@ def private_encoder(key: str) -> Encoder:
     """A second fp32 copy of the model whose weights may be swapped temporarily (rank-k shrink), so the shared
     cached encoder that other pages use is never touched. Always fp32: the int8 model's graph holds its own
     copy of the weights, which a swap would not reach."""
-    return _private(split_key(key)[0])
+    return _private(split_device(split_key(key)[0])[1])  # on the CPU, like fp32_encoder
 
 
 @st.cache_data(show_spinner="Counting tokens…", max_entries=16, hash_funcs=HASH_FUNCS)

@@ -45,6 +45,7 @@ def test_every_embedding_command_takes_device_and_dtype(name):
     with pytest.raises(argparse.ArgumentTypeError):
         device.type("gpu")
     assert tuple(dtype.choices) == DTYPES and dtype.default == "float32"
+    assert "--device DEVICE" in p.format_help()  # the help texts format (no stray % in them)
 
 
 def test_embed_json_says_device_and_dtype(cli, encoder, tmp_path, capsys):

@@ -27,6 +27,7 @@ from isoscope.encode.device import (
 from isoscope.encode.embed import EmbedConfig, _entry_key, encode
 from isoscope.encode.engines import fastest_fp32_encoder
 from isoscope.encode.models import default_model_path, load_encoder, parameter_count, with_precision
+from isoscope.encode.quantize import quantize_encoder
 from isoscope.errors import InputError
 
 TEXTS = [
@@ -101,6 +102,9 @@ def test_int8_runs_on_the_cpu_in_float32_only(encoder):
     bf16 = load_encoder(None, device="cpu", dtype="bfloat16")
     with pytest.raises(InputError):
         with_precision(bf16, "int8")
+    with pytest.raises(InputError) as exc:
+        quantize_encoder(bf16)
+    assert "float32 model on the CPU" in one_line(exc)
 
 
 def test_fit_check_refuses_in_one_line_what_cannot_fit():

@@ -186,7 +186,7 @@ def test_compare_has_the_numbers_of_the_compare_command(space, cli_main, capsys,
         "procrustes_disparity",
     ):
         assert mine[key] == pytest.approx(out[key]) if isinstance(out[key], float) else mine[key] == out[key], key
-    assert set(out) - set(mine) <= {"input", "n_read", "seconds"}
+    assert set(out) - set(mine) <= {"input", "n_read", "seconds", "device", "dtype"}  # the command says where it ran
     assert "isoscope-card" in cmp._repr_html_()
     assert isoscope.compare(space, space, k=5).overlap_at_k == 1.0
     with pytest.raises(InputError, match=r"two isoscope\.Space"):
