@@ -81,7 +81,8 @@ def similarity_interaction(page: Page, tmp: Path) -> None:
 
     sidebar = page.locator('[data-testid="stSidebar"]')  # the shared sidebar pooling reaches the page
     b.choose_select(sidebar, page, "Pooling", "cls")
-    assert sidebar.locator('[data-testid="stSelectbox"] input[role="combobox"]').first.input_value() == "cls"
+    pooling_box = sidebar.locator('[data-testid="stSelectbox"]', has_text="Pooling").first
+    assert pooling_box.locator('input[role="combobox"]').input_value() == "cls"
     b.assert_clean(page)
     after = b.metrics(page)
     assert list(after) == ["Spearman (cls)"], f"the sidebar pooling did not reach the page: {after}"

@@ -18,7 +18,7 @@ from isoscope.encode.embed import encode
 from tests.core.commands.cli_checks import exit_status, one_error_line
 
 TEXTS = ["The first text.", "A second, longer text about something else entirely.", "Third"]
-NOT_EMBEDDING = {"app", "params"}  # the dashboard (its sidebar picks the device) and a parameter count
+NOT_EMBEDDING = {"app", "params", "data"}  # the dashboard (its sidebar picks the device), a parameter count, a download
 EMBEDDING = sorted(set(COMMANDS) - NOT_EMBEDDING)
 
 
