@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from isoscope.space.figures import MAX_CATEGORIES, meta_colours
+from isoscope.space.figures import MAX_CATEGORIES, SMALL_PALETTE, category_palette, meta_colours
 from isoscope.space.figures import projection_map as map_figure
 
-__all__ = ["MAX_CATEGORIES", "map_figure", "meta_colours", "selected_rows"]
+__all__ = ["MAX_CATEGORIES", "SMALL_PALETTE", "category_palette", "map_figure", "meta_colours", "selected_rows"]
 
 
 def selected_rows(fig: go.Figure, event: object) -> set[int]:

@@ -23,22 +23,24 @@ def corpus(n: int = 6) -> Corpus:
 
 
 def test_meta_colours_are_a_scale_only_for_many_numbers():
-    values, categorical = projection.meta_colours(pd.Series(np.arange(30.0)))
+    values, categorical = projection.meta_colours(pd.Series(np.arange(projection.MAX_CATEGORIES + 10.0)))
     assert not categorical and values.dtype == np.float64
     values, categorical = projection.meta_colours(pd.Series([1, 2, None, 2]))
     assert categorical and values.tolist() == ["1.0", "2.0", "(missing)", "2.0"]
 
 
 def test_projection_map_groups_escapes_rings_hits_and_maps_selections_back():
-    n = 30
+    n = projection.MAX_CATEGORIES + 10
     coords = np.random.default_rng(0).normal(size=(n, 2))
     rows = np.arange(n)[::-1].copy()  # a sample in another order than the corpus
-    colour = np.array([f"c{i} <x>" for i in range(n)], dtype=object)  # 30 categories: 19 kept, the rest "other"
+    colour = np.array([f"c{i} <x>" for i in range(n)], dtype=object)  # MAX - 1 kept, the rest "other"
     hits = np.zeros(n, bool)
     hits[[2, 5]] = True
     fig = projection.map_figure(coords, rows, ["h"] * n, title="t <i>", colour=colour, categorical=True, hits=hits)
     names = [t.name for t in fig.data]
     assert len(names) == projection.MAX_CATEGORIES + 1 and names[-2] == "other" and names[-1] == "matches (2)"
+    hues = [t.marker.color for t in fig.data[:-1]]
+    assert len(set(hues)) == len(hues)  # the kept categories and "other": no colour twice
     assert all("<" not in name for name in names) and fig.layout.title.text == "t &lt;i&gt;"
     assert fig.layout.dragmode == "lasso"
     ring = fig.data[-1]
@@ -56,6 +58,34 @@ def test_projection_map_groups_escapes_rings_hits_and_maps_selections_back():
         hits=hits,
     )
     assert scale.data[0].type == "scatter3d" and list(scale.data[0].marker.color) == (rows * 1.0).tolist()
+
+
+def colour_distance(a: str, b: str) -> float:
+    """Euclidean distance of two #rrggbb colours in RGB (0..441)."""
+    x, y = (np.array([int(c[i : i + 2], 16) for i in (1, 3, 5)], float) for c in (a, b))
+    return float(np.linalg.norm(x - y))
+
+
+def test_the_demo_topics_each_get_their_own_named_colour():
+    """Issue 41: 31 topics repeated plotly's 10 colours (architecture = music) and the legend named 19. Every
+    topic of the demo corpus is named in the legend, in a colour of its own, apart from every other's."""
+    from isoscope.data import load_corpus
+    from isoscope.paths import DEMO_CORPUS
+
+    demo = load_corpus(DEMO_CORPUS)
+    colour, categorical = projection.meta_colours(demo.meta["topic"])
+    topics = sorted(set(colour))
+    assert categorical and len(topics) == 31
+    n = len(colour)
+    coords = np.random.default_rng(0).normal(size=(n, 2))
+    fig = projection.map_figure(
+        coords, np.arange(n), ["h"] * n, title="t", colour=colour, categorical=True, hits=np.zeros(n, bool)
+    )
+    assert [t.name for t in fig.data] == topics  # every topic named, no "other"
+    hues = [t.marker.color for t in fig.data]
+    closest = min(colour_distance(a, b) for i, a in enumerate(hues) for b in hues[i + 1 :])
+    assert len(set(hues)) == len(topics) and closest > 40, closest
+    assert projection.category_palette(7) == list(projection.SMALL_PALETTE[:7])  # few categories: plotly's own
 
 
 # ------------------------------------------------------------------ neighbours
