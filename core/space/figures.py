@@ -3,7 +3,8 @@ re-export them from ``isoscope.dashboard.figures``): pure functions of their arg
 
 - Anisotropy: ``cosine_histograms``, ``spectra`` (normalised singular values), ``layer_heatmap``;
 - maps: ``meta_colours`` and ``projection_map`` (a sample of a corpus, coloured by a column or a measure,
-  search hits ringed), ``aligned_map`` and ``map_ranges`` (two Procrustes-aligned maps point by point);
+  search hits ringed), ``aligned_map``, ``map_ranges`` and ``panel_ranges`` (two Procrustes-aligned maps point by point, or each on its
+  own axes when B's is far smaller);
 - comparisons: ``heatmap`` (layer x layer CKA), ``overlap_histogram``.
 
 Hover texts arrive already safe for plotly (``isoscope.space.html.plot_text``); names that come from user data
@@ -219,6 +220,26 @@ def map_ranges(a: np.ndarray, b: np.ndarray) -> list[list[float]]:
     both = np.vstack([a, b])  # (2m, 2)
     pad = 0.05 * (both.max(axis=0) - both.min(axis=0) + 1e-12)
     return [[both[:, j].min() - pad[j], both[:, j].max() + pad[j]] for j in (0, 1)]
+
+
+SHARED_SCALE = 3.0  # two maps whose spreads differ less than this share their axes; more: each its own
+
+
+def spread(xy: np.ndarray) -> float:
+    """The larger side of a map's bounding box (m, 2)."""
+    return float(np.ptp(np.asarray(xy, np.float64), axis=0).max()) if len(xy) else 0.0
+
+
+def panel_ranges(a: np.ndarray, b: np.ndarray) -> tuple[Ranges, Ranges, bool]:
+    """Axes for map A and for B aligned onto A, and whether they differ: one range for both (``map_ranges``)
+    when their spreads are within ``SHARED_SCALE`` of each other, so they compare point by point; else each
+    panel's own (issue 41: Procrustes' least-squares scale shrinks the map of an untrained model, unlike A, to a
+    dot in A's range)."""
+    sa, sb = spread(a), spread(b)
+    if min(sa, sb) * SHARED_SCALE >= max(sa, sb):
+        shared = map_ranges(a, b)
+        return shared, shared, False
+    return map_ranges(a, a), map_ranges(b, b), True
 
 
 def aligned_map(

@@ -178,6 +178,30 @@ def test_score_grids_keep_the_requested_order():
     history = pd.DataFrame({"epoch": [1, 2], "bits_per_dim": [3.0, 2.0]})
     fig = scores.flow_training(history, 2.5)
     assert list(fig.data[0].y) == [3.0, 2.0] and fig.layout.shapes[0].y0 == 2.5
+
+
+def test_the_flow_chart_sets_like_beside_like():
+    """Issue 41: the training curve (noised vectors) sat above the dashed "untrained flow = whitening" line
+    (clean vectors) at every epoch. On a real flow: the curve is named as the noised loss, the dotted line and
+    the trained flow's point are both on the clean fit vectors, and the point is the flow's own clean bits/dim."""
+    from isoscope.calibrate import Flow
+
+    rng = np.random.default_rng(0)
+    x = (rng.normal(size=(400, 6)) @ rng.normal(size=(6, 6))).astype(np.float32)
+    flow = Flow(epochs=3, n_steps=2, hidden=16, seed=0).fit(x)
+    fig = scores.flow_training(
+        pd.DataFrame(flow.history_),
+        flow.gaussian_bits_per_dim_,
+        trained_bits_per_dim=flow.bits_per_dim_,
+        noise_std=flow.noise_std,
+    )
+    curve, trained = fig.data
+    assert "noised" in curve.name and f"noise {flow.noise_std:g}" in curve.name
+    assert list(curve.y) == [h["bits_per_dim"] for h in flow.history_]
+    line = fig.layout.annotations[0].text
+    assert fig.layout.shapes[0].y0 == flow.gaussian_bits_per_dim_ and scores.CLEAN in line and "whitening" in line
+    assert scores.CLEAN in trained.name and list(trained.y) == [flow.bits_per_dim_]
+    assert list(trained.x) == [flow.history_[-1]["epoch"]]
     au = pd.DataFrame({"uniformity": [1.0], "alignment": [2.0], "calibration": ["raw"], "pooling": ["mean"]})
     assert scores.alignment_uniformity(au).layout.height == 420
 
@@ -190,6 +214,13 @@ def test_frequency_and_anisotropy_figures():
     assert list(fig.data[0].x) == pytest.approx([0.0, 1.0]) and "&lt;s&gt;" in fig.data[0].hovertext
     assert "log10 rank" not in tokens.columns  # the caller's table is left as it was
     assert [a.text for a in fig.layout.annotations] == ["raw"]  # issue 26: the panel read "stage=raw"
+    both = frequency.norm_vs_rank(pd.concat([tokens, tokens.assign(stage="whitening", norm=[0.5, 0.6])]))
+    assert [a.text for a in both.layout.annotations] == ["raw", "whitening"]
+    # issue 41: the calibrated panel (its own y scale) had no y-axis label; every panel names both axes
+    y_titles = [both.layout[name].title.text for name in ("yaxis", "yaxis2")]
+    x_titles = [both.layout[name].title.text for name in ("xaxis", "xaxis2")]
+    assert y_titles == [frequency.NORM_TITLE] * 2 and x_titles == [frequency.RANK_TITLE] * 2
+    assert both.layout.yaxis2.matches is None and both.layout.yaxis2.showticklabels
     assert frequency.buckets_table(pd.DataFrame({"mean_norm": [1.23456]}))["mean_norm"].tolist() == [1.235]
     hist = anisotropy.cosine_histograms({"raw": np.zeros(4), "whitening": np.ones(4)})
     assert [t.name for t in hist.data] == ["raw", "whitening"] and hist.layout.barmode == "overlay"
