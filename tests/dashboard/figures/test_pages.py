@@ -114,6 +114,22 @@ def test_neighbour_tables_name_the_moves():
 # ------------------------------------------------------------------ pairs
 
 
+def test_the_pairs_table_keeps_the_cosines_in_view_and_whole():
+    """Issue 41: the cosine column of Sentence pairs was cut mid-word behind two long sentence columns. The
+    cosines come first, each column as wide as its header (so neither it nor a value is cut), text after."""
+    p = Pairs(["a long first sentence " * 5, "c", "d"], ["x " * 40, "y", "z"], np.array([1.0, 2.0, 3.0]), [], "t")
+    variants = [("mean", np.array([0.91234567, 0.5, 0.1])), ("mean + whitening:64", np.array([0.2, 0.3, 0.4]))]
+    table = pairs.pairs_table(p.to_frame(), variants)
+    cosines = ["cosine mean", "cosine mean + whitening:64"]
+    assert list(table.columns)[:2] == cosines and list(table.columns)[2:] == list(p.to_frame().columns)
+    assert table["cosine mean"].tolist() == [0.9123, 0.5, 0.1] and table["sentence1"][0] == p.sentence1[0]
+    widths = pairs.column_widths(table)
+    for column in cosines:
+        needed = pairs.NUMBER_CHAR_PX * max(len(column), len("-0.1234"))  # the header, and any value
+        assert isinstance(widths[column], int) and widths[column] >= needed
+    assert widths["sentence1"] == widths["sentence2"] == "large"
+
+
 def test_pair_panels_and_rank_moves():
     p = Pairs(["a <b>", "c", "d"], ["x", "y", "z"], np.array([1.0, 2.0, 3.0]), [], "t")
     assert pairs.pair_hover(p)[0] == "a &lt;b&gt; || x"  # escaped, spaces collapsed
