@@ -8,7 +8,7 @@ import json
 import pytest
 
 from isoscope.errors import InputError
-from isoscope.landscape.live import LiveRun, finished, result_folder, run_live, seconds_per_point
+from isoscope.landscape.live import LiveRun, finished, measure_rates, result_folder, run_live, seconds_per_point
 from isoscope.landscape.pipeline import experiment_key
 from isoscope.landscape.tasks import load_task
 
@@ -77,3 +77,15 @@ def test_run_live_writes_under_root_by_the_experiment_key(tiny, tmp_path):
 
 def test_one_evaluation_point_is_timed_on_the_runs_own_classifier(tiny):
     assert 0 < seconds_per_point(tiny, _run()) < 60
+
+
+def test_every_kind_of_work_is_timed_and_the_encoder_is_left_alone(tiny):
+    """measure_rates times a point, a training step, a Hessian product and a checkpoint write on a copy of the
+    encoder: the shared encoder's weights are unchanged after the probe's training steps."""
+    import torch
+
+    before = [p.detach().clone() for p in tiny.model.parameters()]
+    rates = measure_rates(tiny, _run())
+    assert all(0 < v < 60 for k, v in rates.as_dict().items() if k != "warmup") and rates.warmup >= 0
+    assert all(torch.equal(a, b) for a, b in zip(before, tiny.model.parameters(), strict=True))
+    assert measure_rates(tiny, _run(hessian_iters=0)).hvp == 0
