@@ -28,6 +28,7 @@ HEAVY: tuple[str, ...] = (
     "tests/core/encode/test_shards.py::test_workers_get_the_package_under_its_import_name",  # 15 s
     "tests/core/evaluate/test_acceptance_sts.py::test_stsb_test_spearman",  # 19 s
     "tests/core/landscape/test_pipeline.py::test_every_seed_in_its_folder_and_the_summary_over_them",  # 13 s
+    "tests/core/landscape/test_live.py::test_the_default_live_run_shows_the_pages_point",  # 35 s (load 8)
     "tests/core/neighbours/test_projection.py::test_umap_with_another_metric_uses_its_own_neighbour_search",  # 12 s
     "tests/core/space/test_space.py::test_embed_reads_a_corpus_with_its_metadata",  # 49 s
     "tests/core/space/test_space.py::test_sts_is_sts_scores_of_the_pair_vectors",  # 26 s
