@@ -95,14 +95,14 @@ def embedding_cases(encoder, name: str, texts: list[str], sizes: list[int]) -> d
 def flow_cases(vectors: np.ndarray, sizes: list[int]) -> dict:
     out = {}
     flow = Flow()
-    step = flow_costs.measure_flow_step(vectors.shape[1], flow)
+    rate = flow_costs.measure_flow_rate(vectors.shape[1], flow)
     for n in sizes:
         x = vectors[:n]
         start = time.perf_counter()
         Flow().fit(x)
         measured = time.perf_counter() - start
-        est = flow_costs.flow_cost(n, flow, step)
-        out[f"flow_{n}"] = case(est.seconds, measured, step_s=round(step, 4))
+        est = flow_costs.flow_cost(n, flow, rate)
+        out[f"flow_{n}"] = case(est.seconds, measured, step_s=round(rate.step, 4), setup_s=round(rate.setup, 2))
     return out
 
 
