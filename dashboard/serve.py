@@ -5,6 +5,8 @@ mode the server layer in front of everything.
 through Starlette/uvicorn with
 - the routes of ``isoscope.dashboard.tiles`` (map tiles, lit-up points, the point under the cursor), which only
   answer for atlases a page has published (by a random token, so only a session past the access code knows it);
+- ``isoscope.dashboard.base_url.BaseUrl``: every HTML page says the server's base URL, so a page opened by its
+  own URL (``/atlas``) does not probe ``/atlas/_stcore/health`` first;
 - in classroom mode two ASGI middlewares in front of Streamlit's own routes and the map's
   (``isoscope.dashboard.classroom.middleware()``): ``ClassroomGuard`` (``classroom.guard``: before the access
   code, nothing but the code form reaches a session; no uploads, no cache control, no metrics; guesses
@@ -18,8 +20,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import streamlit as st
+from starlette.middleware import Middleware
 
 from isoscope.dashboard import classroom, tiles
+from isoscope.dashboard.base_url import BaseUrl
 
-middleware = classroom.middleware()
+middleware = [Middleware(BaseUrl), *classroom.middleware()]  # the base URL outermost: every page, guard's included
 app = st.App(str(Path(__file__).resolve().parent / "app.py"), routes=tiles.routes(), middleware=middleware)

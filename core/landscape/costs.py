@@ -1,8 +1,10 @@
-"""What a landscape live run costs here: evaluation points (every point, training step and Hessian-vector
-product the recipe makes, in units of one point) x the seconds of one point, timed on the run's own classifier
-and evaluation set (``isoscope.landscape.live.seconds_per_point``); a training step costs ``STEP_FACTOR``
-forwards (the backward multiplies by each weight matrix twice: for the input and for the gradient), a
-Hessian-vector product ``HVP_FACTOR`` steps (a double backward, on the unfused attention kernel).
+"""What a landscape live run costs here: each kind of work the run does, counted (``landscape_work``: evaluation
+points, training steps, Hessian-vector products, parameter vectors written) times its own seconds, each timed on
+this machine on the run's own classifier, data and batch (``isoscope.landscape.live.measure_rates`` ->
+``LandscapeRates``). Issue 41: the old model timed one point and priced a training step and a Hessian-vector
+product as fixed multiples of it; a step (batch 16, padded, a backward and AdamW over every weight) and a
+double backward on the unfused attention kernel do not scale like a packed forward, and the estimate said about
+55 s for a run of 420 s.
 
 The value is ``isoscope.costs.Cost``. Light to import: no torch.
 """
@@ -10,6 +12,7 @@ The value is ``isoscope.costs.Cost``. Light to import: no torch.
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from isoscope.costs import Cost
@@ -17,15 +20,25 @@ from isoscope.costs import Cost
 if TYPE_CHECKING:
     from isoscope.landscape.live import LiveRun
 
-STEP_FACTOR = 3.0  # a training step / a forward pass: the backward multiplies by each weight twice
-HVP_FACTOR = 4.0  # a Hessian-vector product (double backward, attention on the unfused kernel) / a training step
+
+@dataclass(frozen=True)
+class LandscapeRates:
+    """Seconds of each kind of work of a live run, measured here (``isoscope.landscape.live.measure_rates``)."""
+
+    point: float  # one evaluation point: the 2 * eval_size fixed examples at one parameter vector
+    step: float  # one training step: a batch of BATCH_SIZE, forward, backward, clipping, AdamW
+    hvp: float  # one Hessian-vector product on min(HESSIAN_SIZE, eval_size) examples
+    write: float  # one parameter vector written to disk (a checkpoint, an optimizer moment)
+    warmup: float = 0.0  # once per run: the first step's extra time over a warm one (allocations)
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
 
 
-def landscape_points(run: LiveRun, num_layers: int) -> dict[str, float]:
-    """The work of ``run`` in evaluation points (one point: the ``2 * eval_size`` fixed examples evaluated at one
-    parameter vector, what ``seconds_per_point`` times), over both initialisations: the points it evaluates, the
-    learning curve's (scaled by its examples), the training steps (a forward and a backward, ``STEP_FACTOR``
-    forwards) and the Hessian-vector products (``HVP_FACTOR`` steps), both scaled by their batch."""
+def landscape_work(run: LiveRun, num_layers: int) -> dict[str, float]:
+    """The work of ``run`` over both initialisations, in the units ``LandscapeRates`` times: evaluation points
+    (every point it evaluates, and the learning curve's scaled by its examples), training steps, Hessian-vector
+    products and parameter vectors written."""
     from isoscope.landscape.options import INITS
 
     per_point = 2 * run.eval_size  # the fixed training and held-out examples of every point
@@ -34,20 +47,19 @@ def landscape_points(run: LiveRun, num_layers: int) -> dict[str, float]:
     filter_points = run.FILTER_DIRECTIONS * 5 + run.grid**2  # 5 points per direction curve, one surface
     points = run.points_1d + run.grid**2 + trajectory + rollback + filter_points
     learning = (run.epochs + 1) * (run.eval_size + run.LEARNING_HELDOUT) / per_point
-    steps = 2 * run.epochs * math.ceil(run.n_train / run.BATCH_SIZE)  # per init: both tasks
-    step = STEP_FACTOR * run.BATCH_SIZE / per_point
-    hvp = HVP_FACTOR * STEP_FACTOR * min(run.HESSIAN_SIZE, run.eval_size) / per_point
     inits = len(INITS)
     return {
-        "evaluate": inits * (points + learning),
-        "train": inits * steps * step,
-        "hessian": inits * run.hessian_iters * hvp,
+        "point": inits * (points + learning),
+        "step": inits * 2 * run.epochs * math.ceil(run.n_train / run.BATCH_SIZE),  # per init: both tasks
+        "hvp": inits * run.hessian_iters,
+        "write": run.RUNS * ((run.epochs + 1) + 2 * run.epochs),  # every epoch's weights; AdamW's two moments
+        "warmup": run.RUNS,
     }
 
 
-def landscape_cost(run: LiveRun, *, n_params: int, num_layers: int, point_seconds: float) -> Cost:
-    """A live loss-surface run: its work in points (``landscape_points``) x the seconds of one point measured
-    on this machine (``isoscope.landscape.live.seconds_per_point``); the disk is ``run.disk_mb`` (every epoch's
-    parameters of every run)."""
-    work = landscape_points(run, num_layers)
-    return Cost(sum(work.values()) * point_seconds, int(run.disk_mb(n_params) * 2**20))
+def landscape_cost(run: LiveRun, *, n_params: int, num_layers: int, rates: LandscapeRates) -> Cost:
+    """A live loss-surface run: each kind of its work (``landscape_work``) times its seconds measured here
+    (``rates``); the disk is ``run.disk_mb`` (every epoch's parameters of every run)."""
+    work = landscape_work(run, num_layers)
+    seconds = sum(count * getattr(rates, kind) for kind, count in work.items())
+    return Cost(seconds, int(run.disk_mb(n_params) * 2**20))

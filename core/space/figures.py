@@ -3,7 +3,8 @@ re-export them from ``isoscope.dashboard.figures``): pure functions of their arg
 
 - Anisotropy: ``cosine_histograms``, ``spectra`` (normalised singular values), ``layer_heatmap``;
 - maps: ``meta_colours`` and ``projection_map`` (a sample of a corpus, coloured by a column or a measure,
-  search hits ringed), ``aligned_map`` and ``map_ranges`` (two Procrustes-aligned maps point by point);
+  search hits ringed), ``aligned_map``, ``map_ranges`` and ``panel_ranges`` (two Procrustes-aligned maps point by point, or each on its
+  own axes when B's is far smaller);
 - comparisons: ``heatmap`` (layer x layer CKA), ``overlap_histogram``.
 
 Hover texts arrive already safe for plotly (``isoscope.space.html.plot_text``); names that come from user data
@@ -26,7 +27,9 @@ from isoscope.space.html import plot_text
 if TYPE_CHECKING:
     from isoscope.comparison import ComparisonMetrics
 
-MAX_CATEGORIES = 20  # more distinct values: the rarest are drawn together as "other"
+MAX_CATEGORIES = 40  # more distinct values: the rarest are drawn together as "other" (a legend still read)
+SMALL_PALETTE = px.colors.qualitative.Plotly  # 10 colours: enough for a few categories, repeated beyond
+OTHER_COLOUR = "#b4b4b4"  # the grouped tail: grey, apart from every category's hue
 Ranges = list[list[float]]  # [[x0, x1], [y0, y1]]
 
 
@@ -62,6 +65,21 @@ def layer_heatmap(per_layer: pd.DataFrame) -> go.Figure:
     heat.update_traces(text=per_layer.T.round(3).values, texttemplate="%{text}")
     heat.update_layout(height=380)
     return heat
+
+
+def category_palette(n: int) -> list[str]:
+    """``n`` distinct colours, one per category (issue 41: plotly's 10 repeated every 10 topics, architecture =
+    music): plotly's own up to 10, beyond that ``n`` hues spaced evenly round the wheel, alternating three
+    lightnesses so that neighbouring hues differ in brightness too."""
+    import colorsys
+
+    if n <= len(SMALL_PALETTE):
+        return list(SMALL_PALETTE[:n])
+    colours = []
+    for i in range(n):
+        r, g, b = colorsys.hls_to_rgb(i / n, (0.5, 0.7, 0.35)[i % 3], 0.9)  # the lightnesses apart the most
+        colours.append(f"#{round(255 * r):02x}{round(255 * g):02x}{round(255 * b):02x}")
+    return colours
 
 
 def meta_colours(column: pd.Series) -> tuple[np.ndarray, bool]:
@@ -108,15 +126,17 @@ def projection_map(
         counts = pd.Series(values).value_counts()
         keep = list(counts.index[: MAX_CATEGORIES - 1]) if len(counts) > MAX_CATEGORIES else list(counts.index)
         groups = [(c, values == c) for c in sorted(keep)]
+        palette = category_palette(len(groups))
         if len(keep) < len(counts):
             groups.append(("other", ~np.isin(values, keep)))
-        for cat, mask in groups:
+            palette.append(OTHER_COLOUR)
+        for (cat, mask), hue in zip(groups, palette, strict=True):
             fig.add_trace(
                 points(
                     mask,
                     name=html.escape(str(cat)[:40]),
                     hovertemplate="%{text}<extra>%{fullData.name}</extra>",
-                    marker={"size": size, "opacity": 0.8},
+                    marker={"size": size, "opacity": 0.8, "color": hue},
                 )
             )
     else:
@@ -202,6 +222,26 @@ def map_ranges(a: np.ndarray, b: np.ndarray) -> list[list[float]]:
     return [[both[:, j].min() - pad[j], both[:, j].max() + pad[j]] for j in (0, 1)]
 
 
+SHARED_SCALE = 3.0  # two maps whose spreads differ less than this share their axes; more: each its own
+
+
+def spread(xy: np.ndarray) -> float:
+    """The larger side of a map's bounding box (m, 2)."""
+    return float(np.ptp(np.asarray(xy, np.float64), axis=0).max()) if len(xy) else 0.0
+
+
+def panel_ranges(a: np.ndarray, b: np.ndarray) -> tuple[Ranges, Ranges, bool]:
+    """Axes for map A and for B aligned onto A, and whether they differ: one range for both (``map_ranges``)
+    when their spreads are within ``SHARED_SCALE`` of each other, so they compare point by point; else each
+    panel's own (issue 41: Procrustes' least-squares scale shrinks the map of an untrained model, unlike A, to a
+    dot in A's range)."""
+    sa, sb = spread(a), spread(b)
+    if min(sa, sb) * SHARED_SCALE >= max(sa, sb):
+        shared = map_ranges(a, b)
+        return shared, shared, False
+    return map_ranges(a, a), map_ranges(b, b), True
+
+
 def aligned_map(
     xy: np.ndarray,
     hover: Sequence[str],
@@ -233,7 +273,8 @@ def aligned_map(
             )
         )
     if categorical:
-        for cat in sorted(set(colour.tolist())):
+        cats = sorted(set(colour.tolist()))
+        for cat, hue in zip(cats, category_palette(len(cats)), strict=True):
             mask = colour == cat
             fig.add_trace(
                 go.Scattergl(
@@ -243,7 +284,7 @@ def aligned_map(
                     name=plot_text(cat, 40),
                     text=hover[mask],
                     hovertemplate="%{text}<extra>%{fullData.name}</extra>",
-                    marker={"size": 6, "opacity": 0.85},
+                    marker={"size": 6, "opacity": 0.85, "color": hue},
                 )
             )
     else:

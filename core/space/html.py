@@ -35,6 +35,19 @@ def plot_text(text: object, width: int = 80) -> str:
     return "<br>".join(html.escape(x) for x in lines[:6])
 
 
+def clip(text: object, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, cut after a whole word with "…" (issue 41: the report's
+    neighbour texts were cut mid-word); a single word longer than ``limit`` is cut where it must be."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    mid_word = not (head[-1].isspace() or text[limit - 1].isspace())
+    if mid_word and len(head.split()) > 1:
+        head = head.rsplit(None, 1)[0]  # drop the part of a word
+    return head.rstrip(" ,;:-") + "…"
+
+
 def fmt(value: object, spec: str = ".3f") -> str:
     """A number formatted with ``spec``; ``n/a`` for None and NaN, ints with thousands separators."""
     if value is None:

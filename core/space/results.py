@@ -29,6 +29,9 @@ HEADLINE: tuple[tuple[str, str, str], ...] = (  # metric, label, help
 )
 
 
+REPR_WIDTH = 100  # print(space.geometry()): column blocks this wide
+
+
 class GeometryFrame(pd.DataFrame):
     """The metrics of ``isoscope.geometry.metrics.all_metrics``, one row per space; a DataFrame with a card.
 
@@ -40,6 +43,13 @@ class GeometryFrame(pd.DataFrame):
     @property
     def _constructor(self) -> type[pd.DataFrame]:
         return pd.DataFrame  # a slice or a sum of it is a plain DataFrame
+
+    def __repr__(self) -> str:
+        """The whole frame, every row and column (pandas would cut a wide one with "..."), in blocks of columns
+        that fit 100 characters."""
+        return self.to_string(line_width=REPR_WIDTH)
+
+    __str__ = __repr__
 
     def _repr_html_(self) -> str:
         spaces = [name for name in self.index if not str(name).startswith("layer:")]

@@ -15,7 +15,7 @@ import pandas as pd
 from isoscope.comparison import ComparisonMetrics
 from isoscope.sources.spec import SpaceSpec
 from isoscope.space.figures import aligned_map as map_figure
-from isoscope.space.figures import heatmap, map_ranges, overlap_histogram
+from isoscope.space.figures import heatmap, map_ranges, overlap_histogram, panel_ranges
 
 __all__ = [
     "describe",
@@ -29,6 +29,7 @@ __all__ = [
     "most_changed_table",
     "neighbour_list",
     "overlap_histogram",
+    "panel_ranges",
     "per_text_table",
 ]
 

@@ -9,6 +9,9 @@ import plotly.graph_objects as go
 
 from isoscope.dashboard.text import plot_text
 
+NORM_TITLE = "token vector norm"
+RANK_TITLE = "log10 frequency rank (0 = most frequent)"
+
 
 def norm_vs_rank(tokens: pd.DataFrame) -> go.Figure:
     """Tokens (token, rank, norm, count, knn_dist, bucket, stage columns): norm against log10 frequency rank,
@@ -26,9 +29,11 @@ def norm_vs_rank(tokens: pd.DataFrame) -> go.Figure:
         hover_data={"count": True, "knn_dist": ":.3f", "log10 rank": False, "bucket": False},
         render_mode="webgl",
     )
-    fig.update_yaxes(matches=None, showticklabels=True)
+    # each panel on its own scale, so each names its axes (issue 41: the calibrated panel had no y label)
+    fig.update_yaxes(matches=None, showticklabels=True, title_text=NORM_TITLE)
+    fig.update_xaxes(title_text=RANK_TITLE)
     fig.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))  # "raw", not "stage=raw"
-    fig.update_layout(height=440, xaxis_title="log10 frequency rank (0 = most frequent)")
+    fig.update_layout(height=440)
     return fig
 
 

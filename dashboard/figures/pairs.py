@@ -58,6 +58,29 @@ def scatter_panels(
     return fig
 
 
+NUMBER_CHAR_PX = 8  # a column of numbers is as wide as its header: this many pixels a character, plus padding
+NUMBER_PAD_PX = 28
+
+
+def pairs_table(table: pd.DataFrame, variants: Sequence[tuple[str, np.ndarray]]) -> pd.DataFrame:
+    """The Sentence pairs table: one "cosine <variant>" column per (label, cosines (n,)) FIRST, then the pairs
+    (sentence1, sentence2, score). Issue 41: after two long sentence columns the cosines sat beyond the right
+    edge, cut mid-word; numbers first, they stay in view, and the sentences take the room that is left."""
+    cosines = pd.DataFrame({f"cosine {label}": np.round(c, 4) for label, c in variants}, index=table.index)
+    return pd.concat([cosines, table], axis=1)
+
+
+def column_widths(frame: pd.DataFrame) -> dict[str, int | str]:
+    """A width per column for ``st.column_config``: numbers as wide as their header in pixels, so neither the
+    header nor a value is cut; text "large" (the cell shows the rest on hover and in the download)."""
+    return {
+        str(c): NUMBER_PAD_PX + NUMBER_CHAR_PX * max(len(str(c)), 7)
+        if pd.api.types.is_numeric_dtype(frame[c])
+        else "large"
+        for c in frame.columns
+    }
+
+
 def rank_moves(table: pd.DataFrame, raw: np.ndarray, calibrated: np.ndarray, top: int = 10) -> pd.DataFrame:
     """The ``top`` pairs of ``table`` (sentence1, sentence2 columns) whose rank by cosine moved most from
     ``raw`` to ``calibrated`` (n,); positive rank shift: more similar after."""

@@ -17,7 +17,7 @@ import streamlit as st
 
 from isoscope.atlas.costs import KnnRate
 from isoscope.cache import ArrayCache
-from isoscope.calibrate.costs import flow_cost
+from isoscope.calibrate.costs import FlowRate, flow_cost
 from isoscope.costs import FREE, Cost, total
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Joined, Texts, texts
 from isoscope.dashboard.services.models import encoder, fast_encoder, fp32_encoder, model_key, split_key
@@ -51,11 +51,11 @@ def token_count(model: str, items: Texts, max_length: int) -> int:
 
 
 @st.cache_resource(show_spinner="Measuring this machine's speed (once)…", max_entries=8)
-def flow_step_seconds(dim: int, flow_json: str) -> float:
-    """Seconds per optimiser step of a flow with these settings (``isoscope.calibrate.costs.measure_flow_step``)."""
-    from isoscope.calibrate.costs import measure_flow_step
+def flow_step_seconds(dim: int, flow_json: str) -> FlowRate:
+    """A flow's step and setup seconds with these settings (``isoscope.calibrate.costs.measure_flow_rate``)."""
+    from isoscope.calibrate.costs import measure_flow_rate
 
-    return measure_flow_step(dim, _flow(flow_json))
+    return measure_flow_rate(dim, _flow(flow_json))
 
 
 def _flow(flow_json: str):

@@ -14,11 +14,13 @@ import streamlit as st
 from isoscope.costs import FREE, Cost
 from isoscope.dashboard.services.models import fp32_encoder
 from isoscope.errors import InputError
-from isoscope.landscape.costs import landscape_cost
+from isoscope.landscape.costs import LandscapeRates, landscape_cost
 from isoscope.landscape.live import LiveRun
 
 if TYPE_CHECKING:  # isoscope.landscape imports torch: only inside the functions that run or read an experiment
     from isoscope.landscape.tables import ResultTables
+
+RATES_TTL_S = 600  # the rates are measured again after this: the machine's load when the run starts is what counts
 
 
 def landscape_root() -> Path:
@@ -93,11 +95,13 @@ def parameter_count(model: str) -> int:
     return sum(p.numel() for p in fp32_encoder(model).model.parameters())
 
 
-@st.cache_resource(show_spinner="Timing one evaluation point (once)…", max_entries=8)
-def _point_seconds(run: LiveRun) -> float:
-    from isoscope.landscape.live import seconds_per_point
+@st.cache_resource(
+    show_spinner="Timing a point, a training step and a Hessian product…", max_entries=8, ttl=RATES_TTL_S
+)
+def _rates(run: LiveRun) -> LandscapeRates:
+    from isoscope.landscape.live import measure_rates
 
-    return seconds_per_point(fp32_encoder(run.model), run)
+    return measure_rates(fp32_encoder(run.model), run)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -115,6 +119,4 @@ def live_cost(run: LiveRun) -> Cost:
     done = finished(run, _result_folder(run, str(landscape_root())))
     if done:
         return FREE
-    return landscape_cost(
-        run, n_params=parameter_count(run.model), num_layers=encoder.num_layers, point_seconds=_point_seconds(run)
-    )
+    return landscape_cost(run, n_params=parameter_count(run.model), num_layers=encoder.num_layers, rates=_rates(run))

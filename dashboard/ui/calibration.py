@@ -63,6 +63,17 @@ def safe_default(method: str, n_fit: int | None, dim: int) -> str:
     return safe_method(method, n_fit, dim)
 
 
+def seed_default(name: str, default: object) -> None:
+    """Give the keyed widget ``name`` its default through the Session State only, never as the widget's value too
+    (a preset sets these keys: Streamlit warns about a widget with both). A default that moved (a fit set of
+    another size) replaces a value still at the old default; a value the user chose stays."""
+    remembered = f"{name}_default"
+    old = st.session_state.get(remembered)
+    if name not in st.session_state or (old is not None and old != default and st.session_state[name] == old):
+        st.session_state[name] = default
+    st.session_state[remembered] = default
+
+
 def calibration_controls(
     key: str, default: str = "none", include_none: bool = True, dim: int | None = None, n_fit: int | None = None
 ) -> Calibration:
@@ -84,16 +95,17 @@ def calibration_controls(
             st.session_state[name] = top
     choices = CALIBRATION_CHOICES if include_none else CALIBRATION_CHOICES[1:]
     c1, c2 = st.columns([2, 1])
-    choice = c1.selectbox(
-        "Calibration", choices, index=choices.index(default), key=f"{key}_method", help=calibration_help(choices)
-    )
+    seed_default(f"{key}_method", default)
+    choice = c1.selectbox("Calibration", choices, key=f"{key}_method", help=calibration_help(choices))
     method = choice
     if placeholder(choice) == "K":
-        k = c2.number_input("K (components kept)", 2, max(2, dim), default_k, key=f"{key}_k")
+        seed_default(f"{key}_k", default_k)
+        k = c2.number_input("K (components kept)", 2, max(2, dim), key=f"{key}_k")
         method = fill_placeholder(choice, int(k))
     elif placeholder(choice) == "D":
         top = max(1, min(64, dim - 1))
-        d = c2.number_input("D (top directions removed)", 1, top, min(3, top), key=f"{key}_d")
+        seed_default(f"{key}_d", min(3, top))
+        d = c2.number_input("D (top directions removed)", 1, top, key=f"{key}_d")
         method = fill_placeholder(choice, int(d))
     flow_json = ""
     if choice == "flow":

@@ -84,7 +84,13 @@ else:
             if getattr(calibrator, "diverged_", False):
                 st.warning("Training diverged; the last good state was kept. Lower the learning rate.")
             st.subheader("Training curve")
-            ui.chart(flow_training(pd.DataFrame(history), calibrator.gaussian_bits_per_dim_), "flow_training")
+            curve = flow_training(
+                pd.DataFrame(history),
+                calibrator.gaussian_bits_per_dim_,
+                trained_bits_per_dim=calibrator.bits_per_dim_,
+                noise_std=calibrator.noise_std,
+            )
+            ui.chart(curve, "flow_training")
 
         buf = io.BytesIO()
         np.save(buf, z.astype(np.float32), allow_pickle=False)

@@ -45,6 +45,9 @@ FILE_PRESET = "Vectors file vs the model"  # offered (and the default) when the 
 MAP_METHODS = {"PCA": "pca", "UMAP": "umap"}
 MAP_HELP = ui.glossary(MAP_METHODS, lambda label: PROJECTION_DESCRIPTIONS[MAP_METHODS[label]], "B is aligned to A.")
 MOVED = 20  # texts listed as most changed
+OWN_AXES_NOTE = (
+    "; B's map shrank under the least-squares scale, which a poor fit makes small, so it is drawn on its own axes"
+)
 MAX_CATEGORIES = 12
 
 
@@ -262,16 +265,16 @@ if colour_by in meta:
     colour, categorical = corpus.meta[colour_by].iloc[keep[rows]].fillna("(missing)").astype(str).to_numpy(), True
 else:
     colour, categorical = report.overlap.overlap[rows], False
-ranges = figures.map_ranges(maps.a, maps.b)
+ranges_a, ranges_b, own_axes = figures.panel_ranges(maps.a, maps.b)
 hover = [ui.plot_text(texts[i]) for i in rows]
 ma, mb = st.columns(2)
 with ma:
     fig = figures.map_figure(
-        maps.a, hover, f"A ({method.upper()})", colour=colour, categorical=categorical, k=k, ranges=ranges
+        maps.a, hover, f"A ({method.upper()})", colour=colour, categorical=categorical, k=k, ranges=ranges_a
     )
     ui.chart(fig, "compare_map_a")
 with mb:
-    title = f"B aligned onto A ({method.upper()})"
+    title = f"B aligned onto A ({method.upper()}{', own axes' if own_axes else ''})"
     fig = figures.map_figure(
         maps.b,
         hover,
@@ -279,13 +282,14 @@ with mb:
         colour=colour,
         categorical=categorical,
         k=k,
-        ranges=ranges,
+        ranges=ranges_b,
         lines=maps.a if arrows else None,
     )
     ui.chart(fig, "compare_map_b")
 q = maps.quality
 st.caption(
-    f"{len(rows):,} texts. B's map is rotated/reflected and scaled onto A's (Procrustes disparity {maps.disparity:.3f}). "
+    f"{len(rows):,} texts. B's map is rotated/reflected and scaled onto A's (Procrustes disparity {maps.disparity:.3f}"
+    f"{OWN_AXES_NOTE if own_axes else ''}). "
     f"How honest each map is about its own space ({maps.quality_rows:,} texts, k={maps.quality_k}): trustworthiness "
     f"A {q['trustworthiness_a']:.3f}, B {q['trustworthiness_b']:.3f} (map neighbours that are real neighbours); "
     f"continuity A {q['continuity_a']:.3f}, B {q['continuity_b']:.3f} (real neighbours kept together on the map)."

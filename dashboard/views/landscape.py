@@ -28,7 +28,7 @@ from isoscope.dashboard.figures.landscape import (
 )
 from isoscope.dashboard.services import landscape as services
 from isoscope.errors import InputError
-from isoscope.landscape.live import LiveRun
+from isoscope.landscape.live import LIVE_DEFAULTS, LiveRun
 from isoscope.landscape.tasks import available_tasks
 
 N_TRAIN = (16, 32, 64, 128)
@@ -73,20 +73,22 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
     task = c[0].selectbox(
         "Task (first axis)",
         tasks,
+        index=tasks.index(LIVE_DEFAULTS["task"]),
         key="land_task",
-        help="demo-topic: topic of each demo text (8 classes); demo-pairs: demo pairs similar when score >= 3; "
+        help="demo-topic: topic of each demo text (one class per topic); demo-pairs: demo pairs similar when "
+        "score >= 3; "
         "stsb: STS-B pairs (train / dev), when ../shared/data/stsb is present.",
     )
-    n_train = c[1].select_slider("Training examples per task", N_TRAIN, 64, key="land_n")
-    epochs = c[2].select_slider("Epochs", (1, 2, 3), 2, key="land_epochs")
-    grid = c[3].select_slider("Grid points per axis", GRIDS, 5, key="land_grid")
+    n_train = c[1].select_slider("Training examples per task", N_TRAIN, LIVE_DEFAULTS["n_train"], key="land_n")
+    epochs = c[2].select_slider("Epochs", (1, 2, 3), LIVE_DEFAULTS["epochs"], key="land_epochs")
+    grid = c[3].select_slider("Grid points per axis", GRIDS, LIVE_DEFAULTS["grid"], key="land_grid")
     c = st.columns(4)
-    lr = c[0].select_slider("Learning rate", LRS, 5e-5, key="land_lr", format_func=str)
-    max_length = c[1].select_slider("Max tokens", MAX_LENGTHS, 64, key="land_maxlen")
+    lr = c[0].select_slider("Learning rate", LRS, LIVE_DEFAULTS["lr"], key="land_lr", format_func=str)
+    max_length = c[1].select_slider("Max tokens", MAX_LENGTHS, LIVE_DEFAULTS["max_length"], key="land_maxlen")
     eval_size = c[2].select_slider(
         "Evaluation examples",
         EVAL_SIZES,
-        16,
+        LIVE_DEFAULTS["eval_size"],
         key="land_eval",
         help="Fixed training and held-out examples (this many of each) evaluated at every point.",
     )
@@ -95,7 +97,7 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
             "Hessian iterations",
             0,
             30,
-            3,
+            LIVE_DEFAULTS["hessian_iters"],
             key="land_hess",
             help="Power-iteration steps for the top Hessian eigenvalue at θ1 (0 skips it; each is a double backward).",
         )

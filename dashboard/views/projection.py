@@ -22,6 +22,11 @@ from isoscope.neighbours.projection import PROJECTION_DESCRIPTIONS, precomputed_
 from isoscope.sampling import sample_indices
 
 METHODS = {"PCA": "pca", "UMAP": "umap", "t-SNE": "tsne"}
+PCA_NOTE = (
+    "PCA draws the two directions of largest variance, and in a sentence space those are rarely the topics: its "
+    "map can look like one blob even when the neighbours keep the topics apart. The purity under each map "
+    "measures it; UMAP draws the neighbourhoods."
+)
 PRECOMPUTED = "precomputed (x, y columns)"
 DERIVED = ("norm", "token length", "text length", "none")
 
@@ -65,6 +70,7 @@ cal, calibrated = space.calibration, space.vectors
 xyz = precomputed_coordinates(corpus.meta)  # (n, 2|3) or None
 labels = list(METHODS) + ([PRECOMPUTED] if xyz is not None else [])
 c1, c2, c3, c4 = st.columns([2, 1, 2, 1])
+st.session_state.setdefault("pj_projection", figures.DEFAULT_METHOD)  # the map that shows the corpus (figures)
 label = c1.selectbox("Method", labels, key="pj_projection", help=ui.glossary(labels, method_words))
 dim_options = (2, 3) if label != PRECOMPUTED or xyz.shape[1] == 3 else (2,)
 if st.session_state.get("pj_dims") not in dim_options:
@@ -153,6 +159,14 @@ else:
                 colour_name=colour_by,
             )
             selected[space_name] = show_map(fig, f"projection_{space_name}_{method}_{dims}d", dims)
+            if categorical and colour is not None:
+                purity = figures.map_purity(coords, colour[rows])
+                st.caption(
+                    f"{ui.literal(colour_by)} purity {purity:.2f}: the share of each point's {figures.PURITY_K} nearest "
+                    f"neighbours on this map with its {ui.literal(colour_by)}."
+                )
+    if method == "pca":
+        st.caption(PCA_NOTE)
 if dims == 3:
     st.caption("Drag to rotate. Region selection works on the 2-D maps.")
 

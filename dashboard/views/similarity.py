@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from isoscope.dashboard import ui
-from isoscope.dashboard.figures.pairs import pair_hover, rank_moves, scatter_panels
+from isoscope.dashboard.figures.pairs import column_widths, pair_hover, pairs_table, rank_moves, scatter_panels
 from isoscope.dashboard.services import embeddings
 from isoscope.geometry.pairs import correlations, cosine_pairs
 
@@ -53,9 +52,7 @@ for p in poolings:
             variants.append((f"{p} + {cal.method}", cosine_pairs(z[:n], z[n:])))
             first_moved = first_moved or (f"{p} → {p} + {cal.method}", raw_cos, variants[-1][1])
 
-table = pairs.to_frame()
-for label, c in variants:
-    table[f"cosine {label}"] = np.round(c, 4)
+table = pairs_table(pairs.to_frame(), variants)
 
 correlated = pairs.scores is not None and n >= 3 and np.ptp(pairs.scores) > 0  # else Spearman is undefined (nan)
 if pairs.scores is not None and not correlated:
@@ -90,5 +87,6 @@ if first_moved is not None and n > 1:
     ui.download_table(moved, "similarity_rank_shift")
 
 st.subheader("Pairs")
-st.dataframe(pd.DataFrame(table), width="stretch", hide_index=True)
+widths = {c: st.column_config.Column(width=w) for c, w in column_widths(table).items()}
+st.dataframe(table, width="stretch", hide_index=True, column_config=widths)
 ui.download_table(table, "similarity")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
 import pytest
+from streamlit.elements.lib import policies
 from streamlit.testing.v1 import AppTest
 
 from isoscope.cache import ArrayCache
@@ -89,10 +91,25 @@ def test_self_comparison_is_exact(app: AppTest, no_runs: Path) -> None:
 
 
 def test_calibration_and_untrained_presets(app: AppTest, no_runs: Path) -> None:
-    at = open_page(app, "compare")
-    at.selectbox(key="cmp_preset").set_value("What calibration changed").run()
+    """... and a preset sets cmp_b_cal_k through the Session State without Streamlit's duplicate warning (issue
+    41: "The widget with key 'cmp_b_cal_k' was created with a default value but also had its value set via the
+    Session State API", logged with a stack trace): the widget takes its default from the Session State only."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # a real handler on Streamlit's own logger, which does not propagate
+    policies._shown_default_value_warning = False  # Streamlit logs it once per process
+    policies._LOGGER.addHandler(handler)
+    try:
+        at = open_page(app, "compare")
+        at.selectbox(key="cmp_preset").set_value("What calibration changed").run()
+    finally:
+        policies._LOGGER.removeHandler(handler)
+    duplicated = [r.getMessage() for r in records if "Session State API" in r.getMessage()]
+    assert not duplicated, duplicated
     assert not at.exception, at.exception
-    assert at.selectbox(key="cmp_b_cal_method").value == "whitening:K"
+    assert (
+        at.selectbox(key="cmp_b_cal_method").value == "whitening:K" and at.number_input(key="cmp_b_cal_k").value == 64
+    )
     assert any("whitening:64" in m.value.replace("\\", "") for m in at.markdown)
     hubs = frame(at, "anti-hub share")
     assert hubs["max N_k"].min() >= 10

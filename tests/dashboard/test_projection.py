@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from isoscope.dashboard.figures.projection import MAX_CATEGORIES
+from isoscope.dashboard.figures.projection import DEFAULT_METHOD, MAX_CATEGORIES
 from isoscope.data import load_corpus
 from isoscope.paths import DEMO_CORPUS
 from tests.dashboard.conftest import open_page
@@ -30,12 +31,17 @@ def trace_names(fig: dict) -> list[str]:
     return [t.get("name", "") for t in fig["data"]]
 
 
+N_XY = MAX_CATEGORIES + 10  # rows of the precomputed-coordinates file, each its own group
+
+
 def test_pca_2d_raw_and_calibrated_coloured_by_topic(app: AppTest) -> None:
     demo = load_corpus(DEMO_CORPUS)
     topics = min(demo.meta["topic"].nunique(), MAX_CATEGORIES)  # the rarest beyond MAX_CATEGORIES - 1 as "other"
+    app.session_state["pj_projection"] = "PCA"  # the default is UMAP (test_umap_and_3d)
     at = open_page(app, "projection")
     assert not at.error
     assert at.selectbox(key="pj_projection").value == "PCA"
+    assert any("PCA draws the two directions" in c.value for c in at.caption)
     figs = figures(at)
     assert len(figs) == 2  # raw and calibrated side by side
     for fig in figs:
@@ -55,6 +61,7 @@ def test_pca_2d_raw_and_calibrated_coloured_by_topic(app: AppTest) -> None:
 
 
 def test_search_highlight_and_sample(app: AppTest) -> None:
+    app.session_state["pj_projection"] = "PCA"
     at = open_page(app, "projection")
     at.text_input(key="pj_search").set_value("football").run()
     assert not at.exception, at.exception
@@ -70,12 +77,26 @@ def test_search_highlight_and_sample(app: AppTest) -> None:
     )
 
 
+def purities(at: AppTest) -> list[float]:
+    """The topic purity under each map (raw, calibrated), as the page states it."""
+    found = [re.match(r"topic purity (\d\.\d+):", c.value) for c in at.caption]
+    return [float(m.group(1)) for m in found if m]
+
+
 def test_umap_and_3d(app: AppTest) -> None:
+    """The page opens on UMAP, which shows the demo's topics where PCA shows one blob (issue 41), measured on
+    the page's own maps: each 2-D map's 10-NN topic purity, UMAP's several times PCA's."""
     at = open_page(app, "projection")
-    at.selectbox(key="pj_projection").set_value("UMAP").run()
+    assert at.selectbox(key="pj_projection").value == DEFAULT_METHOD == "UMAP"
     assert not at.exception, at.exception
     assert not at.error
     assert len(figures(at)) == 2
+    umap = purities(at)
+    at.selectbox(key="pj_projection").set_value("PCA").run()
+    pca = purities(at)
+    assert len(umap) == len(pca) == 2
+    assert umap[0] > 0.3 and umap[0] > 3 * pca[0], (umap, pca)  # the raw maps: the default teaches the topics
+    at.selectbox(key="pj_projection").set_value("UMAP").run()
     at.radio(key="pj_dims").set_value(3).run()
     assert not at.exception, at.exception
     figs = figures(at)
@@ -86,10 +107,12 @@ def test_umap_and_3d(app: AppTest) -> None:
 
 
 def test_precomputed_xy_columns(app: AppTest) -> None:
+    app.session_state["pj_projection"] = "PCA"
     at = open_page(app, "projection")
     at.radio(key="pj_source").set_value("Upload a file").run()
     rows = [
-        f"Sentence number {i} about <b>{'cats' if i % 2 else 'dogs'}</b>.,{i},{i * 0.5},<i>g{i}</i>" for i in range(30)
+        f"Sentence number {i} about <b>{'cats' if i % 2 else 'dogs'}</b>.,{i},{i * 0.5},<i>g{i}</i>"
+        for i in range(N_XY)
     ]
     data = ("text,x,y,group\n" + "\n".join(rows) + "\n").encode()
     at.file_uploader(key="pj_upload").set_value(("xy.csv", data, "text/csv")).run()
@@ -100,11 +123,11 @@ def test_precomputed_xy_columns(app: AppTest) -> None:
     assert not at.exception, at.exception
     (fig,) = figures(at)
     xs = sorted(x for t in fig["data"] for x in values(t["x"]))
-    assert xs == list(range(30))
+    assert xs == list(range(N_XY))
     # hover text and legend names are HTML-escaped user text
     hover = " ".join(h for t in fig["data"] for h in t["text"])
     assert "&lt;b&gt;" in hover and "<b>" not in hover
-    # 30 distinct groups: the 19 most frequent get a colour each, the rest are "other"
+    # more distinct groups than MAX_CATEGORIES: the MAX_CATEGORIES - 1 most frequent get a colour each, the rest "other"
     names = trace_names(fig)
-    assert len(names) == 20 and names[-1] == "other"
+    assert len(names) == MAX_CATEGORIES and names[-1] == "other"
     assert all(n.startswith("&lt;i&gt;g") for n in names[:-1])

@@ -37,3 +37,20 @@ def test_the_example_notebook_runs_and_shows_cards(tmp_path: Path, monkeypatch) 
     assert len(widgets) >= 2  # the map and the two linked maps
     report = tmp_path / "demo-report.html"
     assert report.stat().st_size > 1e6 and 'id="made"' in report.read_text(encoding="utf-8")
+
+
+def test_the_notebook_intro_states_the_demo_corpus_size() -> None:
+    """The intro's "N sentences in K topics" are the shipped demo corpus's own counts, read from the data."""
+    import json
+    import re
+
+    from isoscope.data import load_corpus
+    from isoscope.paths import DEMO_CORPUS
+
+    intro = "".join(json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"][0]["source"])
+    found = re.search(r"\(([\d,]+) sentences in (\d+) topics\)", intro)
+    assert found, intro
+    corpus = load_corpus(DEMO_CORPUS)
+    topics = {str(t) for t in corpus.meta["topic"]}
+    assert int(found.group(1).replace(",", "")) == len(corpus.texts)
+    assert int(found.group(2)) == len(topics)

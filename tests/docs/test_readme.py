@@ -159,3 +159,19 @@ def test_the_heavy_tier_names_snippets_that_exist() -> None:
     prefix = f"tests/docs/{Path(__file__).name}::test_python_snippet_runs_as_written["
     listed = [entry[len(prefix) : -1] for entry in HEAVY if entry.startswith(prefix)]
     assert listed and not set(listed) - set(SNIPPETS), (listed, list(SNIPPETS))
+
+
+def test_the_readme_help_comment_names_every_command() -> None:
+    """The comment on `isoscope --help` (and its continuation lines) lists every command of the COMMANDS registry
+    (issue 41: it left out `report`)."""
+    from isoscope.cli import COMMANDS
+
+    lines = read(README).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("isoscope --help"))
+    comment = [lines[start].split("#", 1)[1]]
+    for line in lines[start + 1 :]:
+        if not (line.startswith(" ") and line.strip().startswith("#")):
+            break
+        comment.append(line.strip()[1:])
+    words = set(re.findall(r"[a-z]+", " ".join(comment).split("(")[0]))  # the list, before the aside
+    assert set(COMMANDS) <= words, sorted(set(COMMANDS) - words)

@@ -341,12 +341,15 @@ def test_similarity_compares_two_poolings_after_upload(page: Page, tmp_path: Pat
 def test_deep_link_on_fresh_server(browser, tmp_path: Path) -> None:
     """A bookmark to /similarity opened right after the server starts works like any other visit.
 
+    It asks the server's health at the server's base URL, never at ``/similarity/_stcore/health`` (issue 41).
     Regression: while the pages lived in dashboard/pages/, Streamlit ran pages/*.py directly (MPA v1, without
     app.py, so no sidebar and no sys.path for core) until st.navigation had run once in the server process.
     """
     server = start_server(tmp_path / "fresh.log")
     context = browser.new_context(viewport=VIEWPORT)
     outside = outside_requests(context, server)
+    probed: list[str] = []  # issue 41: the frontend guessed /similarity as the base path first (a 404)
+    context.on("request", lambda request: probed.append(request.url) if "/similarity/_stcore" in request.url else None)
     context.add_init_script(b.RUN_COUNTER_JS)
     try:
         pg = context.new_page()
@@ -359,3 +362,4 @@ def test_deep_link_on_fresh_server(browser, tmp_path: Path) -> None:
         stop_server(server)
     assert not server.tracebacks(), server.tracebacks()[0]
     assert not outside, f"requests to other hosts: {sorted(set(outside))}"
+    assert not probed, f"the page guessed its base path from its URL: {probed}"

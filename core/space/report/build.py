@@ -268,7 +268,7 @@ def build_comparison_report(
 ) -> c.Report:
     """A report of two spaces of the same texts: both spaces' metrics, CKA, overlap, hubness, maps, layers."""
     from isoscope.encode.pooling import layer_names
-    from isoscope.space.figures import aligned_map, heatmap, map_ranges
+    from isoscope.space.figures import aligned_map, heatmap, panel_ranges
     from isoscope.space.html import plot_text
 
     start = time.perf_counter()
@@ -281,22 +281,22 @@ def build_comparison_report(
     sections = [anisotropy, _hubness(cmp), _change(cmp, metrics_by_label, sts)]
     if cmp.measured.maps is not None:
         maps = cmp.measured.maps
-        ranges = map_ranges(maps.a, maps.b)
+        ranges_a, ranges_b, own = panel_ranges(maps.a, maps.b)
         texts = a.texts or [f"row {i}" for i in range(len(a))]
         hover = [plot_text(texts[i]) for i in maps.rows]
         colour = cmp.overlap[maps.rows]
         figs = [
             aligned_map(
-                maps.a, hover, f"A ({maps.method.upper()})", colour=colour, categorical=False, k=cmp.k, ranges=ranges
+                maps.a, hover, f"A ({maps.method.upper()})", colour=colour, categorical=False, k=cmp.k, ranges=ranges_a
             ),
             aligned_map(
                 maps.b,
                 hover,
-                f"B aligned onto A ({maps.method.upper()})",
+                f"B aligned onto A ({maps.method.upper()}{', own axes' if own else ''})",
                 colour=colour,
                 categorical=False,
                 k=cmp.k,
-                ranges=ranges,
+                ranges=ranges_b,
             ),
         ]
         note = f"Procrustes disparity {maps.disparity:.3f}; colour: each text's overlap@{cmp.k}."

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from isoscope.errors import InputError
+from isoscope.space.html import clip
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -48,6 +49,7 @@ MAP_POINTS = 10_000  # points on the report's map (a seeded sample beyond): keep
 UMAP_ROWS = 20_000  # map="auto": UMAP up to this many mapped points, PCA beyond
 HISTOGRAM_PAIRS = 20_000
 TOP = 10  # hubs and most-changed texts listed
+NEIGHBOUR_CHARS = 60  # each of a changed text's nearest neighbours, cut after a whole word
 
 
 @dataclass
@@ -179,7 +181,7 @@ def hubs_table(space: Space, k_occurrence: np.ndarray, top: int = TOP) -> pd.Dat
 def changed_table(cmp: Comparison, top: int = TOP) -> pd.DataFrame:
     rows = []
     for item in cmp.measured.moved(cmp.a.texts, top):
-        shown = lambda lst: " | ".join(str(x.get("text", x["id"]))[:60] for x in lst[:3])  # noqa: E731
+        shown = lambda lst: " | ".join(clip(x.get("text", x["id"]), NEIGHBOUR_CHARS) for x in lst[:3])  # noqa: E731
         rows.append(
             {
                 "row": item["id"],

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from isoscope.space.html import esc, fmt
+from isoscope.space.html import clip, esc, fmt
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -61,8 +61,7 @@ footer { margin-top:40px; color:var(--muted); font-size:12px; }
 def _cell(value: Any) -> tuple[str, bool]:
     """(escaped text, is text) of one table cell."""
     if isinstance(value, str):
-        text = value if len(value) <= MAX_CELL_CHARS else value[:MAX_CELL_CHARS] + "…"
-        return esc(text), True
+        return esc(clip(value, MAX_CELL_CHARS)), True
     if isinstance(value, bool | np.bool_):
         return ("yes" if value else "no"), False
     if isinstance(value, int | np.integer):

@@ -17,3 +17,14 @@ def test_a_flow_costs_its_steps():
     longer = costs.flow_cost(320, Flow(hidden=16, batch_size=32, epochs=6), step)
     assert longer.seconds == pytest.approx(2 * one.seconds)
     assert costs.flow_cost(16, flow, step).seconds == pytest.approx(3 * step / 2)  # half a batch per epoch
+
+
+def test_a_flows_setup_is_measured_once_per_fit():
+    """Issue 41: the setup around the epochs (whitening, actnorm, bits/dim summaries) was not counted, and a
+    small fit cost 2.4x its estimate; the probe measures it and every fit pays it once."""
+    flow = Flow(hidden=16, batch_size=32, epochs=3)
+    rate = costs.measure_flow_rate(8, flow)
+    assert rate.step > 0 and rate.setup > 0
+    for n in (320, 640):
+        bare = costs.flow_cost(n, flow, rate.step).seconds
+        assert costs.flow_cost(n, flow, rate).seconds == pytest.approx(bare + rate.setup)

@@ -8,7 +8,15 @@ import json
 import pytest
 
 from isoscope.errors import InputError
-from isoscope.landscape.live import LiveRun, finished, result_folder, run_live, seconds_per_point
+from isoscope.landscape.live import (
+    LiveRun,
+    default_live_run,
+    finished,
+    measure_rates,
+    result_folder,
+    run_live,
+    seconds_per_point,
+)
 from isoscope.landscape.pipeline import experiment_key
 from isoscope.landscape.tasks import load_task
 
@@ -77,3 +85,53 @@ def test_run_live_writes_under_root_by_the_experiment_key(tiny, tmp_path):
 
 def test_one_evaluation_point_is_timed_on_the_runs_own_classifier(tiny):
     assert 0 < seconds_per_point(tiny, _run()) < 60
+
+
+def test_every_kind_of_work_is_timed_and_the_encoder_is_left_alone(tiny):
+    """measure_rates times a point, a training step, a Hessian product and a checkpoint write on a copy of the
+    encoder: the shared encoder's weights are unchanged after the probe's training steps."""
+    import torch
+
+    before = [p.detach().clone() for p in tiny.model.parameters()]
+    rates = measure_rates(tiny, _run())
+    assert all(0 < v < 60 for k, v in rates.as_dict().items() if k != "warmup") and rates.warmup >= 0
+    assert all(torch.equal(a, b) for a, b in zip(before, tiny.model.parameters(), strict=True))
+    assert measure_rates(tiny, _run(hessian_iters=0)).hvp == 0
+
+
+DEFAULT_MIN_ACCURACY = 0.6  # measured 0.69 (11 of 16) pre-trained, 0.44 from scratch on demo-pairs
+
+
+def trained_heldout_accuracy(encoder, run: LiveRun, init: str, tmp_path) -> float:
+    """Held-out accuracy at theta1 of ``run``'s first-task model from ``init``, on the run's own evaluation set:
+    the number the page shows for a live run (the pipeline's samples and training)."""
+    from isoscope.landscape.classifier import Evaluator, build_classifier, make_eval_set
+    from isoscope.landscape.flat import FlatLayout
+    from isoscope.landscape.tasks import sample
+    from isoscope.landscape.train import train_run
+
+    task = load_task(run.task, run.seed)
+    train = sample(task.train, run.n_train, run.seed)
+    eval_set = make_eval_set(
+        encoder.tokenizer,
+        sample(train, run.eval_size, run.seed + 1),
+        sample(task.heldout, run.eval_size, run.seed + 2),
+        max_length=run.max_length,
+        chunk_size=run.EVAL_CHUNK,
+    )
+    model = build_classifier(encoder, task.train.n_classes, init=init, seed=run.seed)
+    layout = FlatLayout.from_module(model)
+    ckpts, _ = train_run(
+        model, layout, encoder.tokenizer, task=train, config=run.config().train, run_dir=tmp_path / init, key=init
+    )
+    return Evaluator(model, layout, eval_set)(ckpts[-1].load())["heldout_acc"]
+
+
+def test_the_default_live_run_shows_the_pages_point(encoder, tmp_path):
+    """Issue 41: with the old defaults both models ended at held-out accuracy 0, so the first live run taught
+    nothing. With the page's defaults the pre-trained model generalises and the one trained from scratch does
+    not do better: the page's point, on the real model."""
+    run = default_live_run("")
+    pretrained = trained_heldout_accuracy(encoder, run, "pretrained", tmp_path)
+    scratch = trained_heldout_accuracy(encoder, run, "scratch", tmp_path)
+    assert pretrained >= DEFAULT_MIN_ACCURACY and pretrained > scratch, (pretrained, scratch)

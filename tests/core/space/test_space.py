@@ -66,6 +66,16 @@ def test_geometry_is_all_metrics_of_each_space_raw_first(space) -> None:
     assert "isoscope-card" in html and "<svg" in html and "IsoScore" in html
 
 
+def test_printing_the_geometry_shows_the_whole_frame(space) -> None:
+    """print(space.geometry()) names every row and column and never cuts with "...", in lines that fit."""
+    frame = space.calibrate("whitening:32").geometry(layers=True)
+    with pd.option_context("display.max_columns", 4, "display.max_rows", 4):  # pandas would cut both
+        text, shown = str(frame), repr(frame)
+    assert text == shown and "..." not in text
+    assert all(str(column) in text for column in frame.columns) and all(str(row) in text for row in frame.index)
+    assert max(len(line) for line in text.splitlines()) <= 100
+
+
 def test_geometry_layers_are_per_layer_metrics(space) -> None:
     frame = space.geometry(layers=True)
     stack = space.layer_vectors()

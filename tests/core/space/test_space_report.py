@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import isoscope
@@ -148,3 +149,38 @@ def test_a_report_of_the_models_recipe_shows_the_raw_last_layer_beside_it(encode
     )
     mean = all_metrics(encode(encoder, texts, "mean"))
     assert f"{mean['isoscore']:.3f}" in html and "raw last layer (mean)" in html
+
+
+def test_report_tables_cut_texts_after_whole_words() -> None:
+    """Issue 41: the neighbour texts of the report's most-changed table were cut mid-word (``[:60]``). Each is
+    whole, or a whole-word prefix of its text followed by "…", within the limit; a long cell the same."""
+    from isoscope.space.html import clip
+    from isoscope.space.report.content import NEIGHBOUR_CHARS, changed_table
+    from isoscope.space.report.render import MAX_CELL_CHARS, table_html
+
+    texts = load_corpus(DEMO_CORPUS).texts[:120]
+    rng = np.random.default_rng(0)
+    a = isoscope.Space(rng.normal(size=(120, 16)).astype(np.float32), texts)
+    b = isoscope.Space(rng.normal(size=(120, 16)).astype(np.float32), texts)
+    table = changed_table(isoscope.compare(a, b, map="none"))
+    pieces = [
+        p
+        for column in table.columns
+        if column.startswith("nearest")
+        for cell in table[column]
+        for p in cell.split(" | ")
+    ]
+    assert pieces and any(p.endswith("…") for p in pieces)
+    for piece in pieces:
+        assert len(piece) <= NEIGHBOUR_CHARS
+        if piece.endswith("…"):
+            head = piece[:-1]
+            whole = next((t for t in texts if t.startswith(head)), None)
+            assert whole is not None and not whole[len(head)].isalnum(), piece  # the next character ends the word
+        else:
+            assert piece in texts
+    long = "word " * 100
+    cell = table_html("t", pd.DataFrame({"text": [long]}))
+    shown = clip(long, MAX_CELL_CHARS)
+    assert shown in cell and shown.endswith("word…") and len(shown) <= MAX_CELL_CHARS
+    assert clip("one two three", 9) == "one two…" and clip("abcdefgh", 5) == "abcd…" and clip("short", 9) == "short"

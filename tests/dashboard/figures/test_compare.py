@@ -91,3 +91,31 @@ def test_plain_summary_reads_the_numbers(report):
     assert "share 100%" in same and "nearly the same geometry" in same
     other = fig.plain_summary(compare_spaces(x, rng.standard_normal((60, 8)), k=5, maps=False))
     assert "largely different geometry" in other
+
+
+def fill(xy: np.ndarray, ranges) -> float:
+    """The smaller share of its axes a map's points span (1 = edge to edge)."""
+    return min(float(np.ptp(xy[:, j])) / (ranges[j][1] - ranges[j][0]) for j in (0, 1))
+
+
+def test_an_unrelated_b_map_gets_its_own_axes_not_a_dot():
+    """Issue 41: for an untrained model B's aligned map shrank to a dot in A's axes (Procrustes' least-squares
+    scale of an unrelated map is small). A has topic blobs, B is noise: B's panel gets axes its points fill."""
+    rng = np.random.default_rng(0)
+    centres = 4 * rng.normal(size=(6, 16))
+    a = (centres[np.arange(300) % 6] + 0.3 * rng.normal(size=(300, 16))).astype(np.float32)  # (300, 16) blobs
+    b = rng.normal(size=(300, 16)).astype(np.float32)  # unrelated, like random weights
+    maps = compare_spaces(a, b, k=5, maps=True, map_method="pca", map_points=300).maps
+    shared = fig.map_ranges(maps.a, maps.b)
+    assert fill(maps.b, shared) < 0.35  # the defect: a dot in the shared axes
+    ranges_a, ranges_b, own = fig.panel_ranges(maps.a, maps.b)
+    assert own and fill(maps.a, ranges_a) > 0.9 and fill(maps.b, ranges_b) > 0.9
+    fig_b = fig.map_figure(
+        maps.b, ["t"] * len(maps.b), "B", colour=maps.b[:, 0] * 0, categorical=False, k=5, ranges=ranges_b
+    )
+    assert list(fig_b.layout.xaxis.range) == list(ranges_b[0])
+
+
+def test_maps_of_a_like_scale_share_their_axes(report):
+    ranges_a, ranges_b, own = fig.panel_ranges(report.maps.a, report.maps.b)
+    assert not own and ranges_a == ranges_b == fig.map_ranges(report.maps.a, report.maps.b)

@@ -23,22 +23,24 @@ def corpus(n: int = 6) -> Corpus:
 
 
 def test_meta_colours_are_a_scale_only_for_many_numbers():
-    values, categorical = projection.meta_colours(pd.Series(np.arange(30.0)))
+    values, categorical = projection.meta_colours(pd.Series(np.arange(projection.MAX_CATEGORIES + 10.0)))
     assert not categorical and values.dtype == np.float64
     values, categorical = projection.meta_colours(pd.Series([1, 2, None, 2]))
     assert categorical and values.tolist() == ["1.0", "2.0", "(missing)", "2.0"]
 
 
 def test_projection_map_groups_escapes_rings_hits_and_maps_selections_back():
-    n = 30
+    n = projection.MAX_CATEGORIES + 10
     coords = np.random.default_rng(0).normal(size=(n, 2))
     rows = np.arange(n)[::-1].copy()  # a sample in another order than the corpus
-    colour = np.array([f"c{i} <x>" for i in range(n)], dtype=object)  # 30 categories: 19 kept, the rest "other"
+    colour = np.array([f"c{i} <x>" for i in range(n)], dtype=object)  # MAX - 1 kept, the rest "other"
     hits = np.zeros(n, bool)
     hits[[2, 5]] = True
     fig = projection.map_figure(coords, rows, ["h"] * n, title="t <i>", colour=colour, categorical=True, hits=hits)
     names = [t.name for t in fig.data]
     assert len(names) == projection.MAX_CATEGORIES + 1 and names[-2] == "other" and names[-1] == "matches (2)"
+    hues = [t.marker.color for t in fig.data[:-1]]
+    assert len(set(hues)) == len(hues)  # the kept categories and "other": no colour twice
     assert all("<" not in name for name in names) and fig.layout.title.text == "t &lt;i&gt;"
     assert fig.layout.dragmode == "lasso"
     ring = fig.data[-1]
@@ -56,6 +58,34 @@ def test_projection_map_groups_escapes_rings_hits_and_maps_selections_back():
         hits=hits,
     )
     assert scale.data[0].type == "scatter3d" and list(scale.data[0].marker.color) == (rows * 1.0).tolist()
+
+
+def colour_distance(a: str, b: str) -> float:
+    """Euclidean distance of two #rrggbb colours in RGB (0..441)."""
+    x, y = (np.array([int(c[i : i + 2], 16) for i in (1, 3, 5)], float) for c in (a, b))
+    return float(np.linalg.norm(x - y))
+
+
+def test_the_demo_topics_each_get_their_own_named_colour():
+    """Issue 41: 31 topics repeated plotly's 10 colours (architecture = music) and the legend named 19. Every
+    topic of the demo corpus is named in the legend, in a colour of its own, apart from every other's."""
+    from isoscope.data import load_corpus
+    from isoscope.paths import DEMO_CORPUS
+
+    demo = load_corpus(DEMO_CORPUS)
+    colour, categorical = projection.meta_colours(demo.meta["topic"])
+    topics = sorted(set(colour))
+    assert categorical and len(topics) == 31
+    n = len(colour)
+    coords = np.random.default_rng(0).normal(size=(n, 2))
+    fig = projection.map_figure(
+        coords, np.arange(n), ["h"] * n, title="t", colour=colour, categorical=True, hits=np.zeros(n, bool)
+    )
+    assert [t.name for t in fig.data] == topics  # every topic named, no "other"
+    hues = [t.marker.color for t in fig.data]
+    closest = min(colour_distance(a, b) for i, a in enumerate(hues) for b in hues[i + 1 :])
+    assert len(set(hues)) == len(topics) and closest > 40, closest
+    assert projection.category_palette(7) == list(projection.SMALL_PALETTE[:7])  # few categories: plotly's own
 
 
 # ------------------------------------------------------------------ neighbours
@@ -82,6 +112,22 @@ def test_neighbour_tables_name_the_moves():
 
 
 # ------------------------------------------------------------------ pairs
+
+
+def test_the_pairs_table_keeps_the_cosines_in_view_and_whole():
+    """Issue 41: the cosine column of Sentence pairs was cut mid-word behind two long sentence columns. The
+    cosines come first, each column as wide as its header (so neither it nor a value is cut), text after."""
+    p = Pairs(["a long first sentence " * 5, "c", "d"], ["x " * 40, "y", "z"], np.array([1.0, 2.0, 3.0]), [], "t")
+    variants = [("mean", np.array([0.91234567, 0.5, 0.1])), ("mean + whitening:64", np.array([0.2, 0.3, 0.4]))]
+    table = pairs.pairs_table(p.to_frame(), variants)
+    cosines = ["cosine mean", "cosine mean + whitening:64"]
+    assert list(table.columns)[:2] == cosines and list(table.columns)[2:] == list(p.to_frame().columns)
+    assert table["cosine mean"].tolist() == [0.9123, 0.5, 0.1] and table["sentence1"][0] == p.sentence1[0]
+    widths = pairs.column_widths(table)
+    for column in cosines:
+        needed = pairs.NUMBER_CHAR_PX * max(len(column), len("-0.1234"))  # the header, and any value
+        assert isinstance(widths[column], int) and widths[column] >= needed
+    assert widths["sentence1"] == widths["sentence2"] == "large"
 
 
 def test_pair_panels_and_rank_moves():
@@ -148,6 +194,30 @@ def test_score_grids_keep_the_requested_order():
     history = pd.DataFrame({"epoch": [1, 2], "bits_per_dim": [3.0, 2.0]})
     fig = scores.flow_training(history, 2.5)
     assert list(fig.data[0].y) == [3.0, 2.0] and fig.layout.shapes[0].y0 == 2.5
+
+
+def test_the_flow_chart_sets_like_beside_like():
+    """Issue 41: the training curve (noised vectors) sat above the dashed "untrained flow = whitening" line
+    (clean vectors) at every epoch. On a real flow: the curve is named as the noised loss, the dotted line and
+    the trained flow's point are both on the clean fit vectors, and the point is the flow's own clean bits/dim."""
+    from isoscope.calibrate import Flow
+
+    rng = np.random.default_rng(0)
+    x = (rng.normal(size=(400, 6)) @ rng.normal(size=(6, 6))).astype(np.float32)
+    flow = Flow(epochs=3, n_steps=2, hidden=16, seed=0).fit(x)
+    fig = scores.flow_training(
+        pd.DataFrame(flow.history_),
+        flow.gaussian_bits_per_dim_,
+        trained_bits_per_dim=flow.bits_per_dim_,
+        noise_std=flow.noise_std,
+    )
+    curve, trained = fig.data
+    assert "noised" in curve.name and f"noise {flow.noise_std:g}" in curve.name
+    assert list(curve.y) == [h["bits_per_dim"] for h in flow.history_]
+    line = fig.layout.annotations[0].text
+    assert fig.layout.shapes[0].y0 == flow.gaussian_bits_per_dim_ and scores.CLEAN in line and "whitening" in line
+    assert scores.CLEAN in trained.name and list(trained.y) == [flow.bits_per_dim_]
+    assert list(trained.x) == [flow.history_[-1]["epoch"]]
     au = pd.DataFrame({"uniformity": [1.0], "alignment": [2.0], "calibration": ["raw"], "pooling": ["mean"]})
     assert scores.alignment_uniformity(au).layout.height == 420
 
@@ -160,6 +230,13 @@ def test_frequency_and_anisotropy_figures():
     assert list(fig.data[0].x) == pytest.approx([0.0, 1.0]) and "&lt;s&gt;" in fig.data[0].hovertext
     assert "log10 rank" not in tokens.columns  # the caller's table is left as it was
     assert [a.text for a in fig.layout.annotations] == ["raw"]  # issue 26: the panel read "stage=raw"
+    both = frequency.norm_vs_rank(pd.concat([tokens, tokens.assign(stage="whitening", norm=[0.5, 0.6])]))
+    assert [a.text for a in both.layout.annotations] == ["raw", "whitening"]
+    # issue 41: the calibrated panel (its own y scale) had no y-axis label; every panel names both axes
+    y_titles = [both.layout[name].title.text for name in ("yaxis", "yaxis2")]
+    x_titles = [both.layout[name].title.text for name in ("xaxis", "xaxis2")]
+    assert y_titles == [frequency.NORM_TITLE] * 2 and x_titles == [frequency.RANK_TITLE] * 2
+    assert both.layout.yaxis2.matches is None and both.layout.yaxis2.showticklabels
     assert frequency.buckets_table(pd.DataFrame({"mean_norm": [1.23456]}))["mean_norm"].tolist() == [1.235]
     hist = anisotropy.cosine_histograms({"raw": np.zeros(4), "whitening": np.ones(4)})
     assert [t.name for t in hist.data] == ["raw", "whitening"] and hist.layout.barmode == "overlay"
