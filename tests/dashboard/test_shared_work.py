@@ -56,12 +56,12 @@ def test_a_second_session_recomputes_nothing(monkeypatch, tmp_path) -> None:
         (isoscope.geometry.metrics, "all_metrics"),
         (isoscope.neighbours.projection, "project"),  # PCA/UMAP
         (isoscope.dashboard.services.neighbours, "build_index"),  # FAISS
-        (isoscope.dashboard.services.calibration, "make_calibrator"),  # every calibrator fit
+        (isoscope.dashboard.services.calibration, "load_stored"),  # every calibrator fit (read from disk, or fitted)
     ):
         _count(monkeypatch, calls, module, name)
     _tour()
     first = Counter(calls)
-    assert first["cosine_histogram_sample"] and first["make_calibrator"], first  # (embeddings: maybe on disk)
+    assert first["cosine_histogram_sample"] and first["load_stored"], first  # (embeddings: maybe on disk)
     _tour()  # another student, same pages, same settings
     assert calls == first, f"a second session redid {dict(calls - first)}"
 
