@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from isoscope.errors import InputError
-from isoscope.export.provenance import ExportReport, check_exportable, measure, readme
+from isoscope.export.provenance import ExportReport, check_exportable, measure, seal_folder
 
 if TYPE_CHECKING:
     from isoscope.calibrate import Calibrator
@@ -195,7 +195,6 @@ def export_onnx(
     a manifest; ``quantize``: ``model_int8.onnx`` too, with its Spearman loss. ``fit_texts`` (the texts of
     ``fit_vectors``) are the probe the export is checked on; without them, a few fixed sentences."""
     from isoscope.encode.embed import EmbedConfig, encode
-    from isoscope.encode.manifest import write_manifest
     from isoscope.encode.onnx_runtime import OPSET, require_onnxruntime
     from isoscope.encode.pooling import resolve_pooling
     from isoscope.encode.precision import FP32_ENGINE_TOLERANCE
@@ -304,6 +303,5 @@ def export_onnx(
         recipe=f"{words} -> {calibrator.method} (one ONNX graph)",
         checks=checks,
     )
-    (out / "README.md").write_text(readme(report, usage=USAGE.format(folder=out.name)), encoding="utf-8")
-    write_manifest(out, report.to_dict())
+    seal_folder(out, report, usage=USAGE.format(folder=out.name))
     return report

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from isoscope.errors import InputError
@@ -92,6 +93,15 @@ def _version() -> str:
 def measure(calibrator: Calibrator, fit_vectors: np.ndarray) -> tuple[dict[str, float], dict[str, float]]:
     """``geometry_numbers`` of the fit vectors (n, d) before and after ``calibrator``."""
     return geometry_numbers(fit_vectors), geometry_numbers(calibrator.transform(fit_vectors))
+
+
+def seal_folder(out: Path, report: ExportReport, *, usage: str) -> None:
+    """The last step of every model export: the folder's README (``readme``), then the checksum manifest over
+    every file (``isoscope.encode.manifest``) that Isoscope checks when it loads the folder again."""
+    from isoscope.encode.manifest import write_manifest
+
+    (out / "README.md").write_text(readme(report, usage=usage), encoding="utf-8")
+    write_manifest(out, report.to_dict())
 
 
 def readme(report: ExportReport, *, usage: str) -> str:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from isoscope.errors import InputError
 from isoscope.export.affine import AffineMap, affine_map
-from isoscope.export.provenance import ExportReport, check_exportable, measure, readme
+from isoscope.export.provenance import ExportReport, check_exportable, measure, seal_folder
 
 if TYPE_CHECKING:
     import numpy as np
@@ -134,7 +134,6 @@ def export_sentence_transformers(
     too few texts or on vectors of another dimension, a pooling sentence-transformers cannot run, a non-empty
     ``out``."""
     from isoscope.encode.embed import EmbedConfig
-    from isoscope.encode.manifest import write_manifest
     from isoscope.encode.pooling import resolve_pooling
 
     config = config or EmbedConfig()
@@ -173,7 +172,6 @@ def export_sentence_transformers(
         after=after,
         recipe=words,
     )
-    (out / "README.md").write_text(readme(report, usage=USAGE.format(folder=out.name)), encoding="utf-8")
-    write_manifest(out, report.to_dict())
+    seal_folder(out, report, usage=USAGE.format(folder=out.name))
     log.info("exported %s + %s to %s", encoder.name, calibrator.method, out)
     return report
