@@ -1,6 +1,7 @@
 """Density of a 2-D layout on a grid, per-point density, density-mode clusters and their word labels.
 
 bounds = layout_bounds(xy)                          # (x0, y0, x1, y1) with a margin
+view = view_box(xy)                                 # the box of the bulk of the points: the map's first view
 grid = density_grid(xy, bounds)                     # (G, G) smoothed counts, G ~ sqrt(n) in [32, 256], row = y bin, column = x bin
 dens = point_density(xy, bounds, grid)              # (n,) in [0, 1], 1 = densest cell
 labels = density_clusters(xy, bounds, grid)         # (n,) int32, -1 = in no cluster
@@ -18,11 +19,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from isoscope.sampling import sample_indices
+
 GRID = 256
 SIGMA_CELLS = 2.0
 LEVEL = 0.2
 MARGIN = 0.02
 MAX_CLUSTERS = 60
+VIEW_MASS = 0.99  # the share of points (per axis) the map's first view is fitted to
+VIEW_MARGIN = 0.05
+VIEW_SAMPLE = 200_000
 
 
 def layout_bounds(xy: np.ndarray, margin: float = MARGIN) -> tuple[float, float, float, float]:
@@ -33,6 +39,23 @@ def layout_bounds(xy: np.ndarray, margin: float = MARGIN) -> tuple[float, float,
     span = np.where(hi - lo > 0, hi - lo, 1.0)
     lo, hi = lo - margin * span, hi + margin * span
     return float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])
+
+
+def view_box(
+    xy: np.ndarray, *, mass: float = VIEW_MASS, sample: int = VIEW_SAMPLE, seed: int = 0
+) -> tuple[float, float, float, float]:
+    """(x0, y0, x1, y1): the box the map opens on, holding the bulk of the points: per axis the central
+    ``mass`` of the coordinates (of a seeded sample of at most ``sample`` rows), widened by ``VIEW_MARGIN`` of
+    its span, within ``layout_bounds``. UMAP leaves stray points and small islands far from the mass
+    (repeated or odd texts); fitting every one of them shrinks the map to a fraction of its frame."""
+    rows = sample_indices(len(xy), sample, seed)  # (s,) sorted: reads a memory map in order
+    pts = np.asarray(xy[rows], np.float64)  # (s, 2)
+    tail = (1.0 - mass) / 2
+    lo, hi = np.quantile(pts, tail, axis=0), np.quantile(pts, 1.0 - tail, axis=0)  # (2,), (2,)
+    span = np.where(hi - lo > 0, hi - lo, 1.0)
+    lo, hi = lo - VIEW_MARGIN * span, hi + VIEW_MARGIN * span
+    b = layout_bounds(pts)
+    return (max(float(lo[0]), b[0]), max(float(lo[1]), b[1]), min(float(hi[0]), b[2]), min(float(hi[1]), b[3]))
 
 
 def cells(xy: np.ndarray, bounds: tuple[float, float, float, float], size: int) -> tuple[np.ndarray, np.ndarray]:

@@ -23,6 +23,7 @@ stages done and reuses them. Where ``fcntl`` is missing (Windows) builds in one 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -162,6 +163,13 @@ class AtlasSpace:
     clusters: list[dict]  # cluster, size, x, y, words (the default level)
     knn_ids: np.ndarray | None  # (n, k) int32, column 0 = the row itself; None for a raw-only PCA map
     levels: list[list[dict]] = field(default_factory=list)  # clusters of every level, coarse to fine
+
+    @functools.cached_property
+    def view(self) -> tuple[float, float, float, float]:
+        """The box the map opens on: the bulk of the points (``density.view_box``), stray points outside."""
+        from isoscope.atlas.density import view_box
+
+        return view_box(self.xy)
 
     def cluster_names(self) -> dict[int, str]:
         return {int(c["cluster"]): f"{c['cluster']}: {' · '.join(c['words']) or '(no words)'}" for c in self.clusters}

@@ -123,14 +123,18 @@ def map_data(
     labels: list[list] | None,
     selected: np.ndarray,
     height: int = MAP_HEIGHT,
+    *,
+    fit: tuple[float, float, float, float] | None = None,
 ) -> dict:
     """What the map component (``ui.atlas_map``) draws: the tile pyramid ``grid`` (``TileGrid.to_dict``), the
     layout ``bounds``, the tile/highlight/pick URLs (``tiles.MapUrls``), the labels (None: hidden) and the
-    selected points (m, 2) (the first ``SELECTED_MAX`` are ringed)."""
+    selected points (m, 2) (the first ``SELECTED_MAX`` are ringed); ``fit``: the box the map opens on (the
+    bulk of the points, ``AtlasSpace.view``; None: the bounds)."""
     return {
         "name": name,
         "world": grid,
         "bounds": [float(b) for b in bounds],
+        "fit": [float(b) for b in (fit or bounds)],
         "tiles": urls.tiles,
         "highlight": urls.highlight,
         "pick": urls.pick,

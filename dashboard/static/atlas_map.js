@@ -13,6 +13,7 @@
 const STATE = new WeakMap(); // host element -> map state
 const VIEWS = new Map(); // map name -> last view (kept if the component is torn down and mounted again)
 const LABEL_STEP = 1.5; // zoom levels between two label levels
+const MIN_LABELS = 5; // regions the fitted view names at least, where a level has them
 const MAX_LOADS = 8;
 const CACHE_TILES = 600;
 const HOVER_MS = 40;
@@ -45,7 +46,7 @@ function createMap(host) {
     buttons: {
       zin: button("+", "Zoom in"),
       zout: button("\u2212", "Zoom out"),
-      fit: button("\u21BA", "Whole map"),
+      fit: button("\u21BA", "Fit the map (press again: every stray point too)"),
       box: button("\u25AD", "Box select (or shift-drag)"),
       png: button("\u2913", "Download this view as PNG"),
     },
@@ -78,22 +79,32 @@ function toWorld(s, px, py) {
   return [s.view.cx + (px - w / 2) / k, s.view.cy - (py - h / 2) / k];
 }
 
-function fitView(s) {
+function boxView(s, b) {
+  // the view that shows the box b = [x0, y0, x1, y1] whole, centred
   const { w, h } = size(s);
   const world = s.data.world;
-  const b = s.data.bounds;
-  const span = Math.max((b[2] - b[0]) / w, (b[3] - b[1]) / h); // world units per pixel to fit the bounds
-  const zoom = Math.log2(world.size / (world.tile * span));
-  return { cx: (b[0] + b[2]) / 2, cy: (b[1] + b[3]) / 2, zoom, fit: zoom };
+  const span = Math.max((b[2] - b[0]) / w, (b[3] - b[1]) / h); // world units per pixel to fit the box
+  return { cx: (b[0] + b[2]) / 2, cy: (b[1] + b[3]) / 2, zoom: Math.log2(world.size / (world.tile * span)) };
+}
+
+function fitView(s, all = false) {
+  // The first view (and the fit button's): the box holding the bulk of the points (data.fit, a few stray
+  // points left outside), or every point (data.bounds) when `all`; the zoom-out limit reaches every point.
+  // `auto`: untouched by the user, so a resize fits again.
+  const whole = boxView(s, s.data.bounds);
+  const bulk = s.data.fit ? boxView(s, s.data.fit) : whole;
+  const v = all ? whole : bulk;
+  return { ...v, fit: bulk.zoom, min: Math.min(bulk.zoom, whole.zoom) - 2, auto: true, all };
 }
 
 function clampZoom(s, z) {
-  const fit = s.view.fit;
-  return Math.min(Math.max(z, fit - 2), s.data.world.maxLevel + 1);
+  const lowest = s.view.min ?? s.view.fit - 2;
+  return Math.min(Math.max(z, lowest), s.data.world.maxLevel + 1);
 }
 
 function zoomAt(s, px, py, dz) {
   const [wx, wy] = toWorld(s, px, py);
+  s.view.auto = false;
   s.view.zoom = clampZoom(s, s.view.zoom + dz);
   const [nx, ny] = toWorld(s, px, py);
   s.view.cx += wx - nx;
@@ -204,7 +215,13 @@ function placeLabels(s) {
   const levels = s.data.levels || 0;
   s.placed = [];
   if (!labels.length || !levels) return;
-  const level = Math.max(0, Math.min(levels - 1, Math.floor((s.view.zoom - s.view.fit) / LABEL_STEP)));
+  // the fitted view names the coarsest level with at least MIN_LABELS regions (a corpus that is one broad
+  // blob has one or two coarse basins), each LABEL_STEP of zoom a finer one
+  let base = 0;
+  while (base < levels - 1 && labels.filter((l) => l[0] === base).length < MIN_LABELS) base++;
+  const step = Math.floor((s.view.zoom - s.view.fit) / LABEL_STEP);
+  const level = Math.max(0, Math.min(levels - 1, base + step));
+  s.labelBase = base;
   const ctx = s.ctx;
   const { w, h } = size(s);
   const boxes = [];
@@ -297,6 +314,9 @@ function expose(s) {
   window.__isoscopeAtlas[s.data.name || "map"] = {
     view: { ...s.view },
     level: s.level,
+    labelBase: s.labelBase,
+    fit: s.data.fit,
+    bounds: s.data.bounds,
     maxLevel: s.data.world.maxLevel,
     pick: s.data.pick,
     missing: s.missing,
@@ -391,6 +411,7 @@ function listen(s, args) {
     if (Math.hypot(p[0] - s.drag.start[0], p[1] - s.drag.start[1]) > 3) s.drag.moved = true;
     if (!s.drag.box && s.drag.moved) {
       const k = scale(s);
+      s.view.auto = false;
       s.view.cx = s.drag.view.cx - (p[0] - s.drag.start[0]) / k;
       s.view.cy = s.drag.view.cy + (p[1] - s.drag.start[1]) / k;
     }
@@ -430,7 +451,7 @@ function listen(s, args) {
   s.buttons.zin.onclick = () => zoomAt(s, ...centre(), 1);
   s.buttons.zout.onclick = () => zoomAt(s, ...centre(), -1);
   s.buttons.fit.onclick = () => {
-    s.view = fitView(s);
+    s.view = fitView(s, s.view.auto && !s.view.all); // a second press shows every point
     redraw(s);
   };
   s.buttons.box.onclick = () => {
@@ -447,7 +468,10 @@ function listen(s, args) {
       setTimeout(() => URL.revokeObjectURL(a.href), 1000);
     });
   };
-  s.resize = new ResizeObserver(() => redraw(s));
+  s.resize = new ResizeObserver(() => {
+    if (s.view && s.view.auto) s.view = fitView(s, s.view.all); // laid out after the first draw: fit again
+    redraw(s);
+  });
   s.resize.observe(s.root);
   s.teardown = () => {
     window.removeEventListener("mousemove", onMove);

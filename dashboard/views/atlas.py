@@ -205,7 +205,7 @@ colors, legend = svc.colour_table(path, space, colour_by)
 tmap = svc.tile_map(path, space)
 urls = tiles.publish(path, space, colour_by, show_contours, filtered)
 labels = figures.map_labels(sp) if show_labels else None
-data = figures.map_data(MAP_KEY, tmap.grid.to_dict(), sp.bounds, urls, labels, sp.xy[map_rows])
+data = figures.map_data(MAP_KEY, tmap.grid.to_dict(), sp.bounds, urls, labels, sp.xy[map_rows], fit=sp.view)
 result = ui.atlas_map(data, key=MAP_KEY, on_change=_on_map_event)
 if not st.session_state.pop(HANDLED, False) and (event := figures.selection_event(result)) is not None:
     _select(event)  # the trigger reached this run but not the callback's view of the state: apply it, redraw

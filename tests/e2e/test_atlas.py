@@ -13,6 +13,7 @@ import io
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from isoscope.data import load_corpus
 from isoscope.paths import DEMO_CORPUS
@@ -94,7 +95,16 @@ def test_zoom_hover_and_labels_by_level(page, small_atlas, screenshots) -> None:
     assert top["placed"], "no cluster label on the whole map"
     assert not overlapping(top["placed"])
     top_levels = {p["level"] for p in top["placed"]}
+    levels = load_atlas_levels(small_atlas)
+    assert top["labelBase"] == next((i for i, lv in enumerate(levels) if len(lv) >= 5), len(levels) - 1)
+    assert top_levels == {top["labelBase"]}  # the fitted view names the coarsest level with five regions or more
+    assert_fits(page, top["fit"])  # the map opens on the bulk of the points, filling the frame along one axis
     b.screenshot(page, screenshots / "atlas-whole.png")
+    fit_button = page.get_by_role("button", name="Fit the map (press again: every stray point too)")
+    fit_button.click()  # pressed on the fitted view: every point
+    assert_fits(page, settled(page)["bounds"])
+    fit_button.click()
+    assert_fits(page, settled(page)["fit"])
 
     box = canvas(page).bounding_box()
     dots = blobs(picture(page))
@@ -121,6 +131,21 @@ def test_zoom_hover_and_labels_by_level(page, small_atlas, screenshots) -> None:
     texts = set(load_atlas_texts(small_atlas))
     assert shown.rstrip("…") and any(t.startswith(shown.rstrip("…")) for t in texts), shown
     b.screenshot(page, screenshots / "atlas-deep.png")
+
+
+def assert_fits(page, box: list[float]) -> None:
+    """The view holds ``box`` (x0, y0, x1, y1) whole and centred, and fills the frame along one axis."""
+    shown = page.evaluate(f"window.__isoscopeAtlas[{MAP!r}].box()")
+    spans = [(box[2] - box[0]) / (shown[2] - shown[0]), (box[3] - box[1]) / (shown[3] - shown[1])]
+    assert max(spans) == pytest.approx(1.0, abs=1e-3) and min(spans) <= 1.0 + 1e-3, (box, shown)
+    for a, c in ((0, 2), (1, 3)):
+        assert (box[a] + box[c]) / 2 == pytest.approx((shown[a] + shown[c]) / 2, abs=1e-3 * (shown[c] - shown[a]))
+
+
+def load_atlas_levels(folder: Path) -> list[list[dict]]:
+    from isoscope.atlas.folder import load_atlas
+
+    return load_atlas(folder).spaces["raw"].levels
 
 
 def load_atlas_texts(folder: Path) -> list[str]:

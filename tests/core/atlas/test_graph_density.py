@@ -157,3 +157,22 @@ def test_composite_is_the_over_operator():
     assert out[0, 1].tolist() == [10, 20, 30, 255]  # opaque over: replaced
     half = composite(under[:, :1], np.array([[[255, 0, 0, 128]]], np.uint8))[0, 0]
     assert half[3] == 255 and abs(int(half[0]) - 128) <= 1 and abs(int(half[2]) - 127) <= 1
+
+
+def test_view_box_fits_the_bulk_and_leaves_stray_points_out():
+    """Issue 41: a UMAP map with a few stray points far from the mass (repeated or odd texts) opened fitted to
+    every point, the mass a fifth of the frame. The view box holds the bulk; the bounds still hold every point."""
+    rng = np.random.default_rng(0)
+    mass = rng.normal(size=(9_950, 2)).astype(np.float32)  # (n, 2)
+    stray = rng.uniform(-40, 40, size=(50, 2)).astype(np.float32)  # 0.5% of the points, far out
+    xy = np.concatenate([mass, stray])
+    bounds, view = dens.layout_bounds(xy), dens.view_box(xy)
+    inside = (xy[:, 0] >= view[0]) & (xy[:, 0] <= view[2]) & (xy[:, 1] >= view[1]) & (xy[:, 1] <= view[3])
+    assert inside[: len(mass)].mean() >= 0.98  # the bulk is in view
+    area = (view[2] - view[0]) * (view[3] - view[1]) / ((bounds[2] - bounds[0]) * (bounds[3] - bounds[1]))
+    assert area < 0.05  # and fills it: the bounds are ~80 wide, the mass ~6
+    assert bounds[0] <= view[0] < view[2] <= bounds[2] and bounds[1] <= view[1] < view[3] <= bounds[3]
+    assert dens.view_box(mass[:500]) == pytest.approx(dens.view_box(mass[:500]))  # seeded: the same box
+    compact = rng.uniform(0, 1, size=(2_000, 2))  # no stray points: the box is about the bounds
+    v, b = dens.view_box(compact), dens.layout_bounds(compact)
+    assert (v[2] - v[0]) / (b[2] - b[0]) > 0.95
