@@ -74,6 +74,7 @@ __all__ = [
     "build_atlas",
     "is_complete",
     "load_atlas",
+    "planned_stages",
 ]
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,7 @@ STAGES: tuple[str, ...] = (
     "cal_clusters",
     "extras",
 )
+
 MAX_ATLAS_ROWS = 1_000_000
 StageProgress = Callable[[str, int, int], None]  # (stage, done, total)
 CHUNK_ROWS = 65_536
@@ -126,6 +128,17 @@ class AtlasConfig:
             raise InputError(f"fit rows must be at least 2, got {self.fit_rows}")
         if self.landmarks != 0 and self.landmarks < 1_000:
             raise InputError(f"landmarks must be 0 (full UMAP) or at least 1,000, got {self.landmarks}")
+
+
+def planned_stages(config: AtlasConfig) -> list[str]:
+    """The stages a build with ``config`` runs or finds done, in order (a raw-only map has no ``cal_*``; a
+    raw-only PCA map needs no graph)."""
+    spaces = ["raw"] + ([] if config.calibrate == "none" else ["cal"])
+    graph = needs_graph(config.to_dict())
+    skip = {"calibrate"} if "cal" not in spaces else set()
+    skip |= {f"cal_{s}" for s in ("knn", "layout", "clusters")} if "cal" not in spaces else set()
+    skip |= {f"{s}_knn" for s in SPACES} if not graph else set()
+    return [s for s in STAGES if s not in skip]
 
 
 @dataclass
@@ -248,6 +261,8 @@ class _Stages:
     def __call__(self, name: str, inputs: Sequence[Path], outputs: Sequence[Path], fn: Callable[[], None]) -> None:
         if self.ledger.fresh(name, inputs, outputs):
             self.run.skipped.append(name)
+            if self.progress is not None:
+                self.progress(name, 1, 1)  # found done
             return
         t0 = time.perf_counter()
         if self.progress is not None:
@@ -271,6 +286,9 @@ class _Stages:
                 self(name, inputs, outputs, lambda fn=fn, args=args, report=report: fn(*args, report))
             return
         self.run.skipped += [name for name in jobs if name not in stale]
+        for name in jobs:
+            if name not in stale and self.progress is not None:
+                self.progress(name, 1, 1)  # found done
         for name in stale:
             if self.progress is not None:
                 self.progress(name, 0, 1)

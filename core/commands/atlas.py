@@ -61,7 +61,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_json_argument(p)
 
 
-# what each stage's progress counts (isoscope.atlas.pipeline); a stage that reports none is one step
+# what each stage's progress counts (isoscope.atlas.pipeline); the others only start and end
 STAGE_UNITS = {
     "embed": "text",
     "calibrate": "vector",
@@ -72,14 +72,25 @@ STAGE_UNITS = {
 }
 
 
-def _progress(args: argparse.Namespace):
+def _progress(args: argparse.Namespace, stages: list[str]):
+    """The build's bars: one of the stages, done (or found done) out of ``stages``, and one per stage that
+    counts its work (texts embedded, rows searched, layout steps) while it runs. A stage's start and end
+    marks, (0, 1) and (1, 1), draw no bar of their own (a "texts: 0/1" bar says nothing)."""
     from isoscope.commands.common import progress_bar
 
+    overall = progress_bar(args, "atlas", unit="stage")
+    finished: set[str] = set()
     bars: dict[str, object] = {}
 
     def update(stage: str, done: int, total: int) -> None:
+        if total == 1 or stage not in STAGE_UNITS:  # a mark: the stage started (0) or ended (1)
+            if done >= total and stage in stages:
+                finished.add(stage)
+            overall(len(finished), len(stages))
+            return
         if stage not in bars:
-            bars[stage] = progress_bar(args, stage, unit=STAGE_UNITS.get(stage, "stage"))
+            bars[stage] = progress_bar(args, stage, unit=STAGE_UNITS[stage])
+            bars[stage](0, total)  # type: ignore[operator]  # opened at 0, even when the first count is the last
         bars[stage](done, total)  # type: ignore[operator]
 
     return update
@@ -103,7 +114,7 @@ def _given(args: argparse.Namespace, space: SpaceSpec):
 
 
 def run(args: argparse.Namespace) -> dict:
-    from isoscope.atlas.pipeline import MAX_ATLAS_ROWS, AtlasConfig, build_atlas
+    from isoscope.atlas.pipeline import MAX_ATLAS_ROWS, AtlasConfig, build_atlas, planned_stages
     from isoscope.data import load_corpus
     from isoscope.errors import InputError
 
@@ -129,7 +140,13 @@ def run(args: argparse.Namespace) -> dict:
     if space.kind != "model":
         texts, vectors, meta, load_warnings = _given(args, space)
         run_ = build_atlas(
-            None, texts, Path(args.out), config=config, meta=meta, progress=_progress(args), vectors=vectors
+            None,
+            texts,
+            Path(args.out),
+            config=config,
+            meta=meta,
+            progress=_progress(args, planned_stages(config)),
+            vectors=vectors,
         )
     else:
         if args.input is None:
@@ -142,7 +159,7 @@ def run(args: argparse.Namespace) -> dict:
             Path(args.out),
             config=config,
             meta=corpus.meta,
-            progress=_progress(args),
+            progress=_progress(args, planned_stages(config)),
         )
     warnings = [*load_warnings, *run_.warnings]
     result = {

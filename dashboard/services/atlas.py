@@ -133,7 +133,8 @@ def _built(
     def progress(stage: str, done: int, total: int) -> None:
         frac = done / total if total else 1.0
         text = STAGE_TEXT.get(stage, stage)
-        bar.progress(min(1.0, frac), text=text if stage == "wait" else f"{text}: {done:,} / {total:,}")
+        counted = stage != "wait" and total > 1  # a stage's start and end marks are (0, 1) and (1, 1): no count
+        bar.progress(min(1.0, frac), text=f"{text}: {done:,} / {total:,}" if counted else f"{text}…")
 
     run = build_atlas(encoder, corpus.texts, path, config=config, meta=corpus.meta, progress=progress, vectors=vectors)
     if config.layout == "umap" and not 0 < config.landmarks < len(corpus):  # the rate the next estimate uses

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isoscope.atlas.pipeline import STAGES, AtlasConfig, build_atlas, is_complete, load_atlas
+from isoscope.atlas.pipeline import STAGES, AtlasConfig, build_atlas, is_complete, load_atlas, planned_stages
 from isoscope.atlas.synthetic import synthetic_corpus
 from isoscope.encode.embed import EmbedConfig, encode
 from isoscope.encode.precision import FP32_ENGINE_TOLERANCE
@@ -171,7 +171,8 @@ def test_raw_only_pca_map_skips_the_graph(tiny, tmp_path):
 
 def test_cli_progress_bars_count_the_work_of_each_stage(tiny, tmp_path, monkeypatch, capsys):
     """The bars of ``isoscope atlas`` show honest totals: the embedding counts texts out of the corpus (not an
-    open-ended count of steps), a stage without inner progress is one stage."""
+    open-ended count of steps); one bar counts the stages done out of those the build runs (issue 41: no
+    "texts: 0/1" bar for a stage that counts nothing)."""
     import isoscope.commands.atlas as cmd
     from isoscope.cli import main
 
@@ -183,5 +184,30 @@ def test_cli_progress_bars_count_the_work_of_each_stage(tiny, tmp_path, monkeypa
     err = capsys.readouterr().err
     embed = err.split("embed:", 1)[1].split("raw_knn:")[0]  # every frame of the embedding's bar
     assert "/120 [" in embed and "text/s" in embed and "step" not in embed  # out of the corpus, in texts
-    assert "texts:   0%" in err and "0/1" in err and "stage" in err
+    assert "texts:" not in err and "0/1 [" not in err  # a stage that counts nothing draws no bar of its own
+    planned = len(planned_stages(AtlasConfig(layout="pca")))  # texts, embed, graphs, calibration, layouts, ...
+    frames = [line for line in err.replace("\r", "\n").splitlines() if line.startswith("atlas:")]
+    assert planned == 10 and frames[0].startswith(f"atlas:   0%|          | 0/{planned} [") and "stage" in frames[0]
+    counts = [int(f.split("/")[0].split("|")[-1]) for f in frames]  # stages done in each frame drawn
+    assert counts == sorted(counts) and all(f"/{planned} [" in f for f in frames)
     assert "text/s" in err.split("raw_knn:")[1].split("\r")[0]  # the graph counts texts too
+
+
+def test_planned_stages_are_the_stages_a_build_runs(tiny, tmp_path):
+    """The CLI's stage bar counts out of ``planned_stages``: exactly what a build computes, then finds done."""
+    texts, meta = corpus(80)
+    for config in (AtlasConfig(layout="pca", calibrate="none"), AtlasConfig(layout="pca")):
+        out = tmp_path / config.calibrate
+        first = build_atlas(tiny, texts, out, config=config, meta=meta)
+        assert first.computed == planned_stages(config)
+        again: list[tuple[str, int, int]] = []
+        second = build_atlas(tiny, texts, out, config=config, meta=meta, progress=lambda *a, log=again: log.append(a))
+        assert second.skipped == planned_stages(config)
+        assert [a[0] for a in again] == planned_stages(config) and all(a[1:] == (1, 1) for a in again)
+    assert planned_stages(AtlasConfig(layout="pca", calibrate="none")) == [
+        "texts",
+        "embed",
+        "raw_layout",
+        "raw_clusters",
+        "extras",
+    ]
