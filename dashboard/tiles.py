@@ -168,8 +168,8 @@ def tile_png(path: str, space: str, style: tuple[str, bool], z: int, x: int, y: 
         return png
     disk = _disk_path(path, space, style, z, x, y)
     if (png := _disk_read(disk)) is None:
-        colours = svc.sorted_colours(path, space, style[0])
-        png = to_png(tmap.tile(colours, z, x, y, contours=style[1]))
+        colouring = svc.colouring(path, space, style[0])  # one byte a point, in the index's order
+        png = to_png(tmap.tile(colouring.codes, z, x, y, contours=style[1], lut=colouring.lut))
         _disk_write(disk, png)
     _remember(key, png)
     return png
@@ -188,9 +188,7 @@ def highlight_png(path: str, space: str, mark: str, z: int, x: int, y: int) -> b
     key = ("h", path, space, mark, z, x, y)
     if (png := _recall(key)) is not None:
         return png
-    mask = np.zeros(tmap.index.n, bool)
-    mask[rows[rows < tmap.index.n]] = True
-    png = to_png(tmap.highlight(tmap.sorted(mask), z, x, y))
+    png = to_png(tmap.highlight(rows[rows < tmap.index.n], z, x, y))  # their positions: the index's rank
     _remember(key, png)
     return png
 
@@ -205,7 +203,7 @@ def pick(path: str, space: str, x: float, y: float, r: float) -> dict:
         return {"row": -1}
     atlas = svc.open_atlas(path)
     sp = atlas.spaces[space]
-    text = str(atlas.texts[row])
+    text = atlas.texts_at([row])[0]  # one row group of points.parquet (cached for the next hover)
     c = int(sp.cluster[row])
     cluster = svc.cluster_names(path, space).get(c, "no cluster") if c >= 0 else "no cluster"
     return {
