@@ -127,10 +127,15 @@ class PointsFile:
 
     def _python(self, arr: Any, column: str) -> list[Any]:
         """Python values of a (small) array: texts cut to the text limit as the corpus's were."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         from isoscope.data.parquet import column_texts
         from isoscope.data.text import CellBuilder
 
         kind = self.kinds[column]
+        if pa.types.is_dictionary(arr.type) and len(arr) < len(arr.dictionary):  # a few rows of a big dictionary
+            arr = pc.take(arr.dictionary, arr.indices)
         if kind in ("text", "binary"):
             return [None if v is None else str(v) for v in column_texts(arr, kind, CellBuilder(self.limits.max_chars))]
         return arr.to_pylist()
