@@ -12,8 +12,14 @@ the stage read. A rerun of the build recomputes a stage whose outputs are missin
 whose inputs changed since (so a damaged ``xy.npy`` is rebuilt, and the clusters drawn from it after it). A
 reader checks, before decoding anything: each file is a regular file of the recorded size and SHA-256 (the
 memory-mapped vectors: size and .npy header), then what the arrays hold (a finite layout, neighbour ids
-within the corpus, cluster numbers the clusters file knows). Hashes are memoised per file identity (inode,
-size, modification time), so one process hashes a file once.
+within the corpus, cluster numbers the clusters file knows, a spatial index whose order and rank are one
+permutation and its inverse), a chunk of ``CHECK_ROWS`` rows at a time. Hashes are memoised per file identity
+(inode, size, modification time), so one process hashes a file once.
+
+Reading back holds nothing of size n: every per-point array (layouts, densities, clusters, norms, lengths,
+overlaps, the spatial index of ``isoscope.atlas.spatial``) is an ``np.memmap``, and ``points.parquet`` is
+opened for reads by row group (``isoscope.atlas.points``); ``Atlas.points`` / ``Atlas.texts`` read the whole
+table only when a caller asks for it (the Neighbours page), never on the map's path.
 
 The build lock is ``isoscope.cache.file_lock`` on a file next to the folder (``.<name>.lock``): a second build
 of the same folder (another session of the app, another ``isoscope atlas``) waits for the first, then finds its
