@@ -43,6 +43,7 @@ _tokens: dict[str, str] = {}  # token -> atlas folder
 _by_path: dict[str, str] = {}
 _styles: dict[str, tuple[str, bool]] = {}  # style id -> (colour_by, contours)
 _marks: OrderedDict[str, np.ndarray] = OrderedDict()  # mark id -> rows (m,) int64
+_positions: OrderedDict[tuple, np.ndarray] = OrderedDict()  # (atlas, space, mark) -> sorted positions (m,)
 _memory: OrderedDict[tuple, bytes] = OrderedDict()
 _memory_bytes = 0
 
@@ -175,9 +176,24 @@ def tile_png(path: str, space: str, style: tuple[str, bool], z: int, x: int, y: 
     return png
 
 
+def _lit_positions(path: str, space: str, mark: str, rows: np.ndarray, tmap) -> np.ndarray:
+    """The sorted positions (m,) of a mark's rows in the space's index (its rank gathered once per mark and
+    space, not once per tile)."""
+    key = (path, space, mark)
+    with _lock:
+        lit = _positions.get(key)
+    if lit is None:
+        lit = tmap.index.positions_of(rows[rows < tmap.index.n])
+        with _lock:
+            _positions[key] = lit
+            while len(_positions) > MARKS:
+                _positions.popitem(last=False)
+    return lit
+
+
 def highlight_png(path: str, space: str, mark: str, z: int, x: int, y: int) -> bytes | None:
     from isoscope.atlas.raster import to_png
-    from isoscope.atlas.tiles import check_tile
+    from isoscope.atlas.tiles import check_tile, highlight_tile
     from isoscope.dashboard.services import atlas as svc
 
     with _lock:
@@ -188,7 +204,7 @@ def highlight_png(path: str, space: str, mark: str, z: int, x: int, y: int) -> b
     key = ("h", path, space, mark, z, x, y)
     if (png := _recall(key)) is not None:
         return png
-    png = to_png(tmap.highlight(rows[rows < tmap.index.n], z, x, y))  # their positions: the index's rank
+    png = to_png(highlight_tile(tmap.index, _lit_positions(path, space, mark, rows, tmap), tmap.grid, z, x, y))
     _remember(key, png)
     return png
 

@@ -261,10 +261,11 @@ def search(path: str, query: str) -> np.ndarray:
     return open_atlas(path).search(query)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def texts_at(path: str, rows: tuple[int, ...]) -> list[str]:
-    """The texts of ``rows``, read from the row groups they fall in."""
-    return open_atlas(path).texts_at(np.asarray(rows, np.int64))
+@st.cache_data(show_spinner=False, max_entries=16)
+def selection_table(path: str, space: str, rows: tuple[int, ...]) -> pd.DataFrame:
+    """``figures.atlas.selection_table`` of ``rows``: texts and metadata read from the row groups they fall in,
+    once per selection (not at every rerun of the page)."""
+    return figures.selection_table(open_atlas(path), space, np.asarray(rows, np.int64))
 
 
 @st.cache_data(show_spinner="Anisotropy metrics…", max_entries=16)

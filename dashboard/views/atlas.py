@@ -236,7 +236,7 @@ if len(selected) == 0:
     st.stop()
 st.caption(f"{len(selected):,} text(s) {how}.")
 shown = selected[:TABLE_ROWS]
-table = figures.selection_table(atlas, space, shown)
+table = svc.selection_table(path, space, tuple(shown.tolist()))
 st.dataframe(table, width="stretch", hide_index=True)
 if len(selected) > TABLE_ROWS:
     st.caption(f"Showing the first {TABLE_ROWS:,} of {len(selected):,}.")
