@@ -169,6 +169,11 @@ class SpatialIndex:
                     out.append((a, b))
         return sorted(out)  # disjoint cells: ascending ranges
 
+    def cells(self, x0: float, y0: float, x1: float, y1: float) -> list[tuple[int, int]]:
+        """Sorted-position ranges [a, b), ascending, of the cells that cover the box (every point in the box is in
+        one of them; the cells may hold points outside it)."""
+        return self._slices(x0, y0, x1, y1)
+
     def positions_in_box(self, x0: float, y0: float, x1: float, y1: float) -> np.ndarray:
         """Sorted positions (m,) int64 of the points inside the closed box, ascending."""
         parts = []

@@ -31,7 +31,7 @@ SPACING_PX = 24.0  # the deepest level shows neighbouring points at least this f
 MIN_LEVELS = 10  # levels served at least (1,024 x the whole map on one tile)
 MAX_LEVEL = 16
 SPACING_SAMPLE = 50_000  # points whose nearest neighbours set the typical spacing
-LEVEL_SAMPLE = 2_000_000  # points whose densities set the contour levels (a seeded sample above)
+LEVEL_SAMPLE = 200_000  # points whose densities set the contour levels (a seeded sample above)
 FULL_COUNT = 40  # points in a pixel for full opacity
 TOP_MIN_ALPHA = 110  # one point in a pixel of an aggregated level
 DISC_MIN_ALPHA = 215  # one point drawn as a disc
@@ -131,14 +131,27 @@ def _pixels(index: SpatialIndex, grid: TileGrid, z: int, tx: int, ty: int, pad: 
     x0, y0, x1, y1 = grid.world.tile_box(z, tx, ty)
     pix = grid.pixel(z)
     margin = (pad + 1) * pix
-    pos = index.positions_in_box(x0 - margin, y0 - margin, x1 + margin, y1 + margin)
     exact = np.float64 if z > 10 else np.float32  # float32 resolves 1/64 pixel down to level 10
-    xy = index.xy[pos].astype(exact, copy=False)  # (m, 2)
-    col = np.floor((xy[:, 0] - exact(x0)) / exact(pix)).astype(np.int64) + pad
-    row = np.floor((exact(y1) - xy[:, 1]) / exact(pix)).astype(np.int64) + pad
     side = TILE + 2 * pad
-    keep = (col >= 0) & (col < side) & (row >= 0) & (row < side)
-    return pos[keep], col[keep], row[keep]
+    parts = []
+    # each covering cell is one contiguous slice of the (memory-mapped) sorted layout: read as a slice, never
+    # gathered; the canvas lies within the queried box, so its test is the only one needed
+    for a, b in index.cells(x0 - margin, y0 - margin, x1 + margin, y1 + margin):
+        xy = np.asarray(index.xy[a:b]).astype(exact, copy=False)  # (m, 2)
+        col = np.floor((xy[:, 0] - exact(x0)) / exact(pix)).astype(np.int64) + pad
+        row = np.floor((exact(y1) - xy[:, 1]) / exact(pix)).astype(np.int64) + pad
+        keep = (col >= 0) & (col < side) & (row >= 0) & (row < side)
+        parts.append((a + np.flatnonzero(keep), col[keep], row[keep]))
+    if not parts:
+        return (np.zeros(0, np.int64),) * 3
+    return tuple(np.concatenate(x) for x in zip(*parts, strict=True))
+
+
+def _take(values: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """``values[pos]`` for ascending positions: a slice when they are contiguous (the top tiles: every point)."""
+    if len(pos) and pos[-1] - pos[0] + 1 == len(pos):
+        return np.asarray(values[pos[0] : pos[-1] + 1])
+    return np.asarray(values[pos])
 
 
 def render_tile(
@@ -161,7 +174,8 @@ def render_tile(
     side = TILE + 2 * pad
     pos, col, row = _pixels(index, grid, z, tx, ty, pad)
     flat = row * side + col  # (m,)
-    rgb = np.asarray(colors[pos]) if lut is None else lut[np.asarray(colors[pos])]  # (m, 3) uint8
+    picked = _take(colors, pos)  # (m, 3) or (m,)
+    rgb = picked if lut is None else lut[picked]  # (m, 3) uint8
     count, *sums = _splat(flat, [None, *(rgb[:, ch].astype(np.float64) for ch in range(3))], side, kernel)
     inner = (slice(pad, pad + TILE), slice(pad, pad + TILE))
     count = count[inner]
