@@ -34,7 +34,7 @@ from isoscope.data.limits import DecodeLimits, MiB
 from isoscope.errors import InputError
 
 ROW_GROUP_ROWS = 65_536  # rows per row group of points.parquet (pipeline._save_points)
-CACHE_BYTES = 64 * MiB  # decoded column chunks kept for the next hover
+CACHE_BYTES = 32 * MiB  # decoded column chunks kept for the next hover (a row group's texts: a few MB)
 BYTES_PER_CHAR = 4  # UTF-8
 
 
@@ -192,6 +192,7 @@ class PointsFile:
             if pa.types.is_dictionary(arr.type):
                 hit = pc.take(hit, arr.indices)
             found.append(self.offsets[g] + np.flatnonzero(hit.to_numpy(zero_copy_only=False) == True))  # noqa: E712
+        pa.default_memory_pool().release_unused()  # the groups' buffers back to the system, not kept by the pool
         return np.concatenate(found).astype(np.int64) if found else np.zeros(0, np.int64)
 
 
