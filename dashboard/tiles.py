@@ -43,6 +43,7 @@ _tokens: dict[str, str] = {}  # token -> atlas folder
 _by_path: dict[str, str] = {}
 _styles: dict[str, tuple[str, bool]] = {}  # style id -> (colour_by, contours)
 _marks: OrderedDict[str, np.ndarray] = OrderedDict()  # mark id -> rows (m,) int64
+_positions: OrderedDict[tuple, np.ndarray] = OrderedDict()  # (atlas, space, mark) -> sorted positions (m,)
 _memory: OrderedDict[tuple, bytes] = OrderedDict()
 _memory_bytes = 0
 
@@ -168,16 +169,31 @@ def tile_png(path: str, space: str, style: tuple[str, bool], z: int, x: int, y: 
         return png
     disk = _disk_path(path, space, style, z, x, y)
     if (png := _disk_read(disk)) is None:
-        colours = svc.sorted_colours(path, space, style[0])
-        png = to_png(tmap.tile(colours, z, x, y, contours=style[1]))
+        colouring = svc.colouring(path, space, style[0])  # one byte a point, in the index's order
+        png = to_png(tmap.tile(colouring.codes, z, x, y, contours=style[1], lut=colouring.lut))
         _disk_write(disk, png)
     _remember(key, png)
     return png
 
 
+def _lit_positions(path: str, space: str, mark: str, rows: np.ndarray, tmap) -> np.ndarray:
+    """The sorted positions (m,) of a mark's rows in the space's index (its rank gathered once per mark and
+    space, not once per tile)."""
+    key = (path, space, mark)
+    with _lock:
+        lit = _positions.get(key)
+    if lit is None:
+        lit = tmap.index.positions_of(rows[rows < tmap.index.n])
+        with _lock:
+            _positions[key] = lit
+            while len(_positions) > MARKS:
+                _positions.popitem(last=False)
+    return lit
+
+
 def highlight_png(path: str, space: str, mark: str, z: int, x: int, y: int) -> bytes | None:
     from isoscope.atlas.raster import to_png
-    from isoscope.atlas.tiles import check_tile
+    from isoscope.atlas.tiles import check_tile, highlight_tile
     from isoscope.dashboard.services import atlas as svc
 
     with _lock:
@@ -188,9 +204,7 @@ def highlight_png(path: str, space: str, mark: str, z: int, x: int, y: int) -> b
     key = ("h", path, space, mark, z, x, y)
     if (png := _recall(key)) is not None:
         return png
-    mask = np.zeros(tmap.index.n, bool)
-    mask[rows[rows < tmap.index.n]] = True
-    png = to_png(tmap.highlight(tmap.sorted(mask), z, x, y))
+    png = to_png(highlight_tile(tmap.index, _lit_positions(path, space, mark, rows, tmap), tmap.grid, z, x, y))
     _remember(key, png)
     return png
 
@@ -205,7 +219,7 @@ def pick(path: str, space: str, x: float, y: float, r: float) -> dict:
         return {"row": -1}
     atlas = svc.open_atlas(path)
     sp = atlas.spaces[space]
-    text = str(atlas.texts[row])
+    text = atlas.texts_at([row])[0]  # one row group of points.parquet (cached for the next hover)
     c = int(sp.cluster[row])
     cluster = svc.cluster_names(path, space).get(c, "no cluster") if c >= 0 else "no cluster"
     return {

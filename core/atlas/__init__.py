@@ -4,14 +4,17 @@ served as tiles that stay sharp at every zoom.
 
 - ``isoscope.atlas.pipeline``: ``AtlasConfig``, ``build_atlas`` (the stages).
 - ``isoscope.atlas.folder``: the folder on disk: its ledger (every file proved by size and SHA-256), the build
-  lock, ``load_atlas`` (every file checked before use), ``is_complete``.
+  lock, ``load_atlas`` (every file checked before use; per-point arrays and the spatial index memory-mapped,
+  nothing of size n read whole), ``is_complete``.
+- ``isoscope.atlas.points``: ``points.parquet`` read by row group (texts under the cursor, selected rows,
+  search with Arrow's compute, a column for its colours), never whole.
 - ``isoscope.atlas.graph``: the kNN graph (exact flat, NN-descent beyond 20k rows), neighbour overlap.
 - ``isoscope.atlas.layout``: UMAP on the precomputed graph (the landmark layout for big corpora), chunked PCA.
 - ``isoscope.atlas.workers``: stages side by side in worker processes (the two spaces' single-core layouts).
 - ``isoscope.atlas.density``: density grid, density-basin clusters at three levels.
 - ``isoscope.atlas.labels``: cluster labels by class-based TF-IDF against the whole corpus.
 - ``isoscope.atlas.spatial``: the layout's spatial index (Morton order: every tile is one slice; box and
-  nearest-point queries).
+  nearest-point queries), written per space by the build's ``index`` stage and memory-mapped by the server.
 - ``isoscope.atlas.tiles``: the tile pyramid: every point drawn at every zoom, contours per level.
 - ``isoscope.atlas.raster``: image helpers (compositing, contour levels, PNG).
 - ``isoscope.atlas.synthetic``: a seeded sentence generator for benchmarks and tests.

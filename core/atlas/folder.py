@@ -12,8 +12,14 @@ the stage read. A rerun of the build recomputes a stage whose outputs are missin
 whose inputs changed since (so a damaged ``xy.npy`` is rebuilt, and the clusters drawn from it after it). A
 reader checks, before decoding anything: each file is a regular file of the recorded size and SHA-256 (the
 memory-mapped vectors: size and .npy header), then what the arrays hold (a finite layout, neighbour ids
-within the corpus, cluster numbers the clusters file knows). Hashes are memoised per file identity (inode,
-size, modification time), so one process hashes a file once.
+within the corpus, cluster numbers the clusters file knows, a spatial index whose order and rank are one
+permutation and its inverse), a chunk of ``CHECK_ROWS`` rows at a time. Hashes are memoised per file identity
+(inode, size, modification time), so one process hashes a file once.
+
+Reading back holds nothing of size n: every per-point array (layouts, densities, clusters, norms, lengths,
+overlaps, the spatial index of ``isoscope.atlas.spatial``) is an ``np.memmap``, and ``points.parquet`` is
+opened for reads by row group (``isoscope.atlas.points``); ``Atlas.points`` / ``Atlas.texts`` read the whole
+table only when a caller asks for it (the Neighbours page), never on the map's path.
 
 The build lock is ``isoscope.cache.file_lock`` on a file next to the folder (``.<name>.lock``): a second build
 of the same folder (another session of the app, another ``isoscope atlas``) waits for the first, then finds its
@@ -28,13 +34,15 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from isoscope.atlas.points import PointsFile
+from isoscope.atlas.spatial import INDEX_FILES, SpatialIndex, World
 from isoscope.cache import atomic_write_bytes, file_lock, file_sha256
 from isoscope.errors import InputError
 from isoscope.paths import NotRegularFile, check_regular, open_regular
@@ -50,6 +58,7 @@ SPACES: tuple[str, ...] = ("raw", "cal")
 SPACE_FILES = ("xy.npy", "density.npy", "cluster.npy", "grid.npy", "clusters.json")
 ROOT_FILES = ("points.parquet", "vectors.npy", "norm.npy", "length.npy", "overlap.npy")
 HASH_ON_LOAD_MAX = 512 * 2**20  # bytes: bigger files (the memory-mapped vectors) are checked by size and header
+CHECK_ROWS = 1 << 20  # rows of a memory-mapped array checked at a time (finite values, id ranges)
 _digests: dict[tuple, str] = {}
 _digests_lock = threading.Lock()
 
@@ -153,7 +162,9 @@ def build_lock(out: Path, waiting: Callable[[], None] | None = None) -> contextl
 
 @dataclass
 class AtlasSpace:
-    """One space's map: layout, density, clusters (the default level and every level), neighbour lists."""
+    """One space's map: layout, density, clusters (the default level and every level), neighbour lists, and
+    the spatial index written by the build (None for a folder built before it: built in memory when served).
+    Read from a folder, the per-point arrays are memory maps."""
 
     xy: np.ndarray  # (n, 2) float32
     density: np.ndarray  # (n,) float32 in [0, 1]
@@ -163,6 +174,7 @@ class AtlasSpace:
     clusters: list[dict]  # cluster, size, x, y, words (the default level)
     knn_ids: np.ndarray | None  # (n, k) int32, column 0 = the row itself; None for a raw-only PCA map
     levels: list[list[dict]] = field(default_factory=list)  # clusters of every level, coarse to fine
+    index: SpatialIndex | None = None  # the folder's Morton-order index, memory-mapped
 
     @functools.cached_property
     def view(self) -> tuple[float, float, float, float]:
@@ -177,18 +189,70 @@ class AtlasSpace:
 
 @dataclass
 class Atlas:
+    """An atlas read back. Per-point arrays are memory maps; texts and metadata stay in ``points.parquet`` and
+    are read per row (``texts_at``, ``table_at``, ``search``, ``column_chunks``: ``isoscope.atlas.points``).
+    ``points`` and ``texts`` (the whole table and text column) are read on first use only, under the decode
+    limits of any Parquet file; the map never uses them. Built by hand, ``frame`` and ``text_array`` are given."""
+
     path: Path
-    points: object  # pandas.DataFrame: text + metadata, one row per point
+    frame: object | None  # pandas.DataFrame: text + metadata, one row per point; None: read on first use
     norm: np.ndarray  # (n,)
     length: np.ndarray  # (n,)
     overlap: np.ndarray  # (n,)
     spaces: dict[str, AtlasSpace]
     manifest: dict
-    texts: np.ndarray = field(default_factory=lambda: np.zeros(0, object))  # (n,) object, the "text" column
+    text_array: np.ndarray | None = None  # (n,) object, the "text" column; None: read on first use
+    rows: PointsFile | None = None  # points.parquet, read by row group
 
     @property
     def n(self) -> int:
-        return len(self.points)
+        return self.rows.n if self.rows is not None else len(self.points)
+
+    @property
+    def points(self) -> pd.DataFrame:
+        """The whole table (read once, on first use: Open in Neighbours; never on the map's path)."""
+        if self.frame is None:
+            self.frame = _points(self.path / "points.parquet", self.n)
+        return self.frame  # type: ignore[return-value]
+
+    @property
+    def texts(self) -> np.ndarray:
+        """The whole text column (n,) object (read once, on first use)."""
+        if self.text_array is None or (len(self.text_array) == 0 and self.n):
+            self.text_array = self.points["text"].to_numpy(dtype=object)
+        return self.text_array
+
+    @property
+    def columns(self) -> list[str]:
+        """The metadata columns (every column but the text)."""
+        names = self.rows.columns if self.rows is not None else list(self.points.columns)
+        return [c for c in names if c != "text"]
+
+    def texts_at(self, rows: np.ndarray | Sequence[int]) -> list[str]:
+        """The texts of ``rows`` (m,), in their order."""
+        if self.rows is not None and self.text_array is None:
+            return self.rows.texts(rows)
+        return [str(t) for t in self.texts[np.asarray(rows, np.int64)]]
+
+    def table_at(self, rows: np.ndarray | Sequence[int], columns: Sequence[str]) -> pd.DataFrame:
+        """A frame of the metadata ``columns`` at ``rows`` (m,), in their order."""
+        if self.rows is not None and self.frame is None:
+            return self.rows.take(rows, columns)
+        return self.points[list(columns)].iloc[np.asarray(rows, np.int64)].reset_index(drop=True)
+
+    def column_chunks(self, column: str) -> Iterator[tuple[int, pd.Series]]:
+        """(first row, values) of a metadata column, one row group at a time."""
+        if self.rows is not None and self.frame is None:
+            yield from self.rows.chunks(column)
+            return
+        yield 0, self.points[column].reset_index(drop=True)
+
+    def search(self, query: str) -> np.ndarray:
+        """Rows (m,) int64, ascending, whose text contains ``query`` ignoring case (plain text, not a pattern)."""
+        if self.rows is not None and self.text_array is None:
+            return self.rows.search(query)
+        texts = self.points["text"]
+        return np.flatnonzero(texts.str.contains(query, case=False, regex=False).to_numpy(bool, na_value=False))
 
     def vectors(self, space: str = "raw") -> np.ndarray:
         """The space's vectors (n, d), memory-mapped."""
@@ -297,9 +361,39 @@ def _array(path: Path, rel: str, ledger: Ledger, shape: tuple, kinds: str, mmap:
 
 
 def _finite(rel: str, a: np.ndarray) -> np.ndarray:
-    if not np.isfinite(a).all():
-        raise AtlasDamaged(f"{rel} holds NaN or infinite values")
+    """``a`` (memory-mapped) after checking, ``CHECK_ROWS`` rows at a time, that it holds finite numbers."""
+    for s in range(0, len(a), CHECK_ROWS):
+        if not np.isfinite(np.asarray(a[s : s + CHECK_ROWS])).all():
+            raise AtlasDamaged(f"{rel} holds NaN or infinite values")
     return a
+
+
+def _load_index(path: Path, s: str, n: int, ledger: Ledger, bounds: tuple) -> SpatialIndex | None:
+    """The space's spatial index (``isoscope.atlas.spatial.INDEX_FILES``) memory-mapped and checked chunk by
+    chunk (codes ascending, order and rank inverse permutations of 0..n-1, a finite layout); None for a folder
+    whose build wrote none (the server then builds one in memory)."""
+    rels = [f"{s}/{name}" for name in INDEX_FILES]
+    if all(ledger.output(rel) is None for rel in rels):
+        log.info("atlas %s: no spatial index on disk (an older build); the map builds one in memory", path.name)
+        return None
+    codes = _array(path, rels[0], ledger, (n,), "u", mmap=True)
+    order = _array(path, rels[1], ledger, (n,), "i", mmap=True)
+    rank = _array(path, rels[2], ledger, (n,), "i", mmap=True)
+    xy = _finite(rels[3], _array(path, rels[3], ledger, (n, 2), "f", mmap=True))
+    if codes.dtype != np.uint32 or xy.dtype != np.float32:
+        raise AtlasDamaged(f"{s}/{INDEX_FILES[0]} or {INDEX_FILES[3]} holds the wrong number type")
+    last = None
+    for a in range(0, n, CHECK_ROWS):
+        block = np.asarray(codes[a : a + CHECK_ROWS], np.int64)  # (m,)
+        if (np.diff(block) < 0).any() or (last is not None and len(block) and block[0] < last):
+            raise AtlasDamaged(f"{rels[0]} is not in ascending order")
+        last = block[-1] if len(block) else last
+        pos = np.asarray(order[a : a + CHECK_ROWS], np.int64)
+        if len(pos) and (pos.min() < 0 or pos.max() >= n):
+            raise AtlasDamaged(f"{rels[1]} names rows outside 0..{n - 1}")
+        if not np.array_equal(np.asarray(rank[pos], np.int64), np.arange(a, a + len(pos))):
+            raise AtlasDamaged(f"{rels[1]} and {INDEX_FILES[2]} are not one permutation and its inverse")
+    return SpatialIndex(World.around(bounds), codes=codes, order=order, xy=xy, rank=rank)
 
 
 def _load_space(path: Path, s: str, n: int, ledger: Ledger, graph: bool) -> AtlasSpace:
@@ -313,10 +407,11 @@ def _load_space(path: Path, s: str, n: int, ledger: Ledger, graph: bool) -> Atla
             raise ValueError("bounds")
     except (ValueError, KeyError, TypeError):
         raise AtlasDamaged(f"{s}/clusters.json is not a clusters file") from None
-    xy = _finite(f"{s}/xy.npy", _array(path, f"{s}/xy.npy", ledger, (n, 2), "f"))
-    density = _finite(f"{s}/density.npy", _array(path, f"{s}/density.npy", ledger, (n,), "f"))
-    cluster = _array(path, f"{s}/cluster.npy", ledger, (n,), "iu")
-    if len(cluster) and (cluster.min() < -1 or cluster.max() >= len(clusters)):
+    xy = _finite(f"{s}/xy.npy", _array(path, f"{s}/xy.npy", ledger, (n, 2), "f", mmap=True))
+    density = _finite(f"{s}/density.npy", _array(path, f"{s}/density.npy", ledger, (n,), "f", mmap=True))
+    cluster = _array(path, f"{s}/cluster.npy", ledger, (n,), "iu", mmap=True)
+    lo, hi = _id_range(cluster)
+    if len(cluster) and (lo < -1 or hi >= len(clusters)):
         raise AtlasDamaged(f"{s}/cluster.npy numbers clusters beyond the {len(clusters)} of clusters.json")
     grid = _finite(f"{s}/grid.npy", _array(path, f"{s}/grid.npy", ledger, (None, None), "f"))
     ids = None
@@ -327,10 +422,11 @@ def _load_space(path: Path, s: str, n: int, ledger: Ledger, graph: bool) -> Atla
             raise AtlasDamaged(f"{s}/knn_ids.npy names rows outside 0..{n - 1}")
     if s != "raw":
         _array(path, f"{s}/vectors.npy", ledger, (n, None), "f", mmap=True)
-    return AtlasSpace(xy, density, cluster, grid, bounds, clusters, ids, levels)  # type: ignore[arg-type]
+    index = _load_index(path, s, n, ledger, bounds)
+    return AtlasSpace(xy, density, cluster, grid, bounds, clusters, ids, levels, index)  # type: ignore[arg-type]
 
 
-def _id_range(ids: np.ndarray, chunk: int = 1 << 20) -> tuple[int, int]:
+def _id_range(ids: np.ndarray, chunk: int = CHECK_ROWS) -> tuple[int, int]:
     lo, hi = 0, 0
     for s in range(0, len(ids), chunk):
         block = np.asarray(ids[s : s + chunk])
@@ -354,8 +450,10 @@ def _points(path: Path, n: int) -> pd.DataFrame:
 
 
 def load_atlas(path: str | Path) -> Atlas:
-    """Read a finished atlas folder (arrays in memory except the vectors and neighbour lists), every file
-    checked first (``AtlasDamaged``, an InputError naming the file, when one is not what was written)."""
+    """Open a finished atlas folder without reading it whole: every file checked first (``AtlasDamaged``, an
+    InputError naming the file, when one is not what was written: size and SHA-256 up to
+    ``HASH_ON_LOAD_MAX``, the .npy header, then the values ``CHECK_ROWS`` rows at a time), the per-point
+    arrays memory-mapped (``np.memmap``), ``points.parquet`` opened for reads by row group."""
     import pyarrow.parquet as pq
 
     path = Path(path)
@@ -383,14 +481,14 @@ def load_atlas(path: str | Path) -> Atlas:
     if rows != n:
         raise AtlasDamaged(f"points.parquet has {rows:,} rows for an atlas of {n:,}")
     try:
-        points = _points(points_path, n)
+        rows = PointsFile.open(points_path, n)  # footer and page headers checked; nothing decoded
     except InputError as exc:  # its own reason: over a decode limit, not Parquet
         raise AtlasDamaged(str(exc)) from None
-    if "text" not in points.columns:
+    if "text" not in rows.columns:
         raise AtlasDamaged("points.parquet has no text column")
     _array(path, "vectors.npy", ledger, (n, None), "f", mmap=True)
     spaces = {s: _load_space(path, s, n, ledger, needs_graph(config)) for s in space_names(config)}
-    norm = _finite("norm.npy", _array(path, "norm.npy", ledger, (n,), "f"))
-    length = _array(path, "length.npy", ledger, (n,), "iu")
-    overlap = _finite("overlap.npy", _array(path, "overlap.npy", ledger, (n,), "f"))
-    return Atlas(path, points, norm, length, overlap, spaces, manifest, points["text"].to_numpy(dtype=object))
+    norm = _finite("norm.npy", _array(path, "norm.npy", ledger, (n,), "f", mmap=True))
+    length = _array(path, "length.npy", ledger, (n,), "iu", mmap=True)
+    overlap = _finite("overlap.npy", _array(path, "overlap.npy", ledger, (n,), "f", mmap=True))
+    return Atlas(path, None, norm, length, overlap, spaces, manifest, rows=rows)

@@ -9,7 +9,7 @@ folder's ledger (``isoscope.atlas.folder``: size and SHA-256 of what it wrote an
 rerun skips a stage whose files are intact and were built from its inputs as they are now, and rebuilds a
 missing, damaged or outdated one (and, through their inputs, the stages after it); ``progress(stage, done,
 total)`` reports each stage (``wait`` while another build of the same folder holds its lock):
-- ``texts``: ``points.parquet`` (text + metadata columns).
+- ``texts``: ``points.parquet`` (text + metadata columns), in row groups of ``ROW_GROUP_ROWS`` rows.
 - ``embed``: ``vectors.npy`` float32 (n, d) through ``isoscope.encode.chunked.embed_to_npy`` (chunked into a
   memory map, itself resumable chunk by chunk).
 - ``calibrate``: a calibrator fitted on a seeded sample of ``fit_rows`` rows (``cal/calibrator/``), then
@@ -23,6 +23,8 @@ total)`` reports each stage (``wait`` while another build of the same folder hol
   ``isoscope.atlas.labels``). Both spaces' vectors and graphs come before either layout.
 - ``extras``: ``norm.npy`` (raw L2 norm), ``length.npy`` (characters), ``overlap.npy`` (Jaccard of the raw
   and calibrated neighbour lists).
+- ``index``: per space, the points in Morton order (``isoscope.atlas.spatial.INDEX_FILES``), which the
+  server memory-maps (a folder built before this stage is served from an index built in memory).
 ``manifest.json`` records what the folder was built from (texts digest, model, settings); a folder built
 from something else is refused rather than mixed. One build per folder at a time (``folder.build_lock``).
 Memory: the vectors are memory-mapped and read in chunks; the largest resident pieces at 1M x 384 are
@@ -57,6 +59,8 @@ from isoscope.atlas.folder import (
 from isoscope.atlas.graph import knn_graph_chunked
 from isoscope.atlas.labels import TermCounts
 from isoscope.atlas.layout import LANDMARKS, check_method, layout
+from isoscope.atlas.points import ROW_GROUP_ROWS
+from isoscope.atlas.spatial import INDEX_FILES, World, write_index
 from isoscope.atlas.workers import Job, run_side_by_side
 from isoscope.cache import PartialNpy, atomic_save_npy, atomic_write_bytes, text_digest
 from isoscope.data.vectors.table import vectors_digest
@@ -91,6 +95,7 @@ STAGES: tuple[str, ...] = (
     "raw_clusters",
     "cal_clusters",
     "extras",
+    "index",
 )
 
 MAX_ATLAS_ROWS = 1_000_000
@@ -195,7 +200,8 @@ def _save_points(out: Path, texts: Sequence[str], meta: pd.DataFrame) -> None:
     if "text" in frame.columns[1:]:
         frame = frame.rename(columns={frame.columns[1 + list(frame.columns[1:]).index("text")]: "text_meta"})
     buf = pa.BufferOutputStream()
-    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), buf)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    pq.write_table(table, buf, row_group_size=ROW_GROUP_ROWS)  # bounded groups: a hover reads one (atlas.points)
     atomic_write_bytes(out / "points.parquet", buf.getvalue().to_pybytes())
 
 
@@ -413,6 +419,21 @@ def _run_stages(run, encoder, texts, meta, vectors, config: AtlasConfig, progres
     extra_in = [out / "vectors.npy", *([out / s / "knn_ids.npy" for s in spaces] if "cal" in spaces else [])]
     extra_out = [out / f for f in ("norm.npy", "length.npy", "overlap.npy")]
     stage("extras", extra_in, extra_out, lambda: _extras(out, texts, spaces))
+    stage("index", *_index_files(out, spaces), lambda: _index(out, spaces))
+
+
+def _index_files(out: Path, spaces: Sequence[str]) -> tuple[list[Path], list[Path]]:
+    """(inputs, outputs) of the ``index`` stage: each space's layout and bounds -> its spatial index."""
+    inputs = [out / s / f for s in spaces for f in ("xy.npy", "clusters.json")]
+    return inputs, [out / s / f for s in spaces for f in INDEX_FILES]
+
+
+def _index(out: Path, spaces: Sequence[str]) -> None:
+    """Each space's points in Morton order on disk (``isoscope.atlas.spatial.write_index``) over the world
+    around its bounds: the server reads a tile's points from memory maps instead of sorting n points."""
+    for s in spaces:
+        bounds = json.loads((out / s / "clusters.json").read_bytes())["bounds"]
+        write_index(out / s, _load(out / s / "xy.npy", mmap=True), World.around(bounds))
 
 
 def _space_vectors(out: Path, space: str) -> Path:

@@ -5,22 +5,34 @@ world = World.around(bounds)                    # the square the tiles divide: l
 index = SpatialIndex.build(xy, world)           # O(n log n) once; 16 bytes a point
 rows = index.rows_in_box(x0, y0, x1, y1)        # rows (m,) inside a box (box selection, a tile plus margin)
 row = index.nearest(x, y, radius)               # the row nearest (x, y) within ``radius``, or -1 (hover, click)
+write_index(folder / "raw", xy, world)          # the same index on disk (a build stage): INDEX_FILES
+index = SpatialIndex(world, codes=..., order=..., xy=..., rank=...)   # memory-mapped by isoscope.atlas.folder
 
 Coordinates are quantised to ``BITS`` bits per axis (65,536 cells a side); a Morton code interleaves the two
 quantised coordinates, so the cells of level ``z`` are the codes sharing their top ``2 z`` bits. A box query
 takes the level whose cells are at least as large as the box (at most 2 x 2 of them cover it), reads those
 cells' slices with ``searchsorted`` and keeps the points inside the box: O(log n + points in those cells).
 Tiles count rows from the top (largest y), like web maps; the index itself counts y upwards.
+
+On disk (``write_index``, the build's ``index`` stage) the index is four .npy files per space, read back
+memory-mapped (``isoscope.atlas.folder``): a tile, a box or a pick then reads only the slices of the memory
+maps its cells cover, so a server holds none of the n points. ``morton_codes.npy`` (n,) uint32 ascending,
+``morton_order.npy`` (n,) sorted position -> row, ``morton_rank.npy`` (n,) row -> sorted position (the
+inverse permutation: lit-up rows found without a pass over n), ``morton_xy.npy`` (n, 2) float32 in sorted
+order; positions int32 below 2^31 points: 20 bytes a point in all.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 BITS = 16
 CELLS = 1 << BITS
+INDEX_FILES = ("morton_codes.npy", "morton_order.npy", "morton_rank.npy", "morton_xy.npy")
+CHUNK = 1 << 20  # points quantised per step when the index is written
 
 
 @dataclass(frozen=True)
@@ -64,20 +76,68 @@ def morton(qx: np.ndarray, qy: np.ndarray) -> np.ndarray:
     return _spread(np.asarray(qx, np.uint32)) | (_spread(np.asarray(qy, np.uint32)) << np.uint32(1))
 
 
-class SpatialIndex:
-    """The points of a layout in Morton order: ``codes`` (n,) uint32 ascending, ``order`` (n,) int64 (sorted
-    position -> row), ``xy`` (n, 2) float32 in sorted order."""
+def position_dtype(n: int) -> type:
+    """The integer type of sorted positions and rows of ``n`` points on disk."""
+    return np.int32 if n < 2**31 else np.int64
 
-    def __init__(self, world: World, *, codes: np.ndarray, order: np.ndarray, xy: np.ndarray) -> None:
-        self.world, self.codes, self.order, self.xy = world, codes, order, xy
+
+def sort_points(xy: np.ndarray, world: World) -> tuple[np.ndarray, np.ndarray]:
+    """(codes (n,) uint32 in Morton order, order (n,) int64: sorted position -> row) of a layout ``xy`` (n, 2),
+    quantised ``CHUNK`` points at a time (``xy`` may be memory-mapped)."""
+    n = len(xy)
+    codes = np.empty(n, np.uint32)  # (n,)
+    for s in range(0, n, CHUNK):
+        block = np.asarray(xy[s : s + CHUNK], np.float32)  # (m, 2)
+        codes[s : s + len(block)] = morton(*SpatialIndex._quantise(world, block[:, 0], block[:, 1]))
+    order = np.argsort(codes, kind="stable")  # (n,) int64
+    return codes[order], order
+
+
+def write_index(folder: Path, xy: np.ndarray, world: World) -> list[Path]:
+    """The index of layout ``xy`` (n, 2) over ``world`` as ``INDEX_FILES`` in ``folder``, each written
+    atomically; returns their paths. Peak memory: about 24 bytes a point (codes, the argsort, one output)."""
+    from isoscope.cache import atomic_save_npy
+
+    codes, order = sort_points(xy, world)
+    kind = position_dtype(len(order))
+    paths = [folder / name for name in INDEX_FILES]
+    atomic_save_npy(paths[0], codes)
+    del codes
+    atomic_save_npy(paths[3], np.asarray(xy, np.float32)[order])  # (n, 2) in sorted order
+    rank = np.empty(len(order), kind)  # (n,)
+    rank[order] = np.arange(len(order), dtype=kind)
+    atomic_save_npy(paths[2], rank)
+    del rank
+    atomic_save_npy(paths[1], order.astype(kind))
+    return paths
+
+
+class SpatialIndex:
+    """The points of a layout in Morton order: ``codes`` (n,) uint32 ascending, ``order`` (n,) integers (sorted
+    position -> row), ``xy`` (n, 2) float32 in sorted order, ``rank`` (n,) (row -> sorted position; None: not
+    kept). In memory (``build``) or memory-mapped from ``INDEX_FILES`` (``isoscope.atlas.folder``)."""
+
+    def __init__(
+        self, world: World, *, codes: np.ndarray, order: np.ndarray, xy: np.ndarray, rank: np.ndarray | None = None
+    ) -> None:
+        self.world, self.codes, self.order, self.xy, self.rank = world, codes, order, xy, rank
 
     @classmethod
     def build(cls, xy: np.ndarray, world: World) -> SpatialIndex:
+        """The index in memory (16 bytes a point besides ``xy``)."""
         xy = np.asarray(xy, np.float32)  # (n, 2)
-        qx, qy = cls._quantise(world, xy[:, 0], xy[:, 1])
-        codes = morton(qx, qy)
-        order = np.argsort(codes, kind="stable")
-        return cls(world, codes=codes[order], order=order.astype(np.int64), xy=np.ascontiguousarray(xy[order]))
+        codes, order = sort_points(xy, world)
+        return cls(world, codes=codes, order=order.astype(np.int64), xy=np.ascontiguousarray(xy[order]))
+
+    def positions_of(self, rows: np.ndarray) -> np.ndarray:
+        """Sorted positions (m,) int64, ascending, of ``rows`` (m,) (the inverse permutation, computed in
+        memory once when the index has no ``rank``)."""
+        rows = np.asarray(rows, np.int64)
+        if self.rank is None:
+            rank = np.empty(self.n, np.int64)
+            rank[np.asarray(self.order)] = np.arange(self.n)
+            self.rank = rank
+        return np.sort(np.asarray(self.rank[rows], np.int64))
 
     @property
     def n(self) -> int:
@@ -109,6 +169,11 @@ class SpatialIndex:
                     out.append((a, b))
         return sorted(out)  # disjoint cells: ascending ranges
 
+    def cells(self, x0: float, y0: float, x1: float, y1: float) -> list[tuple[int, int]]:
+        """Sorted-position ranges [a, b), ascending, of the cells that cover the box (every point in the box is in
+        one of them; the cells may hold points outside it)."""
+        return self._slices(x0, y0, x1, y1)
+
     def positions_in_box(self, x0: float, y0: float, x1: float, y1: float) -> np.ndarray:
         """Sorted positions (m,) int64 of the points inside the closed box, ascending."""
         parts = []
@@ -122,7 +187,7 @@ class SpatialIndex:
         """Rows (m,) int64 of the points inside the closed box (x0, y0, x1, y1), ascending."""
         x0, x1 = min(x0, x1), max(x0, x1)
         y0, y1 = min(y0, y1), max(y0, y1)
-        return np.sort(self.order[self.positions_in_box(x0, y0, x1, y1)])
+        return np.sort(np.asarray(self.order[self.positions_in_box(x0, y0, x1, y1)], np.int64))
 
     def nearest(self, x: float, y: float, radius: float) -> int:
         """The row nearest (x, y) within ``radius`` (ties: the lowest row), or -1 when none is that close."""
@@ -130,6 +195,6 @@ class SpatialIndex:
         if len(pos) == 0:
             return -1
         d2 = ((self.xy[pos].astype(np.float64) - [x, y]) ** 2).sum(axis=1)  # (m,)
-        rows = self.order[pos]
+        rows = np.asarray(self.order[pos], np.int64)
         best = np.lexsort((rows, d2))[0]
         return int(rows[best]) if d2[best] <= radius * radius else -1

@@ -2,7 +2,8 @@
 
 grid = TileGrid.build(index)                                          # levels 0 .. grid.max_level
 rgba = render_tile(index, colors[index.order], grid, z, tx, ty, field)   # (256, 256, 4) uint8
-rgba = highlight_tile(index, mask[index.order], grid, z, tx, ty)         # the lit-up points alone
+rgba = render_tile(index, codes[index.order], grid, z, tx, ty, lut=lut)  # colours as uint8 codes of a palette
+rgba = highlight_tile(index, index.positions_of(rows), grid, z, tx, ty)  # the lit-up points alone
 field = ContourField(grid_counts, bounds, levels)                     # density contours, redrawn per tile
 
 Level ``z`` divides the world square (``isoscope.atlas.spatial.World``) into 2^z x 2^z tiles of ``TILE`` pixels,
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from isoscope.atlas.spatial import SpatialIndex, World
+from isoscope.atlas.spatial import CHUNK, SpatialIndex, World
 
 TILE = 256
 MAX_RADIUS = 3.5  # pixels: a single point at depth is a disc of 7 pixels
@@ -30,6 +31,7 @@ SPACING_PX = 24.0  # the deepest level shows neighbouring points at least this f
 MIN_LEVELS = 10  # levels served at least (1,024 x the whole map on one tile)
 MAX_LEVEL = 16
 SPACING_SAMPLE = 50_000  # points whose nearest neighbours set the typical spacing
+LEVEL_SAMPLE = 200_000  # points whose densities set the contour levels (a seeded sample above)
 FULL_COUNT = 40  # points in a pixel for full opacity
 TOP_MIN_ALPHA = 110  # one point in a pixel of an aggregated level
 DISC_MIN_ALPHA = 215  # one point drawn as a disc
@@ -129,14 +131,27 @@ def _pixels(index: SpatialIndex, grid: TileGrid, z: int, tx: int, ty: int, pad: 
     x0, y0, x1, y1 = grid.world.tile_box(z, tx, ty)
     pix = grid.pixel(z)
     margin = (pad + 1) * pix
-    pos = index.positions_in_box(x0 - margin, y0 - margin, x1 + margin, y1 + margin)
     exact = np.float64 if z > 10 else np.float32  # float32 resolves 1/64 pixel down to level 10
-    xy = index.xy[pos].astype(exact, copy=False)  # (m, 2)
-    col = np.floor((xy[:, 0] - exact(x0)) / exact(pix)).astype(np.int64) + pad
-    row = np.floor((exact(y1) - xy[:, 1]) / exact(pix)).astype(np.int64) + pad
     side = TILE + 2 * pad
-    keep = (col >= 0) & (col < side) & (row >= 0) & (row < side)
-    return pos[keep], col[keep], row[keep]
+    parts = []
+    # each covering cell is one contiguous slice of the (memory-mapped) sorted layout: read as a slice, never
+    # gathered; the canvas lies within the queried box, so its test is the only one needed
+    for a, b in index.cells(x0 - margin, y0 - margin, x1 + margin, y1 + margin):
+        xy = np.asarray(index.xy[a:b]).astype(exact, copy=False)  # (m, 2)
+        col = np.floor((xy[:, 0] - exact(x0)) / exact(pix)).astype(np.int64) + pad
+        row = np.floor((exact(y1) - xy[:, 1]) / exact(pix)).astype(np.int64) + pad
+        keep = (col >= 0) & (col < side) & (row >= 0) & (row < side)
+        parts.append((a + np.flatnonzero(keep), col[keep], row[keep]))
+    if not parts:
+        return (np.zeros(0, np.int64),) * 3
+    return tuple(np.concatenate(x) for x in zip(*parts, strict=True))
+
+
+def _take(values: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """``values[pos]`` for ascending positions: a slice when they are contiguous (the top tiles: every point)."""
+    if len(pos) and pos[-1] - pos[0] + 1 == len(pos):
+        return np.asarray(values[pos[0] : pos[-1] + 1])
+    return np.asarray(values[pos])
 
 
 def render_tile(
@@ -148,15 +163,20 @@ def render_tile(
     ty: int,
     *,
     field: ContourField | None = None,
+    lut: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Tile (z, tx, ty) as RGBA (TILE, TILE, 4) uint8; ``colors`` (n, 3) uint8 in the index's sorted order."""
+    """Tile (z, tx, ty) as RGBA (TILE, TILE, 4) uint8; ``colors`` (n, 3) uint8 in the index's sorted order, or
+    with ``lut`` (k, 3) uint8 the codes (n,) uint8 of its colours (read only where the tile covers: ``colors``
+    may be memory-mapped)."""
     radius = grid.point_radius(z)
     kernel = disc_kernel(radius)
     pad = kernel.shape[0] // 2
     side = TILE + 2 * pad
     pos, col, row = _pixels(index, grid, z, tx, ty, pad)
     flat = row * side + col  # (m,)
-    count, *sums = _splat(flat, [None, *(colors[pos, ch].astype(np.float64) for ch in range(3))], side, kernel)
+    picked = _take(colors, pos)  # (m, 3) or (m,)
+    rgb = picked if lut is None else lut[picked]  # (m, 3) uint8
+    count, *sums = _splat(flat, [None, *(rgb[:, ch].astype(np.float64) for ch in range(3))], side, kernel)
     inner = (slice(pad, pad + TILE), slice(pad, pad + TILE))
     count = count[inner]
     out = np.zeros((TILE, TILE, 4), np.uint8)
@@ -177,15 +197,17 @@ def render_tile(
     return out
 
 
-def highlight_tile(index: SpatialIndex, mask: np.ndarray, grid: TileGrid, z: int, tx: int, ty: int) -> np.ndarray:
-    """The points of ``mask`` (n,) bool, in the index's sorted order, as yellow discs with a dark outline on a
-    transparent tile (TILE, TILE, 4) uint8, drawn over ``render_tile``'s tile."""
+def highlight_tile(index: SpatialIndex, lit: np.ndarray, grid: TileGrid, z: int, tx: int, ty: int) -> np.ndarray:
+    """The points at the sorted positions ``lit`` (m,) ascending (``SpatialIndex.positions_of(rows)``) as yellow
+    discs with a dark outline on a transparent tile (TILE, TILE, 4) uint8, drawn over ``render_tile``'s tile."""
     radius = max(grid.point_radius(z), 1.0) + 1.5
     outer = disc_kernel(radius + 1.2)
     pad = outer.shape[0] // 2
     side = TILE + 2 * pad
     pos, col, row = _pixels(index, grid, z, tx, ty, pad)
-    lit = mask[pos]
+    lit = np.asarray(lit, np.int64)
+    at = np.minimum(np.searchsorted(lit, pos), max(len(lit) - 1, 0))  # (m,)
+    lit = (lit[at] == pos) if len(lit) else np.zeros(len(pos), bool)
     flat = (row * side + col)[lit]
     inner = (slice(pad, pad + TILE), slice(pad, pad + TILE))
     ring = _splat(flat, [None], side, outer)[0][inner] > 0.5
@@ -269,8 +291,8 @@ def check_tile(grid: TileGrid, z: int, tx: int, ty: int) -> bool:
 
 @dataclass
 class TileMap:
-    """Everything the tiles of one space need, built once per loaded atlas: the spatial index, the pyramid
-    and the contour field."""
+    """Everything the tiles of one space need, built once per loaded atlas: the spatial index (in memory or
+    memory-mapped), the pyramid and the contour field."""
 
     index: SpatialIndex
     grid: TileGrid
@@ -278,18 +300,38 @@ class TileMap:
 
     @classmethod
     def of(cls, xy: np.ndarray, bounds, *, density_grid: np.ndarray, point_density: np.ndarray) -> TileMap:
-        """From a space's layout ``xy`` (n, 2), its ``bounds``, density grid and per-point density."""
-        from isoscope.atlas.raster import contour_levels
-
+        """From a space's layout ``xy`` (n, 2), its ``bounds``, density grid and per-point density (the index
+        built in memory)."""
         index = SpatialIndex.build(xy, World.around(bounds))
-        return cls(index, TileGrid.build(index), ContourField(density_grid, bounds, contour_levels(point_density)))
+        return cls.of_index(index, bounds, density_grid=density_grid, point_density=point_density)
+
+    @classmethod
+    def of_index(cls, index: SpatialIndex, bounds, *, density_grid: np.ndarray, point_density: np.ndarray) -> TileMap:
+        """From a spatial index (the folder's, memory-mapped): contour levels from the points' densities (a
+        seeded sample of ``LEVEL_SAMPLE`` above that many points, so nothing of size n is read whole)."""
+        from isoscope.atlas.raster import contour_levels
+        from isoscope.sampling import sample_indices
+
+        n = len(point_density)
+        density = point_density if n <= LEVEL_SAMPLE else point_density[sample_indices(n, LEVEL_SAMPLE, 0)]
+        levels = contour_levels(np.asarray(density))
+        return cls(index, TileGrid.build(index), ContourField(density_grid, bounds, levels))
 
     def sorted(self, values: np.ndarray) -> np.ndarray:
-        """Per-row values (n, ...) in the index's order (what ``render_tile`` and ``highlight_tile`` take)."""
-        return np.ascontiguousarray(np.asarray(values)[self.index.order])
+        """Per-row values (n, ...) in the index's order (what ``render_tile`` takes), gathered ``CHUNK`` rows at
+        a time (the order may be memory-mapped)."""
+        values = np.asarray(values)
+        out = np.empty_like(values)
+        for s in range(0, len(out), CHUNK):
+            out[s : s + CHUNK] = values[np.asarray(self.index.order[s : s + CHUNK])]
+        return out
 
-    def tile(self, colors_sorted: np.ndarray, z: int, tx: int, ty: int, *, contours: bool) -> np.ndarray:
-        return render_tile(self.index, colors_sorted, self.grid, z, tx, ty, field=self.field if contours else None)
+    def tile(
+        self, colors_sorted: np.ndarray, z: int, tx: int, ty: int, *, contours: bool, lut: np.ndarray | None = None
+    ) -> np.ndarray:
+        field = self.field if contours else None
+        return render_tile(self.index, colors_sorted, self.grid, z, tx, ty, field=field, lut=lut)
 
-    def highlight(self, mask_sorted: np.ndarray, z: int, tx: int, ty: int) -> np.ndarray:
-        return highlight_tile(self.index, mask_sorted, self.grid, z, tx, ty)
+    def highlight(self, rows: np.ndarray, z: int, tx: int, ty: int) -> np.ndarray:
+        """The rows (m,) lit up on tile (z, tx, ty)."""
+        return highlight_tile(self.index, self.index.positions_of(rows), self.grid, z, tx, ty)

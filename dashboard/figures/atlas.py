@@ -41,7 +41,7 @@ def hex_colour(rgb: np.ndarray) -> str:
 
 def colour_options(atlas: Atlas) -> list[str]:
     """What the points can be coloured by: cluster, every metadata column, the numeric measures."""
-    meta = [c for c in atlas.points.columns if c != "text"]
+    meta = atlas.columns
     numeric = [k for k in NUMERIC if k != "overlap" or "cal" in atlas.spaces]
     return ["cluster", *meta, *numeric]
 
@@ -88,6 +88,111 @@ def colours(atlas: Atlas, space: str, colour_by: str) -> tuple[np.ndarray, Legen
     if pd.api.types.is_numeric_dtype(column) and column.nunique() > len(PALETTE):
         return numeric_colours(column.to_numpy(np.float64))
     return categorical_colours(column)
+
+
+# ------------------------------------------------------------------ colours as codes, chunk by chunk (the map's)
+
+QUANTILE_SAMPLE = 2_000_000  # values whose percentiles set a numeric scale (a seeded sample above)
+CATEGORY_CAP = 1_000_000  # distinct values counted for a categorical legend (the first ones met beyond)
+STEPS = 256  # a numeric scale as codes: 256 steps of viridis; its steepest channel climbs 159 units over 63.75
+# steps, so a value is within half a step (1.25 units) of its code's colour, 2 after both are rounded
+CHUNK = 1 << 20
+
+
+def _numeric_lut() -> np.ndarray:
+    """(STEPS, 3) uint8: viridis at STEPS evenly spaced points of the scale."""
+    t = np.linspace(0, len(VIRIDIS) - 1, STEPS)
+    i = np.minimum(t.astype(int), len(VIRIDIS) - 2)
+    f = (t - i)[:, None]
+    return np.round(VIRIDIS[i] * (1 - f) + VIRIDIS[i + 1] * f).astype(np.uint8)
+
+
+def _numeric_codes(chunks, n: int) -> tuple[np.ndarray, np.ndarray, Legend]:
+    """Codes (n,) uint8 of a numeric scale from the 1st to the 99th percentile (as ``numeric_colours``), over
+    ``chunks()`` (a fresh iterator of (first row, values) each call); the percentiles of every value up to
+    ``QUANTILE_SAMPLE`` values, of a seeded sample beyond."""
+    from isoscope.sampling import sample_indices
+
+    keep = None if n <= QUANTILE_SAMPLE else sample_indices(n, QUANTILE_SAMPLE, 0)  # (s,) sorted
+    parts = []
+    for start, v in chunks():
+        v = np.asarray(v, np.float64)
+        if keep is None:
+            parts.append(v)
+        else:
+            a, b = np.searchsorted(keep, [start, start + len(v)])
+            parts.append(v[keep[a:b] - start])
+    values = np.concatenate(parts) if parts else np.zeros(0)
+    lo, hi = np.nanquantile(values, [0.01, 0.99]) if len(values) else (0.0, 1.0)
+    del values, parts
+    codes = np.empty(n, np.uint8)
+    for start, v in chunks():
+        t = np.clip((np.asarray(v, np.float64) - lo) / (hi - lo if hi > lo else 1.0), 0, 1)  # (m,) in [0, 1]
+        codes[start : start + len(t)] = np.round(np.nan_to_num(t) * (STEPS - 1)).astype(np.uint8)
+    return codes, _numeric_lut(), [(f"{lo:.3g}", hex_colour(VIRIDIS[0])), (f"{hi:.3g}", hex_colour(VIRIDIS[-1]))]
+
+
+def _lut(shown: int) -> np.ndarray:
+    """The palette's first ``shown`` colours, then grey (code ``shown``): (shown + 1, 3) uint8."""
+    return np.vstack([PALETTE[:shown], OTHER[None, :]]).astype(np.uint8)
+
+
+def _category_codes(atlas: Atlas, column: str) -> tuple[np.ndarray, np.ndarray, Legend]:
+    """``categorical_colours`` of a metadata column as codes, two passes over its row groups."""
+    counts: dict[str, int] = {}
+    for _, values in atlas.column_chunks(column):
+        for value, count in values.astype(str).value_counts(sort=False).items():
+            if value in counts or len(counts) < CATEGORY_CAP:
+                counts[value] = counts.get(value, 0) + int(count)
+    ranked = pd.Series(counts, dtype=np.int64).sort_values(ascending=False, kind="stable")
+    top = list(ranked.index[: len(PALETTE)])
+    codes = np.empty(atlas.n, np.uint8)
+    other = 0
+    for start, values in atlas.column_chunks(column):
+        code = pd.Index(top).get_indexer(values.astype(str))  # (m,), -1 = other
+        other += int((code < 0).sum())
+        codes[start : start + len(code)] = np.where(code >= 0, code, len(top))
+    legend = [(name, hex_colour(PALETTE[i])) for i, name in enumerate(top)]
+    if other:
+        legend.append((f"other ({other:,})", hex_colour(OTHER)))
+    return codes, _lut(len(top)), legend
+
+
+def _chunks_of(values: np.ndarray):
+    """A fresh iterator of (first row, block) over ``values`` (memory-mapped), ``CHUNK`` rows at a time."""
+    return lambda: ((s, np.asarray(values[s : s + CHUNK])) for s in range(0, len(values), CHUNK))
+
+
+def colour_codes(atlas: Atlas, space: str, colour_by: str) -> tuple[np.ndarray, np.ndarray, Legend]:
+    """What the map draws: codes (n,) uint8 (one byte a point), a colour table (k, 3) uint8 and the legend,
+    computed a chunk at a time from the memory maps and the row groups of ``points.parquet``. ``lut[codes]``
+    is ``colours``' colours: the same for clusters and categories, within two units per channel for a scale."""
+    sp = atlas.spaces[space]
+    if colour_by == "cluster":
+        names = sp.cluster_names()
+        shown = min(len(PALETTE), len(names))
+        codes = np.empty(atlas.n, np.uint8)
+        other = 0
+        for start, c in _chunks_of(sp.cluster)():
+            other += int(((c >= shown) | (c < 0)).sum())
+            codes[start : start + len(c)] = np.where((c >= 0) & (c < shown), c, shown)
+        legend = [(names[c], hex_colour(PALETTE[c])) for c in range(shown)]
+        legend += [(f"other ({other:,})", hex_colour(OTHER))] if other else []
+        return codes, _lut(shown), legend
+    if colour_by in NUMERIC:
+        values = {"density": sp.density, "norm": atlas.norm, "length": atlas.length, "overlap": atlas.overlap}
+        return _numeric_codes(_chunks_of(values[colour_by]), atlas.n)
+    numeric, distinct = True, set()
+    for _, values in atlas.column_chunks(colour_by):
+        numeric = numeric and pd.api.types.is_numeric_dtype(values)
+        if not numeric:
+            break
+        distinct.update(values.dropna().unique()[: len(PALETTE) + 1].tolist())
+        if len(distinct) > len(PALETTE):
+            break
+    if numeric and len(distinct) > len(PALETTE):
+        return _numeric_codes(lambda: atlas.column_chunks(colour_by), atlas.n)
+    return _category_codes(atlas, colour_by)
 
 
 def colour_caption(colour_by: str, legend: Legend) -> str | None:
@@ -166,9 +271,11 @@ def selection_table(atlas: Atlas, space: str, rows: np.ndarray, meta_columns: in
     """The selected ``rows``: text, cluster, the first metadata columns, norm, length and (with a calibrated
     space) the neighbour overlap raw vs calibrated."""
     sp = atlas.spaces[space]
-    table = pd.DataFrame({"row": rows, "text": atlas.texts[rows], "cluster": sp.cluster[rows]})
-    for col in [c for c in atlas.points.columns if c != "text"][:meta_columns]:
-        table[col] = atlas.points[col].to_numpy()[rows]
+    rows = np.asarray(rows, np.int64)
+    table = pd.DataFrame({"row": rows, "text": atlas.texts_at(rows), "cluster": sp.cluster[rows]})
+    meta = atlas.table_at(rows, atlas.columns[:meta_columns])  # read from the row groups the rows fall in
+    for col in meta.columns:
+        table[col] = meta[col].to_numpy()
     table["norm"] = np.round(atlas.norm[rows], 4)
     table["length"] = atlas.length[rows]
     if "cal" in atlas.spaces:

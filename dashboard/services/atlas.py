@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ from isoscope.dashboard.launch import ENV_ATLAS_DIR
 from isoscope.dashboard.services.keyed import Vectors
 from isoscope.dashboard.services.space import SessionSpace
 from isoscope.data import Corpus, load_corpus
+from isoscope.errors import InputError
 from isoscope.neighbours.costs import record_umap
 
 ATLAS_DIR_ENV = ENV_ATLAS_DIR  # a finished atlas folder (isoscope atlas --out DIR; isoscope app DIR) to open
@@ -45,7 +47,9 @@ STAGE_TEXT = {
     "cal_layout": "2-D layout (calibrated)",
     "cal_clusters": "Density, clusters and labels (calibrated)",
     "extras": "Norms, lengths, neighbour overlap",
+    "index": "Spatial index of the maps",
 }
+NEIGHBOURS_MAX_ROWS = MAX_ATLAS_ROWS  # Open in Neighbours reads every text and the vectors: up to this many
 
 
 # ------------------------------------------------------------------ sources and building
@@ -167,7 +171,12 @@ def open_atlas(path: str) -> Atlas:
 @st.cache_resource(show_spinner="Reading the atlas's texts and vectors…", max_entries=2)
 def _atlas_corpus(path: str, version: int) -> tuple[Corpus, Vectors]:
     atlas = open_atlas(path)
-    points = atlas.points
+    if atlas.n > NEIGHBOURS_MAX_ROWS:  # the Neighbours page holds every text: bounded like an atlas build
+        raise InputError(
+            f"the Neighbours page takes up to {NEIGHBOURS_MAX_ROWS:,} texts and this atlas has {atlas.n:,}; "
+            "search and select on the Atlas page instead"
+        )
+    points = atlas.points  # read whole here (under ISOSCOPE_MAX_PARQUET_BYTES), never on the map's path
     meta = points.drop(columns=["text"]).reset_index(drop=True)
     corpus = Corpus([str(t) for t in atlas.texts], meta, name=Path(path).name)
     vectors = np.ascontiguousarray(atlas.vectors("raw"), dtype=np.float32)  # (n, d)
@@ -176,34 +185,52 @@ def _atlas_corpus(path: str, version: int) -> tuple[Corpus, Vectors]:
 
 def atlas_corpus(path: str) -> tuple[Corpus, Vectors]:
     """The texts (with their metadata) of the atlas in ``path`` and its raw vectors: the rows the Atlas page
-    showed, for the Neighbours page (nothing is embedded again)."""
+    showed, for the Neighbours page (nothing is embedded again). Reads every text: an atlas over
+    ``NEIGHBOURS_MAX_ROWS`` texts, or whose table decodes past the Parquet limit, is an InputError."""
     return _atlas_corpus(path, atlas_version(path))
 
 
 # ------------------------------------------------------------------ what the map needs, cached per choice
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def colour_table(path: str, space: str, colour_by: str) -> tuple[np.ndarray, list[tuple[str, str]]]:
-    """``figures.atlas.colours`` of the atlas in ``path``, computed once per choice."""
-    return figures.colours(open_atlas(path), space, colour_by)
+@dataclass(frozen=True)
+class Colouring:
+    """One colour choice of one space as the tiles draw it: ``codes`` (n,) uint8 in the tile map's order (one
+    byte a point: 10 MB at ten million), the colour table ``lut`` (k, 3) uint8 and the legend."""
+
+    codes: np.ndarray
+    lut: np.ndarray
+    legend: list[tuple[str, str]]
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _colouring(path: str, space: str, colour_by: str, version: int) -> Colouring:
+    codes, lut, legend = figures.colour_codes(open_atlas(path), space, colour_by)  # (n,) in row order
+    return Colouring(tile_map(path, space).sorted(codes), lut, legend)
+
+
+def colouring(path: str, space: str, colour_by: str) -> Colouring:
+    """``figures.atlas.colour_codes`` of the atlas in ``path`` in the tile map's order, computed chunk by chunk
+    once per choice (shared by the page and the tile routes)."""
+    return _colouring(path, space, colour_by, atlas_version(path))
+
+
+def legend(path: str, space: str, colour_by: str) -> list[tuple[str, str]]:
+    return colouring(path, space, colour_by).legend
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _tile_map(path: str, space: str, version: int) -> TileMap:
     sp = open_atlas(path).spaces[space]
-    return TileMap.of(sp.xy, sp.bounds, density_grid=sp.grid, point_density=sp.density)
+    if sp.index is None:  # a folder built before the index stage: sorted here, in memory
+        return TileMap.of(sp.xy, sp.bounds, density_grid=sp.grid, point_density=sp.density)
+    return TileMap.of_index(sp.index, sp.bounds, density_grid=sp.grid, point_density=sp.density)
 
 
 def tile_map(path: str, space: str) -> TileMap:
-    """The spatial index, tile pyramid and contour field of one space (shared by the page and the tile routes)."""
+    """The spatial index (the folder's, memory-mapped), tile pyramid and contour field of one space (shared by
+    the page and the tile routes)."""
     return _tile_map(path, space, atlas_version(path))
-
-
-@st.cache_resource(show_spinner=False, max_entries=16)
-def sorted_colours(path: str, space: str, colour_by: str) -> np.ndarray:
-    """Per-point colours (n, 3) uint8 in the tile map's order (what the tiles draw)."""
-    return tile_map(path, space).sorted(colour_table(path, space, colour_by)[0])
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -217,11 +244,29 @@ def rows_in_box(path: str, space: str, box: tuple[float, float, float, float]) -
     return tile_map(path, space).index.rows_in_box(*box)
 
 
+@st.cache_data(show_spinner=False, max_entries=32)
+def cluster_rows(path: str, space: str, clusters: tuple[int, ...]) -> np.ndarray:
+    """Rows (m,) ascending in any of ``clusters``, read from the memory map a chunk at a time."""
+    cluster = open_atlas(path).spaces[space].cluster
+    step = 1 << 20
+    found = [
+        s + np.flatnonzero(np.isin(np.asarray(cluster[s : s + step]), clusters)) for s in range(0, len(cluster), step)
+    ]
+    return np.concatenate(found).astype(np.int64) if found else np.zeros(0, np.int64)
+
+
 @st.cache_data(show_spinner="Searching…", max_entries=32)
 def search(path: str, query: str) -> np.ndarray:
-    """Rows (m,) whose text contains ``query`` (case-insensitive, plain text, not a pattern)."""
-    texts = open_atlas(path).points["text"]
-    return np.flatnonzero(texts.str.contains(query, case=False, regex=False).to_numpy(bool, na_value=False))
+    """Rows (m,) whose text contains ``query`` (case-insensitive, plain text, not a pattern), one row group of
+    ``points.parquet`` at a time (``Atlas.search``)."""
+    return open_atlas(path).search(query)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def selection_table(path: str, space: str, rows: tuple[int, ...]) -> pd.DataFrame:
+    """``figures.atlas.selection_table`` of ``rows``: texts and metadata read from the row groups they fall in,
+    once per selection (not at every rerun of the page)."""
+    return figures.selection_table(open_atlas(path), space, np.asarray(rows, np.int64))
 
 
 @st.cache_data(show_spinner="Anisotropy metrics…", max_entries=16)

@@ -162,12 +162,11 @@ show_labels = f3.checkbox("Cluster labels", value=True, key="atlas_labels")
 
 # ------------------------------------------------------------------ filters -> lit-up rows
 hits = svc.search(path, query) if query else None
-mask = np.ones(n, bool)
-if hits is not None:
-    mask &= np.isin(np.arange(n), hits)
-if picked_clusters:
-    mask &= np.isin(sp.cluster, picked_clusters)
-filtered = np.flatnonzero(mask) if (hits is not None or picked_clusters) else np.zeros(0, np.int64)
+in_clusters = svc.cluster_rows(path, space, tuple(sorted(picked_clusters))) if picked_clusters else None
+if hits is not None and in_clusters is not None:
+    filtered = np.intersect1d(hits, in_clusters, assume_unique=True)
+else:
+    filtered = next((r for r in (hits, in_clusters) if r is not None), np.zeros(0, np.int64))
 
 # ------------------------------------------------------------------ the map
 here = (path, space)
@@ -201,7 +200,7 @@ def _on_map_event() -> None:
 
 chosen = st.session_state.get(SELECTION, {})
 map_rows = np.asarray(chosen.get("rows", []), np.int64) if chosen.get("at") == here else np.zeros(0, np.int64)
-colors, legend = svc.colour_table(path, space, colour_by)
+legend = svc.legend(path, space, colour_by)
 tmap = svc.tile_map(path, space)
 urls = tiles.publish(path, space, colour_by, show_contours, filtered)
 labels = figures.map_labels(sp) if show_labels else None
@@ -237,7 +236,7 @@ if len(selected) == 0:
     st.stop()
 st.caption(f"{len(selected):,} text(s) {how}.")
 shown = selected[:TABLE_ROWS]
-table = figures.selection_table(atlas, space, shown)
+table = svc.selection_table(path, space, tuple(shown.tolist()))
 st.dataframe(table, width="stretch", hide_index=True)
 if len(selected) > TABLE_ROWS:
     st.caption(f"Showing the first {TABLE_ROWS:,} of {len(selected):,}.")
@@ -250,7 +249,7 @@ st.caption("Each side a seeded sample of at most 20,000 rows; a selection of one
 ui.download_table(metrics, "atlas_selection_metrics")
 
 o1, o2 = st.columns([4, 1])
-texts = atlas.texts
+texts = dict(zip(shown.tolist(), table["text"], strict=True))  # the rows shown, read with the table
 row = o1.selectbox(
     "Open one in the Neighbours page",
     shown.tolist(),

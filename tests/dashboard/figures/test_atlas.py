@@ -131,3 +131,44 @@ def test_the_selection_table():
     assert list(table.columns) == ["row", "text", "cluster", "topic", "score", "norm", "length", "overlap"]
     assert table["text"].tolist() == ["text <b>1</b>", "text <b>2</b>"]  # as given, never rendered as HTML
     assert "overlap" not in fig.selection_table(atlas(calibrated=False), "raw", np.array([1])).columns
+
+
+def test_colour_codes_are_the_colours_one_byte_a_point():
+    """The map's colours (codes into a small table, computed chunk by chunk): the same colours and legend as
+    ``colours`` for clusters and categories, within two units per channel for a numeric scale (half of
+    viridis's steepest step of 159 / 63.75 units, rounded on both sides)."""
+    a = atlas()
+    for colour_by in fig.colour_options(a):
+        want, legend = fig.colours(a, "raw", colour_by)
+        codes, lut, got_legend = fig.colour_codes(a, "raw", colour_by)
+        assert codes.dtype == np.uint8 and codes.shape == (N,) and lut.dtype == np.uint8
+        assert got_legend == legend, colour_by
+        diff = np.abs(lut[codes].astype(int) - want.astype(int)).max()
+        assert diff <= (2 if colour_by in (*fig.NUMERIC, "score") else 0), colour_by
+
+
+def test_colour_codes_of_a_folder_read_by_row_group(tmp_path):
+    from isoscope.atlas.folder import load_atlas
+    from isoscope.atlas.pipeline import AtlasConfig, build_atlas
+
+    n = 300
+    rng = np.random.default_rng(1)
+    meta = pd.DataFrame({"topic": [f"t{i % 14}" for i in range(n)], "score": rng.normal(0, 1, n)})
+    vectors = rng.normal(0, 1, (n, 8)).astype(np.float32)
+    build_atlas(
+        None,
+        [f"text {i}" for i in range(n)],
+        tmp_path / "a",
+        config=AtlasConfig(layout="pca"),
+        meta=meta,
+        vectors=vectors,
+    )
+    lazy, whole = load_atlas(tmp_path / "a"), load_atlas(tmp_path / "a")
+    whole.points  # noqa: B018 (read whole: the reference path)
+    for colour_by in ("cluster", "topic", "score", "density", "overlap"):
+        codes, lut, legend = fig.colour_codes(lazy, "cal", colour_by)
+        want, want_legend = fig.colours(whole, "cal", colour_by)
+        assert legend == want_legend and np.abs(lut[codes].astype(int) - want.astype(int)).max() <= 2, colour_by
+    assert lazy.frame is None
+    table = fig.selection_table(lazy, "raw", np.array([299, 3]))
+    assert table["text"].tolist() == ["text 299", "text 3"] and table["topic"].tolist() == ["t5", "t3"]
