@@ -387,17 +387,11 @@ def _refine_shard(
     )
 
 
-def ray_layout(
-    vectors_path: Path,
-    space_dir: Path,
-    *,
-    seed: int,
-    landmarks: int,
-    shard_rows: int,
-    progress: ProgressFn | None = None,
-) -> None:
+def ray_layout(vectors_path: Path, space_dir: Path, config, *, progress: ProgressFn | None = None) -> None:
     """The UMAP layout of the space in ``space_dir`` (its graph files there) into ``xy.npy`` (n, 2) float32:
-    landmarks on the driver, placement and refinement of the rest in shard tasks (module docstring)."""
+    landmarks on the driver, placement and refinement of the rest in shard tasks (module docstring); ``config``
+    (the AtlasConfig) gives the seed, the landmarks and the rows per shard."""
+    seed, landmarks, shard_rows = config.seed, config.landmarks, config.shard_rows
     import ray
 
     from isoscope.atlas.layout import PLACE_PASSES, REFINE_EPOCHS, landmark_anchors, place_by_vectors, umap_layout
@@ -466,24 +460,26 @@ def ray_layout(
 # ---------------------------------------------------------------- embedding
 
 
-def embed_on_ray(texts: list[str], out: Path, *, model: str, pooling, config, device: str = "cpu") -> None:
+def embed_on_ray(texts: list[str], out: Path, *, encoder, pooling, config) -> str:
     """``out`` (vectors.npy, (n, d) float32) from ``texts`` embedded by ``isoscope.encode.shards.embed_with_ray``
-    (its shards in ``out``'s folder, resumable; removed once copied)."""
+    (the model loaded by ``encoder.name`` on ``encoder.device`` in each actor; ``config``: the AtlasConfig, its
+    batch size and max length; shards next to ``out``, resumable, removed once copied). Returns the engine's name."""
     import ray
 
     from isoscope.cache import PartialNpy
+    from isoscope.encode.embed import EmbedConfig
     from isoscope.encode.shards import embed_with_ray, iter_shards
 
     shard_dir = out.parent / "embed.shards"
     run = embed_with_ray(
         texts,
         shard_dir,
-        model=model,
+        model=encoder.name,
         pooling=pooling,
-        config=config,
+        config=EmbedConfig(batch_size=config.batch_size, max_length=config.max_length),
         shard_rows=EMBED_SHARD_ROWS,
         num_actors=max(1, int(ray.available_resources().get("CPU", 1)) - 1),
-        device=device,
+        device=encoder.device,
     )
     part = PartialNpy.create(out.with_name(out.name + ".partial"), (run.n, run.dim))
     try:
@@ -493,3 +489,4 @@ def embed_on_ray(texts: list[str], out: Path, *, model: str, pooling, config, de
     finally:
         part.close()
     shutil.rmtree(shard_dir, ignore_errors=True)
+    return "Ray Data (torch)"

@@ -340,6 +340,11 @@ def build_atlas(
     texts = list(texts)
     vectors = None if vectors is None else np.asarray(vectors, np.float32)
     meta = _check_input(texts, meta, vectors, config.engine)
+    if config.engine == "local":  # refused in one line before any work when its peak cannot fit here
+        from isoscope.atlas.costs import check_fits
+
+        dim = vectors.shape[1] if vectors is not None else encoder.hidden_size
+        check_fits(len(texts), dim, k=config.k, spaces=1 if config.calibrate == "none" else 2)
     if vectors is not None:
         fingerprint = "precomputed-" + vectors_digest(vectors)[:32]
         config = replace(config, pooling=None)  # pooled already
@@ -360,18 +365,13 @@ def build_atlas(
         _check_manifest(out, signature, config)
         if (w := duplicate_warning(texts)) is not None:
             run.warnings.append(w)
-        with _engine_session(config, ray_address):
+        with contextlib.ExitStack() as stack:
+            if config.engine == "ray":
+                from isoscope.atlas.distributed import ray_session
+
+                stack.enter_context(ray_session(ray_address))
             _run_stages(run, encoder, texts, meta, vectors, config, progress)
     return run
-
-
-def _engine_session(config: AtlasConfig, ray_address: str):
-    """Ray for the ray engine (``isoscope.atlas.distributed.ray_session``); nothing for the local one."""
-    if config.engine == "local":
-        return contextlib.nullcontext()
-    from isoscope.atlas.distributed import ray_session
-
-    return ray_session(ray_address)
 
 
 def _run_stages(run, encoder, texts, meta, vectors, config: AtlasConfig, progress: StageProgress | None) -> None:
@@ -415,10 +415,13 @@ def _run_stages(run, encoder, texts, meta, vectors, config: AtlasConfig, progres
         )
         for s in spaces
     }
-    if config.engine == "ray" and config.layout == "umap":
+    if config.engine == "ray" and config.layout == "umap":  # landmarks here, the rest in shard tasks
+        from isoscope.atlas.distributed import ray_layout
+
         for s in spaces:
-            inputs, outputs, _ = layouts[f"{s}_layout"]
-            stage(f"{s}_layout", inputs, outputs, lambda s=s: _ray_layout(out, s, config, progress))
+            report = None if progress is None else (lambda a, b, s=s: progress(f"{s}_layout", a, b))
+            run_it = lambda s=s, r=report: ray_layout(_space_vectors(out, s), out / s, config, progress=r)  # noqa: E731
+            stage(f"{s}_layout", *layouts[f"{s}_layout"][:2], run_it)
     else:
         stage.side_by_side(layouts, config.layout == "umap" and len(texts) >= PARALLEL_LAYOUT_ROWS)
     for space in spaces:
@@ -449,12 +452,10 @@ def _embed(run: AtlasRun, encoder, texts, vectors, config: AtlasConfig, progress
     from isoscope.encode.chunked import embed_to_npy  # torch: only when texts are embedded here
     from isoscope.encode.embed import EmbedConfig
 
-    if config.engine == "ray":  # Ray Data actors (a GPU each on CUDA), the model loaded by its name in each
+    if config.engine == "ray":  # Ray Data actors (a GPU each on CUDA), each loading the model by its name
         from isoscope.atlas.distributed import embed_on_ray
 
-        cfg = EmbedConfig(batch_size=config.batch_size, max_length=config.max_length)
-        run.engine = "Ray Data (torch)"
-        embed_on_ray(list(texts), out, model=encoder.name, pooling=config.pooling, config=cfg, device=encoder.device)
+        run.engine = embed_on_ray(list(texts), out, encoder=encoder, pooling=config.pooling, config=config)
         return
     from isoscope.encode.engines import engine_in_use, fastest_fp32_encoder
 
@@ -527,21 +528,6 @@ def _write_layout(
     vectors = _load(_space_vectors(folder, space), mmap=True)  # (n, d)
     xy = layout(vectors, method, knn=knn_pair, seed=seed, landmarks=landmarks, progress=report)
     atomic_save_npy(folder / space / "xy.npy", xy)
-
-
-def _ray_layout(out: Path, space: str, config: AtlasConfig, progress: StageProgress | None) -> None:
-    from isoscope.atlas.distributed import ray_layout
-
-    report = None if progress is None else (lambda a, b: progress(f"{space}_layout", a, b))
-    vectors = _space_vectors(out, space)
-    ray_layout(
-        vectors,
-        out / space,
-        seed=config.seed,
-        landmarks=config.landmarks,
-        shard_rows=config.shard_rows,
-        progress=report,
-    )
 
 
 def _calibrate(out: Path, d: Path, config: AtlasConfig, progress: StageProgress | None) -> None:
