@@ -446,8 +446,8 @@ def _embed(run: AtlasRun, encoder, texts, vectors, config: AtlasConfig, progress
     """``vectors.npy`` (n, d): the given vectors, or every distinct text embedded once (``distinct_rows``) on the
     fastest engine of the encoder's precision, resumable chunk by chunk, then copied to the rows repeating it."""
     out = run.path / "vectors.npy"
-    if vectors is not None:
-        atomic_save_npy(out, vectors)
+    if vectors is not None:  # chunk by chunk: a memory-mapped input is never read whole
+        _spread(vectors, np.arange(len(vectors)), out)
         return
     from isoscope.encode.chunked import embed_to_npy  # torch: only when texts are embedded here
     from isoscope.encode.embed import EmbedConfig
