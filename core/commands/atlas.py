@@ -192,8 +192,7 @@ def run(args: argparse.Namespace) -> dict:
         dim = encoder.hidden_size
     with _engine(config, args.ray_address):
         plan = _plan(config, len(texts), dim)
-        if not args.quiet:  # the plan before any work: shards, memory per task, time
-            print("\n".join(plan.lines()), file=sys.stderr)
+        print("\n".join(plan.lines()), file=sys.stderr)  # the plan before any work: shards, memory per task, time
         run_ = build_atlas(
             encoder, texts, Path(args.out), config=config, meta=meta, progress=_progress(args), vectors=vectors
         )

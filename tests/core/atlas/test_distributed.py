@@ -146,3 +146,27 @@ def test_a_driver_killed_mid_stage_resumes_to_the_same_files(built, cluster, dat
     assert seen == [before]
     assert "raw_knn" in run.skipped and "raw_layout" in run.computed
     assert _files(out) == _files(root / "ray")  # byte for byte the build that was never interrupted
+
+
+def test_the_command_prints_its_plan_and_builds_both_spaces_on_ray(cluster, tmp_path, capsys):
+    """`isoscope atlas --engine ray` on a vectors file, raw and whitened: the plan on stderr before the build, both
+    spaces' graphs with their recall, a folder the app's loader opens."""
+    from isoscope.cli import main
+    from tests.vector_files import write_parquet
+
+    texts, _, vectors = synthetic_vectors(3_000, DIM, seed=4)
+    src = write_parquet(tmp_path / "v.parquet", vectors, texts)
+    out = tmp_path / "atlas"
+    argv = ["atlas", "--vectors", str(src), "--out", str(out), "--engine", "ray", "--shard-rows", "1000"]
+    assert main([*argv, "--landmarks", "1000", "--quiet", "--json"]) == 0
+    std = capsys.readouterr()
+    result = json.loads(std.out)
+    plan = std.err[std.err.index("plan: 3,000 rows x 32 dims, 2 space(s), engine ray") :].splitlines()
+    assert "3 shard(s) of 1,000 rows on 2 worker CPU(s)" in plan[1]  # printed before the build, with --quiet too
+    assert result["plan"]["engine"] == "ray" and result["plan"]["shards"] == 3
+    assert {"raw_knn", "cal_knn", "raw_layout", "cal_layout"} <= set(result["computed"])
+    atlas = load_atlas(out)
+    assert set(atlas.spaces) == {"raw", "cal"} and atlas.n == 3_000
+    for space in ("raw", "cal"):
+        assert json.loads((out / space / "knn_recall.json").read_text())["recall"] >= 0.95
+        assert np.isfinite(atlas.spaces[space].xy).all()
