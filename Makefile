@@ -17,7 +17,7 @@ export TOKENIZERS_PARALLELISM := false
 # pip byte-compiles every file it installs (2 CPU-minutes for torch and the rest); Python compiles what it imports
 PIP_FAST := --no-compile --disable-pip-version-check
 
-.PHONY: run test test-heavy test-fast test-compat test-remote test-lab test-fresh lint format bench bench-gpu bench-peers bench-renderers bench-widget screenshots browser lock lock-peers clean
+.PHONY: run test test-heavy test-ray test-fast test-compat test-remote test-lab test-fresh lint format bench bench-gpu bench-peers bench-renderers bench-widget screenshots browser lock lock-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,9 @@ test: $(VENV)/.notebook-installed $(LAB)/.installed browser
 
 test-heavy: $(VENV)/.notebook-installed browser  # the heavy tier (tests/heavy.py): whole-demo, server, notebook, docs runs
 	$(BIN)/pytest -n 2 --dist loadgroup -m heavy
+
+test-ray: $(VENV)/.dev-installed  # the atlas's ray engine on a two-node local Ray cluster (in the heavy tier too)
+	$(BIN)/pytest -q tests/core/atlas/test_distributed.py
 
 test-fast: $(VENV)/.dev-installed  # the edit-test loop: no slow model runs, no browser
 	$(BIN)/pytest -m "not slow and not e2e" -q -n 2

@@ -12,6 +12,11 @@ HEAVY: tuple[str, ...] = (
     "tests/core/anatomy/test_spectrum.py::test_weight_restored_after_shrink",  # 33 s
     "tests/core/atlas/test_graph_density.py::test_umap_layout_keeps_blobs_apart_and_is_deterministic",  # 15 s
     "tests/core/atlas/test_pipeline.py::test_raw_only_atlas_has_full_overlap_and_one_space",  # 13 s
+    "tests/core/atlas/test_distributed.py::test_a_ray_build_opens_like_a_one_machine_build",  # 89 s (load 3; a 2-node Ray cluster started, an 8,000-row atlas built by both engines: the module's shared setup)
+    "tests/core/atlas/test_distributed.py::test_the_ivf_graph_has_recall_at_15_of_095_against_exact_search",  # < 1 s on the module's cluster (89 s alone)
+    "tests/core/atlas/test_distributed.py::test_the_ray_layout_is_as_trustworthy_as_the_one_machine_layout",  # 1 s on the module's cluster (89 s alone)
+    "tests/core/atlas/test_distributed.py::test_a_driver_killed_mid_stage_resumes_to_the_same_files",  # 43 s (a second driver process killed, the build resumed)
+    "tests/core/atlas/test_distributed.py::test_the_command_prints_its_plan_and_builds_both_spaces_on_ray",  # 23-70 s (load 4-6; two spaces on the module's cluster)
     "tests/core/atlas/test_layout.py::test_landmark_layout_keeps_blobs_apart_like_full_umap",  # 105 s (load 3; full umap-learn and two landmark layouts, numba compile included)
     "tests/core/calibrate/test_flow_stsb.py::test_flow_on_stsb_cls",  # 52 s
     "tests/core/commands/test_calibrate.py::test_calibrate_command_flow_text_output",  # 26 s

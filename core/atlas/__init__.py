@@ -10,6 +10,8 @@ served as tiles that stay sharp at every zoom.
   search with Arrow's compute, a column for its colours), never whole.
 - ``isoscope.atlas.graph``: the kNN graph (exact flat, NN-descent beyond 20k rows), neighbour overlap.
 - ``isoscope.atlas.layout``: UMAP on the precomputed graph (the landmark layout for big corpora), chunked PCA.
+- ``isoscope.atlas.distributed``: the ray engine: the stages as Ray tasks over shards of rows (FAISS IVF graph with
+  its measured recall, landmark layout placed and refined in tasks), resumable shard by shard.
 - ``isoscope.atlas.workers``: stages side by side in worker processes (the two spaces' single-core layouts).
 - ``isoscope.atlas.density``: density grid, density-basin clusters at three levels.
 - ``isoscope.atlas.labels``: cluster labels by class-based TF-IDF against the whole corpus.
@@ -18,5 +20,6 @@ served as tiles that stay sharp at every zoom.
 - ``isoscope.atlas.tiles``: the tile pyramid: every point drawn at every zoom, contours per level.
 - ``isoscope.atlas.raster``: image helpers (compositing, contour levels, PNG).
 - ``isoscope.atlas.synthetic``: a seeded sentence generator for benchmarks and tests.
-- ``isoscope.atlas.costs``: what a kNN graph and a layout will cost here (rates timed on probe vectors).
+- ``isoscope.atlas.costs``: what a kNN graph and a layout will cost here (rates timed on probe vectors); a build's
+  plan (shards, memory per task, time) and whether the one-machine engine fits in the memory available.
 """

@@ -91,3 +91,125 @@ def layout_cost(n_rows: int, dim: int, *, k: int, landmarks: int, umap: UmapRate
         sample = knn_cost(landmarks, dim, k=k, rate=knn) + umap_cost(landmarks, umap)
         return Cost(sample.seconds + umap_cost(n_rows, umap, epochs=REFINE_EPOCHS).seconds, n_rows * 8)
     return Cost(umap_cost(n_rows, umap).seconds, n_rows * 8)  # (n, 2) float32
+
+
+# ---------------------------------------------------------------- the build's plan and its memory
+
+GIB = 2**30
+PEAK_BASE_BYTES = GIB // 2  # the interpreter with numpy, torch, umap and faiss imported
+# The one-machine build's peak above the base: NN-descent's unit copy of the vectors (n x d x 4 bytes) and, per row
+# and space, (k + 1) graph edges at EDGE_BYTES each (NN-descent's heaps, UMAP's fuzzy graph in each of the two
+# side-by-side layout workers). EDGE_BYTES is fitted to the measured peak of 1,000,000 rows x 384, k 15, two
+# spaces: 6.44 GiB (bench/RESULTS.md, "atlas (1M on a quiet machine, issue 27)").
+EDGE_BYTES = 151
+# The ray engine's core-seconds per row of each stage, measured by bench/atlas_ray.py --quick (2-node local
+# cluster, 32-d vectors; bench/RESULTS.md) and scaled by d / 32 for the graph: rough, for the plan's estimate.
+RAY_GRAPH_CORE_S = 2.0e-4
+RAY_LAYOUT_CORE_S = 6.0e-4
+LANDMARK_S_PER_ROW = 1.0e-3  # the driver's UMAP of the landmark sample
+RAY_STAGE_OVERHEAD_S = 5.0  # task start-up, numba's kernels loaded in each worker, per stage
+# The one-machine engine's wall seconds per row and space of graph and layout on 2 cores: the same 1M run's
+# (64.1 + 72.5 + 359.9) s for two spaces.
+LOCAL_S_PER_ROW = 2.5e-4
+
+
+def one_machine_peak(n_rows: int, dim: int, *, k: int, spaces: int) -> int:
+    """The one-machine build's estimated peak resident bytes (``EDGE_BYTES``: fitted to a measured run)."""
+    return int(PEAK_BASE_BYTES + n_rows * (4 * dim + (k + 1) * EDGE_BYTES * spaces))
+
+
+def one_machine_rows(available: int, dim: int, *, k: int, spaces: int) -> int:
+    """The most rows whose one-machine build fits in ``available`` bytes more than this process holds now
+    (``one_machine_peak`` above its base)."""
+    return max(0, int(available // (4 * dim + (k + 1) * EDGE_BYTES * spaces)))
+
+
+def available_memory() -> int:
+    """Bytes this machine can give a build now (psutil's available memory)."""
+    import psutil
+
+    return int(psutil.virtual_memory().available)
+
+
+@dataclass(frozen=True)
+class AtlasPlan:
+    """What a build will do and hold before it starts: the engine, its shards, the memory of each task and of the
+    driver, the estimated seconds. ``lines()`` is what ``isoscope atlas`` prints."""
+
+    engine: str
+    n: int
+    dim: int
+    spaces: int
+    shards: int
+    shard_rows: int
+    workers: int
+    task_bytes: int
+    driver_bytes: int
+    seconds: float
+    holds_rows: int = 0  # the one-machine engine: the rows it can hold in the memory available now
+
+    def lines(self) -> list[str]:
+        from isoscope.costs import duration_text, size_text
+
+        head = f"plan: {self.n:,} rows x {self.dim} dims, {self.spaces} space(s), engine {self.engine}"
+        if self.engine == "local":
+            return [
+                head,
+                f"  one process: peak about {size_text(self.driver_bytes)}; this machine holds about "
+                f"{self.holds_rows:,} rows now",
+                f"  about {duration_text(self.seconds)} (graph and layout; embedding not included)",
+            ]
+        return [
+            head,
+            f"  {self.shards} shard(s) of {self.shard_rows:,} rows on {self.workers} worker CPU(s); each task about "
+            f"{size_text(self.task_bytes)}, the driver about {size_text(self.driver_bytes)}",
+            f"  about {duration_text(self.seconds)} (graph and layout; embedding not included)",
+        ]
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+def ray_task_bytes(shard_rows: int, n_rows: int, dim: int, *, k: int) -> int:
+    """One Ray task's peak: its shard's unit vectors (rows x d x 4) and graph rows ((k + 1) x 8 bytes each, and the
+    search's candidates as many again), plus the layout it reads (n x 9 bytes: shared per node in Ray's object
+    store, zero-copy, so not per task; counted here to be safe)."""
+    return int(PEAK_BASE_BYTES + shard_rows * (4 * dim + 2 * (k + 1) * 8) + n_rows * 9)
+
+
+def atlas_plan(
+    n_rows: int, dim: int, *, k: int, spaces: int, landmarks: int, engine: str, shard_rows: int, workers: int
+) -> AtlasPlan:
+    """The plan of an atlas build of ``n_rows`` x ``dim`` (see ``AtlasPlan``); ``workers``: the CPUs Ray gives
+    tasks (the ray engine) or 1."""
+    if engine == "local":
+        peak = one_machine_peak(n_rows, dim, k=k, spaces=spaces)
+        holds = one_machine_rows(available_memory(), dim, k=k, spaces=spaces)
+        seconds = spaces * n_rows * LOCAL_S_PER_ROW
+        return AtlasPlan(engine, n_rows, dim, spaces, 1, n_rows, 1, peak, peak, seconds, holds)
+    count = max(1, math.ceil(n_rows / shard_rows))
+    rows = min(shard_rows, n_rows)
+    sample = min(landmarks, n_rows) if landmarks > 0 else n_rows
+    per_row = RAY_GRAPH_CORE_S * max(1.0, dim / 32) + RAY_LAYOUT_CORE_S
+    seconds = spaces * (n_rows * per_row / max(1, workers) + sample * LANDMARK_S_PER_ROW + 2 * RAY_STAGE_OVERHEAD_S)
+    driver = int(PEAK_BASE_BYTES + sample * (4 * dim + (k + 1) * EDGE_BYTES) + n_rows * 9)
+    task = ray_task_bytes(rows, n_rows, dim, k=k)
+    return AtlasPlan(engine, n_rows, dim, spaces, count, rows, workers, task, driver, seconds)
+
+
+def check_fits(n_rows: int, dim: int, *, k: int, spaces: int, available: int | None = None) -> None:
+    """InputError (one line) when the one-machine build's estimated peak above this process's base does not fit in
+    ``available`` bytes (default: the memory available now)."""
+    from isoscope.costs import size_text
+    from isoscope.errors import InputError
+
+    available = available_memory() if available is None else available
+    peak = one_machine_peak(n_rows, dim, k=k, spaces=spaces)
+    if peak - PEAK_BASE_BYTES > available:
+        holds = one_machine_rows(available, dim, k=k, spaces=spaces)
+        raise InputError(
+            f"{n_rows:,} rows need about {size_text(peak)} on one machine and {size_text(available)} is available "
+            f"(room for about {holds:,} rows); sample the corpus or use --engine ray"
+        )

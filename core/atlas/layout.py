@@ -128,7 +128,7 @@ def place_from_graph(
     repeated texts is its own island in a kNN graph: ``place_by_vectors`` places those)."""
     n = len(ids)
     nb = np.asarray(ids[:, 1:], np.int64)  # (n, k-1)
-    weight = _membership(np.asarray(dist[:, 1:], np.float32))  # (n, k-1)
+    weight = graph_weights(dist)  # (n, k-1)
     xy = np.zeros((n, 2), np.float32)
     placed = np.zeros(n, bool)
     xy[anchors], placed[anchors] = anchor_xy, True
@@ -139,15 +139,30 @@ def place_from_graph(
         new_xy, new_rows = [], []
         for s in range(0, len(todo), CHUNK_ROWS):
             rows = todo[s : s + CHUNK_ROWS]
-            w = weight[rows] * placed[nb[rows]]  # (r, k-1): only placed neighbours count
-            total = w.sum(axis=1)
-            ok = total > 0
-            pos = (w[ok, :, None] * xy[nb[rows[ok]]]).sum(axis=1) / total[ok, None]  # (r', 2)
+            ok, pos = place_rows(nb[rows], weight[rows], xy=xy, placed=placed)
             new_rows.append(rows[ok])
             new_xy.append(pos)
         rows = np.concatenate(new_rows)
         xy[rows], placed[rows] = np.concatenate(new_xy), True  # Jacobi: a pass sees the previous pass only
     return xy, placed
+
+
+def graph_weights(dist: np.ndarray) -> np.ndarray:
+    """The placement weights (r, k-1) float32 of graph rows ``dist`` (r, k) (column 0 = the row itself)."""
+    return _membership(np.asarray(dist[:, 1:], np.float32))
+
+
+def place_rows(
+    nb: np.ndarray, weight: np.ndarray, *, xy: np.ndarray, placed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """One placement pass for some rows: their neighbours ``nb`` (r, k-1) (global ids) with ``weight`` (r, k-1)
+    (``graph_weights``), the layout ``xy`` (n, 2) and ``placed`` (n,) bool so far. Returns which rows have a placed
+    neighbour (r,) bool and their positions (r', 2) float32: the weighted mean of their placed neighbours."""
+    w = weight * placed[nb]  # (r, k-1): only placed neighbours count
+    total = w.sum(axis=1)
+    ok = total > 0
+    pos = (w[ok, :, None] * xy[nb[ok]]).sum(axis=1) / total[ok, None]  # (r', 2)
+    return ok, pos.astype(np.float32)
 
 
 def place_by_vectors(
@@ -178,18 +193,9 @@ def landmark_layout(
     ``landmarks`` rows (with their own kNN graph), every other row placed from its neighbours in ``knn``
     (``place_from_graph``), then ``refine_epochs`` epochs of UMAP on the whole graph from those positions.
     ``progress(done, 4)`` after each of the four steps."""
-    from isoscope.atlas.graph import knn_graph_chunked
-    from isoscope.sampling import sample_indices
-
     ids, dist = knn
-    n, k = ids.shape
-    rows = sample_indices(n, landmarks, seed)  # (m,) sorted
-    sub = np.asarray(vectors[rows], np.float32)  # (m, d)
-    sub_knn = knn_graph_chunked(sub, min(k, len(rows) - 1))
-    _report(progress, 1)
-    anchor_xy = umap_layout(sub, sub_knn, seed=seed)  # (m, 2)
-    del sub
-    _report(progress, 2)
+    k = ids.shape[1]
+    rows, anchor_xy = landmark_anchors(vectors, k=k, seed=seed, landmarks=landmarks, progress=progress)
     xy, placed = place_from_graph(ids, dist, anchors=rows, anchor_xy=anchor_xy)
     if not placed.all():  # islands of the graph (repeated texts): placed by their nearest landmarks in the space
         islands = np.flatnonzero(~placed)
@@ -200,6 +206,23 @@ def landmark_layout(
         xy = umap_layout(vectors, knn, seed=seed, n_epochs=refine_epochs, init=xy, learning_rate=REFINE_LEARNING_RATE)
     _report(progress, 4)
     return xy
+
+
+def landmark_anchors(
+    vectors: np.ndarray, *, k: int, seed: int, landmarks: int, progress: ProgressFn | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The landmarks: a seeded sample of ``landmarks`` rows (m,) sorted, and their UMAP layout (m, 2) float32
+    computed on their own kNN graph of ``k`` columns (itself first); ``progress(1, 4)`` and ``(2, 4)``."""
+    from isoscope.atlas.graph import knn_graph_chunked
+    from isoscope.sampling import sample_indices
+
+    rows = sample_indices(len(vectors), landmarks, seed)  # (m,) sorted
+    sub = np.asarray(vectors[rows], np.float32)  # (m, d)
+    sub_knn = knn_graph_chunked(sub, min(k, len(rows) - 1))
+    _report(progress, 1)
+    anchor_xy = umap_layout(sub, sub_knn, seed=seed)  # (m, 2)
+    _report(progress, 2)
+    return rows, anchor_xy
 
 
 def _report(progress: ProgressFn | None, done: int) -> None:

@@ -33,6 +33,7 @@ NN-descent's unit copy of the vectors (1.5 GiB) with its heaps, and UMAP's graph
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
@@ -98,7 +99,8 @@ STAGES: tuple[str, ...] = (
     "index",
 )
 
-MAX_ATLAS_ROWS = 1_000_000
+MAX_ATLAS_ROWS = 1_000_000  # the one-machine engine's limit (and its memory: isoscope.atlas.costs.check_fits)
+ENGINES: tuple[str, ...] = ("local", "ray")
 StageProgress = Callable[[str, int, int], None]  # (stage, done, total)
 CHUNK_ROWS = 65_536
 PARALLEL_LAYOUT_ROWS = 50_000  # from here the two spaces' UMAP layouts run side by side (isoscope.atlas.workers)
@@ -120,10 +122,16 @@ class AtlasConfig:
     seed: int = 0
     embed_chunk: int = 16_384
     landmarks: int = LANDMARKS
+    engine: str = "local"  # ENGINES: this process, or the stages as Ray tasks (isoscope.atlas.distributed)
+    shard_rows: int = 100_000  # rows per Ray task (the ray engine only)
 
     def to_dict(self) -> dict:
-        """The plain-JSON settings the folder's manifest records (the pooling by name)."""
-        return {**asdict(self), "pooling": None if self.pooling is None else self.pooling.name}
+        """The plain-JSON settings the folder's manifest records (the pooling by name; the engine and its shards
+        only for the ray engine, so folders built before it existed keep their manifests)."""
+        out = {**asdict(self), "pooling": None if self.pooling is None else self.pooling.name}
+        if self.engine == "local":
+            del out["engine"], out["shard_rows"]
+        return out
 
     def validate(self) -> None:
         check_method(self.layout)
@@ -133,6 +141,10 @@ class AtlasConfig:
             raise InputError(f"fit rows must be at least 2, got {self.fit_rows}")
         if self.landmarks != 0 and self.landmarks < 1_000:
             raise InputError(f"landmarks must be 0 (full UMAP) or at least 1,000, got {self.landmarks}")
+        if self.engine not in ENGINES:
+            raise InputError(f"unknown engine '{self.engine}'; choose one of {', '.join(ENGINES)}")
+        if self.shard_rows < 1_000:
+            raise InputError(f"shard rows must be at least 1,000, got {self.shard_rows}")
 
 
 def planned_stages(config: AtlasConfig) -> list[str]:
@@ -308,12 +320,16 @@ class _Stages:
             log.info("atlas stage %s: %.1f s (side by side)", name, seconds[name])
 
 
-def _check_input(texts: list[str], meta: pd.DataFrame | None, vectors: np.ndarray | None) -> pd.DataFrame:
+def _check_input(
+    texts: list[str], meta: pd.DataFrame | None, vectors: np.ndarray | None, engine: str = "local"
+) -> pd.DataFrame:
     n = len(texts)
     if n < 4:
         raise InputError(f"an atlas needs at least 4 texts, got {n}")
-    if n > MAX_ATLAS_ROWS:
-        raise InputError(f"{n:,} texts is over the atlas limit of {MAX_ATLAS_ROWS:,}; sample the corpus first")
+    if n > MAX_ATLAS_ROWS and engine == "local":
+        raise InputError(
+            f"{n:,} texts is over the one-machine atlas limit of {MAX_ATLAS_ROWS:,}; sample the corpus or use the ray engine"
+        )
     if any(not t.strip() for t in texts):
         raise InputError("some texts are empty; drop empty rows first (load_corpus does)")
     meta = meta if meta is not None else pd.DataFrame(index=range(n))
@@ -333,18 +349,26 @@ def build_atlas(
     meta: pd.DataFrame | None = None,
     progress: StageProgress | None = None,
     vectors: np.ndarray | None = None,
+    ray_address: str = "local",
 ) -> AtlasRun:
     """Build (or finish, or repair) the atlas of ``texts`` in folder ``out``; see the module doc for the stages.
 
     ``vectors`` (n, d): embeddings computed elsewhere; then nothing is embedded and ``encoder`` may be None
-    (the folder is keyed by a digest of the vectors instead of the model).
+    (the folder is keyed by a digest of the vectors instead of the model). ``config.engine == "ray"`` runs the
+    stages as Ray tasks (``isoscope.atlas.distributed``) on the Ray at ``ray_address`` (``local``: started here;
+    an initialised Ray is used as it is).
     """
     config = config or AtlasConfig()
     config.validate()
     out = Path(out)
     texts = list(texts)
     vectors = None if vectors is None else np.asarray(vectors, np.float32)
-    meta = _check_input(texts, meta, vectors)
+    meta = _check_input(texts, meta, vectors, config.engine)
+    if config.engine == "local":  # refused in one line before any work when its peak cannot fit here
+        from isoscope.atlas.costs import check_fits
+
+        dim = vectors.shape[1] if vectors is not None else encoder.hidden_size
+        check_fits(len(texts), dim, k=config.k, spaces=1 if config.calibrate == "none" else 2)
     if vectors is not None:
         fingerprint = "precomputed-" + vectors_digest(vectors)[:32]
         config = replace(config, pooling=None)  # pooled already
@@ -365,7 +389,12 @@ def build_atlas(
         _check_manifest(out, signature, config)
         if (w := duplicate_warning(texts)) is not None:
             run.warnings.append(w)
-        _run_stages(run, encoder, texts, meta, vectors, config, progress)
+        with contextlib.ExitStack() as stack:
+            if config.engine == "ray":
+                from isoscope.atlas.distributed import ray_session
+
+                stack.enter_context(ray_session(ray_address))
+            _run_stages(run, encoder, texts, meta, vectors, config, progress)
     return run
 
 
@@ -399,8 +428,8 @@ def _run_stages(run, encoder, texts, meta, vectors, config: AtlasConfig, progres
             stage(
                 f"{space}_knn",
                 [vec_path],
-                _graph_files(out, space),
-                lambda s=space, v=vec_path: _knn(out, s, v, k, config.seed, progress),
+                _graph_files(out, space) + _recall_files(out, space, config),
+                lambda s=space, v=vec_path: _knn(out, s, v, k, config, progress),
             )
     layouts = {
         f"{s}_layout": (
@@ -410,7 +439,15 @@ def _run_stages(run, encoder, texts, meta, vectors, config: AtlasConfig, progres
         )
         for s in spaces
     }
-    stage.side_by_side(layouts, config.layout == "umap" and len(texts) >= PARALLEL_LAYOUT_ROWS)
+    if config.engine == "ray" and config.layout == "umap":  # landmarks here, the rest in shard tasks
+        from isoscope.atlas.distributed import ray_layout
+
+        for s in spaces:
+            report = None if progress is None else (lambda a, b, s=s: progress(f"{s}_layout", a, b))
+            run_it = lambda s=s, r=report: ray_layout(_space_vectors(out, s), out / s, config, progress=r)  # noqa: E731
+            stage(f"{s}_layout", *layouts[f"{s}_layout"][:2], run_it)
+    else:
+        stage.side_by_side(layouts, config.layout == "umap" and len(texts) >= PARALLEL_LAYOUT_ROWS)
     for space in spaces:
         d = out / space
         outputs = [d / f for f in ("grid.npy", "density.npy", "cluster.npy", "clusters.json")]
@@ -448,11 +485,17 @@ def _embed(run: AtlasRun, encoder, texts, vectors, config: AtlasConfig, progress
     """``vectors.npy`` (n, d): the given vectors, or every distinct text embedded once (``distinct_rows``) on the
     fastest engine of the encoder's precision, resumable chunk by chunk, then copied to the rows repeating it."""
     out = run.path / "vectors.npy"
-    if vectors is not None:
-        atomic_save_npy(out, vectors)
+    if vectors is not None:  # chunk by chunk: a memory-mapped input is never read whole
+        _spread(vectors, np.arange(len(vectors)), out)
         return
     from isoscope.encode.chunked import embed_to_npy  # torch: only when texts are embedded here
     from isoscope.encode.embed import EmbedConfig
+
+    if config.engine == "ray":  # Ray Data actors (a GPU each on CUDA), each loading the model by its name
+        from isoscope.atlas.distributed import embed_on_ray
+
+        run.engine = embed_on_ray(list(texts), out, encoder=encoder, pooling=config.pooling, config=config)
+        return
     from isoscope.encode.engines import engine_in_use, fastest_fp32_encoder
 
     fast = fastest_fp32_encoder(encoder)  # the fp32 vectors within FP32_ENGINE_TOLERANCE, faster; int8 as asked
@@ -496,9 +539,20 @@ def _spread(vectors: np.ndarray, rows: np.ndarray, path: Path) -> None:
         part.close()
 
 
-def _knn(out: Path, space: str, vec_path: Path, k: int, seed: int, progress: StageProgress | None) -> None:
+def _recall_files(out: Path, space: str, config: AtlasConfig) -> list[Path]:
+    """The ray engine's graph recall (``isoscope.atlas.distributed.RECALL_FILE``); none for the exact or NN-descent
+    graph of the local engine."""
+    return [out / space / "knn_recall.json"] if config.engine == "ray" else []
+
+
+def _knn(out: Path, space: str, vec_path: Path, k: int, config: AtlasConfig, progress: StageProgress | None) -> None:
     report = None if progress is None else (lambda a, b: progress(f"{space}_knn", a, b))
-    ids, dist = knn_graph_chunked(_load(vec_path, mmap=True), k + 1, progress=report, seed=seed)
+    if config.engine == "ray":
+        from isoscope.atlas.distributed import ivf_graph
+
+        ivf_graph(vec_path, out / space, k=k + 1, seed=config.seed, shard_rows=config.shard_rows, progress=report)
+        return
+    ids, dist = knn_graph_chunked(_load(vec_path, mmap=True), k + 1, progress=report, seed=config.seed)
     ids_path, dist_path = _graph_files(out, space)
     atomic_save_npy(dist_path, dist)
     atomic_save_npy(ids_path, ids)

@@ -97,6 +97,18 @@ def synthetic_corpus(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
     return texts, [names[t] for t in topic]
 
 
+def synthetic_vectors(n: int, dim: int = 32, *, seed: int = 0) -> tuple[list[str], list[str], np.ndarray]:
+    """``synthetic_corpus(n, seed)`` with made-up vectors (n, dim) float32: one Gaussian blob per topic."""
+    import pandas as pd
+
+    texts, topics = synthetic_corpus(n, seed)
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0, 4 / np.sqrt(dim / 32), (len(TOPICS), dim))
+    code = pd.Categorical(topics, categories=list(TOPICS)).codes
+    vectors = (centres[code] + rng.normal(0, 1, (n, dim))).astype(np.float32)  # (n, dim)
+    return texts, topics, vectors
+
+
 def synthetic_atlas(out: Path, n: int, dim: int = 32, *, layout: str = "pca", calibrate: str = "none", seed: int = 0):
     """An atlas in ``out`` of ``n`` synthetic sentences whose vectors are made up, not embedded (clustered
     ``dim``-d points by topic): the render input of ``bench/atlas.py --quick`` (32-d, PCA, raw only) and of the
@@ -109,11 +121,7 @@ def synthetic_atlas(out: Path, n: int, dim: int = 32, *, layout: str = "pca", ca
 
     if is_complete(out):
         return out, None
-    texts, topics = synthetic_corpus(n, seed)
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(0, 4 / np.sqrt(dim / 32), (len(TOPICS), dim))
-    code = pd.Categorical(topics, categories=list(TOPICS)).codes
-    vectors = (centres[code] + rng.normal(0, 1, (n, dim))).astype(np.float32)  # (n, dim)
+    texts, topics, vectors = synthetic_vectors(n, dim, seed=seed)
     config = AtlasConfig(layout=layout, calibrate=calibrate)
     run = build_atlas(None, texts, out, config=config, meta=pd.DataFrame({"topic": topics}), vectors=vectors)
     return out, run

@@ -7,6 +7,7 @@ with ``--input`` the vectors of its texts); ``--model openai:NAME`` from an endp
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from isoscope.sources import SpaceSpec
 
 LAYOUTS: tuple[str, ...] = ("umap", "pca")
+ENGINES: tuple[str, ...] = ("local", "ray")  # isoscope.atlas.pipeline.ENGINES (not imported: numpy, pandas)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,6 +58,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=100_000,
         help="above this many texts, UMAP runs on a seeded sample of this many and places the rest from the "
         "neighbour graph (0: full UMAP at any size; default: 100,000)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="local: this process (up to 1,000,000 texts, as memory allows); ray: the stages as Ray tasks in shards "
+        "(FAISS IVF graph, landmark layout placed in tasks), no row limit (default: local)",
+    )
+    p.add_argument(
+        "--ray-address",
+        default="local",
+        help="with --engine ray: local (start Ray here), auto or ray://HEAD:10001 (a cluster; the --out folder must be "
+        "on storage every node sees)",
+    )
+    p.add_argument(
+        "--shard-rows", type=int, default=100_000, help="with --engine ray: rows per task (default: 100,000)"
     )
     add_endpoint_arguments(p)
     add_json_argument(p)
@@ -113,6 +131,39 @@ def _given(args: argparse.Namespace, space: SpaceSpec):
     return given.texts.texts, given.vectors, meta, given.texts.warnings
 
 
+def _engine(config, address: str):
+    """Ray for the ray engine, started (or joined) once for the plan and the build; nothing for the local one."""
+    import contextlib
+
+    if config.engine == "local":
+        return contextlib.nullcontext()
+    from isoscope.atlas.distributed import ray_session
+
+    return ray_session(address)
+
+
+def _plan(config, n: int, dim: int):
+    """The build's plan (``isoscope.atlas.costs.atlas_plan``): the ray engine's workers are the cluster's CPUs."""
+    from isoscope.atlas.costs import atlas_plan
+
+    workers = 1
+    if config.engine == "ray":
+        import ray
+
+        workers = int(ray.cluster_resources().get("CPU", 1))
+    spaces = 1 if config.calibrate == "none" else 2
+    return atlas_plan(
+        n,
+        dim,
+        k=config.k,
+        spaces=spaces,
+        landmarks=config.landmarks,
+        engine=config.engine,
+        shard_rows=config.shard_rows,
+        workers=workers,
+    )
+
+
 def run(args: argparse.Namespace) -> dict:
     from isoscope.atlas.pipeline import MAX_ATLAS_ROWS, AtlasConfig, build_atlas, planned_stages
     from isoscope.data import load_corpus
@@ -131,6 +182,8 @@ def run(args: argparse.Namespace) -> dict:
         fit_rows=args.fit_rows,
         seed=args.seed,
         landmarks=args.landmarks,
+        engine=args.engine,
+        shard_rows=args.shard_rows,
     )
     config.validate()
     if config.calibrate != "none":
@@ -139,27 +192,26 @@ def run(args: argparse.Namespace) -> dict:
         make_calibrator(config.calibrate)  # a bad name fails before any embedding
     if space.kind != "model":
         texts, vectors, meta, load_warnings = _given(args, space)
+        encoder, dim = None, vectors.shape[1]
+    else:
+        if args.input is None:
+            raise InputError("give --input (a corpus), or --vectors")
+        limit = MAX_ATLAS_ROWS if config.engine == "local" else None
+        corpus = load_corpus(args.input, text_column=args.text_column, max_rows=limit)
+        texts, vectors, meta, load_warnings = corpus.texts, None, corpus.meta, corpus.warnings
+        encoder = encoder_for(args, space)
+        dim = encoder.hidden_size
+    with _engine(config, args.ray_address):
+        plan = _plan(config, len(texts), dim)
+        print("\n".join(plan.lines()), file=sys.stderr)  # the plan before any work: shards, memory per task, time
         run_ = build_atlas(
-            None,
+            encoder,
             texts,
             Path(args.out),
             config=config,
             meta=meta,
             progress=_progress(args, planned_stages(config)),
             vectors=vectors,
-        )
-    else:
-        if args.input is None:
-            raise InputError("give --input (a corpus), or --vectors")
-        corpus = load_corpus(args.input, text_column=args.text_column, max_rows=MAX_ATLAS_ROWS)
-        load_warnings = corpus.warnings
-        run_ = build_atlas(
-            encoder_for(args, space),
-            corpus.texts,
-            Path(args.out),
-            config=config,
-            meta=corpus.meta,
-            progress=_progress(args, planned_stages(config)),
         )
     warnings = [*load_warnings, *run_.warnings]
     result = {
@@ -170,6 +222,7 @@ def run(args: argparse.Namespace) -> dict:
         "seconds": run_.seconds,
         "warnings": warnings,
         "engine": run_.engine or None,  # what embedded (None: the vectors were already there)
+        "plan": plan.to_dict(),
     }
     done = (
         f"atlas of {run_.n:,} texts in {run_.path} ({len(run_.computed)} stages computed, {len(run_.skipped)} reused)"

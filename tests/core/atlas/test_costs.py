@@ -50,3 +50,37 @@ def test_the_knn_probe_measures_both_indexes():
     x = costs.knn_probe_vectors(500, 64)
     assert x.shape == (500, 64) and x.dtype == np.float32
     assert np.linalg.svd(x, compute_uv=False)[costs.KNN_PROBE_RANK] < 0.1 * np.linalg.svd(x, compute_uv=False)[0]
+
+
+def test_the_one_machine_peak_is_fitted_to_the_measured_million():
+    peak = costs.one_machine_peak(1_000_000, 384, k=15, spaces=2)
+    assert peak / 2**30 == pytest.approx(6.44, abs=0.01)  # bench/RESULTS.md, issue 27's quiet run
+    holds = costs.one_machine_rows(24 * 2**30, 384, k=15, spaces=2)
+    assert 3_000_000 < holds < 4_500_000  # the issue's "a 24 GiB machine tops out near three million"
+    assert costs.one_machine_peak(holds, 384, k=15, spaces=2) - costs.PEAK_BASE_BYTES <= 24 * 2**30
+
+
+def test_a_build_that_cannot_fit_is_refused_in_one_line():
+    from isoscope.errors import InputError
+
+    costs.check_fits(10_000, 384, k=15, spaces=2, available=2**30)
+    with pytest.raises(InputError) as err:
+        costs.check_fits(1_000_000, 384, k=15, spaces=2, available=2 * 2**30)
+    text = str(err.value)
+    assert (
+        "\n" not in text and "--engine ray" in text and "room for about 337,230 rows" in text
+    )  # 2 GiB / (384 x 4 + 16 x 151 x 2) bytes
+
+
+def test_the_ray_plan_bounds_each_task_by_its_shard():
+    plan = costs.atlas_plan(
+        10_000_000, 384, k=15, spaces=2, landmarks=100_000, engine="ray", shard_rows=100_000, workers=32
+    )
+    assert plan.shards == 100 and plan.shard_rows == 100_000
+    small = costs.ray_task_bytes(100_000, 10_000_000, 384, k=15)
+    assert plan.task_bytes == small and small < 1.5 * 2**30  # not n x d: 10M x 384 x 4 is 14.3 GiB
+    assert costs.ray_task_bytes(100_000, 20_000_000, 384, k=15) - small == 10_000_000 * 9  # only the layout grows
+    lines = plan.lines()
+    assert "100 shard(s) of 100,000 rows on 32 worker CPU(s)" in lines[1]
+    local = costs.atlas_plan(50_000, 384, k=15, spaces=2, landmarks=100_000, engine="local", shard_rows=1, workers=1)
+    assert local.holds_rows > 0 and "this machine holds about" in local.lines()[1]

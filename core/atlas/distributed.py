@@ -1,0 +1,492 @@
+"""The atlas stages as Ray work (``isoscope atlas --engine ray``): the same folder and ledger, built shard by shard.
+
+with ray_session("local"):                       # or "auto", "ray://head:10001"; an initialised Ray is used as is
+    ivf_graph(vectors_path, space_dir, k=16, seed=0, shard_rows=100_000)   # knn_ids.npy, knn_dist.npy, knn_recall.json
+    ray_layout(vectors_path, space_dir, seed=0, landmarks=100_000, shard_rows=100_000)   # xy.npy
+
+- kNN graph: FAISS IVF-Flat by inner product on unit rows (cosine, as ``isoscope.atlas.graph``). The coarse
+  quantiser is trained on the driver on a seeded sample (``isoscope.sampling.sample_indices``) of
+  ``TRAIN_PER_LIST`` rows per list; each shard of rows is added to a copy of the trained index in a task (one index
+  file per shard), the shard files are merged into one on-disk index (``faiss.contrib.ondisk.merge_ondisk``: its
+  inverted lists are memory-mapped, never loaded whole), then each shard of rows is searched in a task. IVF-Flat
+  keeps the unit float32 rows, so every candidate's score is its exact cosine (the re-rank is exact); column 0 is
+  the row itself (``graph._self_first``). ``nprobe`` is chosen on a seeded sample of ``RECALL_QUERIES`` rows whose
+  exact neighbours are found shard by shard in tasks: the smallest power of two from ``NPROBE_START`` that reaches
+  ``TARGET_RECALL``; the graph's recall@k on that sample is written to ``knn_recall.json``.
+- Layout: UMAP on the landmark sample on the driver (``layout.landmark_anchors``, as the one-machine landmark
+  layout), every other row placed from the graph in passes of shard tasks (``layout.place_rows``; landmarks fixed),
+  rows no landmark reaches placed by their nearest landmarks (``layout.place_by_vectors``), then ``REFINE_ROUNDS``
+  rounds of UMAP's own optimiser per shard in tasks against a snapshot of the whole layout
+  (``umap.layouts.optimize_layout_euclidean`` with ``move_other=False``: how ``UMAP.transform`` places new points;
+  landmarks fixed). Without a landmark sample smaller than the corpus the driver runs UMAP on every row.
+- Embedding: ``isoscope.encode.shards.embed_with_ray`` (Ray Data actors, a GPU each on CUDA), its shards copied
+  into ``vectors.npy``.
+
+Every shard's files are written atomically and recorded in the parts folder's own ledger
+(``isoscope.atlas.folder.Ledger`` rooted there), so a rerun after a killed worker or driver computes only the
+shards missing; the parts folder goes when the stage's files are complete. Memory: a task holds its shard (rows x
+d x 4 bytes of vectors, rows x k x 8 of graph) and the pages it reads of the memory-mapped lists; the driver holds
+the landmark sample and the layout (n x 9 bytes: xy and placed). The folder must be on a filesystem every node
+sees (tasks read ``vectors.npy`` and write their shards there).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from isoscope.atlas.folder import Ledger
+from isoscope.cache import atomic_save_npy, atomic_write_bytes
+
+log = logging.getLogger(__name__)
+
+SHARD_ROWS = 100_000
+TRAIN_PER_LIST = 39  # FAISS warns below 39 training rows per centroid
+MAX_TRAIN_ROWS = 500_000
+RECALL_QUERIES = 1_000
+TARGET_RECALL = 0.95
+NPROBE_START = 16
+REFINE_ROUNDS = 2  # each round REFINE_EPOCHS / REFINE_ROUNDS epochs against a fresh snapshot of the layout
+RECALL_FILE = "knn_recall.json"
+EMBED_SHARD_ROWS = 8_192
+ProgressFn = Callable[[int, int], None]
+
+
+# ---------------------------------------------------------------- Ray itself
+
+
+@contextlib.contextmanager
+def ray_session(address: str = "local", *, num_cpus: int | None = None) -> Iterator[None]:
+    """Ray for the stages: an initialised Ray is used as it is; else ``address`` (``local``: a private Ray here
+    with ``num_cpus``, default all; ``auto`` / ``ray://...``: a cluster, this package shipped to its workers),
+    shut down on the way out."""
+    from isoscope.encode.shards import _ray_init
+
+    started = _ray_init(address, num_cpus or os.cpu_count() or 1)
+    try:
+        yield
+    finally:
+        if started:
+            import ray
+
+            ray.shutdown()
+
+
+def shards(n: int, shard_rows: int) -> list[tuple[int, int]]:
+    """The row ranges [start, stop) of ``n`` rows in shards of ``shard_rows``."""
+    return [(s, min(n, s + shard_rows)) for s in range(0, n, shard_rows)]
+
+
+def _remote(fn: Callable):
+    import ray
+
+    return ray.remote(num_cpus=1, max_retries=3)(fn)
+
+
+def _load(path: str | Path, mmap: bool = True) -> np.ndarray:
+    return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+
+
+def _unit(vectors: np.ndarray, start: int, stop: int) -> np.ndarray:
+    from isoscope.neighbours.index import as_unit_float32
+
+    return as_unit_float32(np.asarray(vectors[start:stop]), "vectors")  # (m, d)
+
+
+class _Parts:
+    """A stage's shard files in ``folder``, each proved by the folder's own ledger (size and SHA-256); the folder
+    is emptied first when it was made from other ``sources`` (their SHA-256 in ``sources.json``)."""
+
+    def __init__(self, folder: Path, sources: list[Path]) -> None:
+        from isoscope.atlas.folder import file_digest
+
+        self.folder = folder
+        want = json.dumps({p.name: file_digest(p) for p in sources}).encode()
+        stamp = folder / "sources.json"
+        if folder.exists() and (not stamp.exists() or stamp.read_bytes() != want):
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        if not stamp.exists():
+            atomic_write_bytes(stamp, want)
+        self.ledger = Ledger(folder)
+
+    def path(self, name: str) -> Path:
+        return self.folder / name
+
+    def done(self, name: str, files: list[str], inputs: list[Path] = ()) -> bool:
+        return self.ledger.fresh(name, list(inputs), [self.path(f) for f in files])
+
+    def record(self, name: str, files: list[str], inputs: list[Path] = ()) -> None:
+        self.ledger.record(name, list(inputs), [self.path(f) for f in files])
+
+    def run(self, jobs: dict[str, tuple[list[str], Callable, tuple]], inputs: list[Path] = ()) -> list[str]:
+        """Run the jobs (name -> (files it writes, remote function, its arguments)) not yet done as Ray tasks;
+        record each as it finishes. Returns the names computed."""
+        import ray
+
+        todo = {name: job for name, job in jobs.items() if not self.done(name, job[0], inputs)}
+        pending = {fn.remote(*args): name for name, (_, fn, args) in todo.items()}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            name = pending.pop(ready[0])
+            ray.get(ready[0])
+            self.record(name, todo[name][0], inputs)
+        return list(todo)
+
+
+def _write_index(index, path: Path) -> None:
+    import faiss
+
+    tmp = path.with_name(path.name + ".tmp")
+    faiss.write_index(index, str(tmp))
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- the kNN graph
+
+
+def ivf_lists(n: int) -> int:
+    """The IVF list count for ``n`` rows: about 4 sqrt(n), with ``TRAIN_PER_LIST`` rows per list at least."""
+    return max(1, min(int(4 * math.sqrt(n)), n // TRAIN_PER_LIST))
+
+
+def _add_shard(trained: str, vectors_path: str, start: int, stop: int, out: str) -> None:
+    import faiss
+
+    index = faiss.read_index(trained)
+    vectors = _load(vectors_path)
+    index.add_with_ids(_unit(vectors, start, stop), np.arange(start, stop, dtype=np.int64))
+    _write_index(index, Path(out))
+
+
+def _search_shard(index_path: str, vectors_path: str, start: int, stop: int, k: int, nprobe: int, out: str) -> None:
+    """The graph rows [start, stop): ``k`` columns, the row itself first, into ``out``-ids.npy / -dist.npy."""
+    import faiss
+
+    from isoscope.atlas.graph import _self_first
+
+    index = faiss.read_index(index_path)
+    index.nprobe = nprobe
+    vectors = _load(vectors_path)
+    scores, found = index.search(_unit(vectors, start, stop), k + 1)  # (m, k+1) each, exact cosines, best first
+    ids, dist = _self_first(np.arange(start, stop), found, scores, k)
+    atomic_save_npy(Path(out + "-ids.npy"), ids)
+    atomic_save_npy(Path(out + "-dist.npy"), dist)
+
+
+def _exact_in_shard(vectors_path: str, start: int, stop: int, queries: np.ndarray, k: int):
+    """The ``k`` best rows of [start, stop) for each unit query (q, d): scores (q, k), global ids (q, k)."""
+    from isoscope.neighbours.exact import exact_topk
+
+    vectors = _load(vectors_path)
+    scores, ids = exact_topk(_unit(vectors, start, stop), queries, min(k, stop - start))
+    return scores, ids + start
+
+
+def exact_neighbours(vectors_path: Path, rows: np.ndarray, *, k: int, shard_rows: int) -> np.ndarray:
+    """Each of ``rows``' ``k`` nearest other rows by cosine (q, k) int64, by exact search shard by shard in
+    Ray tasks (each returns its shard's best ``k + 1``; merged here)."""
+    import ray
+
+    vectors = _load(vectors_path)
+    queries = _unit(vectors[rows], 0, len(rows))  # (q, d)
+    q_ref = ray.put(queries)
+    task = _remote(_exact_in_shard)
+    parts = ray.get([task.remote(str(vectors_path), s, e, q_ref, k + 1) for s, e in shards(len(vectors), shard_rows)])
+    scores = np.concatenate([p[0] for p in parts], axis=1)  # (q, sum k+1)
+    ids = np.concatenate([p[1] for p in parts], axis=1)
+    scores = np.where(ids == rows[:, None], -np.inf, scores)  # the row itself is not its own neighbour
+    order = np.lexsort((ids, -scores), axis=1)[:, :k]  # best first, ties by row id (exact_topk's rule)
+    return np.take_along_axis(ids, order, axis=1)
+
+
+def graph_recall(ids: np.ndarray, truth: np.ndarray) -> float:
+    """Mean recall of the graph's rows ``ids`` (q, k+1) (column 0 = the row itself) against the exact ``truth``
+    (q, k) other rows."""
+    hits = [len(set(a[1:].tolist()) & set(b.tolist())) for a, b in zip(ids, truth, strict=True)]
+    return float(np.sum(hits) / truth.size)
+
+
+def ivf_graph(
+    vectors_path: Path, space_dir: Path, *, k: int, seed: int, shard_rows: int, progress: ProgressFn | None = None
+) -> dict:
+    """The kNN graph of the rows of ``vectors_path`` with ``k`` columns (the row itself first) into
+    ``space_dir``/knn_ids.npy and knn_dist.npy, and its recall into ``knn_recall.json`` (returned)."""
+    import faiss
+
+    from isoscope.sampling import sample_indices
+
+    vectors = _load(vectors_path)
+    n, d = vectors.shape
+    parts = _Parts(space_dir / "knn.parts", [vectors_path])
+    nlist = ivf_lists(n)
+    ranges = shards(n, shard_rows)
+    if not parts.done("trained", ["trained.index"]):
+        train = np.asarray(vectors[sample_indices(n, min(MAX_TRAIN_ROWS, nlist * TRAIN_PER_LIST * 4), seed)])
+        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, nlist, faiss.METRIC_INNER_PRODUCT)
+        index.cp.seed = seed
+        index.train(_unit(train, 0, len(train)))
+        _write_index(index, parts.path("trained.index"))
+        parts.record("trained", ["trained.index"])
+    trained = [parts.path("trained.index")]
+    adds = {
+        f"add-{i}": (
+            [f"add-{i}.index"],
+            _remote(_add_shard),
+            (str(trained[0]), str(vectors_path), s, e, str(parts.path(f"add-{i}.index"))),
+        )
+        for i, (s, e) in enumerate(ranges)
+    }
+    parts.run(adds, trained)
+    _report(progress, n // 4, n)
+    merged = ["merged.index", "lists.ivfdata"]
+    add_files = [parts.path(f"add-{i}.index") for i in range(len(ranges))]
+    if not parts.done("merged", merged, add_files):
+        from faiss.contrib.ondisk import merge_ondisk
+
+        parts.path("lists.ivfdata").unlink(missing_ok=True)
+        index = faiss.read_index(str(trained[0]))
+        merge_ondisk(index, [str(p) for p in add_files], str(parts.path("lists.ivfdata")))
+        _write_index(index, parts.path("merged.index"))
+        del index
+        parts.record("merged", merged, add_files)
+    index_path = parts.path("merged.index")
+    rows = sample_indices(n, RECALL_QUERIES, seed)  # (q,)
+    truth = exact_neighbours(vectors_path, rows, k=k - 1, shard_rows=shard_rows)  # (q, k-1)
+    nprobe = _choose_nprobe(index_path, vectors, rows, truth, k=k, nlist=nlist)
+    searches = {
+        f"search-{i}-{nprobe}": (
+            [f"search-{i}-{nprobe}-ids.npy", f"search-{i}-{nprobe}-dist.npy"],
+            _remote(_search_shard),
+            (str(index_path), str(vectors_path), s, e, k, nprobe, str(parts.path(f"search-{i}-{nprobe}"))),
+        )
+        for i, (s, e) in enumerate(ranges)
+    }
+    parts.run(searches, [index_path])
+    _report(progress, 3 * n // 4, n)
+    ids_path, dist_path = space_dir / "knn_ids.npy", space_dir / "knn_dist.npy"
+    names = list(searches)
+    _concat_npy([parts.path(f"{s}-ids.npy") for s in names], ids_path)
+    _concat_npy([parts.path(f"{s}-dist.npy") for s in names], dist_path)
+    recall = graph_recall(_load(ids_path)[rows], truth)
+    info = {"k": k - 1, "recall": recall, "queries": len(rows), "nlist": nlist, "nprobe": nprobe, "shards": len(ranges)}
+    atomic_write_bytes(space_dir / RECALL_FILE, json.dumps(info, indent=1).encode())
+    shutil.rmtree(parts.folder, ignore_errors=True)
+    _report(progress, n, n)
+    log.info("IVF graph of %d rows: recall@%d %.4f (nlist %d, nprobe %d)", n, k - 1, recall, nlist, nprobe)
+    return info
+
+
+def _choose_nprobe(
+    index_path: Path, vectors: np.ndarray, rows: np.ndarray, truth: np.ndarray, *, k: int, nlist: int
+) -> int:
+    """The smallest power of two from ``NPROBE_START`` (or ``nlist``) whose search of the sample ``rows`` reaches
+    ``TARGET_RECALL`` against ``truth``."""
+    import faiss
+
+    from isoscope.atlas.graph import _self_first
+
+    index = faiss.read_index(str(index_path))
+    queries = _unit(vectors[rows], 0, len(rows))
+    nprobe = min(NPROBE_START, nlist)
+    while True:
+        index.nprobe = nprobe
+        scores, found = index.search(queries, k + 1)
+        ids, _ = _self_first(rows, found, scores, k)
+        if nprobe >= nlist or graph_recall(ids, truth) >= TARGET_RECALL:
+            return nprobe
+        nprobe = min(nlist, 2 * nprobe)
+
+
+def _concat_npy(parts: list[Path], final: Path) -> None:
+    """The row-wise concatenation of the .npy ``parts`` (same dtype and columns) into ``final``, streamed (one
+    part in memory at a time), written under a temporary name and renamed."""
+    arrays = [_load(p) for p in parts]
+    shape = (sum(len(a) for a in arrays), *arrays[0].shape[1:])
+    tmp = final.with_name(final.name + ".tmp")
+    with open(tmp, "wb") as f:
+        np.lib.format.write_array_header_1_0(
+            f, {"descr": np.lib.format.dtype_to_descr(arrays[0].dtype), "fortran_order": False, "shape": shape}
+        )
+        for a in arrays:
+            f.write(np.ascontiguousarray(a).tobytes())
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, final)
+
+
+def _report(progress: ProgressFn | None, done: int, total: int) -> None:
+    if progress is not None:
+        progress(done, total)
+
+
+# ---------------------------------------------------------------- the layout
+
+
+def _place_shard(ids_path: str, dist_path: str, start: int, stop: int, xy: np.ndarray, placed: np.ndarray):
+    """One placement pass over rows [start, stop): (global rows placed now, their positions (r, 2))."""
+    from isoscope.atlas.layout import graph_weights, place_rows
+
+    rows = start + np.flatnonzero(~placed[start:stop])
+    if len(rows) == 0:
+        return rows, np.zeros((0, 2), np.float32)
+    ids, dist = _load(ids_path), _load(dist_path)
+    nb = np.asarray(ids[rows][:, 1:], np.int64)  # (r, k-1)
+    ok, pos = place_rows(nb, graph_weights(np.asarray(dist[rows])), xy=xy, placed=placed)
+    return rows[ok], pos
+
+
+def _refine_shard(
+    ids_path: str, dist_path: str, start: int, stop: int, xy: np.ndarray, fixed: np.ndarray, epochs: int, seed: int
+) -> np.ndarray:
+    """Rows [start, stop) after ``epochs`` epochs of UMAP's optimiser against the snapshot ``xy`` (n, 2), the
+    ``fixed`` rows (n,) bool kept: their fuzzy memberships (UMAP's smooth_knn_dist) as directed edges to their
+    neighbours, negative samples from every row, the other rows not moved (``move_other=False``)."""
+    from isoscope.atlas.layout import REFINE_LEARNING_RATE, UMAP_MIN_DIST
+    from isoscope.neighbours.umap_jit import import_umap
+
+    import_umap()
+    from umap.layouts import optimize_layout_euclidean
+    from umap.umap_ import compute_membership_strengths, find_ab_params, make_epochs_per_sample, smooth_knn_dist
+
+    head_xy = np.array(xy[start:stop], np.float32)  # (m, 2)
+    move = np.flatnonzero(~fixed[start:stop])  # local rows that move
+    if len(move) == 0 or epochs < 1:
+        return head_xy
+    ids = np.asarray(_load(ids_path)[start:stop][move], np.int32)  # (r, k)
+    dist = np.asarray(_load(dist_path)[start:stop][move], np.float32)
+    sigmas, rhos = smooth_knn_dist(dist, float(ids.shape[1]), local_connectivity=1.0)
+    # memberships of the directed edges (local row -> global neighbour); a row's own column weighs 0
+    rows_, cols, vals, _ = compute_membership_strengths(ids, dist, sigmas, rhos, bipartite=True)
+    keep = (vals > vals.max() / epochs) & (ids.reshape(-1) != (start + move).repeat(ids.shape[1]))
+    head = move[rows_[keep]].astype(np.int32)  # into head_xy
+    tail = cols[keep].astype(np.int32)  # into xy
+    a, b = find_ab_params(1.0, UMAP_MIN_DIST)
+    rng_state = np.random.RandomState(seed + start).randint(np.iinfo(np.int32).min + 1, np.iinfo(np.int32).max - 1, 3)
+    return optimize_layout_euclidean(
+        head_xy,
+        np.array(xy, np.float32),
+        head,
+        tail,
+        epochs,
+        len(xy),
+        make_epochs_per_sample(vals[keep], epochs),
+        a,
+        b,
+        rng_state.astype(np.int64),
+        initial_alpha=REFINE_LEARNING_RATE,
+        move_other=False,
+    )
+
+
+def ray_layout(vectors_path: Path, space_dir: Path, config, *, progress: ProgressFn | None = None) -> None:
+    """The UMAP layout of the space in ``space_dir`` (its graph files there) into ``xy.npy`` (n, 2) float32:
+    landmarks on the driver, placement and refinement of the rest in shard tasks (module docstring); ``config``
+    (the AtlasConfig) gives the seed, the landmarks and the rows per shard."""
+    seed, landmarks, shard_rows = config.seed, config.landmarks, config.shard_rows
+    import ray
+
+    from isoscope.atlas.layout import PLACE_PASSES, REFINE_EPOCHS, landmark_anchors, place_by_vectors, umap_layout
+
+    vectors = _load(vectors_path)
+    ids_path, dist_path = space_dir / "knn_ids.npy", space_dir / "knn_dist.npy"
+    ids = _load(ids_path)
+    n, k = ids.shape
+    if not 0 < landmarks < n:  # the whole corpus is the sample: UMAP on the driver
+        xy = umap_layout(vectors, (np.asarray(ids), np.asarray(_load(dist_path))), seed=seed)
+        atomic_save_npy(space_dir / "xy.npy", xy)
+        return
+    parts = _Parts(space_dir / "layout.parts", [vectors_path, ids_path, dist_path])
+    if not parts.done("anchors", ["anchors.npy", "anchor_xy.npy"]):
+        rows, anchor_xy = landmark_anchors(vectors, k=k, seed=seed, landmarks=landmarks)
+        atomic_save_npy(parts.path("anchors.npy"), rows)
+        atomic_save_npy(parts.path("anchor_xy.npy"), anchor_xy)
+        parts.record("anchors", ["anchors.npy", "anchor_xy.npy"])
+    rows, anchor_xy = _load(parts.path("anchors.npy"), False), _load(parts.path("anchor_xy.npy"), False)
+    _report(progress, 1, 4)
+    ranges = shards(n, shard_rows)
+    if not parts.done("placed", ["placed.npy"], [parts.path("anchor_xy.npy")]):
+        xy = np.zeros((n, 2), np.float32)
+        placed = np.zeros(n, bool)
+        xy[rows], placed[rows] = anchor_xy, True
+        task = _remote(_place_shard)
+        for _ in range(PLACE_PASSES):
+            if placed.all():
+                break
+            xy_ref, placed_ref = ray.put(xy), ray.put(placed)
+            found = ray.get([task.remote(str(ids_path), str(dist_path), s, e, xy_ref, placed_ref) for s, e in ranges])
+            new = np.concatenate([f[0] for f in found])
+            if len(new) == 0:
+                break
+            xy[new], placed[new] = np.concatenate([f[1] for f in found]), True  # Jacobi, as place_from_graph
+        if not placed.all():
+            islands = np.flatnonzero(~placed)
+            log.info("%d rows reach no landmark in the graph; placed by their nearest landmarks", len(islands))
+            xy[islands] = place_by_vectors(vectors, islands, anchors=rows, anchor_xy=anchor_xy, k=k - 1)
+        atomic_save_npy(parts.path("placed.npy"), xy)
+        parts.record("placed", ["placed.npy"], [parts.path("anchor_xy.npy")])
+    _report(progress, 2, 4)
+    fixed = np.zeros(n, bool)
+    fixed[rows] = True
+    fixed_ref = ray.put(fixed)
+    last = "placed.npy"
+    task = _remote(_refine_shard)
+    for r in range(REFINE_ROUNDS):
+        name = f"refined-{r}.npy"
+        if not parts.done(f"refined-{r}", [name], [parts.path(last)]):
+            snapshot = ray.put(_load(parts.path(last), False))
+            args = [
+                (str(ids_path), str(dist_path), s, e, snapshot, fixed_ref, REFINE_EPOCHS // REFINE_ROUNDS, seed + r)
+                for s, e in ranges
+            ]
+            xy = np.concatenate(ray.get([task.remote(*a) for a in args]))
+            atomic_save_npy(parts.path(name), xy)
+            parts.record(f"refined-{r}", [name], [parts.path(last)])
+        last = name
+        _report(progress, 3, 4)
+    os.replace(parts.path(last), space_dir / "xy.npy")
+    shutil.rmtree(parts.folder, ignore_errors=True)
+    _report(progress, 4, 4)
+
+
+# ---------------------------------------------------------------- embedding
+
+
+def embed_on_ray(texts: list[str], out: Path, *, encoder, pooling, config) -> str:
+    """``out`` (vectors.npy, (n, d) float32) from ``texts`` embedded by ``isoscope.encode.shards.embed_with_ray``
+    (the model loaded by ``encoder.name`` on ``encoder.device`` in each actor; ``config``: the AtlasConfig, its
+    batch size and max length; shards next to ``out``, resumable, removed once copied). Returns the engine's name."""
+    import ray
+
+    from isoscope.cache import PartialNpy
+    from isoscope.encode.embed import EmbedConfig
+    from isoscope.encode.shards import embed_with_ray, iter_shards
+
+    shard_dir = out.parent / "embed.shards"
+    run = embed_with_ray(
+        texts,
+        shard_dir,
+        model=encoder.name,
+        pooling=pooling,
+        config=EmbedConfig(batch_size=config.batch_size, max_length=config.max_length),
+        shard_rows=EMBED_SHARD_ROWS,
+        num_actors=max(1, int(ray.available_resources().get("CPU", 1)) - 1),
+        device=encoder.device,
+    )
+    part = PartialNpy.create(out.with_name(out.name + ".partial"), (run.n, run.dim))
+    try:
+        for ids, vectors in iter_shards(shard_dir):
+            part.write(int(ids[0]), vectors)
+        part.finish(out)
+    finally:
+        part.close()
+    shutil.rmtree(shard_dir, ignore_errors=True)
+    return "Ray Data (torch)"

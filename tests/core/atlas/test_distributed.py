@@ -1,0 +1,172 @@
+"""isoscope.atlas.distributed: the ray engine on a two-node Ray cluster on this machine (ray.cluster_utils.Cluster),
+against the one-machine build of the same vectors: the folder opens alike, the graph's recall against exact
+search, the layout's trustworthiness, and a driver killed mid-build resuming to the same files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from isoscope.atlas.pipeline import AtlasConfig, build_atlas, load_atlas
+from isoscope.atlas.synthetic import synthetic_vectors
+from isoscope.neighbours.exact import exact_topk
+from isoscope.neighbours.index import as_unit_float32
+from isoscope.sampling import sample_indices
+
+ray = pytest.importorskip("ray")
+
+N = 8_000
+DIM = 32
+CONFIG = {"calibrate": "none", "landmarks": 2_000}
+RAY = {"engine": "ray", "shard_rows": 2_000}  # four shards
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two Ray nodes of one CPU each on this machine, shared by the module (Ray is slow to start on 2 cores)."""
+    from ray.cluster_utils import Cluster
+
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    c.add_node(num_cpus=1)
+    ray.init(address=c.address, log_to_driver=False)
+    yield c
+    ray.shutdown()
+    c.shutdown()
+
+
+@pytest.fixture(scope="module")
+def data():
+    texts, _, vectors = synthetic_vectors(N, DIM, seed=3)
+    return texts, vectors
+
+
+@pytest.fixture(scope="module")
+def built(cluster, data, tmp_path_factory):
+    """The same vectors built by the ray engine and by the one-machine engine."""
+    texts, vectors = data
+    root = tmp_path_factory.mktemp("atlases")
+    ray_run = build_atlas(None, texts, root / "ray", config=AtlasConfig(**CONFIG, **RAY), vectors=vectors)
+    local_run = build_atlas(None, texts, root / "local", config=AtlasConfig(**CONFIG), vectors=vectors)
+    return root, ray_run, local_run
+
+
+def _files(folder: Path) -> dict[str, str]:
+    """Every output file the ledger records, with its SHA-256."""
+    stages = json.loads((folder / "ledger.json").read_text())["stages"]
+    return {rel: digest for entry in stages.values() for rel, (_, digest) in entry["outputs"].items()}
+
+
+def test_a_ray_build_opens_like_a_one_machine_build(built):
+    root, ray_run, local_run = built
+    assert ray_run.computed == local_run.computed  # the same stages, recorded in the same ledger
+    a, b = load_atlas(root / "ray"), load_atlas(root / "local")
+    assert a.n == b.n == N and set(a.spaces) == set(b.spaces) == {"raw"}
+    assert a.points["text"].tolist() == b.points["text"].tolist()
+    np.testing.assert_array_equal(a.vectors(), b.vectors())
+    assert set(_files(root / "ray")) == set(_files(root / "local")) | {"raw/knn_recall.json"}
+    assert not (root / "ray" / "raw" / "knn.parts").exists() and not (root / "ray" / "raw" / "layout.parts").exists()
+    assert a.manifest["config"]["engine"] == "ray" and "engine" not in b.manifest["config"]
+
+
+def test_the_ivf_graph_has_recall_at_15_of_095_against_exact_search(built, data):
+    root, _, _ = built
+    _, vectors = data
+    ids = load_atlas(root / "ray").spaces["raw"].knn_ids  # (n, 16), the row itself first
+    assert ids.shape == (N, 16)
+    np.testing.assert_array_equal(ids[:, 0], np.arange(N))
+    rows = sample_indices(N, 500, 11)  # not the sample the build measured on
+    unit = as_unit_float32(vectors)
+    _, truth = exact_topk(unit, unit[rows], 15, exclude=rows)  # (q, 15) the exact other neighbours
+    recall = np.mean([len(set(a[1:]) & set(t)) / 15 for a, t in zip(ids[rows], truth, strict=True)])
+    assert recall >= 0.95
+    recorded = json.loads((root / "ray" / "raw" / "knn_recall.json").read_text())
+    assert recorded["k"] == 15 and recorded["recall"] >= 0.95 and recorded["shards"] == 4
+    assert abs(recorded["recall"] - recall) < 0.05  # two samples of the same graph
+
+
+def test_the_ray_layout_is_as_trustworthy_as_the_one_machine_layout(built, data):
+    from sklearn.manifold import trustworthiness
+
+    root, _, _ = built
+    _, vectors = data
+    rows = sample_indices(N, 2_000, 5)
+    scores = {
+        name: trustworthiness(
+            vectors[rows], load_atlas(root / name).spaces["raw"].xy[rows], n_neighbors=15, metric="cosine"
+        )
+        for name in ("ray", "local")
+    }
+    assert scores["local"] > 0.9
+    assert abs(scores["ray"] - scores["local"]) <= 0.01, scores
+
+
+KILLED_DRIVER = """
+import os, signal, sys
+import numpy as np, ray
+from isoscope.atlas.pipeline import AtlasConfig, build_atlas
+from isoscope.atlas.synthetic import synthetic_vectors
+
+texts, _, vectors = synthetic_vectors({n}, {dim}, seed=3)
+ray.init(address=sys.argv[1], log_to_driver=False)
+
+def progress(stage, done, total):
+    if stage == "raw_layout" and (done, total) == (1, 4):  # the landmarks recorded: the driver dies here
+        os.kill(os.getpid(), signal.SIGKILL)
+
+build_atlas(None, texts, sys.argv[2], config=AtlasConfig(**{config}), vectors=vectors, progress=progress)
+"""
+
+
+def test_a_driver_killed_mid_stage_resumes_to_the_same_files(built, cluster, data, tmp_path):
+    root, _, _ = built
+    texts, vectors = data
+    out = tmp_path / "killed"
+    script = KILLED_DRIVER.format(n=N, dim=DIM, config={**CONFIG, **RAY})
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script), cluster.address, str(out)], capture_output=True, timeout=300
+    )
+    assert done.returncode == -9, done.stderr.decode()[-2000:]
+    anchors = out / "raw" / "layout.parts" / "anchors.npy"
+    assert anchors.exists() and not (out / "raw" / "xy.npy").exists()
+    before = os.stat(anchors).st_mtime_ns
+    seen = []
+
+    def progress(stage, done, total):  # the landmarks are read back, not recomputed
+        if stage == "raw_layout" and (done, total) == (1, 4):
+            seen.append(os.stat(anchors).st_mtime_ns)
+
+    run = build_atlas(None, texts, out, config=AtlasConfig(**CONFIG, **RAY), vectors=vectors, progress=progress)
+    assert seen == [before]
+    assert "raw_knn" in run.skipped and "raw_layout" in run.computed
+    assert _files(out) == _files(root / "ray")  # byte for byte the build that was never interrupted
+
+
+def test_the_command_prints_its_plan_and_builds_both_spaces_on_ray(cluster, tmp_path, capsys):
+    """`isoscope atlas --engine ray` on a vectors file, raw and whitened: the plan on stderr before the build, both
+    spaces' graphs with their recall, a folder the app's loader opens."""
+    from isoscope.cli import main
+    from tests.vector_files import write_parquet
+
+    texts, _, vectors = synthetic_vectors(3_000, DIM, seed=4)
+    src = write_parquet(tmp_path / "v.parquet", vectors, texts)
+    out = tmp_path / "atlas"
+    argv = ["atlas", "--vectors", str(src), "--out", str(out), "--engine", "ray", "--shard-rows", "1000"]
+    assert main([*argv, "--landmarks", "1000", "--quiet", "--json"]) == 0
+    std = capsys.readouterr()
+    result = json.loads(std.out)
+    plan = std.err[std.err.index("plan: 3,000 rows x 32 dims, 2 space(s), engine ray") :].splitlines()
+    assert "3 shard(s) of 1,000 rows on 2 worker CPU(s)" in plan[1]  # printed before the build, with --quiet too
+    assert result["plan"]["engine"] == "ray" and result["plan"]["shards"] == 3
+    assert {"raw_knn", "cal_knn", "raw_layout", "cal_layout"} <= set(result["computed"])
+    atlas = load_atlas(out)
+    assert set(atlas.spaces) == {"raw", "cal"} and atlas.n == 3_000
+    for space in ("raw", "cal"):
+        assert json.loads((out / space / "knn_recall.json").read_text())["recall"] >= 0.95
+        assert np.isfinite(atlas.spaces[space].xy).all()

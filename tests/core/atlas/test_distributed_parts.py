@@ -1,0 +1,93 @@
+"""isoscope.atlas.distributed without Ray: the shard functions the tasks run, called here as plain functions, against
+the one-machine functions they stand in for; the shard bookkeeping; the engine's settings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from isoscope.atlas import distributed as dist
+from isoscope.atlas.graph import knn_graph_chunked
+from isoscope.atlas.layout import place_from_graph
+from isoscope.atlas.pipeline import AtlasConfig
+from isoscope.cache import atomic_save_npy
+from isoscope.errors import InputError
+
+
+def _blobs(n: int, dim: int = 16, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0, 4, (5, dim))
+    return (centres[rng.integers(0, 5, n)] + rng.normal(0, 1, (n, dim))).astype(np.float32)
+
+
+def test_shards_cover_every_row_once():
+    assert dist.shards(10, 4) == [(0, 4), (4, 8), (8, 10)]
+    assert dist.shards(8, 4) == [(0, 4), (4, 8)]
+    assert dist.ivf_lists(10_000) == 256 and dist.ivf_lists(1_000_000) == 4_000 and dist.ivf_lists(10) == 1
+
+
+def test_placement_shard_by_shard_is_place_from_graph(tmp_path):
+    x = _blobs(1_200)
+    ids, d = knn_graph_chunked(x, 8)  # (n, 8) each, exact
+    atomic_save_npy(tmp_path / "ids.npy", ids)
+    atomic_save_npy(tmp_path / "dist.npy", d)
+    anchors = np.arange(0, 1_200, 10)
+    anchor_xy = np.random.default_rng(1).normal(size=(len(anchors), 2)).astype(np.float32)
+    want, placed_want = place_from_graph(ids, d, anchors=anchors, anchor_xy=anchor_xy, passes=1)
+    xy = np.zeros((1_200, 2), np.float32)
+    placed = np.zeros(1_200, bool)
+    xy[anchors], placed[anchors] = anchor_xy, True
+    found = [
+        dist._place_shard(str(tmp_path / "ids.npy"), str(tmp_path / "dist.npy"), s, e, xy, placed)
+        for s, e in dist.shards(1_200, 500)
+    ]
+    rows = np.concatenate([f[0] for f in found])
+    got = xy.copy()
+    got[rows] = np.concatenate([f[1] for f in found])
+    assert set(rows.tolist()) == set(np.flatnonzero(placed_want & ~placed).tolist())
+    np.testing.assert_allclose(got[placed_want], want[placed_want], rtol=1e-6, atol=1e-6)
+
+
+def test_the_refinement_moves_only_the_rows_not_fixed(tmp_path):
+    x = _blobs(600)
+    ids, d = knn_graph_chunked(x, 8)
+    atomic_save_npy(tmp_path / "ids.npy", ids)
+    atomic_save_npy(tmp_path / "dist.npy", d)
+    xy = np.random.default_rng(2).normal(size=(600, 2)).astype(np.float32)
+    fixed = np.zeros(600, bool)
+    fixed[::3] = True
+    out = dist._refine_shard(str(tmp_path / "ids.npy"), str(tmp_path / "dist.npy"), 100, 400, xy, fixed, 20, 0)
+    assert out.shape == (300, 2) and np.isfinite(out).all()
+    np.testing.assert_array_equal(out[fixed[100:400]], xy[100:400][fixed[100:400]])
+    assert (np.abs(out[~fixed[100:400]] - xy[100:400][~fixed[100:400]]).sum(axis=1) > 0).mean() > 0.9
+    again = dist._refine_shard(str(tmp_path / "ids.npy"), str(tmp_path / "dist.npy"), 100, 400, xy, fixed, 20, 0)
+    np.testing.assert_array_equal(out, again)  # seeded: the same shard gives the same rows
+
+
+def test_concatenated_shards_equal_numpy(tmp_path):
+    rng = np.random.default_rng(0)
+    parts = [rng.integers(0, 100, (n, 4)).astype(np.int32) for n in (3, 5, 1)]
+    paths = []
+    for i, p in enumerate(parts):
+        paths.append(tmp_path / f"{i}.npy")
+        atomic_save_npy(paths[-1], p)
+    dist._concat_npy(paths, tmp_path / "all.npy")
+    got = np.load(tmp_path / "all.npy", allow_pickle=False)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, np.concatenate(parts))
+
+
+def test_graph_recall_counts_the_other_neighbours():
+    ids = np.array([[0, 1, 2, 3], [1, 0, 5, 6]])  # column 0: the row itself
+    truth = np.array([[1, 2, 9], [0, 5, 6]])
+    assert dist.graph_recall(ids, truth) == pytest.approx(5 / 6)
+
+
+def test_the_engine_is_recorded_only_when_it_is_ray():
+    assert "engine" not in AtlasConfig().to_dict() and "shard_rows" not in AtlasConfig().to_dict()
+    ray = AtlasConfig(engine="ray", shard_rows=5_000).to_dict()
+    assert ray["engine"] == "ray" and ray["shard_rows"] == 5_000
+    with pytest.raises(InputError, match="unknown engine 'spark'; choose one of local, ray"):
+        AtlasConfig(engine="spark").validate()
+    with pytest.raises(InputError, match="shard rows"):
+        AtlasConfig(engine="ray", shard_rows=10).validate()
