@@ -427,12 +427,14 @@ def _load_space(path: Path, s: str, n: int, ledger: Ledger, graph: bool) -> Atla
 
 
 def _id_range(ids: np.ndarray, chunk: int = CHECK_ROWS) -> tuple[int, int]:
-    lo, hi = 0, 0
+    """(smallest, largest) value of ``ids`` (memory-mapped), ``chunk`` rows at a time; (0, -1) when empty."""
+    lo, hi = None, None
     for s in range(0, len(ids), chunk):
         block = np.asarray(ids[s : s + chunk])
         if block.size:
-            lo, hi = min(lo, int(block.min())), max(hi, int(block.max()))
-    return lo, hi
+            b_lo, b_hi = int(block.min()), int(block.max())
+            lo, hi = (b_lo, b_hi) if lo is None else (min(lo, b_lo), max(hi, b_hi))
+    return (0, -1) if lo is None else (lo, hi)
 
 
 def _points(path: Path, n: int) -> pd.DataFrame:

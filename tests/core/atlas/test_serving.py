@@ -113,9 +113,11 @@ def test_a_points_file_of_many_row_groups_is_read_across_their_borders(tmp_path:
         points.texts([n])
 
 
-def forge(out: Path, rel: str, array: np.ndarray) -> None:
-    """Write ``rel`` and record it in the ledger as it is now (a forger who also fixed the ledger)."""
-    np.save(out / rel, array)
+def forge(out: Path, rel: str, array: np.ndarray | None) -> None:
+    """Write ``rel`` (None: as it is) and record it in the ledger as it is now (a forger who also fixed the
+    ledger)."""
+    if array is not None:
+        np.save(out / rel, array)
     ledger = json.loads((out / LEDGER).read_text())
     for entry in ledger["stages"].values():
         if rel in entry["outputs"]:
@@ -175,3 +177,14 @@ def test_a_folder_built_before_the_index_stage_is_served_from_an_index_in_memory
     )
     assert run.computed == ["index"]  # a rerun adds only the index
     assert isinstance(load_atlas(out).spaces["raw"].index.codes, np.memmap)
+
+
+def test_a_map_without_clusters_opens(tmp_path: Path) -> None:
+    """Every point in no cluster (-1) and no cluster in clusters.json (a tiny or uniform corpus): the cluster
+    numbers, checked a chunk at a time, are within range."""
+    out = small_atlas(tmp_path / "a")
+    meta = json.loads((out / "raw" / "clusters.json").read_text())
+    (out / "raw" / "clusters.json").write_text(json.dumps({**meta, "clusters": [], "levels": []}))
+    forge(out, "raw/cluster.npy", np.full(300, -1, np.int32))
+    forge(out, "raw/clusters.json", None)
+    assert load_atlas(out).spaces["raw"].clusters == []
