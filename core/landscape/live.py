@@ -225,7 +225,10 @@ def measure_rates(encoder: Encoder, run: LiveRun) -> LandscapeRates:
     point = _timed(lambda: evaluate(theta0), device)
     size = min(run.HESSIAN_SIZE, evaluate.eval_set.n_train)
     v = torch.randn(theta0.shape, generator=torch.Generator().manual_seed(run.seed)).to(device)
-    hessian = lambda: hvp(lambda th: evaluate.train_loss(th, size), theta0, v)  # noqa: E731
+
+    def hessian() -> None:
+        hvp(lambda th: evaluate.train_loss(th, size), theta0, v)
+
     product = _timed(hessian, device) if run.hessian_iters else 0.0
     with tempfile.TemporaryDirectory() as folder:
         write = _timed(lambda: write_tensors(Path(folder) / "probe.safetensors", {"theta": theta0}, {}))
