@@ -7,7 +7,9 @@ pre-trained weights and from a random init of the same architecture, then writes
 or both; layer rollback, the top Hessian eigenvalue and per-epoch learning curves. ``--seeds N`` repeats
 the whole experiment and reports every headline number as mean +- sd. Re-running resumes from disk.
 
-Heavy modules (torch, transformers) are imported inside ``run``: ``landscape --help`` answers at once.
+Runs on ``--device`` (auto: CUDA, then MPS, then the CPU), in float32; the device's kind is part of the default
+``<key>`` off the CPU (a GPU's numbers differ from the CPU's). Heavy modules (torch, transformers) are imported
+inside ``run``: ``landscape --help`` answers at once.
 """
 
 from __future__ import annotations
@@ -184,13 +186,14 @@ def config_from_args(args: argparse.Namespace):
 
 
 def _check_device(args: argparse.Namespace) -> None:
-    """The loss surfaces are trained and measured on the CPU in float32 (their flat parameter vectors, directions and
-    float64 sums are CPU tensors): ``auto`` means the CPU here, another device or dtype is refused in one line."""
-    if args.device not in ("auto", "cpu"):
-        raise InputError(f"landscape trains on the CPU only (not yet on {args.device}); use --device cpu or auto")
+    """The loss surfaces train and are measured on ``--device`` (``isoscope.landscape.placement``), resolved here
+    before anything loads, as every command that embeds resolves it (a device this machine lacks is one line); in
+    float32 only: a half dtype would change the surface being measured, not just its speed."""
+    from isoscope.encode.device import resolve_device
+
+    resolve_device(args.device)
     if args.dtype != "float32":
-        raise InputError("landscape trains in float32 only; drop --dtype")
-    args.device = "cpu"
+        raise InputError("landscape trains in float32 only (a half dtype changes the loss surface); drop --dtype")
 
 
 def run(args: argparse.Namespace) -> dict:

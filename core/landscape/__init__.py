@@ -7,6 +7,8 @@ One concept per module:
 - ``classifier``: encoder + mean pooling + linear head, and the fixed-batch ``Evaluator``.
 - ``packed``: the padding-free BERT forward used by the evaluator.
 - ``flat``: flat parameter vectors (layout, views for ``functional_call``, float64 dot products).
+- ``placement``: where the work runs: the model and batches on the encoder's device, the flat vectors beside it
+  (the CPU for MPS), seeds forked, the device's kind in the cache keys off the CPU.
 - ``train``: fine-tuning runs with a resumable checkpoint per epoch.
 - ``axes``: the task plane (Gram-Schmidt axes) and signed projection onto it.
 - ``surface``: 1D curves and 2D grids of any function of theta.

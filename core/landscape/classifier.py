@@ -11,6 +11,11 @@ the pre-trained and the from-scratch run on the same task start from the same he
 examples and held-out examples, length-sorted into padded chunks once), dropout off (``eval()``), under
 ``torch.inference_mode``, with ``functional_call`` on views of the flat theta: for BERT encoders on the
 padding-free ``PackedClassifier`` (``isoscope.landscape.packed``), for others on the padded chunks.
+
+Devices (``isoscope.landscape.placement``): the classifier is built on the encoder's device (``Encoder.device``,
+resolved when the encoder was loaded), in float32; the evaluation examples are tokenized once on the CPU and
+copied to the model's device once, by the ``Evaluator``, which takes theta on any device and sums the losses in
+float64 on the CPU (a few numbers per example).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from isoscope.encode.pooling import masked_mean
 from isoscope.landscape.flat import FlatLayout
 from isoscope.landscape.options import HEAD_POOLINGS, INITS, HeadPooling, Init
 from isoscope.landscape.packed import PackedBatch, PackedClassifier, supports_packed
+from isoscope.landscape.placement import module_device, seeded_rng, to_device
 from isoscope.landscape.records import Metrics
 from isoscope.landscape.tasks import Task
 
@@ -70,15 +76,15 @@ class Classifier(nn.Module):
 def build_classifier(
     encoder: Encoder, n_classes: int, *, init: Init, seed: int, pooling: HeadPooling = "mean"
 ) -> Classifier:
-    """A trainable classifier: the pre-trained weights copied, or a seeded random init of the same config."""
+    """A trainable classifier in float32 on the encoder's device: the pre-trained weights copied, or a seeded
+    random init of the same config (drawn on the CPU, so a seed is one init on every device)."""
     check_init(init)
     if encoder.is_encoder_decoder:
         raise ValueError("loss landscapes support encoder-only models (BERT-like); got an encoder-decoder")
     if init == "pretrained":
         body = copy.deepcopy(encoder.model)  # once per run; the shared Encoder is never modified
     else:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed + SCRATCH_SEED_OFFSET)
+        with seeded_rng(torch.device("cpu"), seed + SCRATCH_SEED_OFFSET):  # built on the CPU, then moved
             body = AutoModel.from_config(encoder.model.config)
     if getattr(body, "pooler", None) is not None:
         body.pooler = None
@@ -90,7 +96,7 @@ def build_classifier(
         model.head.bias.zero_()
     for p in model.parameters():
         p.requires_grad_(True)
-    return model.float().eval()
+    return model.to(device=torch.device(encoder.device), dtype=torch.float32).eval()
 
 
 def tokenize(tokenizer, task: Task, idx: np.ndarray | list[int], *, max_length: int) -> dict[str, torch.Tensor]:
@@ -162,27 +168,30 @@ class Evaluator:
         self.model = model
         self.layout = layout
         self.eval_set = eval_set
+        self.device = module_device(model)  # where every forward pass runs; the inputs are copied there once
         use_packed = packed if packed is not None else supports_packed(model.encoder)
         self.packed_model = PackedClassifier(model) if use_packed else None  # refuses other encoders
-        self.packed = PackedBatch.from_padded([c.inputs for c in eval_set.chunks]) if use_packed else None
-        self._labels = torch.cat([c.labels for c in eval_set.chunks])  # (S,) in chunk order
+        packed_batch = PackedBatch.from_padded([c.inputs for c in eval_set.chunks]) if use_packed else None
+        self.packed = packed_batch.to(self.device) if packed_batch is not None else None
+        self._inputs = [to_device(c.inputs, self.device) for c in eval_set.chunks]  # padded (b, t) per chunk
+        self._chunk_labels = [c.labels.to(self.device) for c in eval_set.chunks]  # (b,) per chunk
+        self._labels = torch.cat([c.labels for c in eval_set.chunks])  # (S,) in chunk order, on the CPU
         self._split = torch.cat([c.split for c in eval_set.chunks])  # (S,)
 
     def logits(self, theta: torch.Tensor) -> torch.Tensor:
-        """Logits (S, c) of every evaluation example (chunk order) at ``theta``, without gradients."""
+        """Logits (S, c) of every evaluation example (chunk order) at ``theta`` (on any device; copied to the model's
+        when it is elsewhere), on the model's device, without gradients."""
         self.model.eval()  # dropout off, always
         with torch.inference_mode():
-            params = self.layout.unflatten(theta)
+            params = self.layout.unflatten(theta.to(self.device))
             if self.packed_model is not None:
                 return functional_call(self.packed_model, params, args=(self.packed,))
-            return torch.cat(
-                [functional_call(self.model, params, args=(), kwargs=c.inputs) for c in self.eval_set.chunks]
-            )
+            return torch.cat([functional_call(self.model, params, args=(), kwargs=inputs) for inputs in self._inputs])
 
     def __call__(self, theta: torch.Tensor) -> dict[str, float]:
         """``records.Metrics`` as a dict: {"train_loss", "train_acc", "heldout_loss", "heldout_acc"} (mean
         cross-entropy, accuracy)."""
-        logits = self.logits(theta).float()  # (S, c)
+        logits = self.logits(theta).float().cpu()  # (S, c): the sums below are the CPU's on every device
         losses = F.cross_entropy(logits, self._labels, reduction="none").double()  # (S,)
         hits = (logits.argmax(-1) == self._labels).double()  # (S,)
         count = torch.zeros(2, dtype=torch.float64).index_add_(0, self._split, torch.ones_like(losses))
@@ -199,18 +208,19 @@ class Evaluator:
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         self.model.eval()
+        theta = theta.to(self.device)  # differentiable: a gradient flows back to theta's own device
         params = self.layout.unflatten(theta)
         total = theta.new_zeros(())
         left = self.eval_set.n_train if max_examples is None else min(max_examples, self.eval_set.n_train)
         used = left
         with sdpa_kernel(SDPBackend.MATH):
-            for chunk in self.eval_set.chunks:
-                keep = torch.nonzero(chunk.split == 0).flatten()[:left]  # (k,)
+            for chunk, chunk_inputs, labels in zip(self.eval_set.chunks, self._inputs, self._chunk_labels, strict=True):
+                keep = torch.nonzero(chunk.split == 0).flatten()[:left].to(self.device)  # (k,)
                 if len(keep) == 0:
                     continue
-                inputs = {k: v[keep] for k, v in chunk.inputs.items()}
+                inputs = {k: v[keep] for k, v in chunk_inputs.items()}
                 logits = functional_call(self.model, params, args=(), kwargs=inputs)  # (k, c)
-                total = total + F.cross_entropy(logits, chunk.labels[keep], reduction="sum")
+                total = total + F.cross_entropy(logits, labels[keep], reduction="sum")
                 left -= len(keep)
                 if left == 0:
                     break

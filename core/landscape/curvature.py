@@ -60,7 +60,7 @@ def hessian_top_eigenvalue(
     if iters < 1:
         raise ValueError("iters must be >= 1")
     gen = torch.Generator().manual_seed(seed)
-    v = torch.randn(theta.shape, generator=gen, dtype=theta.dtype)  # (p,)
+    v = torch.randn(theta.shape, generator=gen, dtype=theta.dtype).to(theta.device)  # (p,) drawn on the CPU
     v /= norm(v)
     history: list[float] = []
     change = float("inf")

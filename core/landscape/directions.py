@@ -59,12 +59,13 @@ def filter_normalized_direction(layout: FlatLayout, theta: torch.Tensor, seed: i
 
     The whole vector is drawn at once from ``seed`` (so the draw does not depend on the values of theta),
     then parameter by parameter: an (r, ...) parameter is r filters (rows), each scaled to |theta_row|;
-    a 1-D parameter (bias, LayerNorm weight or bias) is zeroed. Returns (p,) float32 like theta.
+    a 1-D parameter (bias, LayerNorm weight or bias) is zeroed. Returns (p,) float32 like theta, on its device (drawn
+    on the CPU: one seed, one direction on every device, ``isoscope.landscape.placement``).
     """
     if theta.ndim != 1 or theta.numel() != layout.size:
         raise ValueError(f"theta has shape {tuple(theta.shape)}; expected ({layout.size},)")
     gen = torch.Generator().manual_seed(int(seed))
-    d = torch.randn(layout.size, generator=gen, dtype=theta.dtype)  # (p,)
+    d = torch.randn(layout.size, generator=gen, dtype=theta.dtype).to(theta.device)  # (p,) drawn on the CPU
     for (start, stop), shape in zip(layout.offsets().values(), layout.shapes, strict=True):
         if len(shape) < 2:
             d[start:stop] = 0.0
@@ -81,7 +82,7 @@ def filter_normalized_direction(layout: FlatLayout, theta: torch.Tensor, seed: i
 def global_normalized_direction(theta: torch.Tensor, seed: int) -> torch.Tensor:
     """The baseline without filter normalisation: a Gaussian direction scaled to |theta| as a whole. Returns (p,)."""
     gen = torch.Generator().manual_seed(int(seed))
-    d = torch.randn(theta.shape, generator=gen, dtype=theta.dtype)  # (p,)
+    d = torch.randn(theta.shape, generator=gen, dtype=theta.dtype).to(theta.device)  # (p,) drawn on the CPU
     return d.mul_(norm(theta) / norm(d))
 
 

@@ -179,11 +179,16 @@ def _probe_model(encoder: Encoder, run: LiveRun):
     return model, layout, Evaluator(model, layout, eval_set), train
 
 
-def _timed(fn) -> float:
+def _timed(fn, device=None) -> float:
+    """Seconds ``fn()`` takes, the work it queued on ``device`` (a GPU) included."""
     import time
+
+    from isoscope.landscape.placement import synchronize
 
     start = time.perf_counter()
     fn()
+    if device is not None:
+        synchronize(device)
     return max(time.perf_counter() - start, 1e-6)
 
 
@@ -200,42 +205,42 @@ def measure_rates(encoder: Encoder, run: LiveRun) -> LandscapeRates:
     """Each kind of work of ``run`` timed once here, as its pipeline does it, on the run's own classifier and data
     (what ``isoscope.landscape.costs.landscape_cost`` multiplies): an evaluation point (after a warm-up), a
     Hessian-vector product on the run's Hessian examples, a training step of a real batch (the first one's extra
-    time apart: a one-off warm-up), and one parameter vector written to disk. A few seconds on two cores."""
+    time apart: a one-off warm-up), and one parameter vector written to disk. A few seconds on two cores. Timed on
+    the encoder's device, where the run trains (``isoscope.landscape.placement``)."""
     import tempfile
     from pathlib import Path
 
     import numpy as np
     import torch
-    from torch.nn import functional as F
 
-    from isoscope.landscape.classifier import tokenize
     from isoscope.landscape.costs import LandscapeRates
     from isoscope.landscape.curvature import hvp
     from isoscope.landscape.store import write_tensors
+    from isoscope.landscape.train import train_step, training_batch
 
     model, layout, evaluate, train = _probe_model(encoder, run)
-    theta0 = layout.flatten(model)
+    device = evaluate.device
+    theta0 = layout.flatten(model)  # (p,) on the model's device, where the pipeline keeps it (CUDA, CPU)
     evaluate(theta0)
-    point = _timed(lambda: evaluate(theta0))
+    point = _timed(lambda: evaluate(theta0), device)
     size = min(run.HESSIAN_SIZE, evaluate.eval_set.n_train)
-    v = torch.randn(theta0.shape, generator=torch.Generator().manual_seed(run.seed))
-    product = _timed(lambda: hvp(lambda th: evaluate.train_loss(th, size), theta0, v)) if run.hessian_iters else 0.0
+    v = torch.randn(theta0.shape, generator=torch.Generator().manual_seed(run.seed)).to(device)
+
+    def hessian() -> None:
+        hvp(lambda th: evaluate.train_loss(th, size), theta0, v)
+
+    product = _timed(hessian, device) if run.hessian_iters else 0.0
     with tempfile.TemporaryDirectory() as folder:
         write = _timed(lambda: write_tensors(Path(folder) / "probe.safetensors", {"theta": theta0}, {}))
     idx = np.arange(min(run.BATCH_SIZE, len(train)))
-    inputs = tokenize(encoder.tokenizer, train, idx, max_length=run.max_length)
-    labels = torch.as_tensor(train.labels[idx])
+    inputs, labels = training_batch(encoder.tokenizer, train, idx, max_length=run.max_length, device=device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=run.lr)
     model.train()
 
     def step() -> None:
-        loss = F.cross_entropy(model(**inputs), labels)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        train_step(model, optimizer, inputs, labels, max_grad_norm=1.0)
 
-    first = _timed(step)
-    warm = _timed(step)
+    first = _timed(step, device)
+    warm = _timed(step, device)
     model.eval()
     return LandscapeRates(point=point, step=warm, hvp=product, write=write, warmup=max(first - warm, 0.0))

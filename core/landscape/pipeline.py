@@ -24,6 +24,11 @@ theta2 lies exactly on the plane by construction.
 
 Every stage is cached under ``out_dir`` by content keys (checkpoint and axis digests, the evaluation
 set, the grid); grid rows and direction curves are saved as they finish, so an interrupted run resumes.
+
+Devices (``isoscope.landscape.placement``): everything runs on the encoder's device (``Encoder.device``, resolved
+as for embedding); the flat vectors sit beside the model (on the CPU for MPS, which has no float64). A device
+other than the CPU changes the numbers, so its kind is part of the experiment's key and of every training run's;
+the stages after training are keyed by the checkpoints' digests, which differ with them.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ from isoscope.landscape.directions import DIRECTIONS, check_directions
 from isoscope.landscape.filter_view import FilterConfig
 from isoscope.landscape.flat import FlatLayout, vector_digest
 from isoscope.landscape.learning import learning_curve, overfitting
+from isoscope.landscape.placement import key_parts, vector_device
 from isoscope.landscape.records import EvalCounts, Hessian, LearningCurve, Metrics, RunInfo, SeedSummary
 from isoscope.landscape.results import RESULTS, SUMMARY, default_root, load_results, seed_dir
 from isoscope.landscape.rollback import ENCODER_PREFIX, rollback_table
@@ -140,6 +146,8 @@ class LandscapeConfig:
 
 
 def experiment_key(encoder: Encoder, task1: TaskSplit, task2: TaskSplit, *, config: LandscapeConfig) -> str:
+    """The experiment's content key (its default folder's name); the encoder's device kind is part of it when it is
+    not the CPU."""
     return make_key(
         PIPELINE_VERSION,
         encoder.fingerprint,
@@ -148,6 +156,7 @@ def experiment_key(encoder: Encoder, task1: TaskSplit, task2: TaskSplit, *, conf
         task2.train.digest(),
         config.train.key(),
         config.eval_size,
+        *key_parts(torch.device(encoder.device)),
     )
 
 
@@ -270,7 +279,7 @@ def _train(
     tc = config.train
     model = build_classifier(encoder, task.n_classes, init=init, seed=tc.seed, pooling=tc.pooling)  # type: ignore[arg-type]
     layout = FlatLayout.from_module(model)
-    key = run_key(encoder.fingerprint, init, task, config=tc, layout=layout)
+    key = run_key(encoder.fingerprint, init, task, config=tc, layout=layout, device=torch.device(encoder.device))
     run_dir = out / "checkpoints" / f"{init}-{slot}-{key[:12]}"
     bar = stage.bar("train", init, f" {slot}")  # "train pretrained task1"
     ckpts, timing = train_run(
@@ -321,13 +330,14 @@ def _run_init(
     n_enc = _encoder_size(layout)
     if _encoder_size(layout2) != n_enc:
         raise ValueError("the task-1 and task-2 models do not share the encoder parameters")
-    theta0 = ckpts1[0].load()
-    theta0_t2 = ckpts2[0].load()
+    where = vector_device(torch.device(encoder.device))  # the flat vectors and their float64 algebra
+    theta0 = ckpts1[0].load(where)
+    theta0_t2 = ckpts2[0].load(where)
     if not torch.equal(theta0[:n_enc], theta0_t2[:n_enc]):
         raise ValueError("the task-1 and task-2 runs do not start from the same encoder weights")
     del theta0_t2
-    theta1 = ckpts1[-1].load()
-    theta2 = _to_task1_space(ckpts2[-1].load(), theta0, n_enc)
+    theta1 = ckpts1[-1].load(where)
+    theta2 = _to_task1_space(ckpts2[-1].load(where), theta0, n_enc)
     plane = make_plane(theta0, theta1, theta2)
     p1, p2 = project(plane, theta1), project(plane, theta2)
     evaluate = Evaluator(model, layout, eval_set)
@@ -486,19 +496,19 @@ def _grid_size(config: LandscapeConfig, evaluate: Evaluator, theta0: torch.Tenso
         info.update({"grid": config.grid, "source": "--grid"})
         return config.grid
     saved = read_json(out / "grid.json") if config.reuse else None
-    if saved and saved.get("time_budget") == config.time_budget:
+    device = evaluate.device.type  # a grid timed on one kind of device is not the time budget's on another
+    if saved and saved.get("time_budget") == config.time_budget and saved.get("device", "cpu") == device:
         info.update({"grid": int(saved["grid"]), "source": "grid.json (chosen by an earlier run)"})
         info["seconds_per_point_timed"] = saved.get("seconds_per_point")
     else:
         evaluate(theta0)  # warm-up
         t = time.perf_counter()
-        evaluate(theta0)
+        evaluate(theta0)  # returns Python floats: the device's work is finished when it returns
         spp = time.perf_counter() - t
         info.update({"seconds_per_point_timed": spp, "time_budget": config.time_budget})
         info.update({"grid": grid_size_for_budget(spp, config.time_budget), "source": "time budget"})
-        write_json(
-            out / "grid.json", {"time_budget": config.time_budget, "grid": info["grid"], "seconds_per_point": spp}
-        )
+        timed = {"time_budget": config.time_budget, "grid": info["grid"], "seconds_per_point": spp}
+        write_json(out / "grid.json", timed if device == "cpu" else {**timed, "device": device})
     log.info("grid %d x %d (%s)", info["grid"], info["grid"], info["source"])
     return int(info["grid"])
 

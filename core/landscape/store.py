@@ -98,8 +98,9 @@ def read_arrays(path: Path) -> dict[str, np.ndarray] | None:
 
 
 def write_tensors(path: Path, tensors: dict[str, torch.Tensor], meta: dict) -> None:
-    """safetensors file plus a JSON sidecar ``<path>.json`` written after it (its presence marks completion)."""
-    atomic_write_bytes(path, st_save({k: v.detach().contiguous() for k, v in tensors.items()}))
+    """safetensors file plus a JSON sidecar ``<path>.json`` written after it (its presence marks completion); the
+    tensors may be on any device (written from the CPU)."""
+    atomic_write_bytes(path, st_save({k: v.detach().cpu().contiguous() for k, v in tensors.items()}))  # a GPU's too
     write_json(path.with_suffix(".json"), meta)
 
 

@@ -76,7 +76,7 @@ def trajectories(
                 continue
             theta, p = known.get((run, c.epoch), (None, None))
             if theta is None:
-                theta = c.load()
+                theta = c.load(plane.origin.device)  # beside the plane's vectors (their device)
                 if run == "task2":
                     theta = to_task1_space(theta)
             if p is None:

@@ -4,6 +4,11 @@ Each run writes ``epoch_000`` (its starting point theta0) ... ``epoch_E`` as saf
 parameter vector plus a JSON sidecar, and the AdamW moments of the last finished epoch. Data order and
 dropout are seeded per epoch, so a resumed run reproduces the uninterrupted one. A run whose final
 checkpoint exists (with a matching key) is read back instead of trained.
+
+The model trains where it is (the encoder's device, ``isoscope.landscape.placement``): each batch is tokenized on
+the CPU and moved there, the data order is drawn on the CPU (the same order on every device), and dropout is
+seeded on the CPU's RNG and the device's, both forked. Checkpoints and optimizer moments are written from the CPU
+and read back onto the model's device.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from torch.nn import functional as F
 from isoscope.cache import make_key
 from isoscope.landscape.classifier import Classifier, check_head_pooling, tokenize
 from isoscope.landscape.flat import FlatLayout, vector_digest
+from isoscope.landscape.placement import key_parts, module_device, seeded_rng, to_device
 from isoscope.landscape.store import read_tensor_names, read_tensors, write_tensors
 from isoscope.landscape.tasks import Task
 
@@ -64,15 +70,27 @@ class Checkpoint:
     digest: str
     train_loss: float  # mean training loss over the epoch's steps (NaN for epoch 0)
 
-    def load(self) -> torch.Tensor:
+    def load(self, device: torch.device | None = None) -> torch.Tensor:
+        """The flat theta (p,), on ``device`` (None: the CPU, where it is read)."""
         loaded = read_tensors(self.path)
         if loaded is None:
             raise FileNotFoundError(f"checkpoint {self.path} is missing or unreadable")
-        return loaded[0]["theta"]
+        theta = loaded[0]["theta"]
+        return theta if device is None else theta.to(device)
 
 
-def run_key(model_fingerprint: str, init: str, task: Task, *, config: TrainConfig, layout: FlatLayout) -> str:
-    return make_key("run", model_fingerprint, init, task.digest(), config.key(), layout.digest())
+def run_key(
+    model_fingerprint: str,
+    init: str,
+    task: Task,
+    *,
+    config: TrainConfig,
+    layout: FlatLayout,
+    device: torch.device | None = None,
+) -> str:
+    """The training run's content key; a device other than the CPU is part of it (``placement.key_parts``)."""
+    where = key_parts(device) if device is not None else ()
+    return make_key("run", model_fingerprint, init, task.digest(), config.key(), layout.digest(), *where)
 
 
 def _ckpt_path(run_dir: Path, epoch: int) -> Path:
@@ -173,27 +191,47 @@ def _train_epoch(
 ) -> float:
     """One pass over ``task`` in a per-epoch seeded order, linear learning-rate decay to 0."""
     losses: list[float] = []
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(config.seed * 1_000_003 + epoch)  # dropout masks and data order of this epoch
-        order = torch.randperm(len(task)).numpy()
+    device = module_device(model)
+    with seeded_rng(device, config.seed * 1_000_003 + epoch):  # dropout masks and data order of this epoch
+        order = torch.randperm(len(task)).numpy()  # the CPU's generator: one order on every device
         model.train()
         for k in range(steps_per_epoch):
             step = (epoch - 1) * steps_per_epoch + k
             for group in optimizer.param_groups:
                 group["lr"] = config.lr * (1.0 - step / total_steps)
             idx = order[k * config.batch_size : (k + 1) * config.batch_size]
-            inputs = tokenize(tokenizer, task, idx, max_length=config.max_length)
-            labels = torch.as_tensor(task.labels[idx])
-            loss = F.cross_entropy(model(**inputs), labels)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-            optimizer.step()
-            losses.append(loss.detach().item())
+            inputs, labels = training_batch(tokenizer, task, idx, max_length=config.max_length, device=device)
+            loss = train_step(model, optimizer, inputs, labels, max_grad_norm=config.max_grad_norm)
+            losses.append(loss)
             if progress is not None:
                 progress(step + 1, total_steps)
     model.eval()
     return float(np.mean(losses))
+
+
+def training_batch(
+    tokenizer, task: Task, idx: np.ndarray, *, max_length: int, device: torch.device
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Rows ``idx`` of ``task`` as model inputs (padded (b, t)) and labels (b,), on ``device``."""
+    inputs = tokenize(tokenizer, task, idx, max_length=max_length)
+    return to_device(inputs, device), torch.as_tensor(task.labels[idx]).to(device)
+
+
+def train_step(
+    model: Classifier,
+    optimizer: torch.optim.Optimizer,
+    inputs: dict[str, torch.Tensor],
+    labels: torch.Tensor,
+    *,
+    max_grad_norm: float,
+) -> float:
+    """One AdamW step on a batch already on the model's device (``training_batch``); returns its loss."""
+    loss = F.cross_entropy(model(**inputs), labels)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    optimizer.step()
+    return loss.detach().item()
 
 
 def _save_optimizer(
@@ -226,10 +264,11 @@ def _resume(
     names = dict(model.named_parameters())
     avg, avg_sq = layout.unflatten(tensors["exp_avg"]), layout.unflatten(tensors["exp_avg_sq"])
     for n in layout.names:
+        device = names[n].device  # the moments sit beside their parameter (``clone``: a copy on the CPU too)
         optimizer.state[names[n]] = {
             "step": torch.tensor(float(meta["step"])),
-            "exp_avg": avg[n].clone(),
-            "exp_avg_sq": avg_sq[n].clone(),
+            "exp_avg": avg[n].clone().to(device),
+            "exp_avg_sq": avg_sq[n].clone().to(device),
         }
     log.info("%s: resuming after epoch %d", run_dir.name, last.epoch)
     return True

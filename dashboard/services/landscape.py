@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from isoscope.costs import FREE, Cost
-from isoscope.dashboard.services.models import fp32_encoder
+from isoscope.dashboard.services.models import fp32_encoder, trainable_encoder, training_device
 from isoscope.errors import InputError
 from isoscope.landscape.costs import LandscapeRates, landscape_cost
 from isoscope.landscape.live import LiveRun
@@ -56,8 +56,8 @@ def _landscape_run(run: LiveRun, root: str) -> str:
         update(0, 1)
         return update
 
-    try:  # training needs fp32 weights, whatever the sidebar's precision (run.model is the sidebar's model key)
-        return run_live(fp32_encoder(run.model), run, root, progress=factory)
+    try:  # float32 weights on the sidebar's device, whatever its precision and dtype (run.model: the sidebar's key)
+        return run_live(trainable_encoder(run.model), run, root, progress=factory)
     finally:
         bar.empty()
 
@@ -101,21 +101,27 @@ def parameter_count(model: str) -> int:
 def _rates(run: LiveRun) -> LandscapeRates:
     from isoscope.landscape.live import measure_rates
 
-    return measure_rates(fp32_encoder(run.model), run)
+    return measure_rates(trainable_encoder(run.model), run)  # timed where it will run
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _result_folder(run: LiveRun, root: str) -> str:
     from isoscope.landscape.live import result_folder
 
-    return str(result_folder(fp32_encoder(run.model), run, root))
+    return str(result_folder(trainable_encoder(run.model), run, root))
+
+
+def live_device(run: LiveRun) -> str:
+    """Where ``landscape_run(run)`` trains and measures, in words: ``the CPU``, ``cuda:0``, ``mps``."""
+    return training_device(run.model)
 
 
 def live_cost(run: LiveRun) -> Cost:
-    """What ``landscape_run(run)`` will cost on this machine (``FREE`` when its result is on disk already)."""
+    """What ``landscape_run(run)`` will cost on this machine, on the sidebar's device (``training_device``), where its
+    rates are timed (``FREE`` when its result is on disk already)."""
     from isoscope.landscape.live import finished
 
-    encoder = fp32_encoder(run.model)
+    encoder = trainable_encoder(run.model)
     done = finished(run, _result_folder(run, str(landscape_root())))
     if done:
         return FREE

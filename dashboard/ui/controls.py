@@ -28,8 +28,10 @@ def run_button(label: str, key: str, request: object, **button: object) -> bool:
     return st.session_state.get(f"{key}_request") == request
 
 
-def estimate(cost: Cost) -> None:
+def estimate(cost: Cost, *, device: str | None = None) -> None:
     """One caption with what a run will cost (``isoscope.costs``), shown before its button is pressed when it
-    is long (``Cost.long``); nothing for a cheap or a cached run."""
+    is long (``Cost.long``); nothing for a cheap or a cached run. ``device``: where the run was timed and will run
+    (``the CPU``, ``cuda:0``), said when given."""
     if cost.long:
-        st.caption(f":material/schedule: {ESTIMATE_PREFIX} {cost.describe()}.")
+        where = f", on {device}" if device else ""
+        st.caption(f":material/schedule: {ESTIMATE_PREFIX} {cost.describe()}{where}.")

@@ -1,4 +1,5 @@
-"""The shared sidebar (model, precision, pooling, max length), drawn once by the router, and its Settings."""
+"""The shared sidebar (model, device, dtype, precision, pooling, max length), drawn once by the router, and its
+Settings."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from isoscope.dashboard.services.models import encoder as load_model
 from isoscope.dashboard.services.models import model_key
 from isoscope.dashboard.text import glossary, literal
 from isoscope.dashboard.ui.errors import bug_report, user_error
-from isoscope.encode.device import available_devices, resolve_device
+from isoscope.encode.device import DTYPE_DESCRIPTIONS, DTYPES, available_devices, resolve_device
 from isoscope.encode.pooling import PoolingSpec, default_pooling, describe_pooling, parse_pooling, pooling_choices
 from isoscope.encode.precision import PRECISION_DESCRIPTIONS, PRECISIONS
 from isoscope.errors import InputError
@@ -28,6 +29,16 @@ POOLING_LEAD = "How token vectors become one sentence vector."
 DEVICE_HELP = (
     "Where the model runs: the CPU, or a GPU this machine has (CUDA, Apple MPS). The vectors are the same within "
     "float32 round-off; int8 always runs on the CPU."
+)
+DTYPE_HELP = glossary(
+    DTYPES, DTYPE_DESCRIPTIONS.__getitem__, "The float type of the model's weights and arithmetic."
+) + (
+    "\n\nVectors come back as float32 whatever the dtype; a half dtype gets its own caches. Loss surfaces and "
+    "parameter budgets always use float32."
+)
+DTYPE_CPU_HELP = (
+    "float32 on the CPU: float16 runs on a GPU only, and the CPU's fast paths are the ONNX float32 and int8 "
+    "engines (Precision). Choose a GPU under Device for float16 or bfloat16.\n\n" + DTYPE_HELP
 )
 
 
@@ -52,6 +63,7 @@ class Settings:
     has_recipe: bool = False  # the model has its own recipe (the pooling ``model``)
     recipe: str = ""  # that recipe in words (``Recipe.describe``)
     device: str = "cpu"  # where the model runs (``isoscope.encode.device``); part of ``model``
+    dtype: str = "float32"  # its float type (``isoscope.encode.device.DTYPES``); part of ``model`` off float32
 
     @property
     def spec(self) -> PoolingSpec:
@@ -103,14 +115,27 @@ def _device_box() -> str:
     return st.selectbox("Device", choices, key="device", help=DEVICE_HELP)
 
 
+def _dtype_box(device: str) -> str:
+    """The float type the model runs in: a select box on a GPU; on the CPU, float32, shown disabled with why
+    (``isoscope.encode.device.check_dtype`` refuses float16 there; a box of its own key, so a GPU's choice waits
+    for the GPU). Classroom mode: float32, no box."""
+    if classroom.enabled():
+        return "float32"
+    if device == "cpu":
+        st.selectbox("Dtype", DTYPES, index=0, key="dtype_cpu", help=DTYPE_CPU_HELP, disabled=True)
+        return "float32"
+    return st.selectbox("Dtype", DTYPES, key="dtype", help=DTYPE_HELP)
+
+
 def sidebar() -> Settings:
     """Draw the shared sidebar and store the chosen Settings in the session."""
     with st.sidebar:
         st.markdown("#### Model")
         model, label = _model_box()
         device = _device_box()
+        dtype = _dtype_box(device)
         try:
-            enc = load_model(model_key(model, "fp32", device))
+            enc = load_model(model_key(model, "fp32", device, dtype))
         except Exception as exc:  # a model that fails to load falls back to the default, so every page works
             if classroom.enabled():  # the loader's message may name server files: the label only, details logged
                 log.error("could not load the allowed model %s: %s", model, "".join(traceback.format_exception(exc)))
@@ -120,10 +145,11 @@ def sidebar() -> Settings:
             else:
                 bug_report(exc)
             st.caption("Using the embedded default instead.")
-            model, label, device = "", None, "cpu"
+            model, label, device, dtype = "", None, "cpu", "float32"
             enc = load_model("")
         label = label or enc.name
-        st.caption(f"{literal(label)} · {enc.num_layers} layers · d = {enc.hidden_size} · {enc.device}")
+        where = enc.device if enc.dtype == "float32" else f"{enc.device} · {enc.dtype}"
+        st.caption(f"{literal(label)} · {enc.num_layers} layers · d = {enc.hidden_size} · {where}")
         precision = st.radio("Precision", PRECISIONS, horizontal=True, key="precision", help=PRECISION_HELP)
         modes = pooling_choices(enc.num_layers, enc.is_encoder_decoder, enc.has_recipe)
         if st.session_state.get("pooling") not in modes:
@@ -133,7 +159,7 @@ def sidebar() -> Settings:
             st.caption(f"The model's recipe: {literal(enc.recipe.describe())}")
         max_length = st.select_slider("Max tokens per text", MAX_LENGTHS, value=128, key="max_length")
     settings = Settings(
-        model=model_key(model, precision, device),
+        model=model_key(model, precision, device, dtype),
         model_label=label,
         pooling=pooling,
         max_length=int(max_length),
@@ -145,6 +171,7 @@ def sidebar() -> Settings:
         precision=precision,
         pooling_spec=parse_pooling(pooling),
         device="cpu" if precision == "int8" else device,
+        dtype="float32" if precision == "int8" else dtype,
     )
     st.session_state["_settings"] = settings
     return settings

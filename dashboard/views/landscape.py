@@ -106,7 +106,8 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
         s.model, task, n_train, epochs, float(lr), grid, max_length, eval_size, hessian_iters=hessian_iters
     )
     st.caption(
-        f"Second axis: {request.task2}. Model: {ui.literal(s.model_label)}. Four runs (pre-trained "
+        f"Second axis: {request.task2}. Model: {ui.literal(s.model_label)}, in float32 on "
+        f"{services.live_device(request)} (the sidebar's Device). Four runs (pre-trained "
         f"and scratch × two tasks, one seed), AdamW with batch {request.BATCH_SIZE} and linear decay, both views "
         f"({request.FILTER_DIRECTIONS} filter-normalised directions); every epoch's weights are kept on disk "
         f"(about {request.disk_mb(services.parameter_count(s.model)):,.0f} MB) under "
@@ -117,7 +118,7 @@ with st.expander("Run a small experiment live", expanded=not services.landscape_
     if not s.is_encoder_decoder:
         try:
             with estimate:
-                ui.estimate(services.live_cost(request))
+                ui.estimate(services.live_cost(request), device=services.live_device(request))
         except InputError:  # a task that cannot load: the run says so when it is pressed
             pass
     if st.button("Run live", type="primary", key="land_run", disabled=s.is_encoder_decoder):

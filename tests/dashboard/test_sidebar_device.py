@@ -32,3 +32,15 @@ def test_sidebar_shows_the_device_and_the_settings_carry_it(app: AppTest) -> Non
     assert settings.device == box.value == device_choices()[0]
     assert settings.model == model_key("", "fp32", settings.device)
     assert any(settings.device in c.value for c in app.sidebar.caption)
+
+
+def test_the_loss_surfaces_train_in_float32_on_the_sidebars_device() -> None:
+    """What the Loss surfaces page trains (``trainable_encoder``): the float32 weights on the key's device, whatever
+    its dtype and precision; on this machine's CPU, the one fp32 encoder every page shares."""
+    from isoscope.dashboard.services.models import fp32_encoder, trainable_encoder, training_device
+
+    assert training_device(model_key("", "fp32", "cpu")) == "the CPU"
+    assert training_device(model_key("", "int8", "cuda:1", "bfloat16")) == "cuda:1"
+    assert training_device(model_key("", "fp32", "mps", "float16")) == "mps"
+    encoder = trainable_encoder(model_key("", "int8", "cpu"))
+    assert encoder is fp32_encoder("") and encoder.device == "cpu" and encoder.dtype == "float32"

@@ -89,6 +89,18 @@ def test_a_bad_device_is_a_usage_error(cli, tmp_path, capsys):
     assert "cuda:N" in capsys.readouterr().err
 
 
-def test_landscape_trains_on_the_cpu_and_says_so_for_other_devices(cli, capsys):
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU: cuda is not refused here")
+def test_landscape_resolves_its_device_as_embedding_does(cli, tmp_path, capsys):
+    """The loss surfaces train on the GPU when there is one: a missing one is refused by the shared device
+    resolution, in the words embedding uses, before any task or model loads."""
     assert exit_status(cli, ["landscape", "--task", "demo-topic", "--device", "cuda:0"]) == 2
-    assert "landscape trains on the CPU only" in one_error_line(capsys)
+    line = one_error_line(capsys)
+    assert "device cuda:0" in line and "--device cpu" in line and "landscape" not in line
+    embed = ["embed", "--input", str(_corpus(tmp_path)), "--out", str(tmp_path / "x.npy"), "--quiet"]
+    assert exit_status(cli, [*embed, "--device", "cuda:0"]) == 2
+    assert one_error_line(capsys) == line
+
+
+def test_landscape_trains_in_float32_only(cli, capsys):
+    assert exit_status(cli, ["landscape", "--task", "demo-topic", "--device", "cpu", "--dtype", "bfloat16"]) == 2
+    assert "float32 only" in one_error_line(capsys)

@@ -95,3 +95,36 @@ def test_an_unknown_view_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["landscape", "--task", "demo-topic", "--directions", "sideways"])
     assert exit_.value.code == 2 and "invalid choice" in one_error_line(capsys)
+
+
+def test_device_cpu_given_is_the_default_run_on_this_machine(tiny, tmp_path, capsys):
+    """``--device cpu`` and the default (auto, which is the CPU here) give the same numbers, digit for digit, and
+    say where they ran; the CPU's results folder keeps the key it had before devices."""
+    from isoscope.cli import main
+
+    if torch.cuda.is_available():
+        pytest.skip("auto picks the GPU on this machine")
+    model_dir = tmp_path / "tiny"
+    tiny.model.save_pretrained(model_dir)
+    tiny.tokenizer.save_pretrained(model_dir)
+    args = ["landscape", "--model", str(model_dir), "--task", "demo-pairs", "--n-train", "16", "--epochs", "1"]
+    args += ["--lr", "1e-3", "--grid", "3", "--points-1d", "3", "--eval-size", "6", "--hessian-iters", "2"]
+    args += ["--init", "scratch", "--max-length", "32", "--filter-directions", "2", "--filter-points", "3"]
+    args += ["--learning-heldout", "8", "--json", "--quiet"]
+    results = []
+    for name, extra in (("default", []), ("cpu", ["--device", "cpu"])):
+        assert main([*args, *extra, "--out", str(tmp_path / name)]) == 0
+        results.append(json.loads(capsys.readouterr().out.strip().splitlines()[-1]))
+    default, cpu = (_numbers(r) for r in results)
+    assert results[0]["device"] == results[1]["device"] == "cpu" and results[0]["dtype"] == "float32"
+    for key in ("theta0", "theta1", "theta2", "axes", "curve_1d", "surface", "rollback", "flatness", "trajectory"):
+        assert default["scratch"][key] == cpu["scratch"][key], key
+    assert default["scratch"]["filter_normalized"] == cpu["scratch"]["filter_normalized"]
+    assert default["scratch"]["learning_curve"] == cpu["scratch"]["learning_curve"]
+
+
+def _numbers(result: object) -> object:
+    """A result without what differs between two identical runs: timings and folders."""
+    if isinstance(result, dict):
+        return {k: _numbers(v) for k, v in result.items() if "seconds" not in k and k not in ("out_dir", "run_dir")}
+    return [_numbers(v) for v in result] if isinstance(result, list) else result
