@@ -26,8 +26,9 @@ Every shard's files are written atomically and recorded in the parts folder's ow
 (``isoscope.atlas.folder.Ledger`` rooted there), so a rerun after a killed worker or driver computes only the
 shards missing; the parts folder goes when the stage's files are complete. Memory: a task holds its shard (rows x
 d x 4 bytes of vectors, rows x k x 8 of graph) and the pages it reads of the memory-mapped lists; the driver holds
-the landmark sample and the layout (n x 9 bytes: xy and placed). The folder must be on a filesystem every node
-sees (tasks read ``vectors.npy`` and write their shards there).
+the landmark sample and the layout (n x 9 bytes: xy and placed); a refinement task copies the layout (n x 8
+bytes: UMAP's kernels refuse the read-only snapshot), the one part of a task that grows with n. The folder must be
+on a filesystem every node sees (tasks read ``vectors.npy`` and write their shards there).
 """
 
 from __future__ import annotations
@@ -373,7 +374,7 @@ def _refine_shard(
     rng_state = np.random.RandomState(seed + start).randint(np.iinfo(np.int32).min + 1, np.iinfo(np.int32).max - 1, 3)
     return optimize_layout_euclidean(
         head_xy,
-        np.array(xy, np.float32),
+        np.array(xy, np.float32),  # a copy: UMAP's numba kernels refuse the read-only snapshot Ray maps (n x 8 bytes)
         head,
         tail,
         epochs,
