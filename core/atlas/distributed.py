@@ -12,7 +12,9 @@ with ray_session("local"):                       # or "auto", "ray://head:10001"
   keeps the unit float32 rows, so every candidate's score is its exact cosine (the re-rank is exact); column 0 is
   the row itself (``graph._self_first``). ``nprobe`` is chosen on a seeded sample of ``RECALL_QUERIES`` rows whose
   exact neighbours are found shard by shard in tasks: the smallest power of two from ``NPROBE_START`` that reaches
-  ``TARGET_RECALL``; the graph's recall@k on that sample is written to ``knn_recall.json``.
+  ``TARGET_RECALL`` (at most ``NPROBE_MAX``: data with no structure at the lists' scale gets a graph of lower recall,
+  logged and recorded, rather than a search near brute force); the graph's recall@k on that sample is written to
+  ``knn_recall.json``.
 - Layout: UMAP on the landmark sample on the driver (``layout.landmark_anchors``, as the one-machine landmark
   layout), every other row placed from the graph in passes of shard tasks (``layout.place_rows``; landmarks fixed),
   rows no landmark reaches placed by their nearest landmarks (``layout.place_by_vectors``), then ``REFINE_ROUNDS``
@@ -55,6 +57,7 @@ MAX_TRAIN_ROWS = 500_000
 RECALL_QUERIES = 1_000
 TARGET_RECALL = 0.95
 NPROBE_START = 16
+NPROBE_MAX = 256  # the search costs nprobe x sqrt(n) / 4 rows a query at most: never near brute force
 REFINE_ROUNDS = 2  # each round REFINE_EPOCHS / REFINE_ROUNDS epochs against a fresh snapshot of the layout
 RECALL_FILE = "knn_recall.json"
 EMBED_SHARD_ROWS = 8_192
@@ -278,7 +281,24 @@ def ivf_graph(
     _concat_npy([parts.path(f"{s}-ids.npy") for s in names], ids_path)
     _concat_npy([parts.path(f"{s}-dist.npy") for s in names], dist_path)
     recall = graph_recall(_load(ids_path)[rows], truth)
-    info = {"k": k - 1, "recall": recall, "queries": len(rows), "nlist": nlist, "nprobe": nprobe, "shards": len(ranges)}
+    if recall < TARGET_RECALL:
+        log.warning(
+            "IVF graph recall@%d %.3f is under %.2f at nprobe %d of %d lists",
+            k - 1,
+            recall,
+            TARGET_RECALL,
+            nprobe,
+            nlist,
+        )
+    info = {
+        "k": k - 1,
+        "recall": recall,
+        "target": TARGET_RECALL,
+        "queries": len(rows),
+        "nlist": nlist,
+        "nprobe": nprobe,
+        "shards": len(ranges),
+    }
     atomic_write_bytes(space_dir / RECALL_FILE, json.dumps(info, indent=1).encode())
     shutil.rmtree(parts.folder, ignore_errors=True)
     _report(progress, n, n)
@@ -289,8 +309,8 @@ def ivf_graph(
 def _choose_nprobe(
     index_path: Path, vectors: np.ndarray, rows: np.ndarray, truth: np.ndarray, *, k: int, nlist: int
 ) -> int:
-    """The smallest power of two from ``NPROBE_START`` (or ``nlist``) whose search of the sample ``rows`` reaches
-    ``TARGET_RECALL`` against ``truth``."""
+    """The smallest power of two from ``NPROBE_START`` whose search of the sample ``rows`` reaches ``TARGET_RECALL``
+    against ``truth``, at most ``NPROBE_MAX`` (or ``nlist``): then the recall file says the target was missed."""
     import faiss
 
     from isoscope.atlas.graph import _self_first
@@ -302,9 +322,9 @@ def _choose_nprobe(
         index.nprobe = nprobe
         scores, found = index.search(queries, k + 1)
         ids, _ = _self_first(rows, found, scores, k)
-        if nprobe >= nlist or graph_recall(ids, truth) >= TARGET_RECALL:
+        if nprobe >= min(nlist, NPROBE_MAX) or graph_recall(ids, truth) >= TARGET_RECALL:
             return nprobe
-        nprobe = min(nlist, 2 * nprobe)
+        nprobe = min(nlist, NPROBE_MAX, 2 * nprobe)
 
 
 def _concat_npy(parts: list[Path], final: Path) -> None:
