@@ -490,6 +490,10 @@ def embed_on_ray(texts: list[str], out: Path, *, encoder, pooling, config) -> st
     from isoscope.cache import PartialNpy
     from isoscope.encode.embed import EmbedConfig
     from isoscope.encode.shards import embed_with_ray, iter_shards
+    from isoscope.errors import InputError
+
+    if encoder.precision != "fp32":  # the actors run the model's own weights in PyTorch
+        raise InputError(f"the ray engine embeds in fp32, not {encoder.precision}; drop --precision or embed first")
 
     shard_dir = out.parent / "embed.shards"
     run = embed_with_ray(

@@ -170,3 +170,19 @@ def test_the_command_prints_its_plan_and_builds_both_spaces_on_ray(cluster, tmp_
     for space in ("raw", "cal"):
         assert json.loads((out / space / "knn_recall.json").read_text())["recall"] >= 0.95
         assert np.isfinite(atlas.spaces[space].xy).all()
+
+
+def test_texts_are_embedded_by_ray_data_actors_like_the_one_machine_engine(cluster, encoder, tmp_path):
+    """The embed stage on the cluster (isoscope.encode.shards.embed_with_ray, the real model in each actor): the
+    vectors of the one-machine engine (ONNX Runtime fp32) within its fp32 tolerance."""
+    from isoscope.atlas.synthetic import synthetic_corpus
+    from isoscope.encode.precision import FP32_ENGINE_TOLERANCE
+
+    texts, _ = synthetic_corpus(600, seed=6)
+    config = {"calibrate": "none", "layout": "pca"}
+    run = build_atlas(encoder, texts, tmp_path / "ray", config=AtlasConfig(**config, engine="ray", shard_rows=1_000))
+    build_atlas(encoder, texts, tmp_path / "local", config=AtlasConfig(**config))
+    assert run.engine == "Ray Data (torch)" and not (tmp_path / "ray" / "embed.shards").exists()
+    a, b = load_atlas(tmp_path / "ray").vectors(), load_atlas(tmp_path / "local").vectors()
+    rel = np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
+    assert rel.max() <= FP32_ENGINE_TOLERANCE
