@@ -186,3 +186,42 @@ def test_texts_are_embedded_by_ray_data_actors_like_the_one_machine_engine(clust
     a, b = load_atlas(tmp_path / "ray").vectors(), load_atlas(tmp_path / "local").vectors()
     rel = np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
     assert rel.max() <= FP32_ENGINE_TOLERANCE
+
+
+def test_a_worker_killed_mid_task_is_retried_and_the_files_are_the_same(built, data, tmp_path):
+    """SIGKILL of the worker process running a refinement task: Ray retries the task (``max_retries``) and the
+    build ends with the files of the build that was never interrupted."""
+    import signal
+    import threading
+    import time
+
+    import psutil
+
+    root, _, _ = built
+    texts, vectors = data
+    killed: list[int] = []
+    stop = threading.Event()
+
+    def killer() -> None:  # the first worker seen running a refinement task
+        while not stop.is_set() and not killed:
+            for proc in psutil.process_iter(["pid", "cmdline"]):
+                if (proc.info["cmdline"] or [""])[0].startswith("ray::_refine_shard"):
+                    os.kill(proc.info["pid"], signal.SIGKILL)
+                    killed.append(proc.info["pid"])
+                    break
+            time.sleep(0.005)
+
+    thread = threading.Thread(target=killer, daemon=True)
+
+    def progress(stage, done, total):
+        if stage == "raw_layout" and (done, total) == (2, 4) and not thread.is_alive():  # placed: refinement next
+            thread.start()
+
+    try:
+        build_atlas(
+            None, texts, tmp_path / "a", config=AtlasConfig(**CONFIG, **RAY), vectors=vectors, progress=progress
+        )
+    finally:
+        stop.set()
+    assert killed, "no refinement task was seen running"
+    assert _files(tmp_path / "a") == _files(root / "ray")
