@@ -174,8 +174,9 @@ class AtlasPlan:
 
 def ray_task_bytes(shard_rows: int, n_rows: int, dim: int, *, k: int) -> int:
     """One Ray task's peak: its shard's unit vectors (rows x d x 4) and graph rows ((k + 1) x 8 bytes each, and the
-    search's candidates as many again), plus the layout it reads (n x 9 bytes: shared per node in Ray's object
-    store, zero-copy, so not per task; counted here to be safe)."""
+    search's candidates as many again), plus the layout (n x 9 bytes: xy and placed, mapped from Ray's object store;
+    a refinement task copies xy, since UMAP's numba kernels refuse read-only arrays): the one part that grows
+    with n, 8 bytes a row."""
     return int(PEAK_BASE_BYTES + shard_rows * (4 * dim + 2 * (k + 1) * 8) + n_rows * 9)
 
 

@@ -12,7 +12,9 @@ with ray_session("local"):                       # or "auto", "ray://head:10001"
   keeps the unit float32 rows, so every candidate's score is its exact cosine (the re-rank is exact); column 0 is
   the row itself (``graph._self_first``). ``nprobe`` is chosen on a seeded sample of ``RECALL_QUERIES`` rows whose
   exact neighbours are found shard by shard in tasks: the smallest power of two from ``NPROBE_START`` that reaches
-  ``TARGET_RECALL``; the graph's recall@k on that sample is written to ``knn_recall.json``.
+  ``TARGET_RECALL`` (at most ``NPROBE_MAX``: data with no structure at the lists' scale gets a graph of lower recall,
+  logged and recorded, rather than a search near brute force); the graph's recall@k on that sample is written to
+  ``knn_recall.json``.
 - Layout: UMAP on the landmark sample on the driver (``layout.landmark_anchors``, as the one-machine landmark
   layout), every other row placed from the graph in passes of shard tasks (``layout.place_rows``; landmarks fixed),
   rows no landmark reaches placed by their nearest landmarks (``layout.place_by_vectors``), then ``REFINE_ROUNDS``
@@ -26,8 +28,9 @@ Every shard's files are written atomically and recorded in the parts folder's ow
 (``isoscope.atlas.folder.Ledger`` rooted there), so a rerun after a killed worker or driver computes only the
 shards missing; the parts folder goes when the stage's files are complete. Memory: a task holds its shard (rows x
 d x 4 bytes of vectors, rows x k x 8 of graph) and the pages it reads of the memory-mapped lists; the driver holds
-the landmark sample and the layout (n x 9 bytes: xy and placed). The folder must be on a filesystem every node
-sees (tasks read ``vectors.npy`` and write their shards there).
+the landmark sample and the layout (n x 9 bytes: xy and placed); a refinement task copies the layout (n x 8
+bytes: UMAP's kernels refuse the read-only snapshot), the one part of a task that grows with n. The folder must be
+on a filesystem every node sees (tasks read ``vectors.npy`` and write their shards there).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ MAX_TRAIN_ROWS = 500_000
 RECALL_QUERIES = 1_000
 TARGET_RECALL = 0.95
 NPROBE_START = 16
+NPROBE_MAX = 256  # the search costs nprobe x sqrt(n) / 4 rows a query at most: never near brute force
 REFINE_ROUNDS = 2  # each round REFINE_EPOCHS / REFINE_ROUNDS epochs against a fresh snapshot of the layout
 RECALL_FILE = "knn_recall.json"
 EMBED_SHARD_ROWS = 8_192
@@ -277,7 +281,24 @@ def ivf_graph(
     _concat_npy([parts.path(f"{s}-ids.npy") for s in names], ids_path)
     _concat_npy([parts.path(f"{s}-dist.npy") for s in names], dist_path)
     recall = graph_recall(_load(ids_path)[rows], truth)
-    info = {"k": k - 1, "recall": recall, "queries": len(rows), "nlist": nlist, "nprobe": nprobe, "shards": len(ranges)}
+    if recall < TARGET_RECALL:
+        log.warning(
+            "IVF graph recall@%d %.3f is under %.2f at nprobe %d of %d lists",
+            k - 1,
+            recall,
+            TARGET_RECALL,
+            nprobe,
+            nlist,
+        )
+    info = {
+        "k": k - 1,
+        "recall": recall,
+        "target": TARGET_RECALL,
+        "queries": len(rows),
+        "nlist": nlist,
+        "nprobe": nprobe,
+        "shards": len(ranges),
+    }
     atomic_write_bytes(space_dir / RECALL_FILE, json.dumps(info, indent=1).encode())
     shutil.rmtree(parts.folder, ignore_errors=True)
     _report(progress, n, n)
@@ -288,8 +309,8 @@ def ivf_graph(
 def _choose_nprobe(
     index_path: Path, vectors: np.ndarray, rows: np.ndarray, truth: np.ndarray, *, k: int, nlist: int
 ) -> int:
-    """The smallest power of two from ``NPROBE_START`` (or ``nlist``) whose search of the sample ``rows`` reaches
-    ``TARGET_RECALL`` against ``truth``."""
+    """The smallest power of two from ``NPROBE_START`` whose search of the sample ``rows`` reaches ``TARGET_RECALL``
+    against ``truth``, at most ``NPROBE_MAX`` (or ``nlist``): then the recall file says the target was missed."""
     import faiss
 
     from isoscope.atlas.graph import _self_first
@@ -301,9 +322,9 @@ def _choose_nprobe(
         index.nprobe = nprobe
         scores, found = index.search(queries, k + 1)
         ids, _ = _self_first(rows, found, scores, k)
-        if nprobe >= nlist or graph_recall(ids, truth) >= TARGET_RECALL:
+        if nprobe >= min(nlist, NPROBE_MAX) or graph_recall(ids, truth) >= TARGET_RECALL:
             return nprobe
-        nprobe = min(nlist, 2 * nprobe)
+        nprobe = min(nlist, NPROBE_MAX, 2 * nprobe)
 
 
 def _concat_npy(parts: list[Path], final: Path) -> None:
@@ -373,7 +394,7 @@ def _refine_shard(
     rng_state = np.random.RandomState(seed + start).randint(np.iinfo(np.int32).min + 1, np.iinfo(np.int32).max - 1, 3)
     return optimize_layout_euclidean(
         head_xy,
-        np.array(xy, np.float32),
+        np.array(xy, np.float32),  # a copy: UMAP's numba kernels refuse the read-only snapshot Ray maps (n x 8 bytes)
         head,
         tail,
         epochs,
@@ -469,6 +490,10 @@ def embed_on_ray(texts: list[str], out: Path, *, encoder, pooling, config) -> st
     from isoscope.cache import PartialNpy
     from isoscope.encode.embed import EmbedConfig
     from isoscope.encode.shards import embed_with_ray, iter_shards
+    from isoscope.errors import InputError
+
+    if encoder.precision != "fp32":  # the actors run the model's own weights in PyTorch
+        raise InputError(f"the ray engine embeds in fp32, not {encoder.precision}; drop --precision or embed first")
 
     shard_dir = out.parent / "embed.shards"
     run = embed_with_ray(

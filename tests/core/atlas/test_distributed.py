@@ -170,3 +170,58 @@ def test_the_command_prints_its_plan_and_builds_both_spaces_on_ray(cluster, tmp_
     for space in ("raw", "cal"):
         assert json.loads((out / space / "knn_recall.json").read_text())["recall"] >= 0.95
         assert np.isfinite(atlas.spaces[space].xy).all()
+
+
+def test_texts_are_embedded_by_ray_data_actors_like_the_one_machine_engine(cluster, encoder, tmp_path):
+    """The embed stage on the cluster (isoscope.encode.shards.embed_with_ray, the real model in each actor): the
+    vectors of the one-machine engine (ONNX Runtime fp32) within its fp32 tolerance."""
+    from isoscope.atlas.synthetic import synthetic_corpus
+    from isoscope.encode.precision import FP32_ENGINE_TOLERANCE
+
+    texts, _ = synthetic_corpus(600, seed=6)
+    config = {"calibrate": "none", "layout": "pca"}
+    run = build_atlas(encoder, texts, tmp_path / "ray", config=AtlasConfig(**config, engine="ray", shard_rows=1_000))
+    build_atlas(encoder, texts, tmp_path / "local", config=AtlasConfig(**config))
+    assert run.engine == "Ray Data (torch)" and not (tmp_path / "ray" / "embed.shards").exists()
+    a, b = load_atlas(tmp_path / "ray").vectors(), load_atlas(tmp_path / "local").vectors()
+    rel = np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
+    assert rel.max() <= FP32_ENGINE_TOLERANCE
+
+
+def test_a_worker_killed_mid_task_is_retried_and_the_files_are_the_same(built, data, tmp_path):
+    """SIGKILL of the worker process running a refinement task: Ray retries the task (``max_retries``) and the
+    build ends with the files of the build that was never interrupted."""
+    import signal
+    import threading
+    import time
+
+    import psutil
+
+    root, _, _ = built
+    texts, vectors = data
+    killed: list[int] = []
+    stop = threading.Event()
+
+    def killer() -> None:  # the first worker seen running a refinement task
+        while not stop.is_set() and not killed:
+            for proc in psutil.process_iter(["pid", "cmdline"]):
+                if (proc.info["cmdline"] or [""])[0].startswith("ray::_refine_shard"):
+                    os.kill(proc.info["pid"], signal.SIGKILL)
+                    killed.append(proc.info["pid"])
+                    break
+            time.sleep(0.005)
+
+    thread = threading.Thread(target=killer, daemon=True)
+
+    def progress(stage, done, total):
+        if stage == "raw_layout" and (done, total) == (2, 4) and not thread.is_alive():  # placed: refinement next
+            thread.start()
+
+    try:
+        build_atlas(
+            None, texts, tmp_path / "a", config=AtlasConfig(**CONFIG, **RAY), vectors=vectors, progress=progress
+        )
+    finally:
+        stop.set()
+    assert killed, "no refinement task was seen running"
+    assert _files(tmp_path / "a") == _files(root / "ray")

@@ -91,3 +91,10 @@ def test_the_engine_is_recorded_only_when_it_is_ray():
         AtlasConfig(engine="spark").validate()
     with pytest.raises(InputError, match="shard rows"):
         AtlasConfig(engine="ray", shard_rows=10).validate()
+
+
+def test_the_commands_engines_are_the_pipelines():
+    from isoscope.atlas.pipeline import ENGINES
+    from isoscope.commands.atlas import ENGINES as CLI_ENGINES
+
+    assert CLI_ENGINES == ENGINES
