@@ -203,7 +203,8 @@ def run(args: argparse.Namespace) -> dict:
         dim = encoder.hidden_size
     with _engine(config, args.ray_address):
         plan = _plan(config, len(texts), dim)
-        print("\n".join(plan.lines()), file=sys.stderr)  # the plan before any work: shards, memory per task, time
+        if not args.quiet:  # the plan before any work: shards, memory per task, time (in --json's result too)
+            print("\n".join(plan.lines()), file=sys.stderr)
         run_ = build_atlas(
             encoder,
             texts,

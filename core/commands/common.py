@@ -112,7 +112,9 @@ def add_model_arguments(
     p.add_argument("--max-length", type=int, default=max_length, help=f"max tokens per text (default: {max_length})")
     p.add_argument("--batch-size", type=int, default=batch_size, help=f"{batch_help} (default: {batch_size})")
     p.add_argument("--no-cache", action="store_true", help=cache_help)
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--quiet", action="store_true", help="no progress bars (nor the plan isoscope atlas prints before it builds)"
+    )
 
 
 def add_endpoint_arguments(p: argparse.ArgumentParser) -> None:

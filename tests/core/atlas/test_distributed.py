@@ -158,11 +158,11 @@ def test_the_command_prints_its_plan_and_builds_both_spaces_on_ray(cluster, tmp_
     src = write_parquet(tmp_path / "v.parquet", vectors, texts)
     out = tmp_path / "atlas"
     argv = ["atlas", "--vectors", str(src), "--out", str(out), "--engine", "ray", "--shard-rows", "1000"]
-    assert main([*argv, "--landmarks", "1000", "--quiet", "--json"]) == 0
+    assert main([*argv, "--landmarks", "1000", "--json"]) == 0
     std = capsys.readouterr()
     result = json.loads(std.out)
     plan = std.err[std.err.index("plan: 3,000 rows x 32 dims, 2 space(s), engine ray") :].splitlines()
-    assert "3 shard(s) of 1,000 rows on 2 worker CPU(s)" in plan[1]  # printed before the build, with --quiet too
+    assert "3 shard(s) of 1,000 rows on 2 worker CPU(s)" in plan[1]  # printed before the build
     assert result["plan"]["engine"] == "ray" and result["plan"]["shards"] == 3
     assert {"raw_knn", "cal_knn", "raw_layout", "cal_layout"} <= set(result["computed"])
     atlas = load_atlas(out)
