@@ -102,6 +102,9 @@ PEAK_BASE_BYTES = GIB // 2  # the interpreter with numpy, torch, umap and faiss 
 # side-by-side layout workers). EDGE_BYTES is fitted to the measured peak of 1,000,000 rows x 384, k 15, two
 # spaces: 6.44 GiB (bench/RESULTS.md, "atlas (1M on a quiet machine, issue 27)").
 EDGE_BYTES = 151
+# A build without a graph (a raw-only PCA map) holds, per row, the texts and the layout's arrays instead: fitted to
+# the measured peak of 10,000,000 rows x 8, PCA, raw only: 4.47 GiB (bench/RESULTS.md, "atlas serving").
+NO_GRAPH_ROW_BYTES = 394
 # The ray engine's core-seconds per row of each stage, measured by bench/atlas_ray.py --quick (2-node local
 # cluster, 32-d vectors; bench/RESULTS.md) and scaled by d / 32 for the graph: rough, for the plan's estimate.
 RAY_GRAPH_CORE_S = 2.0e-4
@@ -113,15 +116,21 @@ RAY_STAGE_OVERHEAD_S = 5.0  # task start-up, numba's kernels loaded in each work
 LOCAL_S_PER_ROW = 2.5e-4
 
 
-def one_machine_peak(n_rows: int, dim: int, *, k: int, spaces: int) -> int:
-    """The one-machine build's estimated peak resident bytes (``EDGE_BYTES``: fitted to a measured run)."""
-    return int(PEAK_BASE_BYTES + n_rows * (4 * dim + (k + 1) * EDGE_BYTES * spaces))
+def _row_bytes(dim: int, k: int, spaces: int, graph: bool) -> int:
+    """The one-machine build's peak bytes per row (``graph``: the build makes a kNN graph)."""
+    return 4 * dim + ((k + 1) * EDGE_BYTES * spaces if graph else NO_GRAPH_ROW_BYTES)
 
 
-def one_machine_rows(available: int, dim: int, *, k: int, spaces: int) -> int:
+def one_machine_peak(n_rows: int, dim: int, *, k: int, spaces: int, graph: bool = True) -> int:
+    """The one-machine build's estimated peak resident bytes (``EDGE_BYTES``, ``NO_GRAPH_ROW_BYTES``: fitted to
+    measured runs)."""
+    return int(PEAK_BASE_BYTES + n_rows * _row_bytes(dim, k, spaces, graph))
+
+
+def one_machine_rows(available: int, dim: int, *, k: int, spaces: int, graph: bool = True) -> int:
     """The most rows whose one-machine build fits in ``available`` bytes more than this process holds now
     (``one_machine_peak`` above its base)."""
-    return max(0, int(available // (4 * dim + (k + 1) * EDGE_BYTES * spaces)))
+    return max(0, int(available // _row_bytes(dim, k, spaces, graph)))
 
 
 def available_memory() -> int:
@@ -181,13 +190,22 @@ def ray_task_bytes(shard_rows: int, n_rows: int, dim: int, *, k: int) -> int:
 
 
 def atlas_plan(
-    n_rows: int, dim: int, *, k: int, spaces: int, landmarks: int, engine: str, shard_rows: int, workers: int
+    n_rows: int,
+    dim: int,
+    *,
+    k: int,
+    spaces: int,
+    landmarks: int,
+    engine: str,
+    shard_rows: int,
+    workers: int,
+    graph: bool = True,
 ) -> AtlasPlan:
     """The plan of an atlas build of ``n_rows`` x ``dim`` (see ``AtlasPlan``); ``workers``: the CPUs Ray gives
-    tasks (the ray engine) or 1."""
+    tasks (the ray engine) or 1; ``graph``: the build makes a kNN graph (not a raw-only PCA map)."""
     if engine == "local":
-        peak = one_machine_peak(n_rows, dim, k=k, spaces=spaces)
-        holds = one_machine_rows(available_memory(), dim, k=k, spaces=spaces)
+        peak = one_machine_peak(n_rows, dim, k=k, spaces=spaces, graph=graph)
+        holds = one_machine_rows(available_memory(), dim, k=k, spaces=spaces, graph=graph)
         seconds = spaces * n_rows * LOCAL_S_PER_ROW
         return AtlasPlan(engine, n_rows, dim, spaces, 1, n_rows, 1, peak, peak, seconds, holds)
     count = max(1, math.ceil(n_rows / shard_rows))
@@ -200,16 +218,16 @@ def atlas_plan(
     return AtlasPlan(engine, n_rows, dim, spaces, count, rows, workers, task, driver, seconds)
 
 
-def check_fits(n_rows: int, dim: int, *, k: int, spaces: int, available: int | None = None) -> None:
+def check_fits(n_rows: int, dim: int, *, k: int, spaces: int, available: int | None = None, graph: bool = True) -> None:
     """InputError (one line) when the one-machine build's estimated peak above this process's base does not fit in
     ``available`` bytes (default: the memory available now)."""
     from isoscope.costs import size_text
     from isoscope.errors import InputError
 
     available = available_memory() if available is None else available
-    peak = one_machine_peak(n_rows, dim, k=k, spaces=spaces)
+    peak = one_machine_peak(n_rows, dim, k=k, spaces=spaces, graph=graph)
     if peak - PEAK_BASE_BYTES > available:
-        holds = one_machine_rows(available, dim, k=k, spaces=spaces)
+        holds = one_machine_rows(available, dim, k=k, spaces=spaces, graph=graph)
         raise InputError(
             f"{n_rows:,} rows need about {size_text(peak)} on one machine and {size_text(available)} is available "
             f"(room for about {holds:,} rows); sample the corpus or use --engine ray"

@@ -368,7 +368,8 @@ def build_atlas(
         from isoscope.atlas.costs import check_fits
 
         dim = vectors.shape[1] if vectors is not None else encoder.hidden_size
-        check_fits(len(texts), dim, k=config.k, spaces=1 if config.calibrate == "none" else 2)
+        spaces = 1 if config.calibrate == "none" else 2
+        check_fits(len(texts), dim, k=config.k, spaces=spaces, graph=needs_graph(config.to_dict()))
     if vectors is not None:
         fingerprint = "precomputed-" + vectors_digest(vectors)[:32]
         config = replace(config, pooling=None)  # pooled already

@@ -145,6 +145,7 @@ def _engine(config, address: str):
 def _plan(config, n: int, dim: int):
     """The build's plan (``isoscope.atlas.costs.atlas_plan``): the ray engine's workers are the cluster's CPUs."""
     from isoscope.atlas.costs import atlas_plan
+    from isoscope.atlas.folder import needs_graph
 
     workers = 1
     if config.engine == "ray":
@@ -161,6 +162,7 @@ def _plan(config, n: int, dim: int):
         engine=config.engine,
         shard_rows=config.shard_rows,
         workers=workers,
+        graph=needs_graph(config.to_dict()),
     )
 
 

@@ -60,6 +60,15 @@ def test_the_one_machine_peak_is_fitted_to_the_measured_million():
     assert costs.one_machine_peak(holds, 384, k=15, spaces=2) - costs.PEAK_BASE_BYTES <= 24 * 2**30
 
 
+def test_a_build_without_a_graph_is_priced_by_its_measured_peak():
+    """A raw-only PCA map makes no graph: its peak is the texts and layout arrays, fitted to the measured 10M x 8
+    build (4.47 GiB, bench/RESULTS.md), not the graph's edges (which refused that build as 24 GB)."""
+    peak = costs.one_machine_peak(10_000_000, 8, k=15, spaces=1, graph=False)
+    assert peak / 2**30 == pytest.approx(4.47, abs=0.01)
+    assert peak < costs.one_machine_peak(10_000_000, 8, k=15, spaces=1) / 4
+    costs.check_fits(10_000_000, 8, k=15, spaces=1, graph=False, available=8 * 2**30)
+
+
 def test_a_build_that_cannot_fit_is_refused_in_one_line():
     from isoscope.errors import InputError
 
