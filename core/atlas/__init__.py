@@ -1,4 +1,4 @@
-"""Whole-corpus atlas: every text of a corpus (up to a million) on one 2-D map, with density, clusters and
+"""Whole-corpus atlas: every text of a corpus (up to a million on one machine, more on a Ray cluster) on one 2-D map, with density, clusters and
 their word labels, raw and calibrated, built stage by stage and resumable (see ``isoscope.atlas.pipeline``),
 served as tiles that stay sharp at every zoom.
 
@@ -13,7 +13,7 @@ served as tiles that stay sharp at every zoom.
 - ``isoscope.atlas.distributed``: the ray engine: the stages as Ray tasks over shards of rows (FAISS IVF graph with
   its measured recall, landmark layout placed and refined in tasks), resumable shard by shard.
 - ``isoscope.atlas.workers``: stages side by side in worker processes (the two spaces' single-core layouts).
-- ``isoscope.atlas.density``: density grid, density-basin clusters at three levels.
+- ``isoscope.atlas.density``: density grid, density-basin clusters at three levels, the box the map opens on.
 - ``isoscope.atlas.labels``: cluster labels by class-based TF-IDF against the whole corpus.
 - ``isoscope.atlas.spatial``: the layout's spatial index (Morton order: every tile is one slice; box and
   nearest-point queries), written per space by the build's ``index`` stage and memory-mapped by the server.
