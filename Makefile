@@ -60,8 +60,8 @@ test: $(VENV)/.notebook-installed $(LAB)/.installed browser
 test-heavy: $(VENV)/.notebook-installed browser  # the heavy tier (tests/heavy.py): whole-demo, server, notebook, docs runs
 	$(BIN)/pytest -n 2 --dist loadgroup -m heavy
 
-test-ray: $(VENV)/.dev-installed  # the atlas's ray engine on a two-node local Ray cluster (in the heavy tier too)
-	$(BIN)/pytest -q tests/core/atlas/test_distributed.py
+test-ray: $(VENV)/.dev-installed  # the atlas's ray engine on a two-node local Ray cluster, 8,000 and 200,000 rows (in the heavy tier too)
+	$(BIN)/pytest -q tests/core/atlas/test_distributed.py tests/core/atlas/test_distributed_200k.py
 
 test-fast: $(VENV)/.dev-installed  # the edit-test loop: no slow model runs, no browser
 	$(BIN)/pytest -m "not slow and not e2e" -q -n 2

@@ -6,8 +6,9 @@ Usage (from the repo root)::
     .venv/bin/python bench/atlas_ray.py --quick          # 50,000 rows x 384, minutes
     .venv/bin/python bench/atlas_ray.py --n 3000000      # the issue's 3M rows (the one-machine engine where it fits)
 
-Vectors: ``n`` rows x ``dim``, one Gaussian blob per topic of ``isoscope.atlas.synthetic`` (as ``synthetic_vectors``,
-generated chunk by chunk into a .npy so the bench itself never holds them), the corpus's synthetic sentences as
+Vectors: ``n`` rows x ``dim`` drawn from ``isoscope.atlas.synthetic.TopicSpace`` (topics, 256 subtopics each, a
+16-dimensional subspace per subtopic: local, low-dimensional neighbourhoods like an embedding space's; generated
+chunk by chunk into a .npy so the bench itself never holds them), the corpus's synthetic sentences as
 texts. The cluster: ``ray.cluster_utils.Cluster``, a head and one more node of ``--cpus-per-node`` CPUs each.
 Each build runs in a child process (the driver) that memory-maps the vectors; every process (the driver, Ray's
 workers) is sampled every 0.2 s from /proc: ``peak_rss`` (VmRSS: includes the pages of memory-mapped files, the
@@ -31,6 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
@@ -43,20 +45,17 @@ CHUNK = 100_000
 
 def make_data(folder: Path, n: int, dim: int, seed: int = 0) -> tuple[Path, Path]:
     """(vectors.npy (n, dim) float32, texts.json) in ``folder``; reused when present."""
-    from isoscope.atlas.synthetic import TOPICS, synthetic_corpus
+    from isoscope.atlas.synthetic import TOPICS, TopicSpace, synthetic_corpus
 
     vec_path, text_path = folder / "vectors.npy", folder / "texts.json"
     if vec_path.exists() and text_path.exists():
         return vec_path, text_path
     texts, topics = synthetic_corpus(n, seed)
-    names = list(TOPICS)
-    code = np.array([names.index(t) for t in topics])
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(0, 4 / np.sqrt(dim / 32), (len(names), dim))
+    code = pd.Categorical(topics, categories=list(TOPICS)).codes  # (n,)
+    space = TopicSpace.make(dim, seed=seed)
     out = np.lib.format.open_memmap(folder / "vectors.partial.npy", "w+", np.float32, (n, dim))
     for s in range(0, n, CHUNK):
-        noise = np.random.default_rng([seed, s]).normal(0, 1, (min(CHUNK, n - s), dim))
-        out[s : s + CHUNK] = centres[code[s : s + CHUNK]] + noise
+        out[s : s + CHUNK] = space.draw(code[s : s + CHUNK], seed=(seed, s))
     out.flush()
     del out
     os.replace(folder / "vectors.partial.npy", vec_path)

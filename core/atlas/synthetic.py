@@ -2,6 +2,7 @@
 
 texts, topics = synthetic_corpus(1000, seed=0)   # 1000 sentences, their topic names
 folder, run = synthetic_atlas(out, 20_000)       # an atlas of such sentences with made-up clustered vectors
+space = TopicSpace.make(384, seed=0); x = space.draw(topic_codes, seed=(0, start))   # (m, 384) structured vectors
 
 Each sentence is built from a topic's own nouns, verbs and adjectives plus shared function words, with a
 few templates, so sentences of one topic share vocabulary (and land near each other in an embedding
@@ -10,6 +11,7 @@ space) while the corpus still has many distinct strings. Written for Isoscope; n
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -107,6 +109,42 @@ def synthetic_vectors(n: int, dim: int = 32, *, seed: int = 0) -> tuple[list[str
     code = pd.Categorical(topics, categories=list(TOPICS)).codes
     vectors = (centres[code] + rng.normal(0, 1, (n, dim))).astype(np.float32)  # (n, dim)
     return texts, topics, vectors
+
+
+@dataclass(frozen=True)
+class TopicSpace:
+    """Made-up vectors shaped like a sentence-embedding space at scale: each topic a centre, each of its
+    ``subtopics`` a nearby centre, each row its subtopic's centre plus a point of that subtopic's own
+    ``rank``-dimensional subspace plus a little isotropic noise. Neighbourhoods are local and low-dimensional and
+    subtopics overlap, so approximate search needs a few lists of an IVF index (recall@15 0.98 at nprobe 8 of
+    4 sqrt(n) lists at 200k), unlike isotropic blobs, where nothing at the lists' scale tells neighbours apart."""
+
+    centres: np.ndarray  # (topics * subtopics, dim)
+    bases: np.ndarray  # (topics * subtopics, rank, dim)
+    subtopics: int
+    noise: float
+
+    @classmethod
+    def make(
+        cls, dim: int, *, topics: int = len(TOPICS), subtopics: int = 256, rank: int = 16, seed: int = 0
+    ) -> TopicSpace:
+        rng = np.random.default_rng(seed)
+        topic = rng.normal(0, 1, (topics, dim))  # (T, dim)
+        sub = np.repeat(topic, subtopics, axis=0) + rng.normal(0, 0.12, (topics * subtopics, dim))  # (T*S, dim)
+        bases = rng.normal(0, 1 / np.sqrt(dim), (topics * subtopics, rank, dim))  # (T*S, r, dim) ~unit rows
+        return cls(sub.astype(np.float32), bases.astype(np.float32), subtopics, 0.12)
+
+    def draw(self, topic: np.ndarray, *, seed) -> np.ndarray:
+        """Rows (m, dim) float32 for the topic codes ``topic`` (m,), a random subtopic each; the same for the same
+        ``seed`` (an int or a sequence, e.g. (seed, first row), so chunks of a big corpus are drawn apart)."""
+        rng = np.random.default_rng(seed)
+        m, (_, rank, dim) = len(topic), self.bases.shape
+        sub = np.asarray(topic, np.int64) * self.subtopics + rng.integers(0, self.subtopics, m)  # (m,)
+        z = rng.normal(0, 1, (m, rank)).astype(np.float32)  # (m, r)
+        out = self.centres[sub] + rng.normal(0, self.noise, (m, dim)).astype(np.float32)  # (m, dim)
+        for s in range(0, m, 4_096):  # the gathered bases in blocks (4,096 x r x dim floats)
+            out[s : s + 4_096] += np.einsum("mr,mrd->md", z[s : s + 4_096], self.bases[sub[s : s + 4_096]])
+        return out
 
 
 def synthetic_atlas(out: Path, n: int, dim: int = 32, *, layout: str = "pca", calibrate: str = "none", seed: int = 0):

@@ -13,6 +13,7 @@ vectors do not fit in memory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Iterator
@@ -213,6 +214,20 @@ def actor_options(device: str) -> dict[str, int]:
     return {"num_cpus": 1, "num_gpus": 1} if device == "cuda" else {"num_cpus": 1}
 
 
+@contextlib.contextmanager
+def print_kept() -> Iterator[None]:
+    """``builtins.print`` as it was before the block: Ray Data's progress bars (``ray.experimental.tqdm_ray``) put
+    their own ``print`` in builtins for the life of the process, and numba then refuses to compile any kernel that
+    prints (pynndescent's NN-descent, compiled at its first call: the landmark graph after a Ray Data embedding)."""
+    import builtins
+
+    kept = builtins.print
+    try:
+        yield
+    finally:
+        builtins.print = kept
+
+
 def embed_with_ray(
     source: TextSource,
     shard_dir: str | Path,
@@ -292,7 +307,8 @@ def embed_with_ray(
                 compute=ray.data.ActorPoolStrategy(size=num_actors),
                 **actor_options(on),
             )
-            summary = ds.take_all()
+            with print_kept():  # Ray Data's progress bars replace print (numba then cannot compile a print)
+                summary = ds.take_all()
         finally:
             if started:
                 ray.shutdown()

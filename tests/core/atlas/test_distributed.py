@@ -4,12 +4,12 @@ search, the layout's trustworthiness, and a driver killed mid-build resuming to 
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +19,7 @@ from isoscope.atlas.synthetic import synthetic_vectors
 from isoscope.neighbours.exact import exact_topk
 from isoscope.neighbours.index import as_unit_float32
 from isoscope.sampling import sample_indices
+from tests.core.atlas.ray_support import WorkerKiller, ledger_files
 
 ray = pytest.importorskip("ray")
 
@@ -26,19 +27,6 @@ N = 8_000
 DIM = 32
 CONFIG = {"calibrate": "none", "landmarks": 2_000}
 RAY = {"engine": "ray", "shard_rows": 2_000}  # four shards
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    """Two Ray nodes of one CPU each on this machine, shared by the module (Ray is slow to start on 2 cores)."""
-    from ray.cluster_utils import Cluster
-
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-    c.add_node(num_cpus=1)
-    ray.init(address=c.address, log_to_driver=False)
-    yield c
-    ray.shutdown()
-    c.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -57,12 +45,6 @@ def built(cluster, data, tmp_path_factory):
     return root, ray_run, local_run
 
 
-def _files(folder: Path) -> dict[str, str]:
-    """Every output file the ledger records, with its SHA-256."""
-    stages = json.loads((folder / "ledger.json").read_text())["stages"]
-    return {rel: digest for entry in stages.values() for rel, (_, digest) in entry["outputs"].items()}
-
-
 def test_a_ray_build_opens_like_a_one_machine_build(built):
     root, ray_run, local_run = built
     assert ray_run.computed == local_run.computed  # the same stages, recorded in the same ledger
@@ -70,7 +52,7 @@ def test_a_ray_build_opens_like_a_one_machine_build(built):
     assert a.n == b.n == N and set(a.spaces) == set(b.spaces) == {"raw"}
     assert a.points["text"].tolist() == b.points["text"].tolist()
     np.testing.assert_array_equal(a.vectors(), b.vectors())
-    assert set(_files(root / "ray")) == set(_files(root / "local")) | {"raw/knn_recall.json"}
+    assert set(ledger_files(root / "ray")) == set(ledger_files(root / "local")) | {"raw/knn_recall.json"}
     assert not (root / "ray" / "raw" / "knn.parts").exists() and not (root / "ray" / "raw" / "layout.parts").exists()
     assert a.manifest["config"]["engine"] == "ray" and "engine" not in b.manifest["config"]
 
@@ -145,7 +127,7 @@ def test_a_driver_killed_mid_stage_resumes_to_the_same_files(built, cluster, dat
     run = build_atlas(None, texts, out, config=AtlasConfig(**CONFIG, **RAY), vectors=vectors, progress=progress)
     assert seen == [before]
     assert "raw_knn" in run.skipped and "raw_layout" in run.computed
-    assert _files(out) == _files(root / "ray")  # byte for byte the build that was never interrupted
+    assert ledger_files(out) == ledger_files(root / "ray")  # byte for byte the build that was never interrupted
 
 
 def test_the_command_prints_its_plan_and_builds_both_spaces_on_ray(cluster, tmp_path, capsys):
@@ -180,9 +162,11 @@ def test_texts_are_embedded_by_ray_data_actors_like_the_one_machine_engine(clust
 
     texts, _ = synthetic_corpus(600, seed=6)
     config = {"calibrate": "none", "layout": "pca"}
+    before = builtins.print
     run = build_atlas(encoder, texts, tmp_path / "ray", config=AtlasConfig(**config, engine="ray", shard_rows=1_000))
     build_atlas(encoder, texts, tmp_path / "local", config=AtlasConfig(**config))
     assert run.engine == "Ray Data (torch)" and not (tmp_path / "ray" / "embed.shards").exists()
+    assert builtins.print is before  # Ray Data's bars put their own print there, which numba cannot compile
     a, b = load_atlas(tmp_path / "ray").vectors(), load_atlas(tmp_path / "local").vectors()
     rel = np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)
     assert rel.max() <= FP32_ENGINE_TOLERANCE
@@ -191,37 +175,17 @@ def test_texts_are_embedded_by_ray_data_actors_like_the_one_machine_engine(clust
 def test_a_worker_killed_mid_task_is_retried_and_the_files_are_the_same(built, data, tmp_path):
     """SIGKILL of the worker process running a refinement task: Ray retries the task (``max_retries``) and the
     build ends with the files of the build that was never interrupted."""
-    import signal
-    import threading
-    import time
-
-    import psutil
-
     root, _, _ = built
     texts, vectors = data
-    killed: list[int] = []
-    stop = threading.Event()
-
-    def killer() -> None:  # the first worker seen running a refinement task
-        while not stop.is_set() and not killed:
-            for proc in psutil.process_iter(["pid", "cmdline"]):
-                if (proc.info["cmdline"] or [""])[0].startswith("ray::_refine_shard"):
-                    os.kill(proc.info["pid"], signal.SIGKILL)
-                    killed.append(proc.info["pid"])
-                    break
-            time.sleep(0.005)
-
-    thread = threading.Thread(target=killer, daemon=True)
+    killer = WorkerKiller("_refine_shard")
 
     def progress(stage, done, total):
-        if stage == "raw_layout" and (done, total) == (2, 4) and not thread.is_alive():  # placed: refinement next
-            thread.start()
+        if stage == "raw_layout" and (done, total) == (2, 4):  # placed: refinement next
+            killer.start()
 
-    try:
+    with killer.armed():
         build_atlas(
             None, texts, tmp_path / "a", config=AtlasConfig(**CONFIG, **RAY), vectors=vectors, progress=progress
         )
-    finally:
-        stop.set()
-    assert killed, "no refinement task was seen running"
-    assert _files(tmp_path / "a") == _files(root / "ray")
+    assert killer.killed, "no refinement task was seen running"
+    assert ledger_files(tmp_path / "a") == ledger_files(root / "ray")

@@ -98,3 +98,41 @@ def test_the_commands_engines_are_the_pipelines():
     from isoscope.commands.atlas import ENGINES as CLI_ENGINES
 
     assert CLI_ENGINES == ENGINES
+
+
+def test_the_list_major_scan_finds_what_faiss_search_finds(tmp_path):
+    """``scan_lists`` (each list's probing queries in one matrix product) against FAISS's own IVF search at the
+    same nprobe, on memory-mapped lists merged on disk as the engine merges them: the same rows and scores."""
+    import faiss
+    from faiss.contrib.ondisk import merge_ondisk
+
+    from isoscope.neighbours.index import as_unit_float32
+
+    x = as_unit_float32(_blobs(3_000, dim=24), "x")  # (n, d)
+    index = faiss.IndexIVFFlat(faiss.IndexFlatIP(24), 24, 40, faiss.METRIC_INNER_PRODUCT)
+    index.train(x)
+    for i, (s, e) in enumerate(dist.shards(3_000, 1_000)):
+        part = faiss.clone_index(index)
+        part.add_with_ids(x[s:e], np.arange(s, e, dtype=np.int64))
+        faiss.write_index(part, str(tmp_path / f"add-{i}.index"))
+    merge_ondisk(index, [str(tmp_path / f"add-{i}.index") for i in range(3)], str(tmp_path / "lists.ivfdata"))
+    faiss.write_index(index, str(tmp_path / "merged.index"))
+    merged = faiss.read_index(str(tmp_path / "merged.index"))
+    q = x[::7]  # (m, d)
+    tol = 24 * np.finfo(np.float32).eps  # a float32 dot of two unit 24-d rows, any summation order (BLAS blocks)
+    for nprobe in (1, 3, 40):
+        scores, ids = dist.scan_lists(merged, q, 9, nprobe)
+        merged.nprobe = nprobe
+        want_s, want_i = merged.search(q, 9)
+        np.testing.assert_allclose(scores, want_s, rtol=0, atol=tol)
+        same = [len(set(a) & set(b)) for a, b in zip(ids, want_i, strict=True)]
+        assert np.mean(same) > 8.9  # ties at the k-th place may pick another row of the same score
+    whole = dist.scan_lists(merged, q, 9, 3)
+    old = dist.SCAN_BLOCK_BYTES
+    dist.SCAN_BLOCK_BYTES = 3 * 9 * 12 * 50  # blocks of 50 queries: the same answer
+    try:
+        blocked = dist.scan_lists(merged, q, 9, 3)
+    finally:
+        dist.SCAN_BLOCK_BYTES = old
+    np.testing.assert_allclose(blocked[0], whole[0], rtol=0, atol=tol)
+    assert np.mean([len(set(a) & set(b)) for a, b in zip(blocked[1], whole[1], strict=True)]) > 8.9
