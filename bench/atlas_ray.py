@@ -6,11 +6,12 @@ Usage (from the repo root)::
     .venv/bin/python bench/atlas_ray.py --quick          # 50,000 rows x 384, minutes
     .venv/bin/python bench/atlas_ray.py --n 3000000      # the issue's 3M rows (the one-machine engine where it fits)
 
-Vectors: ``n`` rows x ``dim`` drawn from ``isoscope.atlas.synthetic.TopicSpace`` (topics, 256 subtopics each, a
-16-dimensional subspace per subtopic: local, low-dimensional neighbourhoods like an embedding space's; generated
-chunk by chunk into a .npy so the bench itself never holds them), the corpus's synthetic sentences as
-texts. The cluster: ``ray.cluster_utils.Cluster``, a head and one more node of ``--cpus-per-node`` CPUs each.
-Each build runs in a child process (the driver) that memory-maps the vectors; every process (the driver, Ray's
+The corpus: ``n`` synthetic sentences (``isoscope.atlas.synthetic``) with vectors of ``dim`` drawn from
+``isoscope.atlas.synthetic.TopicSpace`` (topics, 256 subtopics each, a 16-dimensional subspace per subtopic: local,
+low-dimensional neighbourhoods like an embedding space's), written as Parquet shards of 50,000 rows (``text``,
+``topic``, ``embedding``) a file at a time; both engines read them as ``isoscope.data.sharded.ParquetShards``
+(a batch at a time: no process holds the corpus). The cluster: ``ray.cluster_utils.Cluster``, a head and one more
+node of ``--cpus-per-node`` CPUs each. Each build runs in a child process (the driver); every process (the driver, Ray's
 workers) is sampled every 0.2 s from /proc: ``peak_rss`` (VmRSS: includes the pages of memory-mapped files, the
 page cache the kernel takes back) and ``peak_anon`` (RssAnon: the process's own memory, the number that has to
 stay flat in n). ``recall``: the ray graph's recall@15 against exact search on its seeded 1,000-row sample
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,27 +42,33 @@ if str(REPO_ROOT) not in sys.path:
 
 QUICK = {"n": 50_000, "dim": 384, "landmarks": 10_000, "shard_rows": 12_500}
 FULL = {"n": 3_000_000, "dim": 384, "landmarks": 100_000, "shard_rows": 100_000}
-CHUNK = 100_000
+FILE_ROWS = 50_000  # rows per Parquet shard of the corpus
 
 
-def make_data(folder: Path, n: int, dim: int, seed: int = 0) -> tuple[Path, Path]:
-    """(vectors.npy (n, dim) float32, texts.json) in ``folder``; reused when present."""
+def make_data(folder: Path, n: int, dim: int, seed: int = 0) -> Path:
+    """The corpus as Parquet shards in ``folder``/shards (``FILE_ROWS`` rows a file: ``text``, ``topic`` and an
+    ``embedding`` column of ``dim`` float32), generated a file at a time; reused when complete."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     from isoscope.atlas.synthetic import TOPICS, TopicSpace, synthetic_corpus
 
-    vec_path, text_path = folder / "vectors.npy", folder / "texts.json"
-    if vec_path.exists() and text_path.exists():
-        return vec_path, text_path
-    texts, topics = synthetic_corpus(n, seed)
-    code = pd.Categorical(topics, categories=list(TOPICS)).codes  # (n,)
+    shards = folder / "shards"
+    done = folder / "shards.done"
+    if done.exists():
+        return shards
+    shutil.rmtree(shards, ignore_errors=True)
+    shards.mkdir(parents=True)
     space = TopicSpace.make(dim, seed=seed)
-    out = np.lib.format.open_memmap(folder / "vectors.partial.npy", "w+", np.float32, (n, dim))
-    for s in range(0, n, CHUNK):
-        out[s : s + CHUNK] = space.draw(code[s : s + CHUNK], seed=(seed, s))
-    out.flush()
-    del out
-    os.replace(folder / "vectors.partial.npy", vec_path)
-    text_path.write_text(json.dumps(texts))
-    return vec_path, text_path
+    for i, s in enumerate(range(0, n, FILE_ROWS)):
+        texts, topics = synthetic_corpus(min(FILE_ROWS, n - s), seed + 7919 * i)
+        code = pd.Categorical(topics, categories=list(TOPICS)).codes  # (m,)
+        x = space.draw(code, seed=(seed, s))  # (m, dim)
+        emb = pa.FixedSizeListArray.from_arrays(pa.array(x.ravel(), pa.float32()), dim)
+        table = pa.table({"text": texts, "topic": topics, "embedding": emb})
+        pq.write_table(table, shards / f"part-{i:05d}.parquet", row_group_size=16_384)
+    done.write_text(str(n))
+    return shards
 
 
 def _status(pid: int) -> tuple[int, int] | None:
@@ -116,18 +124,18 @@ class Sampler:
 
 
 def child(args: argparse.Namespace) -> None:
-    """The driver: build the atlas from the memory-mapped vectors; print its seconds as JSON."""
+    """The driver: build the atlas from the Parquet shards; print its seconds as JSON."""
     from isoscope.atlas.pipeline import AtlasConfig, build_atlas
+    from isoscope.data.sharded import ParquetShards
 
-    vectors = np.load(args.data / "vectors.npy", mmap_mode="r", allow_pickle=False)
-    texts = json.loads((args.data / "texts.json").read_text())
+    corpus = ParquetShards.open(args.data / "shards", vector_column="embedding")  # read a batch at a time
     config = AtlasConfig(calibrate="none", landmarks=args.landmarks, engine=args.child, shard_rows=args.shard_rows)
     if args.child == "ray":
         import ray
 
         ray.init(address=args.address, log_to_driver=False)
     t0 = time.perf_counter()
-    run = build_atlas(None, texts, args.out, config=config, vectors=vectors)
+    run = build_atlas(None, corpus, args.out, config=config)
     print(json.dumps({"wall_s": time.perf_counter() - t0, "seconds": run.seconds}))
 
 
@@ -184,7 +192,7 @@ def main() -> None:
     args.data = work / f"data-{args.n}x{args.dim}"
     args.data.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    vec_path, _ = make_data(args.data, args.n, args.dim)
+    make_data(args.data, args.n, args.dim)
     data_s = time.perf_counter() - t0
     load0 = os.getloadavg()[0]
 
@@ -211,7 +219,7 @@ def main() -> None:
         ray_result = build("ray", args, work / f"ray-{args.n}", cluster.address)
     finally:
         cluster.shutdown()
-    vectors = np.load(vec_path, mmap_mode="r", allow_pickle=False)
+    vectors = np.load(work / f"ray-{args.n}" / "vectors.npy", mmap_mode="r", allow_pickle=False)  # the shards' rows
     rows = sample_indices(args.n, 2_000, 5)
     result = {
         "n": args.n,

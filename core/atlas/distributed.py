@@ -544,7 +544,7 @@ def ray_layout(vectors_path: Path, space_dir: Path, config, *, progress: Progres
 # ---------------------------------------------------------------- embedding
 
 
-def embed_on_ray(texts: list[str], out: Path, *, encoder, pooling, config) -> str:
+def embed_on_ray(texts, out: Path, *, encoder, pooling, config) -> str:
     """``out`` (vectors.npy, (n, d) float32) from ``texts`` embedded by ``isoscope.encode.shards.embed_with_ray``
     (the model loaded by ``encoder.name`` on ``encoder.device`` in each actor; ``config``: the AtlasConfig, its
     batch size and max length; shards next to ``out``, resumable, removed once copied). Returns the engine's name."""

@@ -1,8 +1,8 @@
 """Cluster labels that read like topics: class-based TF-IDF (c-TF-IDF, as BERTopic) of each cluster's texts
 against the whole corpus.
 
-terms = TermCounts.build(texts)          # which words each text holds: (n, v) sparse 0/1
-words = terms.top_words(labels, top=3)   # {cluster: ["garlic", "oven", "soup"]}, labels (n,) int, -1 = none
+words = top_words(texts, labels, top=3)  # {cluster: ["garlic", "oven", "soup"]}, labels (n,) int, -1 = none
+tally = TermTally([labels_a, labels_b]); tally.add(batch) ...; tally.top_words(1)   # texts streamed in batches
 
 Words are runs of at least 3 letters, lower-cased (``'s`` dropped, other apostrophes kept, so "don't" is
 one word, and a stop word); a run touching a digit, ``#`` or ``@`` is left out, which drops sub-word pieces
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -54,54 +53,83 @@ def words(text: str, stop: frozenset[str]) -> set[str]:
     return out
 
 
-@dataclass
-class TermCounts:
-    """Which words each text holds: ``matrix`` (n, v) scipy CSR of 0/1, ``vocab`` (v,) the words."""
+class TermTally:
+    """Word counts per cluster for several labelings of one corpus at once, from its texts in batches, so the
+    texts are never all held: per labeling, the texts of each cluster holding each word; for the corpus, the texts
+    holding each word. Memory: clusters x vocabulary per labeling, whatever the corpus's size.
 
-    matrix: object
-    vocab: np.ndarray
+    tally = TermTally([labels_a, labels_b])   # each (n,) int, -1 = no cluster
+    tally.add(texts_batch)                    # in row order, any batch sizes
+    tally.top_words(0)                        # {cluster: words} of labels_a
+    """
 
-    @classmethod
-    def build(cls, texts: Sequence[str]) -> TermCounts:
-        from scipy.sparse import csr_matrix
+    def __init__(self, labelings: Sequence[np.ndarray]) -> None:
+        self.labelings = [np.asarray(lab) for lab in labelings]
+        self.stop = stop_words()
+        self.index: dict[str, int] = {}
+        self.corpus = np.zeros(0, np.int64)  # (v,) texts holding each word
+        self.parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in self.labelings]
+        self.row = 0
 
-        stop = stop_words()
-        index: dict[str, int] = {}
+    def add(self, texts: Sequence[str]) -> None:
+        from scipy.sparse import coo_matrix, csr_matrix
+
         cols: list[int] = []
         indptr = [0]
         for text in texts:
-            cols.extend(index.setdefault(w, len(index)) for w in sorted(words(text, stop)))
+            cols.extend(self.index.setdefault(w, len(self.index)) for w in sorted(words(text, self.stop)))
             indptr.append(len(cols))
-        vocab = np.empty(len(index), dtype=object)
-        for w, j in index.items():
-            vocab[j] = w
-        data = np.ones(len(cols), np.float64)
-        matrix = csr_matrix((data, np.asarray(cols, np.int64), np.asarray(indptr, np.int64)), (len(texts), len(index)))
-        return cls(matrix, vocab.astype(str) if len(vocab) else np.zeros(0, str))
+        b, v = len(texts), len(self.index)
+        x = csr_matrix((np.ones(len(cols), np.int64), np.asarray(cols, np.int64), np.asarray(indptr)), (b, v))  # (b, v)
+        self.corpus = np.concatenate([self.corpus, np.zeros(v - len(self.corpus), np.int64)])
+        self.corpus += np.asarray(x.sum(axis=0)).ravel()
+        for labels, parts in zip(self.labelings, self.parts, strict=True):
+            lab = labels[self.row : self.row + b]  # (b,)
+            rows = np.flatnonzero(lab >= 0)
+            if len(rows) == 0:
+                continue
+            onehot = csr_matrix((np.ones(len(rows), np.int64), (lab[rows], rows)), shape=(int(lab.max()) + 1, b))
+            held = coo_matrix(onehot @ x)  # (C_batch, v): texts of each cluster holding each word
+            parts.append((held.row, held.col, held.data))
+        self.row += b
 
-    def top_words(self, labels: np.ndarray, top: int = LABEL_WORDS) -> dict[int, list[str]]:
-        """The ``top`` words of each cluster (labels >= 0) by c-TF-IDF against the whole corpus, best first."""
+    def top_words(self, which: int, top: int = LABEL_WORDS) -> dict[int, list[str]]:
+        """The ``top`` words of each cluster of labeling ``which`` by c-TF-IDF against the whole corpus, best
+        first (the module doc); every text must have been added."""
         from scipy.sparse import csr_matrix
 
-        labels = np.asarray(labels)
+        labels = self.labelings[which]
+        if self.row != len(labels):
+            raise ValueError(f"{self.row} texts added for {len(labels)} labels")
         clusters = np.unique(labels[labels >= 0])
         if len(clusters) == 0:
             return {}
         n_clusters = int(clusters.max()) + 1
-        rows = np.flatnonzero(labels >= 0)
-        onehot = csr_matrix((np.ones(len(rows)), (labels[rows], rows)), shape=(n_clusters, len(labels)))
-        counts = (onehot @ self.matrix).tocsr()  # (C, v) sparse: texts of each cluster holding each word
-        corpus = np.asarray(self.matrix.sum(axis=0)).ravel()  # (v,) texts of the corpus holding each word
-        sizes = np.bincount(labels[rows], minlength=n_clusters)  # (C,)
+        parts = self.parts[which]
+        r, c, d = (np.concatenate([p[i] for p in parts]) for i in range(3))
+        counts = csr_matrix((d, (r, c)), shape=(n_clusters, len(self.index)))  # (C, v), duplicates summed
+        counts.sum_duplicates()
+        vocab = np.empty(len(self.index), dtype=object)
+        for w, j in self.index.items():
+            vocab[j] = w
+        vocab = vocab.astype(str)
+        sizes = np.bincount(labels[labels >= 0], minlength=n_clusters)  # (C,)
         per_cluster = np.asarray(counts.sum(axis=1)).ravel()  # (C,) word occurrences
         mean = per_cluster[sizes > 0].mean()
         out: dict[int, list[str]] = {}
-        for c in clusters.tolist():
-            lo, hi = counts.indptr[c], counts.indptr[c + 1]
+        for k in clusters.tolist():
+            lo, hi = counts.indptr[k], counts.indptr[k + 1]
             cols, held = counts.indices[lo:hi], counts.data[lo:hi]  # (m,) the cluster's words
-            ok = held >= min(MIN_TEXTS, sizes[c])
+            ok = held >= min(MIN_TEXTS, sizes[k])
             cols, held = cols[ok], held[ok]
-            score = held / max(per_cluster[c], 1) * np.log1p(mean / corpus[cols])  # tf x idf against the corpus
-            best = np.lexsort((self.vocab[cols], -score))[:top]
-            out[c] = [str(self.vocab[cols[j]]) for j in best]
+            score = held / max(per_cluster[k], 1) * np.log1p(mean / self.corpus[cols])  # tf x idf against the corpus
+            best = np.lexsort((vocab[cols], -score))[:top]
+            out[k] = [str(vocab[cols[j]]) for j in best]
         return out
+
+
+def top_words(texts: Sequence[str], labels: np.ndarray, top: int = LABEL_WORDS) -> dict[int, list[str]]:
+    """``TermTally`` of one labeling of texts held in memory."""
+    tally = TermTally([labels])
+    tally.add(texts)
+    return tally.top_words(0, top)

@@ -36,9 +36,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -58,12 +59,13 @@ from isoscope.atlas.folder import (
     needs_graph,
 )
 from isoscope.atlas.graph import knn_graph_chunked
-from isoscope.atlas.labels import TermCounts
+from isoscope.atlas.labels import TermTally
 from isoscope.atlas.layout import LANDMARKS, check_method, layout
 from isoscope.atlas.points import ROW_GROUP_ROWS
 from isoscope.atlas.spatial import INDEX_FILES, World, write_index
 from isoscope.atlas.workers import Job, run_side_by_side
 from isoscope.cache import PartialNpy, atomic_save_npy, atomic_write_bytes, text_digest
+from isoscope.data.sharded import ParquetShards
 from isoscope.data.vectors.table import vectors_digest
 from isoscope.encode.pooling import PoolingSpec, resolve_pooling
 from isoscope.errors import InputError
@@ -193,28 +195,65 @@ def _check_manifest(out: Path, signature: dict, config: AtlasConfig) -> None:
 
 def duplicate_warning(texts: Sequence[str]) -> str | None:
     """One line when some texts occur more than once (they are kept: each is a point on the same spot)."""
-    dup = len(texts) - len(set(texts))
-    if dup:
-        return f"{dup:,} text(s) repeat an earlier one; kept (repeated texts share one position)"
-    return None
+    return _repeat_warning(len(texts) - len(set(texts)))
 
 
-def _save_points(out: Path, texts: Sequence[str], meta: pd.DataFrame) -> None:
+def _points_frame(texts: Sequence[str], meta: pd.DataFrame | None) -> pd.DataFrame:
+    """The rows of ``points.parquet``: ``text`` first, then the metadata as text or numbers only (nothing that
+    needs pickling; a metadata column named ``text`` becomes ``text_meta``)."""
+    frame = (meta if meta is not None else pd.DataFrame(index=range(len(texts)))).reset_index(drop=True).copy()
+    frame.columns = [str(c) for c in frame.columns]
+    for c in frame.columns:
+        if frame[c].dtype == object:
+            frame[c] = frame[c].map(lambda v: None if v is None else str(v))
+    frame.insert(0, "text", [str(t) for t in texts])
+    if "text" in frame.columns[1:]:
+        frame = frame.rename(columns={frame.columns[1 + list(frame.columns[1:]).index("text")]: "text_meta"})
+    return frame
+
+
+def _save_points(out: Path, given: _Input) -> None:
+    """``points.parquet`` in row groups of ``ROW_GROUP_ROWS`` (a hover reads one: ``atlas.points``), written under a
+    temporary name and renamed; from shards, a batch at a time (never the whole corpus in memory)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    frame = meta.reset_index(drop=True).copy()
-    frame.columns = [str(c) for c in frame.columns]
-    for c in frame.columns:  # metadata as text or numbers only: nothing that needs pickling
-        if frame[c].dtype == object:
-            frame[c] = frame[c].map(lambda v: None if v is None else str(v))
-    frame.insert(0, "text", list(texts))
-    if "text" in frame.columns[1:]:
-        frame = frame.rename(columns={frame.columns[1 + list(frame.columns[1:]).index("text")]: "text_meta"})
-    buf = pa.BufferOutputStream()
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    pq.write_table(table, buf, row_group_size=ROW_GROUP_ROWS)  # bounded groups: a hover reads one (atlas.points)
-    atomic_write_bytes(out / "points.parquet", buf.getvalue().to_pybytes())
+    path = out / "points.parquet"
+    tmp = path.with_name(path.name + ".partial")
+    writer = None
+    pending: list[pa.Table] = []
+    rows = 0
+
+    def flush(final: bool) -> None:
+        nonlocal pending, rows
+        while pending and (rows >= ROW_GROUP_ROWS or final):
+            table = pa.concat_tables(pending)
+            head, rest = table.slice(0, ROW_GROUP_ROWS), table.slice(ROW_GROUP_ROWS)
+            writer.write_table(head, row_group_size=ROW_GROUP_ROWS)
+            pending, rows = ([rest] if rest.num_rows else []), rest.num_rows
+
+    batches = (
+        [(given.texts, given.meta)]
+        if given.shards is None
+        else ((b.texts, b.meta) for b in given.shards.batches(vectors=False))
+    )
+    try:
+        for texts, meta in batches:
+            table = pa.Table.from_pandas(_points_frame(texts, meta), preserve_index=False)
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, table.schema)
+            elif table.schema != writer.schema:  # a shard whose column came out another type (e.g. all missing)
+                table = table.cast(writer.schema)
+            pending.append(table)
+            rows += table.num_rows
+            flush(final=False)
+        flush(final=True)
+        writer.close()
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _chunked_transform(calibrator, vectors: np.ndarray, path: Path, progress: StageProgress | None) -> None:
@@ -249,20 +288,29 @@ def _cluster_info(xy: np.ndarray, labels: np.ndarray, words: dict[int, list[str]
     return info
 
 
-def _clusters(terms: Callable[[], TermCounts], xy: np.ndarray, d: Path) -> None:
-    """Density, the cluster levels (the default one in ``cluster.npy``) and their c-TF-IDF labels."""
+def _text_batches(out: Path) -> Iterator[list[str]]:
+    """The texts of the folder's ``points.parquet`` a row group at a time (never the whole column)."""
+    import pyarrow.parquet as pq
+
+    for batch in pq.ParquetFile(out / "points.parquet").iter_batches(columns=["text"], use_threads=False):
+        yield batch.column(0).to_pylist()
+
+
+def _clusters(out: Path, xy: np.ndarray, d: Path) -> None:
+    """Density, the cluster levels (the default one in ``cluster.npy``) and their c-TF-IDF labels (the texts read
+    a row group at a time from ``points.parquet``, every level counted in one pass)."""
     bounds = dens.layout_bounds(xy)
     grid = dens.density_grid(xy, bounds)  # (G, G)
     point_density = dens.point_density(xy, bounds, grid)  # (n,)
+    specs = dens.levels(len(xy))
+    labelings = [dens.level_clusters(xy, bounds, level) for level in specs]  # each (n,)
+    tally = TermTally(labelings)
+    for texts in _text_batches(out):
+        tally.add(texts)
     levels = []
-    default = None
-    for i, level in enumerate(dens.levels(len(xy))):
-        labels = dens.level_clusters(xy, bounds, level)  # (n,)
-        info = _cluster_info(xy, labels, terms().top_words(labels))
-        levels.append({"grid": level.grid, "clusters": info})
-        if i == dens.DEFAULT_LEVEL:
-            default = (labels, info)
-    assert default is not None
+    for i, (level, labels) in enumerate(zip(specs, labelings, strict=True)):
+        levels.append({"grid": level.grid, "clusters": _cluster_info(xy, labels, tally.top_words(i))})
+    default = (labelings[dens.DEFAULT_LEVEL], levels[dens.DEFAULT_LEVEL]["clusters"])
     atomic_save_npy(d / "grid.npy", grid.astype(np.float32))
     atomic_save_npy(d / "density.npy", point_density)
     atomic_save_npy(d / "cluster.npy", default[0])
@@ -320,16 +368,20 @@ class _Stages:
             log.info("atlas stage %s: %.1f s (side by side)", name, seconds[name])
 
 
-def _check_input(
-    texts: list[str], meta: pd.DataFrame | None, vectors: np.ndarray | None, engine: str = "local"
-) -> pd.DataFrame:
-    n = len(texts)
+def _check_rows(n: int, engine: str) -> None:
     if n < 4:
         raise InputError(f"an atlas needs at least 4 texts, got {n}")
     if n > MAX_ATLAS_ROWS and engine == "local":
         raise InputError(
             f"{n:,} texts is over the one-machine atlas limit of {MAX_ATLAS_ROWS:,}; sample the corpus or use the ray engine"
         )
+
+
+def _check_input(
+    texts: list[str], meta: pd.DataFrame | None, vectors: np.ndarray | None, engine: str = "local"
+) -> pd.DataFrame:
+    n = len(texts)
+    _check_rows(n, engine)
     if any(not t.strip() for t in texts):
         raise InputError("some texts are empty; drop empty rows first (load_corpus does)")
     meta = meta if meta is not None else pd.DataFrame(index=range(n))
@@ -340,9 +392,46 @@ def _check_input(
     return meta
 
 
+@dataclass
+class _Input:
+    """What a build reads: texts in memory (with metadata and maybe vectors), or Parquet shards (``isoscope.data.
+    sharded.ParquetShards``: texts, metadata and maybe vectors, read a batch at a time)."""
+
+    n: int
+    digest: str
+    repeats: int
+    texts: list[str] | None = None
+    meta: pd.DataFrame | None = None
+    vectors: np.ndarray | None = None
+    shards: ParquetShards | None = None
+
+    @property
+    def precomputed(self) -> bool:
+        return self.vectors is not None or (self.shards is not None and self.shards.vector is not None)
+
+
+def _input(texts, meta: pd.DataFrame | None, vectors: np.ndarray | None, engine: str) -> _Input:
+    if isinstance(texts, ParquetShards):
+        if meta is not None or vectors is not None:
+            raise ValueError("Parquet shards carry their own metadata and vectors")
+        scan = texts.scan()
+        _check_rows(scan.n, engine)
+        return _Input(scan.n, scan.digest, scan.repeats, shards=texts)
+    texts = list(texts)
+    vectors = None if vectors is None else np.asarray(vectors, np.float32)
+    meta = _check_input(texts, meta, vectors, engine)
+    return _Input(len(texts), text_digest(texts), len(texts) - len(set(texts)), texts, meta, vectors)
+
+
+def _repeat_warning(repeats: int) -> str | None:
+    if repeats:
+        return f"{repeats:,} text(s) repeat an earlier one; kept (repeated texts share one position)"
+    return None
+
+
 def build_atlas(
     encoder,
-    texts: Sequence[str],
+    texts: Sequence[str] | ParquetShards,
     out: str | Path,
     *,
     config: AtlasConfig | None = None,
@@ -353,31 +442,38 @@ def build_atlas(
 ) -> AtlasRun:
     """Build (or finish, or repair) the atlas of ``texts`` in folder ``out``; see the module doc for the stages.
 
-    ``vectors`` (n, d): embeddings computed elsewhere; then nothing is embedded and ``encoder`` may be None
-    (the folder is keyed by a digest of the vectors instead of the model). ``config.engine == "ray"`` runs the
-    stages as Ray tasks (``isoscope.atlas.distributed``) on the Ray at ``ray_address`` (``local``: started here;
-    an initialised Ray is used as it is).
+    ``texts``: a sequence of texts, or ``ParquetShards`` (a corpus in Parquet files, with its metadata columns and,
+    when it names a vector column, its vectors; read a batch at a time, never held whole). ``vectors`` (n, d):
+    embeddings computed elsewhere; then nothing is embedded and ``encoder`` may be None (the folder is keyed by a
+    digest of the vectors instead of the model). ``config.engine == "ray"`` runs the stages as Ray tasks
+    (``isoscope.atlas.distributed``) on the Ray at ``ray_address`` (``local``: started here; an initialised Ray is
+    used as it is).
     """
     config = config or AtlasConfig()
     config.validate()
     out = Path(out)
-    texts = list(texts)
-    vectors = None if vectors is None else np.asarray(vectors, np.float32)
-    meta = _check_input(texts, meta, vectors, config.engine)
+    given = _input(texts, meta, vectors, config.engine)
+    if given.shards is not None and given.shards.vector is not None:
+        dim = given.shards.dims
+    else:
+        dim = given.vectors.shape[1] if given.vectors is not None else encoder.hidden_size
     if config.engine == "local":  # refused in one line before any work when its peak cannot fit here
         from isoscope.atlas.costs import check_fits
 
-        dim = vectors.shape[1] if vectors is not None else encoder.hidden_size
         spaces = 1 if config.calibrate == "none" else 2
-        check_fits(len(texts), dim, k=config.k, spaces=spaces, graph=needs_graph(config.to_dict()))
-    if vectors is not None:
-        fingerprint = "precomputed-" + vectors_digest(vectors)[:32]
-        config = replace(config, pooling=None)  # pooled already
+        check_fits(given.n, dim, k=config.k, spaces=spaces, graph=needs_graph(config.to_dict()))
+    if given.vectors is not None:
+        fingerprint = "precomputed-" + vectors_digest(given.vectors)[:32]
+    elif given.precomputed:
+        fingerprint = "precomputed-" + _files_digest(given.shards.files)[:32]
     else:
         fingerprint = encoder.fingerprint
+    if given.precomputed:
+        config = replace(config, pooling=None)  # pooled already
+    else:
         config = replace(config, pooling=resolve_pooling(config.pooling, encoder))
-    n = len(texts)
-    signature = {"format": FORMAT, "version": FORMAT_VERSION, "model": fingerprint, "texts": text_digest(texts), "n": n}
+    n = given.n
+    signature = {"format": FORMAT, "version": FORMAT_VERSION, "model": fingerprint, "texts": given.digest, "n": n}
     run = AtlasRun(out, n)
     waited = time.perf_counter()
 
@@ -388,30 +484,35 @@ def build_atlas(
     with build_lock(out, waiting):
         run.waited_seconds = time.perf_counter() - waited
         _check_manifest(out, signature, config)
-        if (w := duplicate_warning(texts)) is not None:
+        if (w := _repeat_warning(given.repeats)) is not None:
             run.warnings.append(w)
         with contextlib.ExitStack() as stack:
             if config.engine == "ray":
                 from isoscope.atlas.distributed import ray_session
 
                 stack.enter_context(ray_session(ray_address))
-            _run_stages(run, encoder, texts, meta, vectors, config, progress)
+            _run_stages(run, encoder, given, config, progress)
     return run
 
 
-def _run_stages(run, encoder, texts, meta, vectors, config: AtlasConfig, progress: StageProgress | None) -> None:
+def _files_digest(files: Sequence[Path]) -> str:
+    """SHA-256 of the files' names and SHA-256s, in order (each file read once, in blocks)."""
+    import hashlib
+
+    from isoscope.cache import file_sha256
+
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f"{f.name}:{file_sha256(f)};".encode())
+    return h.hexdigest()
+
+
+def _run_stages(run, encoder, given: _Input, config: AtlasConfig, progress: StageProgress | None) -> None:
     out = run.path
     stage = _Stages(run, Ledger(out), progress)
-    k = min(config.k, len(texts) - 1)
-    terms: list[TermCounts] = []
-
-    def term_counts() -> TermCounts:  # tokenised once per build, for every space and level
-        if not terms:
-            terms.append(TermCounts.build(texts))
-        return terms[0]
-
-    stage("texts", [], [out / "points.parquet"], lambda: _save_points(out, texts, meta))
-    stage("embed", [], [out / "vectors.npy"], lambda: _embed(run, encoder, texts, vectors, config, progress))
+    k = min(config.k, given.n - 1)
+    stage("texts", [], [out / "points.parquet"], lambda: _save_points(out, given))
+    stage("embed", [], [out / "vectors.npy"], lambda: _embed(run, encoder, given, config, progress))
     spaces = ["raw"] + ([] if config.calibrate == "none" else ["cal"])
     graph = needs_graph(config.to_dict())
     for space in spaces:  # every vector and graph first, so that the two layouts can run side by side
@@ -448,15 +549,15 @@ def _run_stages(run, encoder, texts, meta, vectors, config: AtlasConfig, progres
             run_it = lambda s=s, r=report: ray_layout(_space_vectors(out, s), out / s, config, progress=r)  # noqa: E731
             stage(f"{s}_layout", *layouts[f"{s}_layout"][:2], run_it)
     else:
-        stage.side_by_side(layouts, config.layout == "umap" and len(texts) >= PARALLEL_LAYOUT_ROWS)
+        stage.side_by_side(layouts, config.layout == "umap" and given.n >= PARALLEL_LAYOUT_ROWS)
     for space in spaces:
         d = out / space
         outputs = [d / f for f in ("grid.npy", "density.npy", "cluster.npy", "clusters.json")]
         inputs = [d / "xy.npy", out / "points.parquet"]
-        stage(f"{space}_clusters", inputs, outputs, lambda d=d: _clusters(term_counts, _load(d / "xy.npy"), d))
+        stage(f"{space}_clusters", inputs, outputs, lambda d=d: _clusters(out, _load(d / "xy.npy"), d))
     extra_in = [out / "vectors.npy", *([out / s / "knn_ids.npy" for s in spaces] if "cal" in spaces else [])]
     extra_out = [out / f for f in ("norm.npy", "length.npy", "overlap.npy")]
-    stage("extras", extra_in, extra_out, lambda: _extras(out, texts, spaces))
+    stage("extras", [*extra_in, out / "points.parquet"], extra_out, lambda: _extras(out, spaces))
     stage("index", *_index_files(out, spaces), lambda: _index(out, spaces))
 
 
@@ -482,40 +583,59 @@ def _graph_files(out: Path, space: str) -> list[Path]:
     return [out / space / "knn_ids.npy", out / space / "knn_dist.npy"]
 
 
-def _embed(run: AtlasRun, encoder, texts, vectors, config: AtlasConfig, progress: StageProgress | None) -> None:
-    """``vectors.npy`` (n, d): the given vectors, or every distinct text embedded once (``distinct_rows``) on the
-    fastest engine of the encoder's precision, resumable chunk by chunk, then copied to the rows repeating it."""
+def _embed(run: AtlasRun, encoder, given: _Input, config: AtlasConfig, progress: StageProgress | None) -> None:
+    """``vectors.npy`` (n, d): the given vectors (or the shards'), or every distinct text embedded once
+    (``distinct_rows``) on the fastest engine of the encoder's precision, resumable chunk by chunk, then copied to
+    the rows repeating it (texts from shards: each embedded, read from ``points.parquet`` a row group at a time)."""
     out = run.path / "vectors.npy"
-    if vectors is not None:  # chunk by chunk: a memory-mapped input is never read whole
-        _spread(vectors, np.arange(len(vectors)), out)
+    if given.vectors is not None:  # chunk by chunk: a memory-mapped input is never read whole
+        _spread(given.vectors, np.arange(len(given.vectors)), out)
         return
-    from isoscope.encode.chunked import embed_to_npy  # torch: only when texts are embedded here
+    if given.precomputed:
+        _shard_vectors(given, out)
+        return
+    from isoscope.encode.chunked import ParquetColumn, embed_to_npy  # torch: only when texts are embedded here
     from isoscope.encode.embed import EmbedConfig
 
+    texts = given.texts if given.shards is None else ParquetColumn(run.path / "points.parquet", "text")
     if config.engine == "ray":  # Ray Data actors (a GPU each on CUDA), each loading the model by its name
         from isoscope.atlas.distributed import embed_on_ray
 
-        run.engine = embed_on_ray(list(texts), out, encoder=encoder, pooling=config.pooling, config=config)
+        run.engine = embed_on_ray(texts, out, encoder=encoder, pooling=config.pooling, config=config)
         return
     from isoscope.encode.engines import engine_in_use, fastest_fp32_encoder
 
     fast = fastest_fp32_encoder(encoder)  # the fp32 vectors within FP32_ENGINE_TOLERANCE, faster; int8 as asked
     run.engine = engine_in_use(fast, config.pooling.needs_hidden_states)
-    distinct, rows = distinct_rows(texts)
-    log.info("atlas: embedding %d distinct of %d texts with %s", len(distinct), len(texts), run.engine)
     cfg = EmbedConfig(batch_size=config.batch_size, max_length=config.max_length)
     report = None if progress is None else (lambda d, t: progress("embed", d, t))
-    if len(distinct) == len(texts):
-        embed_to_npy(
-            fast, texts, out, pooling=config.pooling, config=cfg, chunk_size=config.embed_chunk, progress=report
-        )
+    embed = dict(pooling=config.pooling, config=cfg, chunk_size=config.embed_chunk, progress=report)
+    if given.shards is not None or given.repeats == 0:
+        log.info("atlas: embedding %d texts with %s", given.n, run.engine)
+        embed_to_npy(fast, texts, out, **embed)
         return
+    distinct, rows = distinct_rows(texts)
+    log.info("atlas: embedding %d distinct of %d texts with %s", len(distinct), given.n, run.engine)
     once = run.path / "vectors.distinct.npy"  # resumable like any chunked embedding; gone once copied out
-    embed_to_npy(
-        fast, distinct, once, pooling=config.pooling, config=cfg, chunk_size=config.embed_chunk, progress=report
-    )
+    embed_to_npy(fast, distinct, once, **embed)
     _spread(_load(once, mmap=True), rows, out)
     once.unlink()
+
+
+def _shard_vectors(given: _Input, out: Path) -> None:
+    """The shards' vectors (n, d) into ``out`` a batch at a time (rows whose text was empty were dropped)."""
+    assert given.shards is not None
+    part = PartialNpy.create(out.with_name(out.name + ".partial"), (given.n, given.shards.dims))
+    try:
+        row = 0
+        for batch in given.shards.batches(vectors=True, meta=False, texts=False):
+            part.write(row, batch.vectors)
+            row += len(batch.vectors)
+        if row != given.n:
+            raise InputError(f"{given.shards.name}: the shards changed while the atlas was built; rerun")
+        part.finish(out)
+    finally:
+        part.close()
 
 
 def distinct_rows(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
@@ -585,7 +705,7 @@ def _calibrate(out: Path, d: Path, config: AtlasConfig, progress: StageProgress 
     _chunked_transform(calibrator, vectors, d / "vectors.npy", progress)
 
 
-def _extras(out: Path, texts: Sequence[str], spaces: Sequence[str]) -> None:
+def _extras(out: Path, spaces: Sequence[str]) -> None:
     vectors = _load(out / "vectors.npy", mmap=True)
     norm = np.concatenate(
         [
@@ -593,12 +713,18 @@ def _extras(out: Path, texts: Sequence[str], spaces: Sequence[str]) -> None:
             for s in range(0, len(vectors), CHUNK_ROWS)
         ]
     ).astype(np.float32)  # (n,)
-    length = np.fromiter((len(t) for t in texts), np.int32, len(texts))  # (n,)
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    f = pq.ParquetFile(out / "points.parquet")  # characters (code points, as len), a row group at a time
+    length = np.concatenate(
+        [pc.utf8_length(b.column(0)).to_numpy() for b in f.iter_batches(columns=["text"], use_threads=False)]
+    ).astype(np.int32)  # (n,)
     if "cal" in spaces:
         ids_raw, ids_cal = _load(out / "raw" / "knn_ids.npy"), _load(out / "cal" / "knn_ids.npy")  # (n, k) self first
         overlap = jaccard_tables(ids_raw[:, 1:], ids_cal[:, 1:])[1].astype(np.float32)  # (n,) the row itself left out
     else:
-        overlap = np.ones(len(texts), np.float32)
+        overlap = np.ones(len(vectors), np.float32)
     atomic_save_npy(out / "norm.npy", norm)
     atomic_save_npy(out / "length.npy", length)
     atomic_save_npy(out / "overlap.npy", overlap)

@@ -31,13 +31,52 @@ from isoscope.paths import open_regular
 
 log = logging.getLogger(__name__)
 
-TextSource = Sequence[str] | str | Path  # texts, or a UTF-8 .txt file with one text per line
 ProgressFn = Callable[[int, int], None]  # (texts done, total)
 DEFAULT_CHUNK_SIZE = 4096
 PROGRESS_FORMAT = "isoscope-chunked-embedding"
 FORMAT_VERSION = 1
 
 # ---------------------------------------------------------------- text sources
+
+
+@dataclass(frozen=True)
+class ParquetColumn:
+    """The texts of one column of a Parquet file Isoscope wrote itself (an atlas's ``points.parquet``, checked by its
+    folder's ledger), read a row group at a time: the texts of a corpus too big to hold."""
+
+    path: Path
+    column: str = "text"
+
+    def __len__(self) -> int:
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(self.path).metadata.num_rows
+
+    def __iter__(self) -> Iterator[str]:
+        import pyarrow.parquet as pq
+
+        for batch in pq.ParquetFile(self.path).iter_batches(columns=[self.column], use_threads=False):
+            yield from batch.column(0).to_pylist()
+
+    def rows(self, start: int, stop: int) -> list[str]:
+        """The texts of rows [start, stop), reading only the row groups that hold them."""
+        import pyarrow.parquet as pq
+
+        f = pq.ParquetFile(self.path)
+        md, groups, first, row = f.metadata, [], None, 0
+        for g in range(md.num_row_groups):
+            size = md.row_group(g).num_rows
+            if row < stop and row + size > start:
+                groups.append(g)
+                first = row if first is None else first
+            row += size
+        if not groups:
+            return []
+        column = f.read_row_groups(groups, columns=[self.column], use_threads=False).column(0)
+        return column.slice(start - first, stop - start).to_pylist()
+
+
+TextSource = Sequence[str] | str | Path | ParquetColumn  # texts, a UTF-8 .txt file (one text a line), a column
 
 
 def _is_path(source: TextSource) -> bool:
@@ -68,10 +107,10 @@ def iter_texts(source: TextSource, stats: TextStats | None = None) -> Iterator[s
 def scan_source(source: TextSource, warnings: list[str] | None = None) -> tuple[int, str]:
     """(number of texts, content digest) of a source; a file is streamed once and its load warnings (encoding,
     truncated texts) are appended to ``warnings``."""
-    if not _is_path(source):
+    if not _is_path(source) and not isinstance(source, ParquetColumn):
         texts = list(source) if not isinstance(source, list) else source
         return len(texts), text_digest(texts)
-    stats = TextStats(Path(source).name)
+    stats = TextStats(Path(source if _is_path(source) else source.path).name)
     h = hashlib.sha256()
     n = 0
     for text in iter_texts(source, stats):

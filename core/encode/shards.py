@@ -13,9 +13,9 @@ vectors do not fit in memory.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from isoscope.cache import atomic_write_bytes
-from isoscope.encode.chunked import FORMAT_VERSION, TextSource, iter_chunks, plan_run
+from isoscope.encode.chunked import FORMAT_VERSION, ParquetColumn, TextSource, iter_chunks, plan_run
 from isoscope.encode.embed import EmbedConfig, encode
 from isoscope.encode.pooling import Pooling
 from isoscope.errors import InputError
@@ -105,6 +105,9 @@ class ShardEmbedder:
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         rows, dims = [], []
         for shard, start, texts in zip(batch["shard"], batch["start"], batch["texts"], strict=True):
+            if isinstance(texts, dict):  # a reference: the rows of a Parquet column, read here (ParquetColumn)
+                source = ParquetColumn(Path(texts["path"]), texts["column"])
+                texts = source.rows(int(start), int(start) + int(texts["rows"]))
             texts = [str(t) for t in texts]
             vectors = encode(self.encoder, texts, self.pooling, config=self.config)  # (m, d)
             ids = np.arange(int(start), int(start) + len(texts), dtype=np.int64)  # (m,)
@@ -179,6 +182,10 @@ def _ray_init(address: str, num_cpus: int) -> bool:
         import ray.data
     except ImportError:
         raise InputError(RAY_MISSING) from None
+    # Ray's bar manager (ray.experimental.tqdm_ray), made when the driver first prints a worker's error (a task
+    # retried), would put its own print in builtins for the life of the process: numba then refuses every kernel
+    # that prints, such as pynndescent's NN-descent, compiled at its first call (the landmarks' graph)
+    os.environ.setdefault("RAY_TQDM_PATCH_PRINT", "0")
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
@@ -212,20 +219,6 @@ def actor_options(device: str) -> dict[str, int]:
     """Ray's resources for one embedding actor on ``device`` (``actor_device``'s answer): one CPU, and one GPU
     each when the device is CUDA."""
     return {"num_cpus": 1, "num_gpus": 1} if device == "cuda" else {"num_cpus": 1}
-
-
-@contextlib.contextmanager
-def print_kept() -> Iterator[None]:
-    """``builtins.print`` as it was before the block: Ray Data's progress bars (``ray.experimental.tqdm_ray``) put
-    their own ``print`` in builtins for the life of the process, and numba then refuses to compile any kernel that
-    prints (pynndescent's NN-descent, compiled at its first call: the landmark graph after a Ray Data embedding)."""
-    import builtins
-
-    kept = builtins.print
-    try:
-        yield
-    finally:
-        builtins.print = kept
 
 
 def embed_with_ray(
@@ -280,11 +273,19 @@ def embed_with_ray(
     done = _finished_shards(shard_dir, n, shard_rows)
     _write_manifest(shard_dir, {**signature, "dim": old.get("dim") if old else None, "complete": False})
     run = ShardRun(shard_dir, n, 0, shard_rows, num_shards, resumed_shards=sorted(done), warnings=plan.warnings)
-    items = [
-        {"shard": c, "start": c * shard_rows, "texts": texts}
-        for c, texts in iter_chunks(source, shard_rows)
-        if c not in done
-    ]
+    if isinstance(source, ParquetColumn):  # each actor reads its shard's texts: the driver never holds them all
+        ref = {"path": str(Path(source.path).resolve()), "column": source.column}
+        items = [
+            {"shard": c, "start": c * shard_rows, "texts": {**ref, "rows": min(shard_rows, n - c * shard_rows)}}
+            for c in range(num_shards)
+            if c not in done
+        ]
+    else:
+        items = [
+            {"shard": c, "start": c * shard_rows, "texts": texts}
+            for c, texts in iter_chunks(source, shard_rows)
+            if c not in done
+        ]
     if items:
         started = _ray_init(address, num_cpus)
         import ray
@@ -307,8 +308,7 @@ def embed_with_ray(
                 compute=ray.data.ActorPoolStrategy(size=num_actors),
                 **actor_options(on),
             )
-            with print_kept():  # Ray Data's progress bars replace print (numba then cannot compile a print)
-                summary = ds.take_all()
+            summary = ds.take_all()
         finally:
             if started:
                 ray.shutdown()

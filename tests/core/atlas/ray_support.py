@@ -41,7 +41,8 @@ class WorkerKiller:
             time.sleep(0.005)
 
     def start(self) -> None:
-        if not self._thread.is_alive() and not self._stop.is_set():
+        """Start hunting (once: later calls do nothing)."""
+        if self._thread.ident is None and not self._stop.is_set():
             self._thread.start()
 
     @contextlib.contextmanager

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from isoscope.atlas.labels import TermCounts, stop_words, words
+from isoscope.atlas.labels import TermTally, stop_words, top_words, words
 from isoscope.atlas.synthetic import TOPICS, synthetic_corpus
 
 
@@ -21,7 +21,7 @@ def test_labels_are_each_topics_own_words():
     texts, topics = synthetic_corpus(800, seed=3)
     names = sorted(set(topics))
     labels = np.array([names.index(t) for t in topics], np.int32)
-    top = TermCounts.build(texts).top_words(labels)
+    top = top_words(texts, labels)
     for c, name in enumerate(names):
         own = set(TOPICS[name]["nouns"] + TOPICS[name]["verbs"] + TOPICS[name]["adjs"])
         assert len(top[c]) == 3 and set(top[c]) <= own, (name, top[c])
@@ -31,11 +31,10 @@ def test_weights_are_class_tf_idf_against_the_whole_corpus():
     # cluster 0: "apple" in 3 of 3 texts, "pear" in 3; "pear" is also in 6 unclustered texts, so apple wins
     texts = ["apple pear"] * 3 + ["plum fig"] * 3 + ["pear kiwi"] * 6
     labels = np.array([0, 0, 0, 1, 1, 1] + [-1] * 6)
-    terms = TermCounts.build(texts)
-    assert terms.top_words(labels, top=2) == {0: ["apple", "pear"], 1: ["fig", "plum"]}  # ties: alphabetical
-    m = terms.matrix.toarray()
-    vocab = list(terms.vocab)
-    assert m.shape == (12, 5) and m[:, vocab.index("pear")].sum() == 9
+    assert top_words(texts, labels, top=2) == {0: ["apple", "pear"], 1: ["fig", "plum"]}  # ties: alphabetical
+    tally = TermTally([labels])
+    tally.add(texts)
+    assert len(tally.index) == 5 and tally.corpus[tally.index["pear"]] == 9  # texts of the corpus holding "pear"
     mean = 6.0  # word occurrences per cluster: 3 texts x 2 words each
     apple = 3 / 6 * math.log1p(mean / 3)
     pear = 3 / 6 * math.log1p(mean / 9)
@@ -45,6 +44,20 @@ def test_weights_are_class_tf_idf_against_the_whole_corpus():
 def test_a_word_needs_three_texts_of_its_cluster_and_an_empty_cluster_has_no_words():
     texts = ["rare alpha", "alpha beta", "alpha beta", "beta gamma", "the and of", "the and of"]
     labels = np.array([0, 0, 0, 0, 1, 1])
-    top = TermCounts.build(texts).top_words(labels)
+    top = top_words(texts, labels)
     assert top[0] == ["alpha", "beta"] and top[1] == []  # "rare", "gamma": one text each; cluster 1: stop words
-    assert TermCounts.build(texts).top_words(np.full(6, -1)) == {}
+    assert top_words(texts, np.full(6, -1)) == {}
+
+
+def test_a_tally_in_batches_labels_several_labelings_as_each_alone():
+    """The texts added in uneven batches, two labelings at once: the words of each as when counted whole."""
+    rng = np.random.default_rng(0)
+    pool = ["apple pear fig", "plum fig kiwi", "garlic soup oven", "oven bread soup", "goal match striker"]
+    texts = [pool[i] + f" word{i}x" for i in rng.integers(0, len(pool), 300)]
+    a = rng.integers(-1, 4, 300)
+    b = np.asarray([hash(t) % 3 for t in texts])
+    tally = TermTally([a, b])
+    for s, e in [(0, 7), (7, 150), (150, 151), (151, 300)]:
+        tally.add(texts[s:e])
+    assert tally.top_words(0) == top_words(texts, a) and tally.top_words(1) == top_words(texts, b)
+    assert top_words(texts, a)  # not empty
