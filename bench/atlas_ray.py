@@ -238,7 +238,9 @@ def main() -> None:
     result["recall"] = recall["recall"]
     result["nprobe"], result["nlist"] = recall["nprobe"], recall["nlist"]
     result["trustworthiness_ray"] = trust(vectors, work / f"ray-{args.n}", rows)
-    fits = one_machine_peak(args.n, args.dim, k=15, spaces=1) < available_memory()
+    from isoscope.atlas.pipeline import MAX_ATLAS_ROWS
+
+    fits = one_machine_peak(args.n, args.dim, k=15, spaces=1) < available_memory() and args.n <= MAX_ATLAS_ROWS
     if fits and not args.no_single:
         result["single"] = build("local", args, work / f"local-{args.n}")
         result["trustworthiness_single"] = trust(vectors, work / f"local-{args.n}", rows)
@@ -246,7 +248,11 @@ def main() -> None:
         result["speedup_vs_single"] = result["single"]["wall_s"] / ray_result["wall_s"]
     else:
         result["trustworthiness_vs_single"] = None
-        result["single"] = "skipped" if args.no_single else "does not fit in the memory available"
+        result["single"] = (
+            "skipped"
+            if args.no_single
+            else f"refused: over the one-machine limit of {MAX_ATLAS_ROWS:,} rows or the memory available"
+        )
     result["load_after"] = round(os.getloadavg()[0], 2)
     print(f"{'':24}{'ray (2 nodes)':>16}{'one machine':>16}")
     single = result["single"] if isinstance(result["single"], dict) else {}

@@ -32,7 +32,10 @@ ENGINES: tuple[str, ...] = ("local", "ray")  # isoscope.atlas.pipeline.ENGINES (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--input", default=None, help="corpus file: .txt, .csv, .tsv, .jsonl or .parquet (optional with --vectors)"
+        "--input",
+        default=None,
+        help="corpus file: .txt, .csv, .tsv, .jsonl or .parquet, or a folder of .parquet shards, read a batch at a "
+        "time (optional with --vectors, which may be such a folder too, its vector column 'embedding' or FOLDER:COLUMN)",
     )
     p.add_argument("--text-column", default=None, help="column holding the texts (default: text)")
     add_vectors_argument(p)
@@ -131,6 +134,26 @@ def _given(args: argparse.Namespace, space: SpaceSpec):
     return given.texts.texts, given.vectors, meta, given.texts.warnings
 
 
+def _shards(args: argparse.Namespace, space: SpaceSpec):
+    """``ParquetShards`` when ``--input`` (texts, embedded here) or ``--vectors`` (texts and vectors) is a folder of
+    Parquet files; None otherwise."""
+    from isoscope.data.sharded import ParquetShards, is_shard_folder
+    from isoscope.errors import InputError
+
+    if space.kind == "vectors":
+        from isoscope.data.vectors import parse_vectors_ref
+
+        path, column = parse_vectors_ref(space.vectors_ref)
+        if not is_shard_folder(path):
+            return None
+        if args.input is not None:
+            raise InputError("--vectors is a folder of Parquet shards holding the texts too; drop --input")
+        return ParquetShards.open(path, text_column=args.text_column, vector_column=column or "embedding")
+    if space.kind == "model" and args.input is not None and is_shard_folder(args.input):
+        return ParquetShards.open(args.input, text_column=args.text_column)
+    return None
+
+
 def _engine(config, address: str):
     """Ray for the ray engine, started (or joined) once for the plan and the build; nothing for the local one."""
     import contextlib
@@ -192,9 +215,17 @@ def run(args: argparse.Namespace) -> dict:
         from isoscope.calibrate import make_calibrator
 
         make_calibrator(config.calibrate)  # a bad name fails before any embedding
-    if space.kind != "model":
+    shards = _shards(args, space)
+    if shards is not None:  # a folder of Parquet files: read a batch at a time, never held whole
+        scan = shards.scan()
+        texts, vectors, meta, load_warnings = shards, None, None, scan.warnings
+        encoder = None if shards.vector is not None else encoder_for(args, space)
+        dim = scan.dims if shards.vector is not None else encoder.hidden_size
+        n = scan.n
+    elif space.kind != "model":
         texts, vectors, meta, load_warnings = _given(args, space)
         encoder, dim = None, vectors.shape[1]
+        n = len(texts)
     else:
         if args.input is None:
             raise InputError("give --input (a corpus), or --vectors")
@@ -203,8 +234,9 @@ def run(args: argparse.Namespace) -> dict:
         texts, vectors, meta, load_warnings = corpus.texts, None, corpus.meta, corpus.warnings
         encoder = encoder_for(args, space)
         dim = encoder.hidden_size
+        n = len(texts)
     with _engine(config, args.ray_address):
-        plan = _plan(config, len(texts), dim)
+        plan = _plan(config, n, dim)
         if not args.quiet:  # the plan before any work: shards, memory per task, time (in --json's result too)
             print("\n".join(plan.lines()), file=sys.stderr)
         run_ = build_atlas(

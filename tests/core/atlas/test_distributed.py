@@ -156,15 +156,24 @@ def test_the_command_prints_its_plan_and_builds_both_spaces_on_ray(cluster, tmp_
 
 
 def test_texts_are_embedded_by_ray_data_actors_like_the_one_machine_engine(cluster, encoder, tmp_path):
-    """The embed stage on the cluster (isoscope.encode.shards.embed_with_ray, the real model in each actor): the
-    vectors of the one-machine engine (ONNX Runtime fp32) within its fp32 tolerance."""
+    """The embed stage on the cluster (isoscope.encode.shards.embed_with_ray, the real model in each actor) over
+    texts in Parquet shards (each actor reads its rows from points.parquet): the vectors of the one-machine engine
+    (ONNX Runtime fp32) on the same texts as a list within its fp32 tolerance."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     from isoscope.atlas.synthetic import synthetic_corpus
+    from isoscope.data.sharded import ParquetShards
     from isoscope.encode.precision import FP32_ENGINE_TOLERANCE
 
     texts, _ = synthetic_corpus(600, seed=6)
+    (tmp_path / "corpus").mkdir()
+    for i in range(3):
+        pq.write_table(pa.table({"text": texts[200 * i : 200 * (i + 1)]}), tmp_path / "corpus" / f"{i}.parquet")
     config = {"calibrate": "none", "layout": "pca"}
     before = builtins.print
-    run = build_atlas(encoder, texts, tmp_path / "ray", config=AtlasConfig(**config, engine="ray", shard_rows=1_000))
+    shards = ParquetShards.open(tmp_path / "corpus")
+    run = build_atlas(encoder, shards, tmp_path / "ray", config=AtlasConfig(**config, engine="ray", shard_rows=1_000))
     build_atlas(encoder, texts, tmp_path / "local", config=AtlasConfig(**config))
     assert run.engine == "Ray Data (torch)" and not (tmp_path / "ray" / "embed.shards").exists()
     assert builtins.print is before
