@@ -19,7 +19,6 @@ from isoscope.sampling import sample_indices
 from tests.core.atlas.ray_support import WorkerKiller, ledger_files
 
 pytest.importorskip("ray")
-pytestmark = pytest.mark.heavy
 
 N = 200_000
 DIM = 384
