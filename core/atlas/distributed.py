@@ -66,6 +66,7 @@ REFINE_ROUNDS = 2  # each round REFINE_EPOCHS / REFINE_ROUNDS epochs against a f
 RECALL_FILE = "knn_recall.json"
 SCAN_BLOCK_BYTES = 256 << 20  # the candidates a search task holds at once (queries x nprobe x k x 12 bytes)
 EMBED_SHARD_ROWS = 8_192
+TALLY_GROUPS = 4  # row groups of points.parquet (65,536 rows each) counted per labels task
 ProgressFn = Callable[[int, int], None]
 
 
@@ -539,6 +540,47 @@ def ray_layout(vectors_path: Path, space_dir: Path, config, *, progress: Progres
     os.replace(parts.path(last), space_dir / "xy.npy")
     shutil.rmtree(parts.folder, ignore_errors=True)
     _report(progress, 4, 4)
+
+
+# ---------------------------------------------------------------- labels
+
+
+def _tally_groups(points_path: str, groups: list[int], start: int, labelings: list[np.ndarray]):
+    """The word counts (``labels.TermTally``) of the texts in row groups ``groups`` of ``points.parquet``, whose
+    first row is ``start``, for every labeling."""
+    import pyarrow.parquet as pq
+
+    from isoscope.atlas.labels import TermTally
+
+    tally = TermTally(labelings, start=start)
+    f = pq.ParquetFile(points_path)
+    for g in groups:
+        tally.add(f.read_row_group(g, columns=["text"], use_threads=False).column(0).to_pylist())
+    return tally
+
+
+def ray_tally(points_path: Path, labelings: list[np.ndarray], *, groups_per_task: int = TALLY_GROUPS):
+    """``labels.TermTally`` of every labeling (each (n,)) over the texts of ``points_path``, counted in tasks of
+    ``groups_per_task`` row groups and merged here in row order: the driver holds clusters x vocabulary counts,
+    never the texts."""
+    import pyarrow.parquet as pq
+    import ray
+
+    from isoscope.atlas.labels import TermTally
+
+    md = pq.ParquetFile(points_path).metadata
+    starts = np.concatenate([[0], np.cumsum([md.row_group(g).num_rows for g in range(md.num_row_groups)])])
+    refs = ray.put(labelings)
+    task = _remote(_tally_groups)
+    chunks = [
+        list(range(g, min(g + groups_per_task, md.num_row_groups)))
+        for g in range(0, md.num_row_groups, groups_per_task)
+    ]
+    parts = ray.get([task.remote(str(points_path), c, int(starts[c[0]]), refs) for c in chunks])
+    total = TermTally(labelings)
+    for part in parts:
+        total.merge(part)
+    return total
 
 
 # ---------------------------------------------------------------- embedding

@@ -63,13 +63,32 @@ class TermTally:
     tally.top_words(0)                        # {cluster: words} of labels_a
     """
 
-    def __init__(self, labelings: Sequence[np.ndarray]) -> None:
+    def __init__(self, labelings: Sequence[np.ndarray], *, start: int = 0) -> None:
         self.labelings = [np.asarray(lab) for lab in labelings]
         self.stop = stop_words()
         self.index: dict[str, int] = {}
         self.corpus = np.zeros(0, np.int64)  # (v,) texts holding each word
         self.parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in self.labelings]
-        self.row = 0
+        self.start = start  # the first row this tally counts (a part of the corpus: see ``merge``)
+        self.row = start
+
+    def merge(self, other: TermTally) -> TermTally:
+        """Add the counts of ``other``, a tally of the rows that follow this one's (its ``start`` is this one's
+        next row): how tallies of parts of the corpus, counted apart (in Ray tasks), become the corpus's."""
+        if other.start != self.row:
+            raise ValueError(f"a tally from row {other.start} cannot follow one that ends at row {self.row}")
+        remap = np.fromiter((self.index.setdefault(w, len(self.index)) for w in other.index), np.int64)  # (v_o,)
+        grown = np.zeros(len(self.index), np.int64)
+        grown[: len(self.corpus)] = self.corpus
+        np.add.at(grown, remap, other.corpus)
+        self.corpus = grown
+        for mine, theirs in zip(self.parts, other.parts, strict=True):
+            mine.extend((r, remap[c], d) for r, c, d in theirs)
+        self.row = other.row
+        return self
+
+    def __getstate__(self) -> dict:  # what a Ray task sends back: the counts, not the labelings or the stop words
+        return {**self.__dict__, "labelings": [np.zeros(0, np.int64)] * len(self.labelings), "stop": None}
 
     def add(self, texts: Sequence[str]) -> None:
         from scipy.sparse import coo_matrix, csr_matrix
@@ -99,8 +118,8 @@ class TermTally:
         from scipy.sparse import csr_matrix
 
         labels = self.labelings[which]
-        if self.row != len(labels):
-            raise ValueError(f"{self.row} texts added for {len(labels)} labels")
+        if self.start != 0 or self.row != len(labels):
+            raise ValueError(f"rows {self.start}-{self.row} counted for {len(labels)} labels")
         clusters = np.unique(labels[labels >= 0])
         if len(clusters) == 0:
             return {}

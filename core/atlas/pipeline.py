@@ -296,17 +296,22 @@ def _text_batches(out: Path) -> Iterator[list[str]]:
         yield batch.column(0).to_pylist()
 
 
-def _clusters(out: Path, xy: np.ndarray, d: Path) -> None:
+def _clusters(out: Path, xy: np.ndarray, d: Path, engine: str = "local") -> None:
     """Density, the cluster levels (the default one in ``cluster.npy``) and their c-TF-IDF labels (the texts read
-    a row group at a time from ``points.parquet``, every level counted in one pass)."""
+    a row group at a time from ``points.parquet``, every level counted in one pass; in Ray tasks on that engine)."""
     bounds = dens.layout_bounds(xy)
     grid = dens.density_grid(xy, bounds)  # (G, G)
     point_density = dens.point_density(xy, bounds, grid)  # (n,)
     specs = dens.levels(len(xy))
     labelings = [dens.level_clusters(xy, bounds, level) for level in specs]  # each (n,)
-    tally = TermTally(labelings)
-    for texts in _text_batches(out):
-        tally.add(texts)
+    if engine == "ray":  # counted in tasks over row groups, merged here
+        from isoscope.atlas.distributed import ray_tally
+
+        tally = ray_tally(out / "points.parquet", labelings)
+    else:
+        tally = TermTally(labelings)
+        for texts in _text_batches(out):
+            tally.add(texts)
     levels = []
     for i, (level, labels) in enumerate(zip(specs, labelings, strict=True)):
         levels.append({"grid": level.grid, "clusters": _cluster_info(xy, labels, tally.top_words(i))})
@@ -554,7 +559,7 @@ def _run_stages(run, encoder, given: _Input, config: AtlasConfig, progress: Stag
         d = out / space
         outputs = [d / f for f in ("grid.npy", "density.npy", "cluster.npy", "clusters.json")]
         inputs = [d / "xy.npy", out / "points.parquet"]
-        stage(f"{space}_clusters", inputs, outputs, lambda d=d: _clusters(out, _load(d / "xy.npy"), d))
+        stage(f"{space}_clusters", inputs, outputs, lambda d=d: _clusters(out, _load(d / "xy.npy"), d, config.engine))
     extra_in = [out / "vectors.npy", *([out / s / "knn_ids.npy" for s in spaces] if "cal" in spaces else [])]
     extra_out = [out / f for f in ("norm.npy", "length.npy", "overlap.npy")]
     stage("extras", [*extra_in, out / "points.parquet"], extra_out, lambda: _extras(out, spaces))

@@ -201,3 +201,22 @@ def test_a_worker_killed_mid_task_is_retried_and_the_files_are_the_same(built, d
     # the driver printed the worker's error without putting Ray's own print in builtins (numba refuses it)
     assert isinstance(builtins.print, types.BuiltinFunctionType)
     assert ledger_files(tmp_path / "a") == ledger_files(root / "ray")
+
+
+def test_labels_counted_in_tasks_are_the_labels_counted_here(built, data, tmp_path):
+    """The ray engine's label tasks (row groups of a points file, 3 a task: 3 tasks over 8 groups of 1,000 rows)
+    merged on the driver: the words of every cluster as counted in one process."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from isoscope.atlas.distributed import ray_tally
+    from isoscope.atlas.labels import top_words
+
+    root, _, _ = built
+    texts, _ = data
+    pq.write_table(pa.table({"text": texts}), tmp_path / "points.parquet", row_group_size=1_000)
+    rng = np.random.default_rng(0)
+    labelings = [rng.integers(-1, 6, N), load_atlas(root / "ray").spaces["raw"].cluster]
+    tally = ray_tally(tmp_path / "points.parquet", labelings, groups_per_task=3)
+    for i, labels in enumerate(labelings):
+        assert tally.top_words(i) == top_words(texts, labels)

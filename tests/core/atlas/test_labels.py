@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from isoscope.atlas.labels import TermTally, stop_words, top_words, words
 from isoscope.atlas.synthetic import TOPICS, synthetic_corpus
@@ -61,3 +62,24 @@ def test_a_tally_in_batches_labels_several_labelings_as_each_alone():
         tally.add(texts[s:e])
     assert tally.top_words(0) == top_words(texts, a) and tally.top_words(1) == top_words(texts, b)
     assert top_words(texts, a)  # not empty
+
+
+def test_tallies_of_parts_merged_in_order_are_the_tally_of_the_whole():
+    """What the ray engine's label tasks do: each part of the corpus counted apart (sent back pickled, without the
+    labelings), merged in row order."""
+    import pickle
+
+    rng = np.random.default_rng(3)
+    pool = ["apple pear fig", "plum fig kiwi", "garlic soup oven", "oven bread soup", "goal match striker"]
+    texts = [pool[i] + f" extra{i % 7}word" for i in rng.integers(0, len(pool), 400)]
+    labels = [rng.integers(-1, 5, 400), rng.integers(0, 2, 400)]
+    total = TermTally(labels)
+    for s, e in [(0, 120), (120, 121), (121, 400)]:
+        part = TermTally(labels, start=s)
+        part.add(texts[s:e])
+        total.merge(pickle.loads(pickle.dumps(part)))
+    for i in range(2):
+        assert total.top_words(i) == top_words(texts, labels[i])
+    late = TermTally(labels, start=300)
+    with pytest.raises(ValueError, match="cannot follow"):
+        TermTally(labels).merge(late)
