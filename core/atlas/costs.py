@@ -105,11 +105,12 @@ EDGE_BYTES = 151
 # A build without a graph (a raw-only PCA map) holds, per row, the texts and the layout's arrays instead: fitted to
 # the measured peak of 10,000,000 rows x 8, PCA, raw only: 4.47 GiB (bench/RESULTS.md, "atlas serving").
 NO_GRAPH_ROW_BYTES = 394
-# The ray engine's core-seconds per row of each stage, measured by bench/atlas_ray.py --quick (2-node local
-# cluster, 32-d vectors; bench/RESULTS.md) and scaled by d / 32 for the graph: rough, for the plan's estimate.
-RAY_GRAPH_CORE_S = 2.0e-4
-RAY_LAYOUT_CORE_S = 6.0e-4
-LANDMARK_S_PER_ROW = 1.0e-3  # the driver's UMAP of the landmark sample
+# The ray engine's core-seconds per row of each stage, fitted to bench/atlas_ray.py at 3,000,000 x 384 on a 2-node
+# local cluster (bench/RESULTS.md, 2026-12-05: graph 721 s, layout 404 s of which the landmarks ~60 s). The graph's
+# per row cost grows with d and sqrt(n): IVF lists of about sqrt(n) / 4 rows each, a fixed number probed.
+RAY_GRAPH_CORE_S = 7.2e-10  # per row, per dimension, per sqrt(rows)
+RAY_LAYOUT_CORE_S = 2.3e-4  # per row: placement and the refinement epochs
+LANDMARK_S_PER_ROW = 6.0e-4  # the driver's graph and UMAP of the landmark sample
 RAY_STAGE_OVERHEAD_S = 5.0  # task start-up, numba's kernels loaded in each worker, per stage
 # The one-machine engine's wall seconds per row and space of graph and layout on 2 cores: the same 1M run's
 # (64.1 + 72.5 + 359.9) s for two spaces.
@@ -211,7 +212,7 @@ def atlas_plan(
     count = max(1, math.ceil(n_rows / shard_rows))
     rows = min(shard_rows, n_rows)
     sample = min(landmarks, n_rows) if landmarks > 0 else n_rows
-    per_row = RAY_GRAPH_CORE_S * max(1.0, dim / 32) + RAY_LAYOUT_CORE_S
+    per_row = RAY_GRAPH_CORE_S * dim * math.sqrt(n_rows) + RAY_LAYOUT_CORE_S
     seconds = spaces * (n_rows * per_row / max(1, workers) + sample * LANDMARK_S_PER_ROW + 2 * RAY_STAGE_OVERHEAD_S)
     driver = int(PEAK_BASE_BYTES + sample * (4 * dim + (k + 1) * EDGE_BYTES) + n_rows * 9)
     task = ray_task_bytes(rows, n_rows, dim, k=k)
