@@ -181,7 +181,7 @@ def _prerendered(path: str, space: str, style: tuple[str, bool], z: int, x: int,
     if tuple(style) != DEFAULT_STYLE or z > TOP_LEVEL:
         return None
     ledger = _ledger(path)
-    return None if ledger is None else read_tile(path, space, z, x, y, ledger)
+    return None if ledger is None else read_tile(path, space, z, x=x, y=y, ledger=ledger)
 
 
 # ---------------------------------------------------------------- what the routes draw

@@ -95,7 +95,7 @@ def render_levels(folder: str | Path, space: str, levels: Sequence[int]) -> list
     return written
 
 
-def read_tile(folder: str | Path, space: str, z: int, x: int, y: int, ledger) -> bytes | None:
+def read_tile(folder: str | Path, space: str, z: int, *, x: int, y: int, ledger) -> bytes | None:
     """The pre-rendered tile (z, x, y) of ``space`` when ``ledger`` (``isoscope.atlas.folder.Ledger`` of the
     folder) recorded it and the file has that size and SHA-256; None when it is absent, unrecorded or damaged
     (the caller renders it)."""

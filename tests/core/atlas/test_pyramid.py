@@ -37,7 +37,7 @@ def test_the_stage_writes_the_top_levels_and_records_them(tmp_path):
     assert top.shape == (256, 256, 4) and (top[..., 3] > 0).sum() > 100  # the points are drawn
     colours = {tuple(c) for c in top[top[..., 3] > 0][:, :3]}
     assert len(colours) > 2  # clusters in several colours, contours over them
-    assert read_tile(out, "raw", 0, 0, 0, ledger) == (out / tile_rel("raw", 0, 0, 0)).read_bytes()
+    assert read_tile(out, "raw", 0, x=0, y=0, ledger=ledger) == (out / tile_rel("raw", 0, 0, 0)).read_bytes()
     assert _build(out).computed == []  # fresh: nothing redone
 
 
@@ -47,7 +47,7 @@ def test_the_ray_tasks_level_function_gives_the_stages_files_and_a_damaged_tile_
     before = {p: p.read_bytes() for p in top_files(out, "raw")}
     target = out / tile_rel("raw", 3, 2, 5)
     target.write_bytes(b"\x89PNG damaged")
-    assert read_tile(out, "raw", 3, 2, 5, Ledger(out)) is None  # checked against the ledger: not served
+    assert read_tile(out, "raw", 3, x=2, y=5, ledger=Ledger(out)) is None  # checked against the ledger: not served
     rels = render_levels(out, "raw", [3])  # what one Ray task of the ray engine runs (isoscope.atlas.distributed)
     assert len(rels) == 64 and tile_rel("raw", 3, 2, 5) in rels
     assert {p: p.read_bytes() for p in top_files(out, "raw")} == before
