@@ -463,9 +463,10 @@ def _run_stages(run, encoder, texts, meta, vectors, config: AtlasConfig, progres
     extra_out = [out / f for f in ("norm.npy", "length.npy", "overlap.npy")]
     stage("extras", extra_in, extra_out, lambda: _extras(out, texts, spaces))
     stage("index", *_index_files(out, spaces), lambda: _index(out, spaces))
-    index_in, index_out = _index_files(out, spaces)
+    _, index_out = _index_files(out, spaces)  # the tiles draw the index's points, the clusters' colours and contours
+    drawn = [out / s / f for s in spaces for f in ("clusters.json", "cluster.npy", "density.npy", "grid.npy")]
     tile_out = [p for s in spaces for p in top_files(out, s)]
-    stage("tiles", index_in + index_out, tile_out, lambda: _tiles(out, spaces, config))
+    stage("tiles", index_out + drawn, tile_out, lambda: _tiles(out, spaces, config))
 
 
 def _tiles(out: Path, spaces: Sequence[str], config: AtlasConfig) -> None:
