@@ -13,10 +13,17 @@ through Starlette/uvicorn with
   throttled per client address and for the server) and, outside it, ``SecurityHeaders`` (``classroom.headers``:
   every HTTP response, the routes' and the guard's own included, carries ``X-Frame-Options: DENY`` and
   ``Content-Security-Policy: frame-ancestors 'none'``; no server path in the WebSocket's session message).
+
+At start the server imports, in a background thread, what every page's first run imports (the sidebar's
+model loader: torch, transformers, scikit-learn; the Atlas services): seconds on two cores that a fresh
+server's first visit otherwise waits for (bench/RESULTS.md, issue 42's cold first view).
 """
 
 from __future__ import annotations
 
+import importlib
+import logging
+import threading
 from pathlib import Path
 
 import streamlit as st
@@ -27,3 +34,18 @@ from isoscope.dashboard.base_url import BaseUrl
 
 middleware = [Middleware(BaseUrl), *classroom.middleware()]  # the base URL outermost: every page, guard's included
 app = st.App(str(Path(__file__).resolve().parent / "app.py"), routes=tiles.routes(), middleware=middleware)
+
+
+WARM_MODULES = ("isoscope.dashboard.ui", "isoscope.dashboard.services.atlas", "isoscope.dashboard.figures.atlas")
+
+
+def _warm() -> None:
+    for name in WARM_MODULES:  # a page importing one meanwhile waits on the module's import lock, as it would
+        try:
+            importlib.import_module(name)
+        except Exception:  # the page's own import then reports it where it is seen
+            logging.getLogger("isoscope.dashboard").debug("warm-up import of %s failed", name, exc_info=True)
+            return
+
+
+threading.Thread(target=_warm, name="isoscope-warm-imports", daemon=True).start()  # Streamlit loads this module once

@@ -11,7 +11,9 @@ Only a session that got past the classroom's access code runs the page, so only 
 covers these routes too, and the security headers of ``serve.py`` are on their responses like on every
 other. Anything unknown (token, style, mark, a tile outside the pyramid, bad numbers) is a 404.
 
-Tiles are rendered on demand and cached in memory (``MEMORY_BYTES``, least recently used out) and on disk
+The top levels of the default style come from the atlas folder when its build rendered them (the ``tiles``
+stage, ``isoscope.atlas.pyramid``), each checked against the size and SHA-256 of the folder's ledger (a missing
+or damaged one is drawn instead). Other tiles are rendered on demand and cached in memory (``MEMORY_BYTES``, least recently used out) and on disk
 under ``$ISOSCOPE_CACHE/atlas-tiles`` keyed by the atlas's ledger (so a rebuilt atlas never gets old tiles),
 each file with a SHA-256 trailer that names its tile, checked when it is read back; a cache that cannot be
 written is skipped.
@@ -46,6 +48,7 @@ _marks: OrderedDict[str, np.ndarray] = OrderedDict()  # mark id -> rows (m,) int
 _positions: OrderedDict[tuple, np.ndarray] = OrderedDict()  # (atlas, space, mark) -> sorted positions (m,)
 _memory: OrderedDict[tuple, bytes] = OrderedDict()
 _memory_bytes = 0
+_ledgers: dict[str, tuple[tuple, object]] = {}  # atlas folder -> (its ledger file's identity, Ledger)
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,35 @@ def _disk_write(p: Path | None, png: bytes) -> None:
         )
 
 
+def _ledger(path: str):
+    """The atlas folder's ledger, read once per version of its file (its identity: inode, size, mtime)."""
+    from isoscope.atlas.folder import LEDGER, Ledger
+
+    try:
+        st = (Path(path) / LEDGER).stat()
+    except OSError:
+        return None
+    stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+    with _lock:
+        held = _ledgers.get(path)
+    if held is None or held[0] != stamp:
+        held = (stamp, Ledger(Path(path)))
+        with _lock:
+            _ledgers[path] = held
+    return held[1]
+
+
+def _prerendered(path: str, space: str, style: tuple[str, bool], z: int, x: int, y: int) -> bytes | None:
+    """The folder's own tile (the ``tiles`` build stage: the top levels in the default style) when it has one
+    that matches the size and SHA-256 its ledger recorded; None otherwise (drawn here instead)."""
+    from isoscope.atlas.pyramid import DEFAULT_STYLE, TOP_LEVEL, read_tile
+
+    if tuple(style) != DEFAULT_STYLE or z > TOP_LEVEL:
+        return None
+    ledger = _ledger(path)
+    return None if ledger is None else read_tile(path, space, z, x=x, y=y, ledger=ledger)
+
+
 # ---------------------------------------------------------------- what the routes draw
 
 
@@ -166,6 +198,9 @@ def tile_png(path: str, space: str, style: tuple[str, bool], z: int, x: int, y: 
         return None
     key = ("t", path, space, style, z, x, y)
     if (png := _recall(key)) is not None:
+        return png
+    if (png := _prerendered(path, space, style, z, x, y)) is not None:
+        _remember(key, png)
         return png
     disk = _disk_path(path, space, style, z, x, y)
     if (png := _disk_read(disk)) is None:

@@ -18,6 +18,8 @@ served as tiles that stay sharp at every zoom.
 - ``isoscope.atlas.spatial``: the layout's spatial index (Morton order: every tile is one slice; box and
   nearest-point queries), written per space by the build's ``index`` stage and memory-mapped by the server.
 - ``isoscope.atlas.tiles``: the tile pyramid: every point drawn at every zoom, contours per level.
+- ``isoscope.atlas.pyramid``: the pyramid's top levels rendered at build time in the default style (the
+  ``tiles`` stage), the default style's colour codes, and their checked read-back for the server.
 - ``isoscope.atlas.raster``: image helpers (compositing, contour levels, PNG).
 - ``isoscope.atlas.synthetic``: a seeded sentence generator for benchmarks and tests.
 - ``isoscope.atlas.costs``: what a kNN graph and a layout will cost here (rates timed on probe vectors); a build's

@@ -620,3 +620,16 @@ def embed_on_ray(texts, out: Path, *, encoder, pooling, config) -> str:
         part.close()
     shutil.rmtree(shard_dir, ignore_errors=True)
     return "Ray Data (torch)"
+
+
+def ray_tiles(out: Path, spaces: list[str] | tuple[str, ...]) -> None:
+    """The ``tiles`` stage as Ray tasks: one per space and level of the pyramid's top
+    (``isoscope.atlas.pyramid.render_levels``, each tile written atomically into the folder, which every node
+    reads), the deepest levels (the most tiles) started first."""
+    import ray
+
+    from isoscope.atlas.pyramid import TOP_LEVEL, render_levels
+
+    task = _remote(render_levels)
+    jobs = [(s, z) for z in range(TOP_LEVEL, -1, -1) for s in spaces]
+    ray.get([task.remote(str(out), s, [z]) for s, z in jobs])

@@ -25,6 +25,9 @@ total)`` reports each stage (``wait`` while another build of the same folder hol
   and calibrated neighbour lists).
 - ``index``: per space, the points in Morton order (``isoscope.atlas.spatial.INDEX_FILES``), which the
   server memory-maps (a folder built before this stage is served from an index built in memory).
+- ``tiles``: per space, levels 0 .. ``isoscope.atlas.pyramid.TOP_LEVEL`` of the tile pyramid in the Atlas
+  page's default style (``{space}/tiles/{z}/{x}-{y}.png``), what a fresh server's first view shows: served
+  from the folder once checked against the ledger (a folder built before this stage renders them on demand).
 ``manifest.json`` records what the folder was built from (texts digest, model, settings); a folder built
 from something else is refused rather than mixed. One build per folder at a time (``folder.build_lock``).
 Memory: the vectors are memory-mapped and read in chunks; the largest resident pieces at 1M x 384 are
@@ -62,6 +65,7 @@ from isoscope.atlas.graph import knn_graph_chunked
 from isoscope.atlas.labels import TermTally
 from isoscope.atlas.layout import LANDMARKS, check_method, layout
 from isoscope.atlas.points import ROW_GROUP_ROWS
+from isoscope.atlas.pyramid import TOP_LEVEL, render_levels, top_files
 from isoscope.atlas.spatial import INDEX_FILES, World, write_index
 from isoscope.atlas.workers import Job, run_side_by_side
 from isoscope.cache import PartialNpy, atomic_save_npy, atomic_write_bytes, text_digest
@@ -99,6 +103,7 @@ STAGES: tuple[str, ...] = (
     "cal_clusters",
     "extras",
     "index",
+    "tiles",
 )
 
 MAX_ATLAS_ROWS = 1_000_000  # the one-machine engine's limit (and its memory: isoscope.atlas.costs.check_fits)
@@ -564,6 +569,22 @@ def _run_stages(run, encoder, given: _Input, config: AtlasConfig, progress: Stag
     extra_out = [out / f for f in ("norm.npy", "length.npy", "overlap.npy")]
     stage("extras", [*extra_in, out / "points.parquet"], extra_out, lambda: _extras(out, spaces))
     stage("index", *_index_files(out, spaces), lambda: _index(out, spaces))
+    _, index_out = _index_files(out, spaces)  # the tiles draw the index's points, the clusters' colours and contours
+    drawn = [out / s / f for s in spaces for f in ("clusters.json", "cluster.npy", "density.npy", "grid.npy")]
+    tile_out = [p for s in spaces for p in top_files(out, s)]
+    stage("tiles", index_out + drawn, tile_out, lambda: _tiles(out, spaces, config))
+
+
+def _tiles(out: Path, spaces: Sequence[str], config: AtlasConfig) -> None:
+    """The top of each space's tile pyramid in the default style (``isoscope.atlas.pyramid``): level by level
+    here, or one Ray task per space and level with the ray engine."""
+    if config.engine == "ray":
+        from isoscope.atlas.distributed import ray_tiles
+
+        ray_tiles(out, spaces)
+        return
+    for s in spaces:
+        render_levels(out, s, range(TOP_LEVEL + 1))
 
 
 def _index_files(out: Path, spaces: Sequence[str]) -> tuple[list[Path], list[Path]]:

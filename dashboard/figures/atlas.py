@@ -13,20 +13,13 @@ import numpy as np
 import pandas as pd
 
 from isoscope.atlas.pipeline import Atlas, AtlasSpace
+from isoscope.atlas.pyramid import OTHER, PALETTE, cluster_codes, palette_lut
 from isoscope.dashboard.text import literal
 
 MAP_HEIGHT = 640
 SELECTED_MAX = 2_000  # selected points ringed on the map
 SPACE_NAMES = {"raw": "raw", "cal": "calibrated"}
 NUMERIC = {"density": "density", "norm": "norm", "length": "length", "overlap": "neighbour overlap raw vs calibrated"}
-PALETTE = np.array(
-    [
-        [31, 119, 180], [255, 127, 14], [44, 160, 44], [214, 39, 40], [148, 103, 189], [140, 86, 75],
-        [227, 119, 194], [188, 189, 34], [23, 190, 207], [57, 59, 121], [173, 73, 74], [99, 121, 57],
-    ],
-    np.uint8,
-)  # fmt: skip
-OTHER = np.array([170, 170, 170], np.uint8)
 VIRIDIS = np.array([[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]], np.float64)
 Legend = list[tuple[str, str]]  # (label, "#rrggbb"); two entries from a numeric scale = its low and high end
 
@@ -132,11 +125,6 @@ def _numeric_codes(chunks, n: int) -> tuple[np.ndarray, np.ndarray, Legend]:
     return codes, _numeric_lut(), [(f"{lo:.3g}", hex_colour(VIRIDIS[0])), (f"{hi:.3g}", hex_colour(VIRIDIS[-1]))]
 
 
-def _lut(shown: int) -> np.ndarray:
-    """The palette's first ``shown`` colours, then grey (code ``shown``): (shown + 1, 3) uint8."""
-    return np.vstack([PALETTE[:shown], OTHER[None, :]]).astype(np.uint8)
-
-
 def _category_codes(atlas: Atlas, column: str) -> tuple[np.ndarray, np.ndarray, Legend]:
     """``categorical_colours`` of a metadata column as codes, two passes over its row groups."""
     counts: dict[str, int] = {}
@@ -155,7 +143,7 @@ def _category_codes(atlas: Atlas, column: str) -> tuple[np.ndarray, np.ndarray, 
     legend = [(name, hex_colour(PALETTE[i])) for i, name in enumerate(top)]
     if other:
         legend.append((f"other ({other:,})", hex_colour(OTHER)))
-    return codes, _lut(len(top)), legend
+    return codes, palette_lut(len(top)), legend
 
 
 def _chunks_of(values: np.ndarray):
@@ -170,15 +158,11 @@ def colour_codes(atlas: Atlas, space: str, colour_by: str) -> tuple[np.ndarray, 
     sp = atlas.spaces[space]
     if colour_by == "cluster":
         names = sp.cluster_names()
-        shown = min(len(PALETTE), len(names))
-        codes = np.empty(atlas.n, np.uint8)
-        other = 0
-        for start, c in _chunks_of(sp.cluster)():
-            other += int(((c >= shown) | (c < 0)).sum())
-            codes[start : start + len(c)] = np.where((c >= 0) & (c < shown), c, shown)
+        codes, lut, other = cluster_codes(sp.cluster, len(names))  # the build's pre-rendered tiles use it too
+        shown = len(lut) - 1
         legend = [(names[c], hex_colour(PALETTE[c])) for c in range(shown)]
         legend += [(f"other ({other:,})", hex_colour(OTHER))] if other else []
-        return codes, _lut(shown), legend
+        return codes, lut, legend
     if colour_by in NUMERIC:
         values = {"density": sp.density, "norm": atlas.norm, "length": atlas.length, "overlap": atlas.overlap}
         return _numeric_codes(_chunks_of(values[colour_by]), atlas.n)

@@ -6,6 +6,7 @@ the atlas's ledger)."""
 from __future__ import annotations
 
 import io
+import json
 import runpy
 from pathlib import Path
 
@@ -119,3 +120,39 @@ def test_tiles_are_cached_on_disk_checked_on_read_and_keyed_by_the_atlas(served,
     client.get(urls.tiles.format(z=1, x=0, y=1))
     keys = {p.relative_to(tmp_path / "cache" / "atlas-tiles").parts[0] for p in (tmp_path / "cache").rglob("*.png")}
     assert len(keys) == 2
+
+
+def test_prerendered_top_tiles_are_served_checked_and_equal_to_drawn_ones(served, tmp_path):
+    from isoscope.atlas.folder import Ledger
+    from isoscope.atlas.pyramid import tile_rel
+
+    client, path, _ = served
+    urls = tiles.publish(path, "raw", "cluster", True)  # the page's default style: the build rendered its top
+    own = Path(path) / tile_rel("raw", 2, 1, 2)
+    built = own.read_bytes()
+    with tiles._lock:
+        tiles._memory.clear()
+    assert client.get(urls.tiles.format(z=2, x=1, y=2)).content == built
+    assert not list((tmp_path / "cache").rglob("*.png"))  # served from the folder, nothing drawn or cached
+    own.unlink()  # missing: drawn on demand, byte for byte the build's tile
+    with tiles._lock:
+        tiles._memory.clear()
+    assert client.get(urls.tiles.format(z=2, x=1, y=2)).content == built
+    own.write_bytes(built[:-8] + b"damaged!")  # same size, other bytes: its SHA-256 differs, so it is drawn again
+    other = Path(path) / tile_rel("raw", 3, 4, 4)
+    other.write_bytes(b"\x89PNG damaged")
+    with tiles._lock:
+        tiles._memory.clear()
+    assert client.get(urls.tiles.format(z=2, x=1, y=2)).content == built
+    drawn = client.get(urls.tiles.format(z=3, x=4, y=4))
+    assert drawn.status_code == 200 and rgba(drawn.content).shape == (256, 256, 4)
+    ledger = Ledger(Path(path))  # a folder built before the stage: no tiles recorded, none on disk
+    del ledger.stages["tiles"]
+    data = json.dumps({"format": "isoscope-atlas-ledger", "stages": ledger.stages}, indent=1).encode()
+    (Path(path) / "ledger.json").write_bytes(data)
+    for p in (Path(path) / "raw" / "tiles").rglob("*.png"):
+        p.unlink()
+    with tiles._lock:
+        tiles._memory.clear()
+    assert client.get(urls.tiles.format(z=2, x=1, y=2)).content == built
+    assert client.get(urls.tiles.format(z=0, x=0, y=0)).status_code == 200

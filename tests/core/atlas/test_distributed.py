@@ -58,6 +58,23 @@ def test_a_ray_build_opens_like_a_one_machine_build(built):
     assert a.manifest["config"]["engine"] == "ray" and "engine" not in b.manifest["config"]
 
 
+def test_the_ray_engines_tiles_are_the_ones_rendered_in_process(built, tmp_path):
+    """The ``tiles`` stage ran as Ray tasks (one per level) on the two nodes: its files are byte for byte what the
+    one-machine engine's in-process rendering of the same folder writes."""
+    import shutil
+
+    from isoscope.atlas.pyramid import TOP_LEVEL, render_levels, top_files
+
+    root, ray_run, _ = built
+    assert "tiles" in ray_run.computed
+    copy = tmp_path / "copy"
+    shutil.copytree(root / "ray", copy)
+    shutil.rmtree(copy / "raw" / "tiles")
+    render_levels(copy, "raw", range(TOP_LEVEL + 1))
+    ray_files, local_files = top_files(root / "ray", "raw"), top_files(copy, "raw")
+    assert len(ray_files) == 341 and [p.read_bytes() for p in ray_files] == [p.read_bytes() for p in local_files]
+
+
 def test_the_ivf_graph_has_recall_at_15_of_095_against_exact_search(built, data):
     root, _, _ = built
     _, vectors = data

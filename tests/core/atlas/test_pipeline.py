@@ -187,7 +187,7 @@ def test_cli_progress_bars_count_the_work_of_each_stage(tiny, tmp_path, monkeypa
     assert "texts:" not in err and "0/1 [" not in err  # a stage that counts nothing draws no bar of its own
     planned = len(planned_stages(AtlasConfig(layout="pca")))  # texts, embed, graphs, calibration, layouts, ...
     frames = [line for line in err.replace("\r", "\n").splitlines() if line.startswith("atlas:")]
-    assert planned == 11 and frames[0].startswith(f"atlas:   0%|          | 0/{planned} [") and "stage" in frames[0]
+    assert planned == 12 and frames[0].startswith(f"atlas:   0%|          | 0/{planned} [") and "stage" in frames[0]
     counts = [int(f.split("/")[0].split("|")[-1]) for f in frames]  # stages done in each frame drawn
     assert counts == sorted(counts) and all(f"/{planned} [" in f for f in frames)
     assert "text/s" in err.split("raw_knn:")[1].split("\r")[0]  # the graph counts texts too
@@ -211,4 +211,5 @@ def test_planned_stages_are_the_stages_a_build_runs(tiny, tmp_path):
         "raw_clusters",
         "extras",
         "index",
+        "tiles",
     ]
