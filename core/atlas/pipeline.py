@@ -9,7 +9,9 @@ folder's ledger (``isoscope.atlas.folder``: size and SHA-256 of what it wrote an
 rerun skips a stage whose files are intact and were built from its inputs as they are now, and rebuilds a
 missing, damaged or outdated one (and, through their inputs, the stages after it); ``progress(stage, done,
 total)`` reports each stage (``wait`` while another build of the same folder holds its lock):
-- ``texts``: ``points.parquet`` (text + metadata columns), in row groups of ``ROW_GROUP_ROWS`` rows.
+- ``texts``: ``points.parquet`` (text + metadata columns), in row groups of ``ROW_GROUP_ROWS`` rows, written a
+  batch at a time from ``ParquetShards`` (``isoscope.data.sharded``: a corpus no process holds); every later stage
+  that reads texts (embedding from shards, labels, lengths) reads them from this file a row group at a time.
 - ``embed``: ``vectors.npy`` float32 (n, d) through ``isoscope.encode.chunked.embed_to_npy`` (chunked into a
   memory map, itself resumable chunk by chunk).
 - ``calibrate``: a calibrator fitted on a seeded sample of ``fit_rows`` rows (``cal/calibrator/``), then
