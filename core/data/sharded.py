@@ -77,6 +77,7 @@ class ParquetShards:
     kinds: dict[str, str]  # text/binary/plain of the text and metadata columns
     limits: DecodeLimits
     warnings: list[str]
+    sources: list[Any] = field(default_factory=list, repr=False)  # each file's checked ArrowSource
     _scan: ShardScan | None = None
 
     @classmethod
@@ -97,10 +98,11 @@ class ParquetShards:
             raise InputError(f"{name}: no .parquet files in the folder")
         # each file is bounded by the bytes it decodes to; its rows are read a batch at a time, so no row limit
         limits = (limits or current_limits()).replace(max_rows=ROWS_PER_FILE)
-        schema = _schema(files[0], limits)
+        sources = [_checked(f, limits) for f in files]  # footer, row groups, pages: once per file
+        schema = sources[0].schema
         kinds = {f.name: column_kind(f.type) for f in schema if not PANDAS_INDEX.fullmatch(f.name)}
-        for f in files[1:]:
-            other = _schema(f, limits)
+        for f, src in zip(files[1:], sources[1:], strict=True):
+            other = src.schema
             if [g.name for g in other if not PANDAS_INDEX.fullmatch(g.name)] != list(kinds):
                 raise InputError(f"{f.name}: its columns differ from {files[0].name}'s; every shard needs the same")
         if vector_column is not None:
@@ -112,7 +114,7 @@ class ParquetShards:
         warnings = [f"{name}: column '{c}' holds nested values (lists, structs, maps); ignored" for c in nested]
         meta = [c for c, k in kinds.items() if k != "nested" and c not in (text, vector_column)]
         keep = {c: kinds[c] for c in [text, *meta]}
-        return cls(name, files, text, vector_column, meta, keep, limits, warnings)
+        return cls(name, files, text, vector_column, meta, keep, limits, warnings, sources)
 
     @property
     def dims(self) -> int | None:
@@ -120,15 +122,14 @@ class ParquetShards:
 
     def batches(self, *, vectors: bool = False, meta: bool = True, texts: bool = True) -> Iterator[Batch]:
         """Every file's rows in order, a batch at a time (empty texts dropped, with their vectors)."""
-        from isoscope.data.vectors.arrow import _matrix, parquet_source
+        from isoscope.data.vectors.arrow import _matrix
         from isoscope.data.vectors.table import as_float32
 
         cell = CellBuilder(self.limits.max_chars)
         want_vectors = vectors and self.vector is not None
         columns = [self.text, *(self.meta if meta else []), *([self.vector] if want_vectors else [])]
         text_cols = [c for c in [self.text, *self.meta] if self.kinds[c] in ("text", "binary") and c in columns]
-        for path in self.files:
-            src = parquet_source(as_source(path, path.name, self.limits), path.name, column=None, limits=self.limits)
+        for path, src in zip(self.files, self.sources, strict=True):
             start = 0
             try:
                 for rb in src.batches(columns, text_cols, src.batch_rows):
@@ -185,7 +186,7 @@ class ParquetShards:
                         f"{self.name}: ragged vectors: {d} values after {dims}; every vector needs the same"
                     )
                 dims = d
-        total = sum(_rows(p, self.limits) for p in self.files)
+        total = sum(src.rows for src in self.sources)
         dropped = total - n
         if n == 0:
             raise InputError(f"{self.name}: no texts in the shards")
@@ -201,16 +202,11 @@ class ParquetShards:
         return self._scan
 
 
-def _schema(path: Path, limits: DecodeLimits) -> Any:
+def _checked(path: Path, limits: DecodeLimits) -> Any:
+    """The file as a checked ``ArrowSource`` (``parquet_source``: footer, row groups, pages, before any row)."""
     from isoscope.data.vectors.arrow import parquet_source
 
-    return parquet_source(as_source(path, path.name, limits), path.name, column=None, limits=limits).schema
-
-
-def _rows(path: Path, limits: DecodeLimits) -> int:
-    from isoscope.data.vectors.arrow import parquet_source
-
-    return parquet_source(as_source(path, path.name, limits), path.name, column=None, limits=limits).rows
+    return parquet_source(as_source(path, path.name, limits), path.name, column=None, limits=limits)
 
 
 def _text_column(kinds: dict[str, str], name: str, text_column: str | None, vector_column: str | None) -> str:
