@@ -51,3 +51,18 @@ class WorkerKiller:
             yield self
         finally:
             self._stop.set()
+
+
+def layout_trust(vectors, root: Path, rows) -> dict[str, float]:
+    """sklearn's trustworthiness (15 neighbours, cosine) of the raw layouts of ``root``/ray and ``root``/local on
+    the rows ``rows`` of ``vectors``."""
+    from sklearn.manifold import trustworthiness
+
+    from isoscope.atlas.pipeline import load_atlas
+
+    return {
+        name: trustworthiness(
+            vectors[rows], load_atlas(root / name).spaces["raw"].xy[rows], n_neighbors=15, metric="cosine"
+        )
+        for name in ("ray", "local")
+    }

@@ -20,7 +20,7 @@ from isoscope.atlas.synthetic import synthetic_vectors
 from isoscope.neighbours.exact import exact_topk
 from isoscope.neighbours.index import as_unit_float32
 from isoscope.sampling import sample_indices
-from tests.core.atlas.ray_support import WorkerKiller, ledger_files
+from tests.core.atlas.ray_support import WorkerKiller, layout_trust, ledger_files
 
 ray = pytest.importorskip("ray")
 
@@ -92,17 +92,10 @@ def test_the_ivf_graph_has_recall_at_15_of_095_against_exact_search(built, data)
 
 
 def test_the_ray_layout_is_as_trustworthy_as_the_one_machine_layout(built, data):
-    from sklearn.manifold import trustworthiness
-
     root, _, _ = built
     _, vectors = data
     rows = sample_indices(N, 2_000, 5)
-    scores = {
-        name: trustworthiness(
-            vectors[rows], load_atlas(root / name).spaces["raw"].xy[rows], n_neighbors=15, metric="cosine"
-        )
-        for name in ("ray", "local")
-    }
+    scores = layout_trust(vectors, root, rows)
     assert scores["local"] > 0.9
     assert abs(scores["ray"] - scores["local"]) <= 0.01, scores
 

@@ -16,7 +16,7 @@ from isoscope.atlas.synthetic import TOPICS, TopicSpace, synthetic_corpus
 from isoscope.neighbours.exact import exact_topk
 from isoscope.neighbours.index import as_unit_float32
 from isoscope.sampling import sample_indices
-from tests.core.atlas.ray_support import WorkerKiller, ledger_files
+from tests.core.atlas.ray_support import WorkerKiller, layout_trust, ledger_files
 
 pytest.importorskip("ray")
 
@@ -58,16 +58,9 @@ def test_the_200k_ray_layout_is_within_001_of_the_one_machine_layout(built, data
     """Trustworthiness (15 neighbours, cosine, 2,000 seeded rows) of both builds: the ray layout no worse than the
     one-machine layout by more than 0.01 (it keeps the landmarks fixed and refines along directed edges, which
     scores higher on this data: the bench records both)."""
-    from sklearn.manifold import trustworthiness
-
     _, vectors = data
     rows = sample_indices(N, 2_000, 5)
-    score = {
-        name: trustworthiness(
-            vectors[rows], load_atlas(built / name).spaces["raw"].xy[rows], n_neighbors=15, metric="cosine"
-        )
-        for name in ("ray", "local")
-    }
+    score = layout_trust(vectors, built, rows)
     assert score["local"] > 0.9
     assert score["ray"] >= score["local"] - 0.01, score
 
