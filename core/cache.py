@@ -295,6 +295,65 @@ def atomic_save_npy(path: Path, array: np.ndarray) -> None:
     atomic_write_bytes(path, npy_bytes(array))
 
 
+class NpyBlocks:
+    """A .npy of ``shape`` and ``dtype`` written a block of rows at a time, in row order, under a temporary name,
+    renamed over ``path`` on ``close`` once every row is written (never a half-written file under the final
+    name; one block in memory at a time). ``DiskFull`` before anything is written when the disk lacks the room.
+
+    with NpyBlocks(path, (n,), np.float32) as out:
+        for block in blocks: out.write(block)
+    """
+
+    def __init__(self, path: Path, shape: tuple[int, ...], dtype) -> None:
+        self.path, self.shape, self.dtype = Path(path), tuple(shape), np.dtype(dtype)
+        head = io.BytesIO()
+        np.lib.format.write_array_header_1_0(
+            head, {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False, "shape": self.shape}
+        )
+        self.size = len(head.getvalue()) + self.dtype.itemsize * int(np.prod(self.shape))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        check_free(self.path, self.size)
+        fd, self.tmp = _create_temp(self.path.parent, self.path.name)
+        self.file = os.fdopen(fd, "wb")
+        self.file.write(head.getvalue())
+        self.rows = 0
+
+    def write(self, block: np.ndarray) -> None:
+        block = np.ascontiguousarray(block, self.dtype)
+        if block.shape[1:] != self.shape[1:] or self.rows + len(block) > self.shape[0]:
+            raise ValueError(f"a block of {block.shape} after {self.rows} rows does not fit {self.shape}")
+        with disk_full_as(self.path, block.nbytes):
+            self.file.write(block.tobytes())
+        self.rows += len(block)
+
+    def close(self) -> None:
+        try:
+            if self.rows != self.shape[0]:
+                raise ValueError(f"{self.rows} of {self.shape[0]} rows written to {self.path.name}")
+            with disk_full_as(self.path, self.size):
+                self.file.flush()
+                os.fsync(self.file.fileno())
+            self.file.close()
+            os.replace(self.tmp, self.path)
+        except BaseException:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        """Close and remove the temporary file (the final name is left as it was)."""
+        self.file.close()
+        Path(self.tmp).unlink(missing_ok=True)
+
+    def __enter__(self) -> NpyBlocks:
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.discard()
+
+
 def _key_digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
 

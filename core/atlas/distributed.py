@@ -23,6 +23,11 @@ with ray_session("local"):                       # or "auto", "ray://head:10001"
   rounds of UMAP's own optimiser per shard in tasks against a snapshot of the whole layout
   (``umap.layouts.optimize_layout_euclidean`` with ``move_other=False``: how ``UMAP.transform`` places new points;
   landmarks fixed). Without a landmark sample smaller than the corpus the driver runs UMAP on every row.
+- Clusters and extras (``map_rows``: the one-machine engine runs the same functions on blocks of rows in turn):
+  each shard's bounds and points per grid cell in tasks, summed here into ``density.ClusterMap``, then each
+  shard's density and labels at every level in tasks, written here in row order (``cache.NpyBlocks``); the label
+  words counted in tasks over row groups of ``points.parquet`` (``ray_tally``), the norms and the neighbour overlap
+  per shard.
 - Embedding: ``isoscope.encode.shards.embed_with_ray`` (Ray Data actors, a GPU each on CUDA), its shards copied
   into ``vectors.npy``.
 
@@ -49,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from isoscope.atlas.folder import Ledger
-from isoscope.cache import atomic_save_npy, atomic_write_bytes
+from isoscope.cache import NpyBlocks, atomic_save_npy, atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +104,31 @@ def _remote(fn: Callable):
     import ray
 
     return ray.remote(num_cpus=1, max_retries=3)(fn)
+
+
+def _on_rows(fn: Callable, paths: list[str], start: int, stop: int, args: tuple):
+    return fn(*(np.asarray(_load(p)[start:stop]) for p in paths), *args)
+
+
+def map_rows(fn: Callable, paths: list[Path], ranges: list[tuple[int, int]], *args, engine: str = "local") -> Iterator:
+    """``fn(block of each .npy in paths, ..., *args)`` for every row range [start, stop), in order: one range at a
+    time in this process, or as Ray tasks on the ray engine (at most twice the cluster's CPUs in flight; ``args``
+    put in the object store once, results fetched in order). ``fn``: a module-level function."""
+    paths = [str(p) for p in paths]
+    if engine != "ray":
+        for start, stop in ranges:
+            yield _on_rows(fn, paths, start, stop, args)
+        return
+    import ray
+
+    task, shared = _remote(_on_rows), ray.put(args)
+    window = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
+    pending = [task.remote(fn, paths, s, e, shared) for s, e in ranges[:window]]
+    for i in range(len(ranges)):
+        if window + i < len(ranges):
+            pending.append(task.remote(fn, paths, *ranges[window + i], shared))
+        yield ray.get(pending[i])
+        pending[i] = None  # its result may go from the object store
 
 
 def _load(path: str | Path, mmap: bool = True) -> np.ndarray:
@@ -395,17 +425,9 @@ def _concat_npy(parts: list[Path], final: Path) -> None:
     """The row-wise concatenation of the .npy ``parts`` (same dtype and columns) into ``final``, streamed (one
     part in memory at a time), written under a temporary name and renamed."""
     arrays = [_load(p) for p in parts]
-    shape = (sum(len(a) for a in arrays), *arrays[0].shape[1:])
-    tmp = final.with_name(final.name + ".tmp")
-    with open(tmp, "wb") as f:
-        np.lib.format.write_array_header_1_0(
-            f, {"descr": np.lib.format.dtype_to_descr(arrays[0].dtype), "fortran_order": False, "shape": shape}
-        )
+    with NpyBlocks(final, (sum(len(a) for a in arrays), *arrays[0].shape[1:]), arrays[0].dtype) as out:
         for a in arrays:
-            f.write(np.ascontiguousarray(a).tobytes())
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, final)
+            out.write(a)
 
 
 def _report(progress: ProgressFn | None, done: int, total: int) -> None:
@@ -545,24 +567,24 @@ def ray_layout(vectors_path: Path, space_dir: Path, config, *, progress: Progres
 # ---------------------------------------------------------------- labels
 
 
-def _tally_groups(points_path: str, groups: list[int], start: int, labelings: list[np.ndarray]):
+def _tally_groups(points_path: str, groups: list[int], start: int, label_paths: list[str]):
     """The word counts (``labels.TermTally``) of the texts in row groups ``groups`` of ``points.parquet``, whose
-    first row is ``start``, for every labeling."""
+    first row is ``start``, for every labeling (each a .npy (n,), memory-mapped)."""
     import pyarrow.parquet as pq
 
     from isoscope.atlas.labels import TermTally
 
-    tally = TermTally(labelings, start=start)
+    tally = TermTally([_load(p) for p in label_paths], start=start)
     f = pq.ParquetFile(points_path)
     for g in groups:
         tally.add(f.read_row_group(g, columns=["text"], use_threads=False).column(0).to_pylist())
     return tally
 
 
-def ray_tally(points_path: Path, labelings: list[np.ndarray], *, groups_per_task: int = TALLY_GROUPS):
-    """``labels.TermTally`` of every labeling (each (n,)) over the texts of ``points_path``, counted in tasks of
-    ``groups_per_task`` row groups and merged here in row order: the driver holds clusters x vocabulary counts,
-    never the texts."""
+def ray_tally(points_path: Path, label_paths: list[Path], *, groups_per_task: int = TALLY_GROUPS):
+    """``labels.TermTally`` of every labeling (each a .npy (n,) on a filesystem every node sees) over the texts of
+    ``points_path``, counted in tasks of ``groups_per_task`` row groups and merged here in row order: the driver
+    holds clusters x vocabulary counts and the labelings' memory maps, never the texts."""
     import pyarrow.parquet as pq
     import ray
 
@@ -570,14 +592,14 @@ def ray_tally(points_path: Path, labelings: list[np.ndarray], *, groups_per_task
 
     md = pq.ParquetFile(points_path).metadata
     starts = np.concatenate([[0], np.cumsum([md.row_group(g).num_rows for g in range(md.num_row_groups)])])
-    refs = ray.put(labelings)
+    paths = [str(p) for p in label_paths]
     task = _remote(_tally_groups)
     chunks = [
         list(range(g, min(g + groups_per_task, md.num_row_groups)))
         for g in range(0, md.num_row_groups, groups_per_task)
     ]
-    parts = ray.get([task.remote(str(points_path), c, int(starts[c[0]]), refs) for c in chunks])
-    total = TermTally(labelings)
+    parts = ray.get([task.remote(str(points_path), c, int(starts[c[0]]), paths) for c in chunks])
+    total = TermTally([_load(p) for p in paths])
     for part in parts:
         total.merge(part)
     return total

@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from isoscope.atlas import density as dens
+from isoscope.atlas.distributed import map_rows, shards
 from isoscope.atlas.folder import (
     MANIFEST,
     SPACES,
@@ -70,12 +71,13 @@ from isoscope.atlas.points import ROW_GROUP_ROWS
 from isoscope.atlas.pyramid import TOP_LEVEL, render_levels, top_files
 from isoscope.atlas.spatial import INDEX_FILES, World, write_index
 from isoscope.atlas.workers import Job, run_side_by_side
-from isoscope.cache import PartialNpy, atomic_save_npy, atomic_write_bytes, text_digest
+from isoscope.cache import NpyBlocks, PartialNpy, atomic_save_npy, atomic_write_bytes, text_digest
 from isoscope.data.sharded import ParquetShards
 from isoscope.data.vectors.table import vectors_digest
 from isoscope.encode.pooling import PoolingSpec, resolve_pooling
 from isoscope.errors import InputError
 from isoscope.neighbours.overlap import jaccard_tables
+from isoscope.sampling import sample_indices
 
 __all__ = [
     "SPACES",
@@ -112,6 +114,7 @@ MAX_ATLAS_ROWS = 1_000_000  # the one-machine engine's limit (and its memory: is
 ENGINES: tuple[str, ...] = ("local", "ray")
 StageProgress = Callable[[str, int, int], None]  # (stage, done, total)
 CHUNK_ROWS = 65_536
+CENTRE_SAMPLE = 200_000  # the rows whose median places each cluster's label (every row below that)
 PARALLEL_LAYOUT_ROWS = 50_000  # from here the two spaces' UMAP layouts run side by side (isoscope.atlas.workers)
 
 
@@ -286,13 +289,29 @@ def _load(path: Path, mmap: bool = False) -> np.ndarray:
     return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
 
 
-def _cluster_info(xy: np.ndarray, labels: np.ndarray, words: dict[int, list[str]]) -> list[dict]:
-    info = []
-    for c in range(int(labels.max()) + 1 if len(labels) and labels.max() >= 0 else 0):
-        members = xy[labels == c]
-        x, y = np.median(members, axis=0)
-        info.append({"cluster": c, "size": len(members), "x": float(x), "y": float(y), "words": words.get(c, [])})
-    return info
+def _cluster_info(cmap: dens.ClusterMap, which: int, centres: np.ndarray, words: dict[int, list[str]]) -> list[dict]:
+    sizes = cmap.sizes(which)  # (C,)
+    return [
+        {"cluster": c, "size": int(sizes[c]), "x": float(x), "y": float(y), "words": words.get(c, [])}
+        for c, (x, y) in enumerate(centres)
+    ]
+
+
+def _centres(xy: np.ndarray, labelings: Sequence[np.ndarray], cmap: dens.ClusterMap) -> list[np.ndarray]:
+    """Each level's cluster centres (C, 2): the median of its points among a seeded sample of ``CENTRE_SAMPLE``
+    rows (every row below that), or its cells' weighted centre when the sample holds none of them."""
+    rows = sample_indices(len(xy), CENTRE_SAMPLE, 0)  # (s,) sorted: reads the memory maps in order
+    pts = np.asarray(xy[rows], np.float64)  # (s, 2)
+    out = []
+    for which, labels in enumerate(labelings):
+        lab = np.asarray(labels[rows])  # (s,)
+        centres = cmap.cell_centres(which)  # (C, 2)
+        for c in range(len(centres)):
+            members = pts[lab == c]
+            if len(members):
+                centres[c] = np.median(members, axis=0)
+        out.append(centres)
+    return out
 
 
 def _text_batches(out: Path) -> Iterator[list[str]]:
@@ -303,31 +322,55 @@ def _text_batches(out: Path) -> Iterator[list[str]]:
         yield batch.column(0).to_pylist()
 
 
-def _clusters(out: Path, xy: np.ndarray, d: Path, engine: str = "local") -> None:
-    """Density, the cluster levels (the default one in ``cluster.npy``) and their c-TF-IDF labels (the texts read
-    a row group at a time from ``points.parquet``, every level counted in one pass; in Ray tasks on that engine)."""
-    bounds = dens.layout_bounds(xy)
-    grid = dens.density_grid(xy, bounds)  # (G, G)
-    point_density = dens.point_density(xy, bounds, grid)  # (n,)
-    specs = dens.levels(len(xy))
-    labelings = [dens.level_clusters(xy, bounds, level) for level in specs]  # each (n,)
+def _clusters(out: Path, d: Path, config: AtlasConfig) -> None:
+    """Density, the cluster levels (the default one in ``cluster.npy``) and their c-TF-IDF labels, from
+    ``xy.npy`` in blocks of rows (``density.ClusterMap``: bounds and points per cell summed over blocks, then each
+    block's rows labelled), as Ray tasks on that engine; the labels' texts read a row group at a time from
+    ``points.parquet``, every level counted in one pass. Every level's labels go to a file, never held whole."""
+    xy_path = d / "xy.npy"
+    xy = _load(xy_path, mmap=True)  # (n, 2)
+    n = len(xy)
+    ranges = shards(n, config.shard_rows if config.engine == "ray" else CHUNK_ROWS)
+    engine = config.engine
+    bounds = dens.bounds_of(list(map_rows(dens.extent, [xy_path], ranges, engine=engine)))
+    specs = dens.levels(n)
+    counts = None  # per level (G, G), summed block by block
+    for block in map_rows(dens.block_counts, [xy_path], ranges, bounds, specs, engine=engine):
+        counts = block if counts is None else [a + b for a, b in zip(counts, block, strict=True)]
+    cmap = dens.ClusterMap.fit(bounds, specs, counts)
+    parts = d / "clusters.parts"
+    shutil.rmtree(parts, ignore_errors=True)
+    label_paths = [parts / f"level-{i}.npy" for i in range(len(specs))]
+    with contextlib.ExitStack() as files:
+        density = files.enter_context(NpyBlocks(d / "density.npy", (n,), np.float32))
+        levels = [files.enter_context(NpyBlocks(p, (n,), np.int32)) for p in label_paths]
+        for block_density, labelings in map_rows(_label_rows, [xy_path], ranges, cmap, engine=engine):
+            density.write(block_density)
+            for f, labels in zip(levels, labelings, strict=True):
+                f.write(labels)
+    labelings = [_load(p, mmap=True) for p in label_paths]  # each (n,)
     if engine == "ray":  # counted in tasks over row groups, merged here
         from isoscope.atlas.distributed import ray_tally
 
-        tally = ray_tally(out / "points.parquet", labelings)
+        tally = ray_tally(out / "points.parquet", label_paths)
     else:
         tally = TermTally(labelings)
         for texts in _text_batches(out):
             tally.add(texts)
-    levels = []
-    for i, (level, labels) in enumerate(zip(specs, labelings, strict=True)):
-        levels.append({"grid": level.grid, "clusters": _cluster_info(xy, labels, tally.top_words(i))})
-    default = (labelings[dens.DEFAULT_LEVEL], levels[dens.DEFAULT_LEVEL]["clusters"])
-    atomic_save_npy(d / "grid.npy", grid.astype(np.float32))
-    atomic_save_npy(d / "density.npy", point_density)
-    atomic_save_npy(d / "cluster.npy", default[0])
-    meta = {"bounds": list(bounds), "clusters": default[1], "levels": levels}
+    centres = _centres(xy, labelings, cmap)
+    levels = [
+        {"grid": level.grid, "clusters": _cluster_info(cmap, i, centres[i], tally.top_words(i))}
+        for i, level in enumerate(specs)
+    ]
+    atomic_save_npy(d / "grid.npy", cmap.grids[dens.DEFAULT_LEVEL].astype(np.float32))
+    os.replace(label_paths[dens.DEFAULT_LEVEL], d / "cluster.npy")
+    shutil.rmtree(parts, ignore_errors=True)
+    meta = {"bounds": list(bounds), "clusters": levels[dens.DEFAULT_LEVEL]["clusters"], "levels": levels}
     atomic_write_bytes(d / "clusters.json", json.dumps(meta, indent=1).encode())
+
+
+def _label_rows(xy: np.ndarray, cmap: dens.ClusterMap) -> tuple[np.ndarray, list[np.ndarray]]:
+    return cmap.rows(xy)
 
 
 class _Stages:
@@ -566,10 +609,10 @@ def _run_stages(run, encoder, given: _Input, config: AtlasConfig, progress: Stag
         d = out / space
         outputs = [d / f for f in ("grid.npy", "density.npy", "cluster.npy", "clusters.json")]
         inputs = [d / "xy.npy", out / "points.parquet"]
-        stage(f"{space}_clusters", inputs, outputs, lambda d=d: _clusters(out, _load(d / "xy.npy"), d, config.engine))
+        stage(f"{space}_clusters", inputs, outputs, lambda d=d: _clusters(out, d, config))
     extra_in = [out / "vectors.npy", *([out / s / "knn_ids.npy" for s in spaces] if "cal" in spaces else [])]
     extra_out = [out / f for f in ("norm.npy", "length.npy", "overlap.npy")]
-    stage("extras", [*extra_in, out / "points.parquet"], extra_out, lambda: _extras(out, spaces))
+    stage("extras", [*extra_in, out / "points.parquet"], extra_out, lambda: _extras(out, spaces, config))
     stage("index", *_index_files(out, spaces), lambda: _index(out, spaces))
     _, index_out = _index_files(out, spaces)  # the tiles draw the index's points, the clusters' colours and contours
     drawn = [out / s / f for s in spaces for f in ("clusters.json", "cluster.npy", "density.npy", "grid.npy")]
@@ -722,7 +765,6 @@ def _calibrate(out: Path, d: Path, config: AtlasConfig, progress: StageProgress 
     """Fit the calibrator on a seeded sample (a calibrator left by an interrupted run is refitted, never read
     unchecked), save it, and apply it to every row."""
     from isoscope.calibrate import make_calibrator
-    from isoscope.sampling import sample_indices
 
     vectors = _load(out / "vectors.npy", mmap=True)
     cal_dir = d / "calibrator"
@@ -733,26 +775,33 @@ def _calibrate(out: Path, d: Path, config: AtlasConfig, progress: StageProgress 
     _chunked_transform(calibrator, vectors, d / "vectors.npy", progress)
 
 
-def _extras(out: Path, spaces: Sequence[str]) -> None:
-    vectors = _load(out / "vectors.npy", mmap=True)
-    norm = np.concatenate(
-        [
-            np.linalg.norm(np.asarray(vectors[s : s + CHUNK_ROWS], np.float64), axis=1)
-            for s in range(0, len(vectors), CHUNK_ROWS)
-        ]
-    ).astype(np.float32)  # (n,)
+def _norm_rows(vectors: np.ndarray) -> np.ndarray:
+    return np.linalg.norm(vectors.astype(np.float64), axis=1).astype(np.float32)  # (m,)
+
+
+def _overlap_rows(ids_raw: np.ndarray, ids_cal: np.ndarray) -> np.ndarray:
+    return jaccard_tables(ids_raw[:, 1:], ids_cal[:, 1:])[1].astype(np.float32)  # (m,) the row itself left out
+
+
+def _extras(out: Path, spaces: Sequence[str], config: AtlasConfig) -> None:
+    """Per row: the raw L2 norm and, with a calibrated space, the Jaccard overlap of the two neighbour lists (in
+    blocks of rows, as Ray tasks on that engine); the text's length in characters (code points, as ``len``) from
+    ``points.parquet`` a row group at a time."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    f = pq.ParquetFile(out / "points.parquet")  # characters (code points, as len), a row group at a time
-    length = np.concatenate(
-        [pc.utf8_length(b.column(0)).to_numpy() for b in f.iter_batches(columns=["text"], use_threads=False)]
-    ).astype(np.int32)  # (n,)
-    if "cal" in spaces:
-        ids_raw, ids_cal = _load(out / "raw" / "knn_ids.npy"), _load(out / "cal" / "knn_ids.npy")  # (n, k) self first
-        overlap = jaccard_tables(ids_raw[:, 1:], ids_cal[:, 1:])[1].astype(np.float32)  # (n,) the row itself left out
-    else:
-        overlap = np.ones(len(vectors), np.float32)
-    atomic_save_npy(out / "norm.npy", norm)
-    atomic_save_npy(out / "length.npy", length)
-    atomic_save_npy(out / "overlap.npy", overlap)
+    n = len(_load(out / "vectors.npy", mmap=True))
+    ranges = shards(n, config.shard_rows if config.engine == "ray" else CHUNK_ROWS)
+    with NpyBlocks(out / "norm.npy", (n,), np.float32) as norm:
+        for block in map_rows(_norm_rows, [out / "vectors.npy"], ranges, engine=config.engine):
+            norm.write(block)
+    with NpyBlocks(out / "length.npy", (n,), np.int32) as length:
+        for b in pq.ParquetFile(out / "points.parquet").iter_batches(columns=["text"], use_threads=False):
+            length.write(pc.utf8_length(b.column(0)).to_numpy())
+    with NpyBlocks(out / "overlap.npy", (n,), np.float32) as overlap:
+        if "cal" not in spaces:
+            overlap.write(np.ones(n, np.float32))
+            return
+        graphs = [out / "raw" / "knn_ids.npy", out / "cal" / "knn_ids.npy"]  # each (n, k), the row itself first
+        for block in map_rows(_overlap_rows, graphs, ranges, engine=config.engine):
+            overlap.write(block)

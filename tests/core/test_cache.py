@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 
 import isoscope.cache as cache_mod
-from isoscope.cache import ArrayCache, atomic_save_npy, atomic_write_bytes, default_cache_dir, make_key, text_digest
+from isoscope.cache import (
+    ArrayCache,
+    NpyBlocks,
+    atomic_save_npy,
+    atomic_write_bytes,
+    default_cache_dir,
+    make_key,
+    text_digest,
+)
 
 
 def _files(folder: Path) -> list[str]:
@@ -88,6 +96,23 @@ def test_atomic_save_npy_roundtrip_and_refuses_objects(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- keys
+
+
+def test_npy_blocks_stream_rows_into_place_and_leave_nothing_when_short(tmp_path: Path) -> None:
+    want = np.arange(30, dtype=np.int32).reshape(10, 3)
+    path = tmp_path / "a.npy"
+    with NpyBlocks(path, (10, 3), np.int32) as out:
+        assert not path.exists()  # nothing under the final name until every row is there
+        for a, b in ((0, 4), (4, 4), (4, 9), (9, 10)):  # an empty block too
+            out.write(want[a:b])
+    np.testing.assert_array_equal(np.load(path, allow_pickle=False), want)
+    assert [p.name for p in tmp_path.iterdir()] == ["a.npy"]
+    with pytest.raises(ValueError, match="does not fit"), NpyBlocks(path, (10, 3), np.int32) as out:
+        out.write(want[:, :2])
+    with pytest.raises(ValueError, match="9 of 10 rows"), NpyBlocks(path, (10, 3), np.int32) as out:
+        out.write(want[:9])
+    np.testing.assert_array_equal(np.load(path, allow_pickle=False), want)  # the old file kept, no temporary left
+    assert [p.name for p in tmp_path.iterdir()] == ["a.npy"]
 
 
 def test_make_key_is_stable_and_distinguishes_parts() -> None:

@@ -75,6 +75,29 @@ def test_the_ray_engines_tiles_are_the_ones_rendered_in_process(built, tmp_path)
     assert len(ray_files) == 341 and [p.read_bytes() for p in ray_files] == [p.read_bytes() for p in local_files]
 
 
+def test_the_ray_engines_clusters_are_the_ones_computed_in_process(built, tmp_path):
+    """The clusters stage ran as Ray tasks (bounds, points per cell and every row's labels per shard of 2,000 rows;
+    the words in row-group tasks): its files are byte for byte what the one-machine engine writes from the same
+    layout in one block of rows."""
+    import shutil
+
+    from isoscope.atlas.pipeline import _clusters
+
+    root, ray_run, _ = built
+    assert "raw_clusters" in ray_run.computed
+    copy = tmp_path / "copy"
+    shutil.copytree(root / "ray", copy)
+    names = ("cluster.npy", "density.npy", "grid.npy", "clusters.json")
+    for name in names:
+        (copy / "raw" / name).unlink()
+    _clusters(copy, copy / "raw", AtlasConfig(**CONFIG))
+    for name in names:
+        assert (copy / "raw" / name).read_bytes() == (root / "ray" / "raw" / name).read_bytes(), name
+    assert not (copy / "raw" / "clusters.parts").exists() and not (root / "ray" / "raw" / "clusters.parts").exists()
+    meta = json.loads((copy / "raw" / "clusters.json").read_text())
+    assert len(meta["levels"]) == 3 and meta["clusters"] and all(c["words"] for c in meta["clusters"])
+
+
 def test_the_ivf_graph_has_recall_at_15_of_095_against_exact_search(built, data):
     root, _, _ = built
     _, vectors = data
@@ -226,7 +249,10 @@ def test_labels_counted_in_tasks_are_the_labels_counted_here(built, data, tmp_pa
     texts, _ = data
     pq.write_table(pa.table({"text": texts}), tmp_path / "points.parquet", row_group_size=1_000)
     rng = np.random.default_rng(0)
-    labelings = [rng.integers(-1, 6, N), load_atlas(root / "ray").spaces["raw"].cluster]
-    tally = ray_tally(tmp_path / "points.parquet", labelings, groups_per_task=3)
+    labelings = [rng.integers(-1, 6, N).astype(np.int32), load_atlas(root / "ray").spaces["raw"].cluster]
+    paths = [tmp_path / f"labels-{i}.npy" for i in range(2)]
+    for path, labels in zip(paths, labelings, strict=True):
+        np.save(path, labels)
+    tally = ray_tally(tmp_path / "points.parquet", paths, groups_per_task=3)
     for i, labels in enumerate(labelings):
         assert tally.top_words(i) == top_words(texts, labels)

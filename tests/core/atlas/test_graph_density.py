@@ -147,6 +147,70 @@ def test_cluster_levels_go_from_coarse_to_fine():
     assert counts[0] <= counts[1] <= counts[2] and counts[0] >= 1
 
 
+def _clusters_point_by_point(xy, bounds, grid, min_points, max_clusters):
+    """The clusters computed over the points themselves (the median of n densities, each point's peak, the
+    peaks' point counts), as the atlas did before it summed points per cell: the reference for ``basins``."""
+    ix, iy = dens.cells(xy, bounds, grid.shape[0])
+    cell = iy * grid.shape[0] + ix  # (n,)
+    active = grid > dens.LEVEL * float(np.median(grid.ravel()[cell]))
+    peak = dens._climb(grid, active)
+    point_peak = np.where(active.ravel()[cell], peak[cell], -1)  # (n,)
+    peaks, counts = np.unique(point_peak[point_peak >= 0], return_counts=True)
+    order = np.lexsort((peaks, -counts))
+    keep = peaks[order][counts[order] >= min_points][:max_clusters]
+    lookup = np.full(grid.size, -1, np.int32)
+    lookup[keep] = np.arange(len(keep), dtype=np.int32)
+    return np.where(point_peak >= 0, lookup[np.maximum(point_peak, 0)], -1)
+
+
+@pytest.mark.parametrize("n", [6_001, 6_000])  # odd and even: the median of one or the mean of two
+def test_clusters_from_counts_per_cell_are_the_clusters_of_the_points(n):
+    rng = np.random.default_rng(n)
+    centres = rng.uniform(-20, 20, (12, 2))
+    xy = (centres[rng.integers(0, 12, n)] + rng.normal(0, 1.5, (n, 2))).astype(np.float32)
+    bounds = dens.layout_bounds(xy)
+    for level in dens.levels(n):
+        grid = dens.density_grid(xy, bounds, level.grid)
+        want = _clusters_point_by_point(xy, bounds, grid, level.min_points, level.max_clusters)
+        got = dens.level_clusters(xy, bounds, level)
+        assert len(np.unique(want[want >= 0])) >= 3
+        np.testing.assert_array_equal(got, want)
+
+
+def test_weighted_median_is_the_median_of_the_repeats():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        values = rng.integers(0, 6, 10).astype(np.float64) / 3  # ties on purpose
+        weights = rng.integers(0, 4, 10)
+        if weights.sum() == 0:
+            continue
+        assert dens.weighted_median(values, weights) == np.median(np.repeat(values, weights))
+
+
+def test_a_cluster_map_from_blocks_of_rows_labels_as_the_whole():
+    """Bounds and counts per cell summed over uneven blocks, then each block labelled: every level's clusters,
+    the density and the cluster sizes of the corpus computed at once."""
+    X, _ = blobs(5_000, k=4, d=2, seed=6)
+    xy = X[:, :2].astype(np.float32)
+    blocks = [xy[a:b] for a, b in ((0, 1), (1, 1_700), (1_700, 1_700), (1_700, 5_000))]  # an empty block too
+    bounds = dens.bounds_of([dens.extent(b) for b in blocks])
+    assert bounds == dens.layout_bounds(xy)
+    specs = dens.levels(len(xy))
+    counts = [sum(c) for c in zip(*(dens.block_counts(b, bounds, specs) for b in blocks), strict=True)]
+    cmap = dens.ClusterMap.fit(bounds, specs, counts)
+    parts = [cmap.rows(b) for b in blocks]
+    density = np.concatenate([p[0] for p in parts])
+    np.testing.assert_array_equal(density, dens.point_density(xy, bounds, dens.density_grid(xy, bounds)))
+    for i, level in enumerate(specs):
+        labels = np.concatenate([p[1][i] for p in parts])
+        np.testing.assert_array_equal(labels, dens.level_clusters(xy, bounds, level))
+        np.testing.assert_array_equal(cmap.sizes(i), np.bincount(labels[labels >= 0]))
+        centres = cmap.cell_centres(i)  # within a cell of each cluster's mean point
+        means = np.array([xy[labels == c].mean(axis=0) for c in range(len(centres))])
+        cell = (np.array(bounds[2:]) - np.array(bounds[:2])) / level.grid
+        assert np.all(np.abs(centres - means) <= cell / 2 + 1e-9)
+
+
 def test_composite_is_the_over_operator():
     from isoscope.atlas.raster import composite
 
