@@ -15,8 +15,9 @@ through Starlette/uvicorn with
   ``Content-Security-Policy: frame-ancestors 'none'``; no server path in the WebSocket's session message).
 
 At start the server imports, in a background thread, what every page's first run imports (the sidebar's
-model loader: torch, transformers, scikit-learn; the Atlas services): seconds on two cores that a fresh
-server's first visit otherwise waits for (bench/RESULTS.md, issue 42's cold first view).
+model loader: torch, transformers, scikit-learn; the Atlas services), then opens the atlas folder it was launched
+on (``ISOSCOPE_ATLAS_DIR``: ``services.atlas.warm``, the Atlas page's first view into the shared caches): seconds
+on two cores that a fresh server's first visit otherwise waits for (bench/RESULTS.md, issue 42's cold first view).
 """
 
 from __future__ import annotations
@@ -40,12 +41,20 @@ WARM_MODULES = ("isoscope.dashboard.ui", "isoscope.dashboard.services.atlas", "i
 
 
 def _warm() -> None:
+    log = logging.getLogger("isoscope.dashboard")
     for name in WARM_MODULES:  # a page importing one meanwhile waits on the module's import lock, as it would
         try:
             importlib.import_module(name)
         except Exception:  # the page's own import then reports it where it is seen
-            logging.getLogger("isoscope.dashboard").debug("warm-up import of %s failed", name, exc_info=True)
+            log.debug("warm-up import of %s failed", name, exc_info=True)
             return
+    try:  # the launched atlas's first view, into the caches every session reads
+        from isoscope.dashboard.services import atlas
+
+        if (path := atlas.launched_atlas()) is not None:
+            atlas.warm(path)
+    except Exception:  # the page opens it again and reports what is wrong where it is seen
+        log.debug("warm-up of the launched atlas failed", exc_info=True)
 
 
 threading.Thread(target=_warm, name="isoscope-warm-imports", daemon=True).start()  # Streamlit loads this module once

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from isoscope.atlas.folder import LEDGER, AtlasDamaged
+from isoscope.atlas.folder import LEDGER, AtlasDamaged, finished_atlas
 from isoscope.atlas.pipeline import (
     MAX_ATLAS_ROWS,
     Atlas,
@@ -58,6 +58,24 @@ NEIGHBOURS_MAX_ROWS = MAX_ATLAS_ROWS  # Open in Neighbours reads every text and 
 def atlas_dir_env() -> str | None:
     path = os.environ.get(ATLAS_DIR_ENV, "").strip()
     return path or None
+
+
+def launched_atlas() -> str | None:
+    """The atlas folder given to ``isoscope app`` (``ISOSCOPE_ATLAS_DIR``) as the Atlas page names it, checked:
+    a finished atlas (InputError when it is not); None when none was given."""
+    given = atlas_dir_env()
+    return None if given is None else str(finished_atlas(given))
+
+
+def warm(path: str) -> None:
+    """What the Atlas page's first view of the atlas in ``path`` computes (the atlas opened and checked, the first
+    space's tile map, colours and cluster names), into the caches the page reads: the server calls it at start for
+    the launched atlas, so that its first visitor finds the map ready (bench/RESULTS.md, issue 42)."""
+    atlas = open_atlas(path)
+    space = next(iter(atlas.spaces))
+    colouring(path, space, figures.colour_options(atlas)[0])
+    cluster_names(path, space)
+    atlas.spaces[space].view  # noqa: B018 (a cached property: the map's first view box)
 
 
 def max_rows() -> int:

@@ -50,7 +50,11 @@ def _folder() -> str | None:
     in the folder box (checked: a finished atlas)."""
     given = svc.atlas_dir_env()
     if classroom.enabled():
-        return given
+        try:
+            return svc.launched_atlas()
+        except InputError as exc:
+            ui.user_error(exc)
+            return None
     typed = st.text_input(
         "Atlas folder",
         value=given or "",

@@ -230,6 +230,31 @@ def test_the_launched_atlas_folder_opens_and_its_rows_go_to_neighbours(atlas_fol
     assert len(raw_table) == 10 and set(raw_table["text"]) <= atlas_texts
 
 
+def test_the_server_warms_the_launched_atlas_so_the_first_visit_computes_nothing(atlas_folder, tmp_path, monkeypatch):
+    """What dashboard/serve.py's warm-up thread runs for ``ISOSCOPE_ATLAS_DIR``: afterwards the Atlas page's first
+    run opens no folder, builds no tile map and computes no colours (all read from the shared caches); a folder
+    that is not a finished atlas is the user's mistake, in one line."""
+    from isoscope.dashboard.figures import atlas as figures
+    from isoscope.dashboard.services import atlas as svc
+    from isoscope.errors import InputError
+
+    monkeypatch.setenv("ISOSCOPE_CACHE", str(private_cache(tmp_path / "cache")))
+    monkeypatch.setenv("ISOSCOPE_ATLAS_DIR", str(tmp_path))
+    with pytest.raises(InputError):
+        svc.launched_atlas()
+    monkeypatch.setenv("ISOSCOPE_ATLAS_DIR", str(atlas_folder))
+    svc.warm(svc.launched_atlas())
+    calls = []
+    for module, name in ((svc, "load_atlas"), (figures, "colour_codes"), (svc.TileMap, "of_index")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _real=real, _name=name, **k: calls.append(_name) or _real(*a, **k))
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.switch_page("views/atlas.py").run()
+    assert not at.exception, at.exception
+    assert f"{FOLDER_POINTS:,} points" in captions(at) and map_data(at)["tiles"]
+    assert calls == []
+
+
 def test_classroom_mode_has_no_folder_box(tmp_path, monkeypatch) -> None:
     """Students may not name server paths: no folder box on the Atlas page in classroom mode."""
     from isoscope.dashboard.launch import code_hash
