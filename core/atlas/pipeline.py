@@ -68,7 +68,7 @@ from isoscope.atlas.graph import knn_graph_chunked
 from isoscope.atlas.labels import TermTally
 from isoscope.atlas.layout import LANDMARKS, check_method, layout
 from isoscope.atlas.points import ROW_GROUP_ROWS
-from isoscope.atlas.pyramid import TOP_LEVEL, render_levels, top_files
+from isoscope.atlas.pyramid import TOP_LEVEL, render_levels, stage_files, write_renderer
 from isoscope.atlas.spatial import INDEX_FILES, World, write_index
 from isoscope.atlas.workers import Job, run_side_by_side
 from isoscope.cache import NpyBlocks, PartialNpy, atomic_save_npy, atomic_write_bytes, text_digest
@@ -616,7 +616,7 @@ def _run_stages(run, encoder, given: _Input, config: AtlasConfig, progress: Stag
     stage("index", *_index_files(out, spaces), lambda: _index(out, spaces))
     _, index_out = _index_files(out, spaces)  # the tiles draw the index's points, the clusters' colours and contours
     drawn = [out / s / f for s in spaces for f in ("clusters.json", "cluster.npy", "density.npy", "grid.npy")]
-    tile_out = [p for s in spaces for p in top_files(out, s)]
+    tile_out = [p for s in spaces for p in stage_files(out, s)]
     stage("tiles", index_out + drawn, tile_out, lambda: _tiles(out, spaces, config))
 
 
@@ -627,9 +627,11 @@ def _tiles(out: Path, spaces: Sequence[str], config: AtlasConfig) -> None:
         from isoscope.atlas.distributed import ray_tiles
 
         ray_tiles(out, spaces)
-        return
+    else:
+        for s in spaces:
+            render_levels(out, s, range(TOP_LEVEL + 1))
     for s in spaces:
-        render_levels(out, s, range(TOP_LEVEL + 1))
+        write_renderer(out, s)
 
 
 def _index_files(out: Path, spaces: Sequence[str]) -> tuple[list[Path], list[Path]]:

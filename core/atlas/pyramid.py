@@ -11,6 +11,11 @@ cluster, density contours on) by the very functions that render a tile on demand
 (``isoscope.atlas.tiles.TileMap.tile``, ``isoscope.atlas.raster.to_png``), so a pre-rendered tile is
 byte-identical to the tile the server would draw; the server checks each against the size and SHA-256 the
 folder's ledger recorded before serving it, and draws the tile itself when it is missing or damaged.
+
+``RENDERER`` names the drawing: the stage writes ``{space}/tiles/renderer-{RENDERER}.json`` beside the tiles and the
+server serves a folder's tiles only when its ledger recorded that file, so tiles drawn by an older Isoscope are
+redrawn by the next build (the stage's files include the new name) and never served in the meantime. Bump it
+whenever a tile's pixels change (``isoscope.atlas.tiles``, ``raster``, the palette, ``DEFAULT_STYLE``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import numpy as np
 
 TOP_LEVEL = 4
 TILES_DIR = "tiles"
+RENDERER = 1  # the drawing's version (module doc): bump it when a tile's pixels change
 DEFAULT_STYLE = ("cluster", True)  # colour by, contours: the Atlas page's default
 PALETTE = np.array(
     [
@@ -69,6 +75,26 @@ def top_files(folder: Path, space: str, top: int = TOP_LEVEL) -> list[Path]:
     return [p for z in range(top + 1) for p in level_files(folder, space, z)]
 
 
+def renderer_rel(space: str) -> str:
+    """The folder-relative name of the file that says which drawing made ``space``'s tiles."""
+    return f"{space}/{TILES_DIR}/renderer-{RENDERER}.json"
+
+
+def stage_files(folder: Path, space: str) -> list[Path]:
+    """What the ``tiles`` stage writes for ``space``: the top levels' tiles and the renderer's file."""
+    return [*top_files(folder, space), folder / renderer_rel(space)]
+
+
+def write_renderer(folder: str | Path, space: str) -> None:
+    """The renderer's file of ``space`` (written once every tile of the top levels is)."""
+    import json
+
+    from isoscope.cache import atomic_write_bytes
+
+    meta = {"renderer": RENDERER, "style": list(DEFAULT_STYLE), "levels": TOP_LEVEL}
+    atomic_write_bytes(Path(folder) / renderer_rel(space), json.dumps(meta).encode())
+
+
 def render_levels(folder: str | Path, space: str, levels: Sequence[int]) -> list[str]:
     """Render every tile of each of ``levels`` of ``space`` of the atlas in ``folder`` (its files up to the ``index``
     stage: layout, density, clusters and spatial index, checked as ``load_atlas`` checks them) in the default
@@ -97,10 +123,12 @@ def render_levels(folder: str | Path, space: str, levels: Sequence[int]) -> list
 
 def read_tile(folder: str | Path, space: str, z: int, *, x: int, y: int, ledger) -> bytes | None:
     """The pre-rendered tile (z, x, y) of ``space`` when ``ledger`` (``isoscope.atlas.folder.Ledger`` of the
-    folder) recorded it and the file has that size and SHA-256; None when it is absent, unrecorded or damaged
-    (the caller renders it)."""
+    folder) recorded it and this ``RENDERER``'s file, and the tile has the size and SHA-256 recorded; None when it
+    is absent, unrecorded, damaged or drawn by another renderer (the caller renders it)."""
     import hashlib
 
+    if ledger.output(renderer_rel(space)) is None:
+        return None
     rel = tile_rel(space, z, x, y)
     rec = ledger.output(rel)
     if rec is None:

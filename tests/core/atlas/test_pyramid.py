@@ -12,6 +12,7 @@ from PIL import Image
 
 from isoscope.atlas.folder import Ledger
 from isoscope.atlas.pipeline import STAGES, AtlasConfig, build_atlas, planned_stages
+from isoscope.atlas import pyramid
 from isoscope.atlas.pyramid import TOP_LEVEL, cluster_codes, read_tile, render_levels, tile_rel, top_files
 from isoscope.atlas.synthetic import synthetic_corpus
 
@@ -32,7 +33,8 @@ def test_the_stage_writes_the_top_levels_and_records_them(tmp_path):
     files = top_files(out, "raw")
     assert len(files) == sum(4**z for z in range(TOP_LEVEL + 1)) == 341
     ledger = Ledger(out)
-    assert set(ledger.stages["tiles"]["outputs"]) == {p.relative_to(out).as_posix() for p in files}
+    recorded = set(ledger.stages["tiles"]["outputs"])
+    assert recorded == {p.relative_to(out).as_posix() for p in files} | {f"raw/tiles/renderer-{pyramid.RENDERER}.json"}
     top = np.asarray(Image.open(io.BytesIO((out / tile_rel("raw", 0, 0, 0)).read_bytes())).convert("RGBA"))
     assert top.shape == (256, 256, 4) and (top[..., 3] > 0).sum() > 100  # the points are drawn
     colours = {tuple(c) for c in top[top[..., 3] > 0][:, :3]}
@@ -55,6 +57,18 @@ def test_the_ray_tasks_level_function_gives_the_stages_files_and_a_damaged_tile_
     run = _build(out)
     assert run.computed == ["tiles"]
     assert target.read_bytes() == before[target]
+
+
+def test_tiles_of_another_renderer_are_never_served_and_the_next_build_redraws_them(tmp_path, monkeypatch):
+    """A folder whose tiles an older drawing made (its ledger records ``renderer-1.json``, this Isoscope draws
+    version 2): the server draws every tile itself, and a resumed build runs the ``tiles`` stage again."""
+    out = tmp_path / "atlas"
+    _build(out)
+    monkeypatch.setattr(pyramid, "RENDERER", pyramid.RENDERER + 1)
+    assert read_tile(out, "raw", 0, x=0, y=0, ledger=Ledger(out)) is None
+    assert _build(out).computed == ["tiles"]
+    assert (out / pyramid.renderer_rel("raw")).name == f"renderer-{pyramid.RENDERER}.json"
+    assert read_tile(out, "raw", 0, x=0, y=0, ledger=Ledger(out)) == (out / tile_rel("raw", 0, 0, 0)).read_bytes()
 
 
 def test_cluster_codes_palette_then_grey():
