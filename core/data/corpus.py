@@ -11,7 +11,7 @@ import pandas as pd
 
 from isoscope.data.limits import DecodeLimits, current_limits, resolve
 from isoscope.data.source import CORPUS_FORMATS, Source, as_source
-from isoscope.data.tables import TEXT_COLUMN_NAMES, check_rows, clean_texts, read_table, truncate_texts
+from isoscope.data.tables import check_rows, clean_texts, find_text_column, read_table, truncate_texts
 from isoscope.data.text import TextStats, decoded_pieces, iter_text_lines
 from isoscope.errors import InputError
 
@@ -116,9 +116,8 @@ def _text_column(df: pd.DataFrame, name: str, text_column: str | None, has_heade
         if text_column.strip().lower() in lower:  # delimited headers are read lower-cased
             return lower[text_column.strip().lower()]
         raise InputError(f"{name}: no column '{text_column}'; columns are {', '.join(map(str, df.columns))}")
-    for cand in (*TEXT_COLUMN_NAMES, "sentence1"):
-        if cand in lower:
-            return lower[cand]
+    if (found := find_text_column(df.columns)) is not None:
+        return found
     if not has_header:
         return df.columns[0]
     raise InputError(

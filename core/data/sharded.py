@@ -30,7 +30,7 @@ import pandas as pd
 from isoscope.data.limits import DecodeLimits, current_limits
 from isoscope.data.parquet import PANDAS_INDEX, column_kind
 from isoscope.data.source import as_source
-from isoscope.data.tables import TEXT_COLUMN_NAMES
+from isoscope.data.tables import find_text_column
 from isoscope.data.text import CellBuilder, ClippedText
 from isoscope.errors import InputError
 
@@ -217,10 +217,8 @@ def _text_column(kinds: dict[str, str], name: str, text_column: str | None, vect
         if kinds[text_column] not in ("text", "binary"):
             raise InputError(f"{name}: column '{text_column}' does not hold texts")
         return text_column
-    lower = {c.lower(): c for c in texts}
-    for cand in (*TEXT_COLUMN_NAMES, "sentence1"):
-        if cand in lower:
-            return lower[cand]
+    if (found := find_text_column(texts)) is not None:
+        return found
     raise InputError(
         f"{name}: no text column; name it 'text' or give --text-column; columns are {', '.join(kinds)}"[:300]
     )

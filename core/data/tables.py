@@ -17,6 +17,14 @@ from isoscope.data.text import ClippedText, TextStats, decoded_pieces
 from isoscope.errors import InputError
 
 TEXT_COLUMN_NAMES = ("text", "sentence", "sentences", "document", "content")
+CORPUS_COLUMN_NAMES = (*TEXT_COLUMN_NAMES, "sentence1")  # a corpus's text column, in this order of preference
+
+
+def find_text_column(columns) -> object | None:
+    """The column of a corpus's texts among ``columns`` by name (``CORPUS_COLUMN_NAMES``, first match, case and
+    spaces ignored), as it is spelt there; None when no column has one of those names."""
+    lower = {str(c).strip().lower(): c for c in columns}
+    return next((lower[name] for name in CORPUS_COLUMN_NAMES if name in lower), None)
 
 
 def read_table(
