@@ -567,17 +567,14 @@ def ray_layout(vectors_path: Path, space_dir: Path, config, *, progress: Progres
 # ---------------------------------------------------------------- labels
 
 
-def _tally_groups(points_path: str, groups: list[int], start: int, label_paths: list[str]):
-    """The word counts (``labels.TermTally``) of the texts in row groups ``groups`` of ``points.parquet``, whose
-    first row is ``start``, for every labeling (each a .npy (n,), memory-mapped)."""
-    import pyarrow.parquet as pq
-
+def _tally_rows(points_path: str, start: int, stop: int, label_paths: list[str]):
+    """The word counts (``labels.TermTally``) of the texts of rows [start, stop) of ``points.parquet`` (whole row
+    groups: ``ParquetColumn.rows`` reads only those) for every labeling (each a .npy (n,), memory-mapped)."""
     from isoscope.atlas.labels import TermTally
+    from isoscope.data.sharded import ParquetColumn
 
     tally = TermTally([_load(p) for p in label_paths], start=start)
-    f = pq.ParquetFile(points_path)
-    for g in groups:
-        tally.add(f.read_row_group(g, columns=["text"], use_threads=False).column(0).to_pylist())
+    tally.add(ParquetColumn(Path(points_path)).rows(start, stop))
     return tally
 
 
@@ -591,14 +588,11 @@ def ray_tally(points_path: Path, label_paths: list[Path], *, groups_per_task: in
     from isoscope.atlas.labels import TermTally
 
     md = pq.ParquetFile(points_path).metadata
-    starts = np.concatenate([[0], np.cumsum([md.row_group(g).num_rows for g in range(md.num_row_groups)])])
+    starts = np.cumsum([0] + [md.row_group(g).num_rows for g in range(md.num_row_groups)])  # (groups + 1,)
+    bounds = starts[::groups_per_task].tolist() + ([] if md.num_row_groups % groups_per_task == 0 else [starts[-1]])
     paths = [str(p) for p in label_paths]
-    task = _remote(_tally_groups)
-    chunks = [
-        list(range(g, min(g + groups_per_task, md.num_row_groups)))
-        for g in range(0, md.num_row_groups, groups_per_task)
-    ]
-    parts = ray.get([task.remote(str(points_path), c, int(starts[c[0]]), paths) for c in chunks])
+    task = _remote(_tally_rows)
+    parts = ray.get([task.remote(str(points_path), int(a), int(b), paths) for a, b in zip(bounds, bounds[1:])])
     total = TermTally([_load(p) for p in paths])
     for part in parts:
         total.merge(part)

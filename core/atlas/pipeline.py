@@ -44,7 +44,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -72,7 +72,7 @@ from isoscope.atlas.pyramid import TOP_LEVEL, render_levels, stage_files, write_
 from isoscope.atlas.spatial import INDEX_FILES, World, write_index
 from isoscope.atlas.workers import Job, run_side_by_side
 from isoscope.cache import NpyBlocks, PartialNpy, atomic_save_npy, atomic_write_bytes, text_digest
-from isoscope.data.sharded import ParquetShards
+from isoscope.data.sharded import ParquetColumn, ParquetShards
 from isoscope.data.vectors.table import vectors_digest
 from isoscope.encode.pooling import PoolingSpec, resolve_pooling
 from isoscope.errors import InputError
@@ -314,14 +314,6 @@ def _centres(xy: np.ndarray, labelings: Sequence[np.ndarray], cmap: dens.Cluster
     return out
 
 
-def _text_batches(out: Path) -> Iterator[list[str]]:
-    """The texts of the folder's ``points.parquet`` a row group at a time (never the whole column)."""
-    import pyarrow.parquet as pq
-
-    for batch in pq.ParquetFile(out / "points.parquet").iter_batches(columns=["text"], use_threads=False):
-        yield batch.column(0).to_pylist()
-
-
 def _clusters(out: Path, d: Path, config: AtlasConfig) -> None:
     """Density, the cluster levels (the default one in ``cluster.npy``) and their c-TF-IDF labels, from
     ``xy.npy`` in blocks of rows (``density.ClusterMap``: bounds and points per cell summed over blocks, then each
@@ -355,7 +347,7 @@ def _clusters(out: Path, d: Path, config: AtlasConfig) -> None:
         tally = ray_tally(out / "points.parquet", label_paths)
     else:
         tally = TermTally(labelings)
-        for texts in _text_batches(out):
+        for texts in ParquetColumn(out / "points.parquet").batches():
             tally.add(texts)
     centres = _centres(xy, labelings, cmap)
     levels = [
@@ -667,7 +659,7 @@ def _embed(run: AtlasRun, encoder, given: _Input, config: AtlasConfig, progress:
     if given.precomputed:
         _shard_vectors(given, out)
         return
-    from isoscope.encode.chunked import ParquetColumn, embed_to_npy  # torch: only when texts are embedded here
+    from isoscope.encode.chunked import embed_to_npy  # torch: only when texts are embedded here
     from isoscope.encode.embed import EmbedConfig
 
     texts = given.texts if given.shards is None else ParquetColumn(run.path / "points.parquet", "text")
@@ -790,7 +782,6 @@ def _extras(out: Path, spaces: Sequence[str], config: AtlasConfig) -> None:
     blocks of rows, as Ray tasks on that engine); the text's length in characters (code points, as ``len``) from
     ``points.parquet`` a row group at a time."""
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     n = len(_load(out / "vectors.npy", mmap=True))
     ranges = shards(n, config.shard_rows if config.engine == "ray" else CHUNK_ROWS)
@@ -798,8 +789,8 @@ def _extras(out: Path, spaces: Sequence[str], config: AtlasConfig) -> None:
         for block in map_rows(_norm_rows, [out / "vectors.npy"], ranges, engine=config.engine):
             norm.write(block)
     with NpyBlocks(out / "length.npy", (n,), np.int32) as length:
-        for b in pq.ParquetFile(out / "points.parquet").iter_batches(columns=["text"], use_threads=False):
-            length.write(pc.utf8_length(b.column(0)).to_numpy())
+        for texts in ParquetColumn(out / "points.parquet").arrays():
+            length.write(pc.utf8_length(texts).to_numpy())
     with NpyBlocks(out / "overlap.npy", (n,), np.float32) as overlap:
         if "cal" not in spaces:
             overlap.write(np.ones(n, np.float32))

@@ -5,6 +5,7 @@ shards = ParquetShards.open("corpus/", vector_column="emb")   # texts with their
 scan = shards.scan()                                          # rows kept, digest, repeats, warnings (one pass)
 for batch in shards.batches(vectors=True):                    # Batch(texts, meta, vectors (b, d) float32)
     ...
+column = ParquetColumn("atlas/points.parquet", "text")        # a column Isoscope wrote: len, rows(a, b), batches()
 
 Each file is checked as a single Parquet file is (``isoscope.data.vectors.arrow.parquet_source``: its footer, row
 groups, rows and the bytes its columns decode to, against the decode limits, before a row is read), so memory is
@@ -229,3 +230,50 @@ def _texts(arr: Any, kind: str, cell: CellBuilder) -> list[str]:
     from isoscope.data.vectors.arrow import _clean, _text_values
 
     return [_clean(v) for v in _text_values(arr, kind, cell)]
+
+
+@dataclass(frozen=True)
+class ParquetColumn:
+    """The texts of one column of a Parquet file Isoscope wrote itself (an atlas's ``points.parquet``, checked by its
+    folder's ledger), read a row group at a time: the texts of a corpus too big to hold."""
+
+    path: Path
+    column: str = "text"
+
+    def __len__(self) -> int:
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(self.path).metadata.num_rows
+
+    def arrays(self) -> Iterator[Any]:
+        """The column a row group at a time, as Arrow arrays."""
+        import pyarrow.parquet as pq
+
+        for batch in pq.ParquetFile(self.path).iter_batches(columns=[self.column], use_threads=False):
+            yield batch.column(0)
+
+    def batches(self) -> Iterator[list[str]]:
+        """The texts a row group at a time."""
+        for arr in self.arrays():
+            yield arr.to_pylist()
+
+    def __iter__(self) -> Iterator[str]:
+        for batch in self.batches():
+            yield from batch
+
+    def rows(self, start: int, stop: int) -> list[str]:
+        """The texts of rows [start, stop), reading only the row groups that hold them."""
+        import pyarrow.parquet as pq
+
+        f = pq.ParquetFile(self.path)
+        md, groups, first, row = f.metadata, [], None, 0
+        for g in range(md.num_row_groups):
+            size = md.row_group(g).num_rows
+            if row < stop and row + size > start:
+                groups.append(g)
+                first = row if first is None else first
+            row += size
+        if not groups:
+            return []
+        column = f.read_row_groups(groups, columns=[self.column], use_threads=False).column(0)
+        return column.slice(start - first, stop - start).to_pylist()

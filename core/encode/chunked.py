@@ -23,6 +23,7 @@ from pathlib import Path
 
 from isoscope.cache import PartialNpy, atomic_write_bytes, check_free, text_digest
 from isoscope.data import TextStats, stream_texts, streaming_limits
+from isoscope.data.sharded import ParquetColumn
 from isoscope.encode.embed import EmbedConfig, encode
 from isoscope.encode.models import Encoder
 from isoscope.encode.pooling import Pooling, PoolingSpec, resolve_pooling
@@ -37,43 +38,6 @@ PROGRESS_FORMAT = "isoscope-chunked-embedding"
 FORMAT_VERSION = 1
 
 # ---------------------------------------------------------------- text sources
-
-
-@dataclass(frozen=True)
-class ParquetColumn:
-    """The texts of one column of a Parquet file Isoscope wrote itself (an atlas's ``points.parquet``, checked by its
-    folder's ledger), read a row group at a time: the texts of a corpus too big to hold."""
-
-    path: Path
-    column: str = "text"
-
-    def __len__(self) -> int:
-        import pyarrow.parquet as pq
-
-        return pq.ParquetFile(self.path).metadata.num_rows
-
-    def __iter__(self) -> Iterator[str]:
-        import pyarrow.parquet as pq
-
-        for batch in pq.ParquetFile(self.path).iter_batches(columns=[self.column], use_threads=False):
-            yield from batch.column(0).to_pylist()
-
-    def rows(self, start: int, stop: int) -> list[str]:
-        """The texts of rows [start, stop), reading only the row groups that hold them."""
-        import pyarrow.parquet as pq
-
-        f = pq.ParquetFile(self.path)
-        md, groups, first, row = f.metadata, [], None, 0
-        for g in range(md.num_row_groups):
-            size = md.row_group(g).num_rows
-            if row < stop and row + size > start:
-                groups.append(g)
-                first = row if first is None else first
-            row += size
-        if not groups:
-            return []
-        column = f.read_row_groups(groups, columns=[self.column], use_threads=False).column(0)
-        return column.slice(start - first, stop - start).to_pylist()
 
 
 TextSource = Sequence[str] | str | Path | ParquetColumn  # texts, a UTF-8 .txt file (one text a line), a column
