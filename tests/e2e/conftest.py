@@ -30,14 +30,13 @@ HEALTH_TIMEOUT_S = 90.0
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the browser tests, and let each rerun at most twice: a real browser on a busy 2-core machine
-    sometimes loses a click that lands while Streamlit redraws a widget. A broken page fails every run.
-    Under pytest-xdist (`make test`) they all run in one worker, with one server and one browser."""
+    """Mark the browser tests. They are never rerun: a test that passes only on a second try is a bug to find
+    (each action waits for the runs it triggers: ``tests/e2e/browser.py``). Under pytest-xdist (`make test`) they
+    all run in one worker, with one server and one browser."""
     here = Path(__file__).parent
     for item in items:
         if here in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.e2e)
-            item.add_marker(pytest.mark.flaky(reruns=2, reruns_delay=2))
             item.add_marker(pytest.mark.xdist_group("browser"))  # `pytest -n 2 --dist loadgroup`: one worker
 
 
