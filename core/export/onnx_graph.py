@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from isoscope.errors import InputError
-from isoscope.export.provenance import ExportReport, check_exportable, measure, seal_folder
+from isoscope.export.provenance import ExportReport, check_exportable, measure, model_report, seal_folder
 
 if TYPE_CHECKING:
     from isoscope.calibrate import Calibrator
@@ -286,22 +286,11 @@ def export_onnx(
         shutil.rmtree(out, ignore_errors=True)
         raise
     words = encoder.recipe.describe() if encoder.recipe is not None and spec.name == "model" else f"{spec.name} pooling"
-    report = ExportReport(
-        out=str(out),
-        format="onnx",
-        method=calibrator.method,
-        model=encoder.name,
-        model_fingerprint=encoder.fingerprint,
-        pooling=spec.name,
-        corpus=corpus,
-        corpus_digest=corpus_digest,
-        n_fit=len(fit_vectors),
-        dim_in=int(calibrator.n_features_in_),
-        dim_out=int(want.shape[1]),
-        before=before,
-        after=after,
+    fit = (len(fit_vectors), int(calibrator.n_features_in_), int(want.shape[1]))
+    report = model_report(
+        out, "onnx", encoder=encoder, pooling=spec.name, calibrator=calibrator, fit=fit, corpus=corpus,
+        corpus_digest=corpus_digest, before=before, after=after, checks=checks,
         recipe=f"{words} -> {calibrator.method} (one ONNX graph)",
-        checks=checks,
-    )
+    )  # fmt: skip
     seal_folder(out, report, usage=USAGE.format(folder=out.name))
     return report

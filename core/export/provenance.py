@@ -84,6 +84,27 @@ class ExportReport:
         return asdict(self)
 
 
+def model_report(
+    out: Path, format: str, *, encoder, pooling: str, calibrator: Calibrator, fit: tuple[int, int, int], **numbers
+) -> ExportReport:
+    """The ``ExportReport`` of a model export (a sentence-transformers folder, an ONNX graph) of ``encoder`` with
+    ``pooling`` and ``calibrator``; ``fit``: (rows fitted on, dimension in, dimension out); ``numbers``: the
+    fields every export fills its own way (corpus, corpus_digest, before, after, recipe, checks)."""
+    n_fit, dim_in, dim_out = fit
+    return ExportReport(
+        out=str(out),
+        format=format,
+        method=calibrator.method,
+        model=encoder.name,
+        model_fingerprint=encoder.fingerprint,
+        pooling=pooling,
+        n_fit=n_fit,
+        dim_in=dim_in,
+        dim_out=dim_out,
+        **numbers,
+    )
+
+
 def _version() -> str:
     from isoscope import __version__
 

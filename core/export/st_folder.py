@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from isoscope.errors import InputError
 from isoscope.export.affine import AffineMap, affine_map
-from isoscope.export.provenance import ExportReport, check_exportable, measure, seal_folder
+from isoscope.export.provenance import ExportReport, check_exportable, measure, model_report, seal_folder
 
 if TYPE_CHECKING:
     import numpy as np
@@ -156,22 +156,11 @@ def export_sentence_transformers(
         except BaseException:
             shutil.rmtree(out, ignore_errors=True)
             raise
-    report = ExportReport(
-        out=str(out),
-        format="sentence-transformers",
-        method=calibrator.method,
-        model=encoder.name,
-        model_fingerprint=encoder.fingerprint,
-        pooling=spec.name,
-        corpus=corpus,
-        corpus_digest=corpus_digest,
-        n_fit=len(fit_vectors),
-        dim_in=affine.d_in,
-        dim_out=affine.d_out,
-        before=before,
-        after=after,
-        recipe=words,
-    )
+    fit = (len(fit_vectors), affine.d_in, affine.d_out)
+    report = model_report(
+        out, "sentence-transformers", encoder=encoder, pooling=spec.name, calibrator=calibrator, fit=fit,
+        corpus=corpus, corpus_digest=corpus_digest, before=before, after=after, recipe=words,
+    )  # fmt: skip
     seal_folder(out, report, usage=USAGE.format(folder=out.name))
     log.info("exported %s + %s to %s", encoder.name, calibrator.method, out)
     return report
