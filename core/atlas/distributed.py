@@ -35,14 +35,16 @@ Every shard's files are written atomically and recorded in the parts folder's ow
 (``isoscope.atlas.folder.Ledger`` rooted there), so a rerun after a killed worker or driver computes only the
 shards missing; the parts folder goes when the stage's files are complete. Memory: a task holds its shard (rows x
 d x 4 bytes of vectors, rows x k x 8 of graph) and the pages it reads of the memory-mapped lists; the driver holds
-the landmark sample and the layout (n x 9 bytes: xy and placed); a refinement task copies the layout (n x 8
-bytes: UMAP's kernels refuse the read-only snapshot), the one part of a task that grows with n. The folder must be
+the landmark sample and, while rows are placed, the layout (n x 9 bytes: xy and placed); a refinement task maps
+the layout's snapshot file copy-on-write and never writes it (its pages are the file's, not the task's), and the
+driver writes the refined shards to disk in row order; the clusters' tasks hold a shard of xy. The folder must be
 on a filesystem every node sees (tasks read ``vectors.npy`` and write their shards there).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import math
@@ -452,11 +454,14 @@ def _place_shard(ids_path: str, dist_path: str, start: int, stop: int, xy: np.nd
 
 
 def _refine_shard(
-    ids_path: str, dist_path: str, start: int, stop: int, xy: np.ndarray, fixed: np.ndarray, epochs: int, seed: int
+    ids_path: str, dist_path: str, start: int, stop: int, snapshot: str, fixed: np.ndarray, epochs: int, seed: int
 ) -> np.ndarray:
-    """Rows [start, stop) after ``epochs`` epochs of UMAP's optimiser against the snapshot ``xy`` (n, 2), the
-    ``fixed`` rows (n,) bool kept: their fuzzy memberships (UMAP's smooth_knn_dist) as directed edges to their
-    neighbours, negative samples from every row, the other rows not moved (``move_other=False``)."""
+    """Rows [start, stop) after ``epochs`` epochs of UMAP's optimiser against the layout in the .npy ``snapshot``
+    (n, 2), the ``fixed`` rows (n,) bool kept: their fuzzy memberships (UMAP's smooth_knn_dist) as directed edges
+    to their neighbours, negative samples from every row, the other rows not moved (``move_other=False``). The
+    snapshot is memory-mapped copy-on-write: writable, as UMAP's numba kernels require, but never written (the
+    other rows do not move), so its pages stay the file's: a task's memory is its shard's, whatever n."""
+    xy = np.asarray(np.load(snapshot, mmap_mode="c", allow_pickle=False))  # (n, 2)
     from isoscope.atlas.layout import REFINE_LEARNING_RATE, UMAP_MIN_DIST
     from isoscope.neighbours.umap_jit import import_umap
 
@@ -480,7 +485,7 @@ def _refine_shard(
     rng_state = np.random.RandomState(seed + start).randint(np.iinfo(np.int32).min + 1, np.iinfo(np.int32).max - 1, 3)
     return optimize_layout_euclidean(
         head_xy,
-        np.array(xy, np.float32),  # a copy: UMAP's numba kernels refuse the read-only snapshot Ray maps (n x 8 bytes)
+        xy,
         head,
         tail,
         epochs,
@@ -549,13 +554,16 @@ def ray_layout(vectors_path: Path, space_dir: Path, config, *, progress: Progres
     for r in range(REFINE_ROUNDS):
         name = f"refined-{r}.npy"
         if not parts.done(f"refined-{r}", [name], [parts.path(last)]):
-            snapshot = ray.put(_load(parts.path(last), False))
-            args = [
-                (str(ids_path), str(dist_path), s, e, snapshot, fixed_ref, REFINE_EPOCHS // REFINE_ROUNDS, seed + r)
+            snapshot = str(parts.path(last))  # every task maps the file: nobody holds the layout
+            refs = [
+                task.remote(
+                    str(ids_path), str(dist_path), s, e, snapshot, fixed_ref, REFINE_EPOCHS // REFINE_ROUNDS, seed + r
+                )
                 for s, e in ranges
             ]
-            xy = np.concatenate(ray.get([task.remote(*a) for a in args]))
-            atomic_save_npy(parts.path(name), xy)
+            with NpyBlocks(parts.path(name), (n, 2), np.float32) as out:
+                for ref in refs:  # in row order, one shard in memory at a time
+                    out.write(ray.get(ref))
             parts.record(f"refined-{r}", [name], [parts.path(last)])
         last = name
         _report(progress, 3, 4)
@@ -592,7 +600,7 @@ def ray_tally(points_path: Path, label_paths: list[Path], *, groups_per_task: in
     bounds = starts[::groups_per_task].tolist() + ([] if md.num_row_groups % groups_per_task == 0 else [starts[-1]])
     paths = [str(p) for p in label_paths]
     task = _remote(_tally_rows)
-    parts = ray.get([task.remote(str(points_path), int(a), int(b), paths) for a, b in zip(bounds, bounds[1:])])
+    parts = ray.get([task.remote(str(points_path), int(a), int(b), paths) for a, b in itertools.pairwise(bounds)])
     total = TermTally([_load(p) for p in paths])
     for part in parts:
         total.merge(part)

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from isoscope.atlas import pyramid
 from isoscope.atlas.folder import Ledger
 from isoscope.atlas.pipeline import STAGES, AtlasConfig, build_atlas, planned_stages
-from isoscope.atlas import pyramid
 from isoscope.atlas.pyramid import TOP_LEVEL, cluster_codes, read_tile, render_levels, tile_rel, top_files
 from isoscope.atlas.synthetic import synthetic_corpus
 
