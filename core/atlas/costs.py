@@ -182,12 +182,11 @@ class AtlasPlan:
         return asdict(self)
 
 
-def ray_task_bytes(shard_rows: int, n_rows: int, dim: int, *, k: int) -> int:
+def ray_task_bytes(shard_rows: int, dim: int, *, k: int) -> int:
     """One Ray task's peak: its shard's unit vectors (rows x d x 4) and graph rows ((k + 1) x 8 bytes each, and the
-    search's candidates as many again), plus the layout (n x 9 bytes: xy and placed, mapped from Ray's object store;
-    a refinement task copies xy, since UMAP's numba kernels refuse read-only arrays): the one part that grows
-    with n, 8 bytes a row."""
-    return int(PEAK_BASE_BYTES + shard_rows * (4 * dim + 2 * (k + 1) * 8) + n_rows * 9)
+    search's candidates as many again). Nothing grows with n: the layout's snapshots, the vectors and the lists are
+    files the task maps (pages of the page cache, not its own memory)."""
+    return int(PEAK_BASE_BYTES + shard_rows * (4 * dim + 2 * (k + 1) * 8))
 
 
 def atlas_plan(
@@ -214,8 +213,8 @@ def atlas_plan(
     sample = min(landmarks, n_rows) if landmarks > 0 else n_rows
     per_row = RAY_GRAPH_CORE_S * dim * math.sqrt(n_rows) + RAY_LAYOUT_CORE_S
     seconds = spaces * (n_rows * per_row / max(1, workers) + sample * LANDMARK_S_PER_ROW + 2 * RAY_STAGE_OVERHEAD_S)
-    driver = int(PEAK_BASE_BYTES + sample * (4 * dim + (k + 1) * EDGE_BYTES) + n_rows * 9)
-    task = ray_task_bytes(rows, n_rows, dim, k=k)
+    driver = int(PEAK_BASE_BYTES + sample * (4 * dim + (k + 1) * EDGE_BYTES) + rows * 9)  # the landmarks, a shard
+    task = ray_task_bytes(rows, dim, k=k)
     return AtlasPlan(engine, n_rows, dim, spaces, count, rows, workers, task, driver, seconds)
 
 

@@ -35,9 +35,11 @@ Every shard's files are written atomically and recorded in the parts folder's ow
 (``isoscope.atlas.folder.Ledger`` rooted there), so a rerun after a killed worker or driver computes only the
 shards missing; the parts folder goes when the stage's files are complete. Memory: a task holds its shard (rows x
 d x 4 bytes of vectors, rows x k x 8 of graph) and the pages it reads of the memory-mapped lists; the driver holds
-the landmark sample and, while rows are placed, the layout (n x 9 bytes: xy and placed); a refinement task maps
-the layout's snapshot file copy-on-write and never writes it (its pages are the file's, not the task's), and the
-driver writes the refined shards to disk in row order; the clusters' tasks hold a shard of xy. The folder must be
+the landmark sample and a shard at a time: each placement pass reads a snapshot of the layout on disk
+(``{pass}-xy.npy``, ``{pass}-placed.npy``: tasks read their rows' neighbours from it, memory-mapped) and the driver
+writes the next one shard by shard; a refinement task maps the layout's snapshot file copy-on-write and never
+writes it (its pages are the file's, not the task's), and the driver writes the refined shards to disk in row
+order; the clusters' tasks hold a shard of xy. The folder must be
 on a filesystem every node sees (tasks read ``vectors.npy`` and write their shards there).
 """
 
@@ -440,10 +442,12 @@ def _report(progress: ProgressFn | None, done: int, total: int) -> None:
 # ---------------------------------------------------------------- the layout
 
 
-def _place_shard(ids_path: str, dist_path: str, start: int, stop: int, xy: np.ndarray, placed: np.ndarray):
-    """One placement pass over rows [start, stop): (global rows placed now, their positions (r, 2))."""
+def _place_shard(ids_path: str, dist_path: str, start: int, stop: int, xy_path: str, placed_path: str):
+    """One placement pass over rows [start, stop) against the layout so far (``xy_path`` (n, 2), ``placed_path``
+    (n,) bool, memory-mapped: the task reads its rows' neighbours): (global rows placed now, their positions (r, 2))."""
     from isoscope.atlas.layout import graph_weights, place_rows
 
+    xy, placed = _load(xy_path), _load(placed_path)
     rows = start + np.flatnonzero(~placed[start:stop])
     if len(rows) == 0:
         return rows, np.zeros((0, 2), np.float32)
@@ -457,11 +461,11 @@ def _refine_shard(
     ids_path: str, dist_path: str, start: int, stop: int, snapshot: str, fixed: np.ndarray, epochs: int, seed: int
 ) -> np.ndarray:
     """Rows [start, stop) after ``epochs`` epochs of UMAP's optimiser against the layout in the .npy ``snapshot``
-    (n, 2), the ``fixed`` rows (n,) bool kept: their fuzzy memberships (UMAP's smooth_knn_dist) as directed edges
-    to their neighbours, negative samples from every row, the other rows not moved (``move_other=False``). The
-    snapshot is memory-mapped copy-on-write: writable, as UMAP's numba kernels require, but never written (the
-    other rows do not move), so its pages stay the file's: a task's memory is its shard's, whatever n."""
-    xy = np.asarray(np.load(snapshot, mmap_mode="c", allow_pickle=False))  # (n, 2)
+    (n, 2), the ``fixed`` rows (sorted row numbers: the landmarks) kept: their fuzzy memberships (UMAP's
+    smooth_knn_dist) as directed edges to their neighbours, negative samples from every row, the other rows not
+    moved (``move_other=False``). The snapshot is memory-mapped copy-on-write: writable, as UMAP's numba kernels
+    require, but never written (the other rows do not move), so its pages stay the file's: a task's memory is its
+    shard's, whatever n."""
     from isoscope.atlas.layout import REFINE_LEARNING_RATE, UMAP_MIN_DIST
     from isoscope.neighbours.umap_jit import import_umap
 
@@ -469,8 +473,12 @@ def _refine_shard(
     from umap.layouts import optimize_layout_euclidean
     from umap.umap_ import compute_membership_strengths, find_ab_params, make_epochs_per_sample, smooth_knn_dist
 
+    xy = np.asarray(np.load(snapshot, mmap_mode="c", allow_pickle=False))  # (n, 2)
     head_xy = np.array(xy[start:stop], np.float32)  # (m, 2)
-    move = np.flatnonzero(~fixed[start:stop])  # local rows that move
+    lo, hi = np.searchsorted(fixed, [start, stop])
+    still = np.zeros(stop - start, bool)
+    still[fixed[lo:hi] - start] = True
+    move = np.flatnonzero(~still)  # local rows that move
     if len(move) == 0 or epochs < 1:
         return head_xy
     ids = np.asarray(_load(ids_path)[start:stop][move], np.int32)  # (r, k)
@@ -499,6 +507,81 @@ def _refine_shard(
     )
 
 
+def _snapshot(parts: _Parts, name: str, n: int, blocks: Iterator[tuple[np.ndarray, np.ndarray]]) -> None:
+    """The layout so far as two files of ``parts``: ``{name}-xy.npy`` (n, 2) float32 and ``{name}-placed.npy`` (n,)
+    bool, written from ``blocks``: (xy, placed) of consecutive rows, in row order."""
+    with (
+        NpyBlocks(parts.path(f"{name}-xy.npy"), (n, 2), np.float32) as xy,
+        NpyBlocks(parts.path(f"{name}-placed.npy"), (n,), bool) as placed,
+    ):
+        for a, b in blocks:
+            xy.write(a)
+            placed.write(b)
+
+
+def _anchored(ranges, rows: np.ndarray, anchor_xy: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The first snapshot's blocks: the landmarks ``rows`` (sorted) at ``anchor_xy``, nothing else placed."""
+    for start, stop in ranges:
+        xy, placed = np.zeros((stop - start, 2), np.float32), np.zeros(stop - start, bool)
+        lo, hi = np.searchsorted(rows, [start, stop])
+        xy[rows[lo:hi] - start], placed[rows[lo:hi] - start] = anchor_xy[lo:hi], True
+        yield xy, placed
+
+
+def _passed(old: tuple[np.ndarray, np.ndarray], ranges, refs, counts: list[int]):
+    """The next snapshot's blocks: the ``old`` one's (xy, placed) with the rows each shard's task placed (``refs``, in
+    row order, fetched one at a time); how many each placed goes to ``counts``."""
+    import ray
+
+    for (start, stop), ref in zip(ranges, refs, strict=True):
+        got, pos = ray.get(ref)  # the shard's rows placed in this pass, their positions
+        xy, placed = np.array(old[0][start:stop]), np.array(old[1][start:stop])
+        xy[got - start], placed[got - start] = pos, True
+        counts.append(len(got))
+        yield xy, placed
+
+
+def _place(parts: _Parts, ids_path: Path, dist_path: Path, ranges, rows: np.ndarray, anchor_xy: np.ndarray, vectors):
+    """Every row placed (``placed.npy`` (n, 2) in ``parts``): the landmarks ``rows`` at ``anchor_xy``, then passes of
+    shard tasks, each placing the rows with a placed neighbour from a snapshot of the layout on disk (Jacobi, as
+    ``layout.place_from_graph``), then the rows no landmark reaches by their nearest landmarks. The driver holds a
+    shard at a time, the tasks their rows and the neighbours they read from the memory-mapped snapshot."""
+    from isoscope.atlas.layout import PLACE_PASSES, place_by_vectors
+
+    n = ranges[-1][1]
+    current = "pass-a"  # the snapshot the tasks read; the next is written beside it, then read in turn
+    _snapshot(parts, current, n, _anchored(ranges, rows, anchor_xy))
+    left = n - len(rows)  # rows not placed yet
+    task = _remote(_place_shard)
+    for _ in range(PLACE_PASSES):
+        if left == 0:
+            break
+        read = [str(parts.path(f"{current}-xy.npy")), str(parts.path(f"{current}-placed.npy"))]
+        refs = [task.remote(str(ids_path), str(dist_path), s, e, *read) for s, e in ranges]
+        counts: list[int] = []
+        current = "pass-b" if current == "pass-a" else "pass-a"
+        _snapshot(parts, current, n, _passed((_load(read[0]), _load(read[1])), ranges, refs, counts))
+        left -= sum(counts)
+        if sum(counts) == 0:
+            break
+    xy, placed = _load(parts.path(f"{current}-xy.npy")), _load(parts.path(f"{current}-placed.npy"))
+    islands = np.concatenate([s + np.flatnonzero(~placed[s:e]) for s, e in ranges])  # (r,) sorted
+    at = np.zeros((0, 2), np.float32)
+    if len(islands):
+        log.info("%d rows reach no landmark in the graph; placed by their nearest landmarks", len(islands))
+        k = int(_load(ids_path).shape[1])
+        at = place_by_vectors(vectors, islands, anchors=rows, anchor_xy=anchor_xy, k=k - 1)
+    with NpyBlocks(parts.path("placed.npy"), (n, 2), np.float32) as out:
+        for s, e in ranges:
+            block = np.array(xy[s:e])
+            lo, hi = np.searchsorted(islands, [s, e])
+            block[islands[lo:hi] - s] = at[lo:hi]
+            out.write(block)
+    for name in ("pass-a", "pass-b"):
+        for suffix in ("-xy.npy", "-placed.npy"):
+            parts.path(name + suffix).unlink(missing_ok=True)
+
+
 def ray_layout(vectors_path: Path, space_dir: Path, config, *, progress: ProgressFn | None = None) -> None:
     """The UMAP layout of the space in ``space_dir`` (its graph files there) into ``xy.npy`` (n, 2) float32:
     landmarks on the driver, placement and refinement of the rest in shard tasks (module docstring); ``config``
@@ -506,7 +589,7 @@ def ray_layout(vectors_path: Path, space_dir: Path, config, *, progress: Progres
     seed, landmarks, shard_rows = config.seed, config.landmarks, config.shard_rows
     import ray
 
-    from isoscope.atlas.layout import PLACE_PASSES, REFINE_EPOCHS, landmark_anchors, place_by_vectors, umap_layout
+    from isoscope.atlas.layout import REFINE_EPOCHS, landmark_anchors, umap_layout
 
     vectors = _load(vectors_path)
     ids_path, dist_path = space_dir / "knn_ids.npy", space_dir / "knn_dist.npy"
@@ -526,29 +609,10 @@ def ray_layout(vectors_path: Path, space_dir: Path, config, *, progress: Progres
     _report(progress, 1, 4)
     ranges = shards(n, shard_rows)
     if not parts.done("placed", ["placed.npy"], [parts.path("anchor_xy.npy")]):
-        xy = np.zeros((n, 2), np.float32)
-        placed = np.zeros(n, bool)
-        xy[rows], placed[rows] = anchor_xy, True
-        task = _remote(_place_shard)
-        for _ in range(PLACE_PASSES):
-            if placed.all():
-                break
-            xy_ref, placed_ref = ray.put(xy), ray.put(placed)
-            found = ray.get([task.remote(str(ids_path), str(dist_path), s, e, xy_ref, placed_ref) for s, e in ranges])
-            new = np.concatenate([f[0] for f in found])
-            if len(new) == 0:
-                break
-            xy[new], placed[new] = np.concatenate([f[1] for f in found]), True  # Jacobi, as place_from_graph
-        if not placed.all():
-            islands = np.flatnonzero(~placed)
-            log.info("%d rows reach no landmark in the graph; placed by their nearest landmarks", len(islands))
-            xy[islands] = place_by_vectors(vectors, islands, anchors=rows, anchor_xy=anchor_xy, k=k - 1)
-        atomic_save_npy(parts.path("placed.npy"), xy)
+        _place(parts, ids_path, dist_path, ranges, rows, anchor_xy, vectors)
         parts.record("placed", ["placed.npy"], [parts.path("anchor_xy.npy")])
     _report(progress, 2, 4)
-    fixed = np.zeros(n, bool)
-    fixed[rows] = True
-    fixed_ref = ray.put(fixed)
+    fixed_ref = ray.put(rows)  # the landmarks (sorted), kept where UMAP put them
     last = "placed.npy"
     task = _remote(_refine_shard)
     for r in range(REFINE_ROUNDS):

@@ -120,10 +120,11 @@ class TermTally:
         labels = self.labelings[which]
         if self.start != 0 or self.row != len(labels):
             raise ValueError(f"rows {self.start}-{self.row} counted for {len(labels)} labels")
-        clusters = np.unique(labels[labels >= 0])
+        sizes = _sizes(labels)  # (C,) texts per cluster
+        clusters = np.flatnonzero(sizes)
         if len(clusters) == 0:
             return {}
-        n_clusters = int(clusters.max()) + 1
+        n_clusters = len(sizes)
         parts = self.parts[which]
         r, c, d = (np.concatenate([p[i] for p in parts]) for i in range(3))
         counts = csr_matrix((d, (r, c)), shape=(n_clusters, len(self.index)))  # (C, v), duplicates summed
@@ -132,7 +133,6 @@ class TermTally:
         for w, j in self.index.items():
             vocab[j] = w
         vocab = vocab.astype(str)
-        sizes = np.bincount(labels[labels >= 0], minlength=n_clusters)  # (C,)
         per_cluster = np.asarray(counts.sum(axis=1)).ravel()  # (C,) word occurrences
         mean = per_cluster[sizes > 0].mean()
         out: dict[int, list[str]] = {}
@@ -145,6 +145,19 @@ class TermTally:
             best = np.lexsort((vocab[cols], -score))[:top]
             out[k] = [str(vocab[cols[j]]) for j in best]
         return out
+
+
+def _sizes(labels: np.ndarray, chunk: int = 1 << 20) -> np.ndarray:
+    """Rows per cluster (max + 1,) int64 of ``labels`` (n,) (-1 = none; a memory map is read ``chunk`` rows at a
+    time, never copied whole)."""
+    sizes = np.zeros(0, np.int64)
+    for start in range(0, len(labels), chunk):
+        c = np.asarray(labels[start : start + chunk])
+        counts = np.bincount(c[c >= 0])
+        if len(counts) > len(sizes):
+            sizes = np.concatenate([sizes, np.zeros(len(counts) - len(sizes), np.int64)])
+        sizes[: len(counts)] += counts
+    return sizes
 
 
 def top_words(texts: Sequence[str], labels: np.ndarray, top: int = LABEL_WORDS) -> dict[int, list[str]]:

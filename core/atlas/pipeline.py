@@ -301,7 +301,7 @@ def _centres(xy: np.ndarray, labelings: Sequence[np.ndarray], cmap: dens.Cluster
     """Each level's cluster centres (C, 2): the median of its points among a seeded sample of ``CENTRE_SAMPLE``
     rows (every row below that), or its cells' weighted centre when the sample holds none of them."""
     rows = sample_indices(len(xy), CENTRE_SAMPLE, 0)  # (s,) sorted: reads the memory maps in order
-    pts = np.asarray(xy[rows], np.float64)  # (s, 2)
+    pts = np.asarray(xy[rows])  # (s, 2) float32: the median of float32 coordinates, as a full-size sample takes it
     out = []
     for which, labels in enumerate(labelings):
         lab = np.asarray(labels[rows])  # (s,)
