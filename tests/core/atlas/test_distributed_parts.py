@@ -37,8 +37,11 @@ def test_placement_shard_by_shard_is_place_from_graph(tmp_path):
     xy = np.zeros((1_200, 2), np.float32)
     placed = np.zeros(1_200, bool)
     xy[anchors], placed[anchors] = anchor_xy, True
+    snapshot = [str(tmp_path / "xy.npy"), str(tmp_path / "placed.npy")]  # what the tasks map
+    atomic_save_npy(tmp_path / "xy.npy", xy)
+    atomic_save_npy(tmp_path / "placed.npy", placed)
     found = [
-        dist._place_shard(str(tmp_path / "ids.npy"), str(tmp_path / "dist.npy"), s, e, xy, placed)
+        dist._place_shard(str(tmp_path / "ids.npy"), str(tmp_path / "dist.npy"), s, e, *snapshot)
         for s, e in dist.shards(1_200, 500)
     ]
     rows = np.concatenate([f[0] for f in found])
@@ -54,13 +57,18 @@ def test_the_refinement_moves_only_the_rows_not_fixed(tmp_path):
     atomic_save_npy(tmp_path / "ids.npy", ids)
     atomic_save_npy(tmp_path / "dist.npy", d)
     xy = np.random.default_rng(2).normal(size=(600, 2)).astype(np.float32)
+    atomic_save_npy(tmp_path / "xy.npy", xy)
+    snapshot = str(tmp_path / "xy.npy")  # mapped copy-on-write by the task, never written
+    landmarks = np.arange(0, 600, 3)
     fixed = np.zeros(600, bool)
-    fixed[::3] = True
-    out = dist._refine_shard(str(tmp_path / "ids.npy"), str(tmp_path / "dist.npy"), 100, 400, xy, fixed, 20, 0)
+    fixed[landmarks] = True
+    ids_path, dist_path = str(tmp_path / "ids.npy"), str(tmp_path / "dist.npy")
+    out = dist._refine_shard(ids_path, dist_path, 100, 400, snapshot, landmarks, 20, 0)
     assert out.shape == (300, 2) and np.isfinite(out).all()
+    np.testing.assert_array_equal(np.load(snapshot), xy)  # the other rows did not move, on disk either
     np.testing.assert_array_equal(out[fixed[100:400]], xy[100:400][fixed[100:400]])
     assert (np.abs(out[~fixed[100:400]] - xy[100:400][~fixed[100:400]]).sum(axis=1) > 0).mean() > 0.9
-    again = dist._refine_shard(str(tmp_path / "ids.npy"), str(tmp_path / "dist.npy"), 100, 400, xy, fixed, 20, 0)
+    again = dist._refine_shard(ids_path, dist_path, 100, 400, snapshot, landmarks, 20, 0)
     np.testing.assert_array_equal(out, again)  # seeded: the same shard gives the same rows
 
 
