@@ -605,7 +605,7 @@ def _run_stages(run, encoder, given: _Input, config: AtlasConfig, progress: Stag
     extra_in = [out / "vectors.npy", *([out / s / "knn_ids.npy" for s in spaces] if "cal" in spaces else [])]
     extra_out = [out / f for f in ("norm.npy", "length.npy", "overlap.npy")]
     stage("extras", [*extra_in, out / "points.parquet"], extra_out, lambda: _extras(out, spaces, config))
-    stage("index", *_index_files(out, spaces), lambda: _index(out, spaces))
+    stage("index", *_index_files(out, spaces), lambda: _index(out, spaces, config))
     _, index_out = _index_files(out, spaces)  # the tiles draw the index's points, the clusters' colours and contours
     drawn = [out / s / f for s in spaces for f in ("clusters.json", "cluster.npy", "density.npy", "grid.npy")]
     tile_out = [p for s in spaces for p in stage_files(out, s)]
@@ -632,12 +632,18 @@ def _index_files(out: Path, spaces: Sequence[str]) -> tuple[list[Path], list[Pat
     return inputs, [out / s / f for s in spaces for f in INDEX_FILES]
 
 
-def _index(out: Path, spaces: Sequence[str]) -> None:
+def _index(out: Path, spaces: Sequence[str], config: AtlasConfig) -> None:
     """Each space's points in Morton order on disk (``isoscope.atlas.spatial.write_index``) over the world
-    around its bounds: the server reads a tile's points from memory maps instead of sorting n points."""
+    around its bounds: the server reads a tile's points from memory maps instead of sorting n points. On the ray
+    engine a sample sort in tasks (``distributed.ray_index``: the same files, no process sorting n points)."""
     for s in spaces:
-        bounds = json.loads((out / s / "clusters.json").read_bytes())["bounds"]
-        write_index(out / s, _load(out / s / "xy.npy", mmap=True), World.around(bounds))
+        world = World.around(json.loads((out / s / "clusters.json").read_bytes())["bounds"])
+        if config.engine == "ray":
+            from isoscope.atlas.distributed import ray_index
+
+            ray_index(out / s, world, shard_rows=config.shard_rows)
+        else:
+            write_index(out / s, _load(out / s / "xy.npy", mmap=True), world)
 
 
 def _space_vectors(out: Path, space: str) -> Path:

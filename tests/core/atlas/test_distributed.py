@@ -98,6 +98,29 @@ def test_the_ray_engines_clusters_are_the_ones_computed_in_process(built, tmp_pa
     assert len(meta["levels"]) == 3 and meta["clusters"] and all(c["words"] for c in meta["clusters"])
 
 
+def test_the_ray_engines_spatial_index_is_the_one_sorted_in_process(built, tmp_path):
+    """The index stage ran as a sample sort in Ray tasks (4 shards of keys, 4 groups): its four files are byte for
+    byte ``spatial.write_index``'s, which sorts every point in one process; again with groups of 700 rows (12
+    groups, several of them cut inside a shard)."""
+    import shutil
+
+    from isoscope.atlas.distributed import ray_index
+    from isoscope.atlas.spatial import INDEX_FILES, World, write_index
+
+    root, ray_run, _ = built
+    assert "index" in ray_run.computed
+    copy = tmp_path / "copy"
+    shutil.copytree(root / "ray" / "raw", copy)
+    world = World.around(json.loads((copy / "clusters.json").read_text())["bounds"])
+    write_index(copy, np.load(copy / "xy.npy"), world)
+    for name in INDEX_FILES:
+        assert (copy / name).read_bytes() == (root / "ray" / "raw" / name).read_bytes(), name
+    ray_index(copy, world, shard_rows=700)
+    for name in INDEX_FILES:
+        assert (copy / name).read_bytes() == (root / "ray" / "raw" / name).read_bytes(), name
+    assert not (copy / "index.parts").exists()
+
+
 def test_the_ivf_graph_has_recall_at_15_of_095_against_exact_search(built, data):
     root, _, _ = built
     _, vectors = data
