@@ -609,6 +609,8 @@ def ray_layout(vectors_path: Path, space_dir: Path, config, *, progress: Progres
         atomic_save_npy(parts.path("anchor_xy.npy"), anchor_xy)
         parts.record("anchors", ["anchors.npy", "anchor_xy.npy"])
     rows, anchor_xy = _load(parts.path("anchors.npy"), False), _load(parts.path("anchor_xy.npy"), False)
+    order = np.argsort(rows, kind="stable")  # sorted (as sampled): the shards find theirs by binary search
+    rows, anchor_xy = rows[order], anchor_xy[order]
     _report(progress, 1, 4)
     ranges = shards(n, shard_rows)
     if not parts.done("placed", ["placed.npy"], [parts.path("anchor_xy.npy")]):
