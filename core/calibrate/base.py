@@ -40,7 +40,7 @@ CALIBRATORS: dict[str, type[Calibrator]] = {}
 # process whatever was imported before (the module is imported by name, as the command line imports commands)
 BUILTIN_CALIBRATORS: dict[str, str] = {
     **dict.fromkeys(
-        ("Identity", "Whitening", "StandardNormalization", "AllButTheTop", "Chain"), "isoscope.calibrate.linear"
+        ("Identity", "Centering", "Whitening", "StandardNormalization", "AllButTheTop", "Chain"), "isoscope.calibrate.linear"
     ),
     "Flow": "isoscope.calibrate.flow",
 }
