@@ -56,7 +56,31 @@ def calibrator_from_args(args: argparse.Namespace, method: str) -> Calibrator:
     return make_calibrator(method, flow=flow)
 
 
+class ListMethods(argparse.Action):
+    """``--methods``: print every calibration choice and what it does (from the registered classes), then exit."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object, option=None):
+        from isoscope.calibrate.methods import methods_table, params_table
+        from isoscope.errors import printable
+
+        table, params = methods_table(), params_table()
+        width = max(len(name) for name, _ in [*table, *params])
+        lines = [f"{choice:<{width}}  {words}" for choice, words in table]
+        lines += ["", "parameters (NAME:VALUE,... in this order, or NAME:PARAM=VALUE):"]
+        lines += [f"{name:<{width}}  {words}" for name, words in params]
+        print("\n".join(printable(line) for line in lines))
+        parser.exit()
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--methods",
+        action=ListMethods,
+        help="list every calibration method (Isoscope's and those of installed plugins) with what it does, and exit",
+    )
     p.add_argument(
         "--input",
         default=None,

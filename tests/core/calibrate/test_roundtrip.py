@@ -11,13 +11,13 @@ import sys
 
 import numpy as np
 
-from isoscope.calibrate import CALIBRATION_METHODS, METHOD_NAMES, Flow, make_calibrator, parse_method
+from isoscope.calibrate import Flow, calibration_methods, make_calibrator, method_names, parse_method
 from isoscope.calibrate.methods import fill_placeholder, placeholder
 from tests.core.calibrate.synthetic import distorted_gaussian
 
 # every choice of the grammar, its number filled in, and chains of the steps that take none
 METHODS = (
-    *(fill_placeholder(c, 3) if placeholder(c) else c for c in CALIBRATION_METHODS),
+    *(fill_placeholder(c, 3) if placeholder(c) else c for c in calibration_methods()),
     "centre+whitening:4",
     "sn+centre",
     "flow+abtt:1",
@@ -32,7 +32,7 @@ np.save(sys.argv[2] + ".npy", load_calibrator(sys.argv[2]).transform(np.load(sys
 
 
 def test_the_methods_cover_the_grammar():
-    assert {step.name for m in METHODS for step in parse_method(m).steps} == set(METHOD_NAMES)
+    assert {step.name for m in METHODS for step in parse_method(m).steps} == set(method_names())
 
 
 def test_every_method_round_trips_through_a_new_process(tmp_path):
