@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from isoscope.calibrate.base import FittedMap, Param
 
 FAMILY = "calibrator"
+KINDS = {"calibrator": "calibration method"}  # a family's methods in words (default: the family's name)
 
 
 def methods_help() -> str:
@@ -46,6 +47,7 @@ class MethodStep:
     name: str
     args: tuple[tuple[str, Any], ...] = ()
     first: str = ""
+    family: str = FAMILY
 
     def __str__(self) -> str:
         parts = [_text(v) if k == self.first else f"{k}={_text(v)}" for k, v in self.args]
@@ -56,7 +58,7 @@ class MethodStep:
 
     @property
     def cls(self) -> type[FittedMap]:
-        return _class(self.name, self.name)
+        return _class(self.name, self.name, self.family)
 
 
 @dataclass(frozen=True)
@@ -99,25 +101,26 @@ def format_step(name: str, arguments: tuple[Param, ...], values: dict[str, Any])
     return str(MethodStep(name, tuple((p.name, values[p.name]) for p in arguments if p.name in values), first))
 
 
-def _unknown(method: str) -> InputError:
-    return InputError(f"unknown calibration method '{method[:80]}'; valid choices: {', '.join(calibration_methods())}")
+def _unknown(method: str, family: str) -> InputError:
+    valid = ", ".join(choices(family))
+    return InputError(f"unknown {KINDS.get(family, family)} '{method[:80]}'; valid choices: {valid}")
 
 
-def _class(name: str, method: str) -> type[FittedMap]:
+def _class(name: str, method: str, family: str) -> type[FittedMap]:
     from isoscope.calibrate import registry
 
-    cls = registry.lookup(FAMILY, name)
+    cls = registry.lookup(family, name)
     if cls is None:
-        raise _unknown(method)
+        raise _unknown(method, family)
     return cls
 
 
-def _split(method: str) -> list[tuple[str, str]]:
+def _split(method: str, family: str = FAMILY) -> list[tuple[str, str]]:
     """``method`` as its steps' (name, text after ':'); InputError for an empty step."""
     text = str(method).strip()
     parts = [part.strip() for part in text.split("+")]
     if not text or any(not part for part in parts):
-        raise _unknown(text)
+        raise _unknown(text, family)
     return [(name.strip().lower(), arg.strip()) for name, _, arg in (part.partition(":") for part in parts)]
 
 
@@ -149,80 +152,85 @@ def _values(cls: type[FittedMap], method: str, text: str) -> dict[str, str]:
     return out
 
 
-def _step(method: str, name: str, text: str) -> MethodStep:
-    cls = _class(name, method)
+def _step(method: str, name: str, text: str, family: str) -> MethodStep:
+    cls = _class(name, method, family)
     values = _values(cls, method, text) if text else {}
     args = tuple((p.name, p.parse(values[p.name], method)) for p in cls.arguments if p.name in values)
-    return MethodStep(cls.name, args, cls.arguments[0].name if cls.arguments else "")
+    return MethodStep(cls.name, args, cls.arguments[0].name if cls.arguments else "", family)
 
 
-def parse_method(method: str | MethodSpec) -> MethodSpec:
+def parse_method(method: str | MethodSpec, *, family: str = FAMILY) -> MethodSpec:
     """The one parser of method strings: ``"sn+abtt:3"`` -> ``MethodSpec`` (a ``MethodSpec`` is returned as is).
 
     InputError (one line) for anything else: an unknown name lists the valid choices, a bad value says what it
-    should be.
+    should be. ``family``: whose names (calibrators; ``adapter`` for ``isoscope.migrate``).
     """
     if isinstance(method, MethodSpec):
         return method
     text = str(method).strip()
-    return MethodSpec(tuple(_step(text, name, arg) for name, arg in _split(text)))
+    return MethodSpec(tuple(_step(text, name, arg, family) for name, arg in _split(text, family)))
+
+
+def choices(family: str = FAMILY) -> tuple[str, ...]:
+    """The choices a selector offers, from the registered classes of ``family`` in their order."""
+    from isoscope.calibrate import registry
+
+    return tuple(choice for cls in registry.classes(family) for choice in (cls.choices or (cls.name,)))
 
 
 def calibration_methods() -> tuple[str, ...]:
-    """The choices a selector offers, from the registered classes in their order (``none, centre, flow,
-    whitening, whitening:K, sn, abtt:D, sn+abtt:D`` and any calibrator of your own)."""
+    """The calibrators a selector offers: ``none, centre, flow, whitening, whitening:K, sn, abtt:D, sn+abtt:D`` and
+    any calibrator of your own."""
+    return choices(FAMILY)
+
+
+def method_names(family: str = FAMILY) -> tuple[str, ...]:
+    """The name of every registered map of ``family`` (aliases left out)."""
     from isoscope.calibrate import registry
 
-    return tuple(choice for cls in registry.classes(FAMILY) for choice in (cls.choices or (cls.name,)))
+    return tuple(cls.name for cls in registry.classes(family))
 
 
-def method_names() -> tuple[str, ...]:
-    """The name of every registered calibrator (aliases left out)."""
-    from isoscope.calibrate import registry
-
-    return tuple(cls.name for cls in registry.classes(FAMILY))
-
-
-def open_param(choice: str) -> Param | None:
+def open_param(choice: str, *, family: str = FAMILY) -> Param | None:
     """The parameter a generic choice leaves to be set next to it (``whitening:K`` -> Whitening's K), or None
     for a method string that says all its values."""
-    for name, arg in _split(choice):
+    for name, arg in _split(choice, family):
         if arg:
-            for param in _class(name, choice).arguments:
+            for param in _class(name, choice, family).arguments:
                 if param.symbol and arg == param.symbol:
                     return param
     return None
 
 
-def placeholder(choice: str) -> str | None:
+def placeholder(choice: str, *, family: str = FAMILY) -> str | None:
     """The symbol a generic choice leaves open (``whitening:K`` -> ``K``, ``sn+abtt:D`` -> ``D``), or None."""
-    param = open_param(choice)
+    param = open_param(choice, family=family)
     return param.symbol if param else None
 
 
-def fill_placeholder(choice: str, value: Any) -> str:
+def fill_placeholder(choice: str, value: Any, *, family: str = FAMILY) -> str:
     """``choice`` with its symbol replaced by ``value``: (``sn+abtt:D``, 3) -> ``sn+abtt:3``, checked by
     ``parse_method`` (a choice without a symbol comes back parsed)."""
-    param = open_param(choice)
+    param = open_param(choice, family=family)
     steps = [
         f"{name}:{_text(value)}" if param and arg == param.symbol else f"{name}:{arg}" if arg else name
-        for name, arg in _split(choice)
+        for name, arg in _split(choice, family)
     ]
-    return str(parse_method("+".join(steps)))
+    return str(parse_method("+".join(steps), family=family))
 
 
-def explain_method(method: str) -> str:
+def explain_method(method: str, *, family: str = FAMILY) -> str:
     """A method string in words, for tooltips and captions (the one glossary of calibrators), each step as its
     class explains it: ``whitening:64`` -> "whitening that keeps the top 64 principal components"; a generic
     choice keeps its symbols (``abtt:D`` -> "... the top D principal directions")."""
     words = []
-    for name, arg in _split(method):
-        cls = _class(name, method)
+    for name, arg in _split(method, family):
+        cls = _class(name, method, family)
         symbols = {p.symbol: p.name for p in cls.arguments if p.symbol}
         if arg in symbols:
             words.append(cls.explain({symbols[arg]: arg}))
         else:
-            words.append(cls.explain(dict(_step(method, name, arg).args)))
+            words.append(cls.explain(dict(_step(method, name, arg, family).args)))
     return ", then ".join(words)
 
 
@@ -232,19 +240,19 @@ def describe_method(method: str) -> str:
     return f"{method}: {explain_method(method)}"
 
 
-def methods_table() -> list[tuple[str, str]]:
+def methods_table(family: str = FAMILY) -> list[tuple[str, str]]:
     """(choice, what it does) for every choice: what ``isoscope calibrate --methods`` prints."""
-    return [(choice, explain_method(choice)) for choice in calibration_methods()]
+    return [(choice, explain_method(choice, family=family)) for choice in choices(family)]
 
 
-def params_table() -> list[tuple[str, str]]:
+def params_table(family: str = FAMILY) -> list[tuple[str, str]]:
     """(name, its parameters in words) for every calibrator that takes some: ``whitening`` -> "n_components (K, a
     whole number >= 1): components kept; eps (a number in [0, 1]): relative eigenvalue floor"."""
     from isoscope.calibrate import registry
 
     return [
         (cls.name, "; ".join(_param_words(p) for p in cls.arguments))
-        for cls in registry.classes(FAMILY)
+        for cls in registry.classes(family)
         if cls.arguments
     ]
 

@@ -2,9 +2,9 @@
 defined (``isoscope.calibrate.base.FittedMap.__init_subclass__``), and is found here by its name, an alias or its
 class name (what a saved ``calibrator.json`` records).
 
-Before the first lookup the registry imports the modules that can hold Isoscope's own maps (every public module
-of the packages in ``FAMILY_PACKAGES``: a calibrator added in a new module of ``isoscope/calibrate/`` needs no
-other edit) and the plugins installed as ``isoscope.plugins`` entry points (a package of your own:
+Before a lookup the registry imports the modules that can hold Isoscope's own maps (every public module of each
+family's package: ``isoscope.calibrate`` for calibrators, the package a family's base class names with
+``add_family`` for the others; a calibrator added in a new module of ``isoscope/calibrate/`` needs no other edit) and the plugins installed as ``isoscope.plugins`` entry points (a package of your own:
 ``[project.entry-points."isoscope.plugins"] mine = "my_package.calibrators"``; the module is imported, its classes
 register themselves). A class defined in a notebook or a script registers itself when its cell runs. A name read
 from a file is only ever looked up here: nothing a file names is imported.
@@ -24,13 +24,19 @@ from isoscope.errors import InputError, first_line
 if TYPE_CHECKING:
     from isoscope.calibrate.base import FittedMap
 
-FAMILY_PACKAGES: dict[str, tuple[str, ...]] = {"calibrator": ("isoscope.calibrate",)}
 PLUGIN_GROUP = "isoscope.plugins"
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_-]{0,39}")  # a step of a method string: no '+', ':', ',' or '='
 
 _by_name: dict[tuple[str, str], type[FittedMap]] = {}  # (family, name or alias) -> class
 _by_class: dict[str, type[FittedMap]] = {}  # class name -> class
-_discovered = False
+_packages: dict[str, str] = {"calibrator": "isoscope.calibrate"}  # family -> the package holding Isoscope's maps
+_imported: set[str] = set()  # the packages whose modules are imported
+_plugins_loaded = False
+
+
+def add_family(family: str, package: str) -> None:
+    """Declare the package whose modules hold Isoscope's maps of ``family`` (called by the family's base module)."""
+    _packages[family] = package
 
 
 def _same(a: type, b: type) -> bool:
@@ -61,16 +67,16 @@ def add(cls: type[FittedMap]) -> None:
 
 
 def discover() -> None:
-    """Import Isoscope's own maps and the installed plugins, once."""
-    global _discovered
-    if _discovered:
+    """Import Isoscope's own maps (each family's package once) and the installed plugins (once)."""
+    global _plugins_loaded
+    for package in set(_packages.values()) - _imported:
+        _imported.add(package)
+        for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+            if not info.name.startswith("_"):
+                importlib.import_module(f"{package}.{info.name}")
+    if _plugins_loaded:
         return
-    _discovered = True
-    for packages in FAMILY_PACKAGES.values():
-        for package in packages:
-            for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
-                if not info.name.startswith("_"):
-                    importlib.import_module(f"{package}.{info.name}")
+    _plugins_loaded = True
     from importlib.metadata import entry_points
 
     for plugin in entry_points(group=PLUGIN_GROUP):
