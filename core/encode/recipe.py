@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from isoscope.data.limits import check_count
 from isoscope.encode.recipe_check import (
     DENSE,
     ENDPOINT_ADVICE,
@@ -341,9 +342,10 @@ def resolve_prompt(
     card: RecipeCard | None, name: str | None = None, text: str | None = None, *, model: str = ""
 ) -> str:
     """The prompt text a run prepends: ``text`` as given, else the card's prompt ``name``, else its
-    ``default_prompt_name``'s, else none. InputError naming the prompts a model has for an unknown name."""
+    ``default_prompt_name``'s, else none. InputError naming the prompts a model has for an unknown name, and for a
+    prompt longer than ``isoscope.data.limits.COUNTS["prompt_chars"]`` (it is put before every text)."""
     if text is not None:
-        return text
+        return _checked_prompt(text, "the characters of the prompt text")
     prompts = card.prompts if card is not None else {}
     if name is None:
         name = card.default_prompt_name if card is not None else None
@@ -354,15 +356,27 @@ def resolve_prompt(
         raise InputError(
             f"prompt '{name}': {model or 'the model'} has prompts: {have}; or give the text with --prompt-text"
         )
-    return prompts[name]
+    return _checked_prompt(prompts[name], f"the characters of {model or 'the model'}'s prompt '{name}'")
 
 
-def prompt_length(tokenizer: Any, prompt: str) -> int:
+def _checked_prompt(text: str, label: str) -> str:
+    check_count("prompt_chars", len(text), label)
+    return text
+
+
+def prompt_length(tokenizer: Any, prompt: str, max_length: int | None = None) -> int:
     """Tokens of ``prompt`` at the start of a prompted text, as sentence-transformers counts them: the prompt
-    tokenized alone, less a trailing special token (EOS, SEP) the tokenizer appends."""
+    tokenized alone (once), less a trailing special token (EOS, SEP) the tokenizer appends. With ``max_length``
+    (the tokens a prompted text is cut to), InputError when the prompt with its special tokens fills it: no room
+    would be left for the text, and every text would embed as the prompt alone."""
     if not prompt:
         return 0
     ids = tokenizer([prompt], truncation=False, padding=False)["input_ids"][0]
+    if max_length is not None and len(ids) >= max_length:
+        raise InputError(
+            f"the prompt is {len(ids):,} tokens with the special tokens and a text is cut at {max_length:,}: no room "
+            "is left for the text; shorten the prompt or raise --max-length (up to the model's limit)"
+        )
     if ids and ids[-1] in set(getattr(tokenizer, "all_special_ids", ())):
         return len(ids) - 1
     return len(ids)
