@@ -72,6 +72,7 @@ from isoscope.atlas.pyramid import TOP_LEVEL, render_levels, stage_files, write_
 from isoscope.atlas.spatial import INDEX_FILES, World, write_index
 from isoscope.atlas.workers import Job, run_side_by_side
 from isoscope.cache import NpyBlocks, PartialNpy, atomic_save_npy, atomic_write_bytes, text_digest
+from isoscope.data.limits import check_count
 from isoscope.data.sharded import ParquetColumn, ParquetShards
 from isoscope.data.vectors.table import vectors_digest
 from isoscope.encode.pooling import PoolingSpec, resolve_pooling
@@ -155,8 +156,7 @@ class AtlasConfig:
             raise InputError(f"landmarks must be 0 (full UMAP) or at least 1,000, got {self.landmarks}")
         if self.engine not in ENGINES:
             raise InputError(f"unknown engine '{self.engine}'; choose one of {', '.join(ENGINES)}")
-        if self.shard_rows < 1_000:
-            raise InputError(f"shard rows must be at least 1,000, got {self.shard_rows}")
+        check_count("shard_rows", self.shard_rows, "shard rows")
 
 
 def planned_stages(config: AtlasConfig) -> list[str]:

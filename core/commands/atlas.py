@@ -21,6 +21,7 @@ from isoscope.commands.common import (
     encoder_for,
     space_from_args,
 )
+from isoscope.data.limits import count_option
 from isoscope.encode.precision import FP32_ENGINE_TOLERANCE
 
 if TYPE_CHECKING:
@@ -76,7 +77,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "on storage every node sees)",
     )
     p.add_argument(
-        "--shard-rows", type=int, default=100_000, help="with --engine ray: rows per task (default: 100,000)"
+        "--shard-rows",
+        type=count_option("shard_rows"),
+        default=100_000,
+        help="with --engine ray: rows per task (default: 100,000)",
     )
     add_endpoint_arguments(p)
     add_json_argument(p)

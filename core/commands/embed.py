@@ -8,6 +8,7 @@ passes vectors computed elsewhere through (``embed --vectors V.parquet:emb --cal
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ from isoscope.commands.common import (
     space_from_args,
     vector_input,
 )
+from isoscope.data.limits import count_option
 from isoscope.errors import InputError
 
 if TYPE_CHECKING:
@@ -64,7 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--chunk-size",
-        type=int,
+        type=count_option("chunk_size"),
         default=None,
         help="local: embed in resumable chunks of N texts, streaming a .txt input (no row limit); "
         "ray: texts per shard (default 1024)",
@@ -75,8 +77,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="local",
         help="ray: 'local' starts Ray on this machine; or a cluster address such as ray://head:10001 or auto",
     )
-    p.add_argument("--actors", type=int, default=2, help="ray: number of actors, one model each (default: 2)")
-    p.add_argument("--num-cpus", type=int, default=2, help="ray with a local address: CPUs Ray may use (default: 2)")
+    p.add_argument(
+        "--actors", type=count_option("actors"), default=2, help="ray: number of actors, one model each (default: 2)"
+    )
+    p.add_argument(
+        "--num-cpus",
+        type=count_option("num_cpus"),
+        default=2,
+        help="ray with a local address: CPUs Ray may use (default: 2)",
+    )
     add_model_arguments(p)
     add_endpoint_arguments(p)
     add_json_argument(p)
@@ -222,13 +231,14 @@ def run(args: argparse.Namespace) -> dict:
         return _write(args, out, given.vectors, given.texts.warnings, {"source": given.name, "vectors": origin})
     if args.input is None:
         raise InputError("give --input (a corpus), or --vectors")
-    if args.chunk_size is not None and args.chunk_size < 1:
-        raise InputError("--chunk-size must be at least 1")
     if args.engine == "ray":
-        if args.actors < 1 or args.num_cpus < 1:
-            raise InputError("--actors and --num-cpus must be at least 1")
         if args.precision != "fp32":
             raise InputError(f"--precision {args.precision} runs with --engine local only (Ray actors load fp32)")
+        cpus = max(os.cpu_count() or 1, 2)  # the default, 2, runs anywhere
+        if args.ray_address == "local" and args.num_cpus > cpus:  # a Ray started here starts a worker per CPU
+            raise InputError(
+                f"--num-cpus {args.num_cpus}: a Ray started here may use at most this machine's {cpus} CPUs"
+            )
         return _run_ray(args, space, out)
     if out is None:
         raise InputError("--out is required (a .npy file) unless --engine ray")

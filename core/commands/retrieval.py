@@ -30,6 +30,7 @@ from isoscope.commands.common import (
     progress_bar,
     space_from_args,
 )
+from isoscope.data.limits import count_option
 from isoscope.errors import InputError
 from isoscope.retrieval.options import DEPTH, HEADLINE, METRICS
 from isoscope.retrieval.variants import variants_help
@@ -55,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument(f"--{flag}-prompt-name", default=None, metavar="NAME",
                        help=f"a prompt the model names for its {side}s (default: its '{side}' prompt, if any)")  # fmt: skip
     p.add_argument("--depth", type=int, default=DEPTH, help=f"documents retrieved per query (default: {DEPTH})")
-    p.add_argument("--resamples", type=int, default=10_000, help="resamples of the paired test and the interval "
+    p.add_argument("--resamples", type=count_option("resamples"), default=10_000, help="resamples of the paired test and the interval "
                    "(default: 10000)")  # fmt: skip
     p.add_argument("--per-query-out", default=None, metavar="FILE", help="write every query's metrics under every "
                    "variant to this CSV file")  # fmt: skip
@@ -162,8 +163,6 @@ def run(args: argparse.Namespace) -> dict:
     from isoscope.retrieval.run import RetrievalConfig
     from isoscope.retrieval.variants import parse_variants
 
-    if args.resamples < 100:
-        raise InputError(f"--resamples must be at least 100; got {args.resamples}")
     if args.flow_epochs is not None and args.flow_epochs < 0:
         raise InputError("--flow-epochs must be >= 0")
     variants = None

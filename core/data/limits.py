@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from isoscope.errors import InputError
+from isoscope.errors import InputError, printable
 
 MiB = 2**20
 
@@ -90,3 +90,61 @@ def limits_help() -> str:
     }
     default = DecodeLimits()
     return "\n".join(f"{ENV_VARS[k]} (default {getattr(default, k):,}): {v}" for k, v in doc.items())
+
+
+# ---------------------------------------------------------------- counts a user gives
+
+
+@dataclass(frozen=True)
+class Count:
+    """A count a user gives (an option, a parameter, a prompt's length): the least and the most Isoscope accepts,
+    and what the most protects. Checked before anything is allocated for it."""
+
+    least: int
+    most: int
+    why: str
+
+
+# THE table of stated maxima for counts: every option or parameter that sizes an allocation, a pool or a loop by a
+# number the user types is checked here (``count_option`` at parse time, ``check_count`` in the library)
+COUNTS: dict[str, Count] = {
+    "resamples": Count(100, 1_000_000, "each resample of the test and the interval is a pass over every query"),
+    "actors": Count(1, 1024, "each Ray actor holds a copy of the model"),
+    "num_cpus": Count(1, 4096, "CPUs a Ray started here may use"),
+    "chunk_size": Count(1, 1_000_000, "texts embedded and held in memory at once"),
+    "shard_rows": Count(1, 10_000_000, "rows one Ray task holds in memory"),
+    "prompt_chars": Count(0, 10_000, "a prompt is put before every text"),  # and counted in its max length
+}
+
+
+def check_count(what: str, value: object, label: str | None = None) -> int:
+    """``value`` as an int when it is a whole number within ``COUNTS[what]``; else an InputError naming ``label``
+    (default: ``what``) and the range."""
+    count = COUNTS[what]
+    label = label or what
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{label} must be a whole number, got {str(value)[:40]!r}")
+    if not count.least <= value <= count.most:
+        raise InputError(f"{label} must be between {count.least:,} and {count.most:,} ({count.why}); got {value:,}")
+    return value
+
+
+def count_option(what: str):
+    """An argparse ``type=`` for the count ``what``: a bad value is a usage error (one line naming the flag)."""
+    import argparse
+
+    count = COUNTS[what]
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number, got '{printable(text[:40])}'") from None
+        if not count.least <= value <= count.most:
+            raise argparse.ArgumentTypeError(
+                f"must be between {count.least:,} and {count.most:,} ({count.why}); got {value:,}"
+            )
+        return value
+
+    parse.__name__ = what  # argparse names the type in its own messages
+    return parse

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from isoscope.cache import PartialNpy, atomic_write_bytes, check_free, text_digest
 from isoscope.data import TextStats, stream_texts, streaming_limits
+from isoscope.data.limits import check_count
 from isoscope.data.sharded import ParquetColumn
 from isoscope.encode.embed import EmbedConfig, encode
 from isoscope.encode.models import Encoder
@@ -207,8 +208,7 @@ def embed_to_npy(
     config = config or EmbedConfig()
     if out.suffix != ".npy":
         raise InputError(f"output must end in .npy, got '{out.name}'")
-    if chunk_size < 1:
-        raise InputError(f"chunk size must be at least 1, got {chunk_size}")
+    check_count("chunk_size", chunk_size, "chunk size")  # isoscope.data.limits.COUNTS
     plan = plan_run(encoder, source, pooling=pooling, config=config, chunk_size=chunk_size)
     n, num_chunks, signature = plan.n, plan.num_chunks, plan.signature
     done, part = _load_progress(out, signature)

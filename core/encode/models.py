@@ -8,9 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import pickle
-import struct
 from pathlib import Path
 
 from safetensors import SafetensorError
@@ -21,8 +19,10 @@ from isoscope.encode.device import check_dtype, check_fits, dtype_suffix, free_b
 from isoscope.encode.encoder import Encoder
 from isoscope.encode.manifest import read_manifest
 from isoscope.encode.precision import parse_precision
-from isoscope.encode.recipe import CARD_FILE, MODULES_FILE, RecipeCard, load_recipe, read_card
+from isoscope.encode.recipe import CARD_FILE, MODULES_FILE, RecipeCard, check_model_files, load_recipe, read_card
+from isoscope.encode.weights import tensor_shapes
 from isoscope.errors import InputError, first_line
+from isoscope.paths import open_regular
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def _fingerprint_dir(path: Path) -> str:
     for weights in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
         size = weights.stat().st_size
         h.update(f"{weights.name}:{size}".encode())
-        with open(weights, "rb") as f:
+        with open_regular(weights) as f:
             h.update(f.read(1 << 20))
             f.seek(max(0, size - (1 << 20)))
             h.update(f.read(1 << 20))
@@ -79,6 +79,7 @@ def _check_source(name: str) -> tuple[str, bool]:
                 f"'{name}' is not a model directory (no config.json); give a folder saved with "
                 "save_pretrained, a Hugging Face id, or leave the field empty for the embedded default."
             )
+        check_model_files(path, name)  # every file regular (a FIFO would hang the readers), before any is opened
         read_manifest(path)  # an exported folder (isoscope.export): refused in one line when damaged
         return str(path), True
     if name.startswith((".", "/", "~")) or name.count("/") > 1:  # a path, not an 'org/name' hub id
@@ -161,29 +162,14 @@ def _check_tokenizer(name: str, folder: Path, tokenizer: PreTrainedTokenizerBase
         )
 
 
-MAX_SAFETENSORS_HEADER = 100 * 2**20
-
-
-def _safetensors_parameters(path: Path) -> int | None:
-    """The number of values a .safetensors file holds, from its JSON header alone (None when unreadable)."""
-    try:
-        with open(path, "rb") as f:
-            (size,) = struct.unpack("<Q", f.read(8))
-            if size > MAX_SAFETENSORS_HEADER:
-                return None
-            header = json.loads(f.read(size))
-        return sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
-    except (OSError, struct.error, ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
 def parameter_count(folder: Path | None, config: object) -> int:
-    """The parameters a model will allocate: what its .safetensors files hold (their headers, exact), else the
-    config's lower bound (``parameters_lower_bound``: a hub id, .bin weights)."""
+    """The parameters a model will allocate: what its .safetensors files hold (their headers, exact, checked
+    against the files' bytes: InputError naming a damaged one), else the config's lower bound
+    (``parameters_lower_bound``: a hub id, .bin weights)."""
     if folder is not None:
-        counts = [_safetensors_parameters(f) for f in sorted(folder.glob("*.safetensors"))]
-        if counts and all(c is not None for c in counts):
-            return int(sum(counts))
+        files = sorted(folder.glob("*.safetensors"))  # headers checked against the files' bytes (weights.py)
+        if files:
+            return sum(t.size for f in files for t in tensor_shapes(f, f"{folder.name}/{f.name}").values())
     return parameters_lower_bound(config)
 
 
@@ -212,15 +198,23 @@ def with_precision(encoder: Encoder, precision: str) -> Encoder:
     return quantize_encoder(encoder)
 
 
-def _model_class(config: object) -> type:
+def _model_class(config: object, name: str = "") -> type:
     """The transformers class a checkpoint was saved as when it is an encoder alone (``T5EncoderModel``: Sentence-T5,
     ``MT5EncoderModel``, ...), which ``AutoModel`` would load as a whole encoder-decoder; else ``AutoModel``.
-    Only transformers' own classes are looked up (never a model's code)."""
+    Only transformers' own classes are looked up (never a model's code), and only one built for the config's own
+    model type: ``T5EncoderModel`` named in a BERT config is refused in one line, before anything is built."""
     import transformers
 
     for arch in getattr(config, "architectures", None) or []:
         cls = getattr(transformers, arch, None) if isinstance(arch, str) and arch.endswith("EncoderModel") else None
         if isinstance(cls, type) and issubclass(cls, PreTrainedModel):
+            if not isinstance(config, cls.config_class):
+                wanted = getattr(cls.config_class, "model_type", "") or cls.config_class.__name__
+                raise InputError(
+                    f"'{name}': config.json names the architecture {arch}, a {wanted} model, but its model_type is "
+                    f"{getattr(config, 'model_type', '?')}; the config's architectures do not match it (save the "
+                    "model again)"
+                )
             return cls
     return AutoModel
 
@@ -278,6 +272,7 @@ def load_encoder(
     hf_logging.disable_progress_bar()  # our own bars show progress, not transformers' weight-loading bars
     try:
         config = AutoConfig.from_pretrained(weights, trust_remote_code=False, **where)
+        model_class = _model_class(config, name)  # the architecture it names checked against its model type
         if is_local:
             _check_config_size(name, Path(weights), config)
         parameters = parameter_count(Path(weights) if is_local else None, config)
@@ -293,11 +288,15 @@ def load_encoder(
             ) from exc
         if is_local:
             _check_tokenizer(name, Path(weights), tokenizer)
-        model_class = _model_class(config)
+        hidden = _size(config, "hidden") or None  # the token vectors' width, where the recipe's dimensions start
+        recipe = (  # checked whole, and built, before the transformer is
+            None
+            if card is None
+            else load_recipe(card.folder, card, local_files_only=True, device=where_to, hidden=hidden)
+        )
         model = model_class.from_pretrained(
             weights, config=config, trust_remote_code=False, **where, **_dtype_keyword(dtype)
         )
-        recipe = None if card is None else load_recipe(card.folder, card, local_files_only=True, device=where_to)
     except InputError:
         raise
     except SafetensorError as exc:  # a truncated or corrupt weights file

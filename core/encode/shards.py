@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from isoscope.cache import atomic_write_bytes
+from isoscope.data.limits import check_count
 from isoscope.encode.chunked import FORMAT_VERSION, ParquetColumn, TextSource, iter_chunks, plan_run
 from isoscope.encode.embed import EmbedConfig, encode
 from isoscope.encode.pooling import Pooling
@@ -221,6 +222,12 @@ def actor_options(device: str) -> dict[str, int]:
     return {"num_cpus": 1, "num_gpus": 1} if device == "cuda" else {"num_cpus": 1}
 
 
+def pool_size(num_actors: int, shards: int, *, cpus: int | None = None) -> int:
+    """How many actors to start: ``num_actors``, but never more than the shards to embed, nor than ``cpus``, the
+    CPUs of a Ray started here for this run (each actor asks for one: more would wait, each holding its model)."""
+    return max(1, min(num_actors, shards, cpus or num_actors))
+
+
 def embed_with_ray(
     source: TextSource,
     shard_dir: str | Path,
@@ -250,8 +257,9 @@ def embed_with_ray(
 
     config = config or EmbedConfig()
     shard_dir = Path(shard_dir)
-    if shard_rows < 1 or num_actors < 1:
-        raise InputError("shard rows and the number of actors must be at least 1")
+    check_count("chunk_size", shard_rows, "shard rows")  # isoscope.data.limits.COUNTS: before anything starts
+    check_count("actors", num_actors, "the number of actors")
+    check_count("num_cpus", num_cpus, "the number of CPUs")
     if model and Path(model).expanduser().exists():  # a local folder: absolute, since workers run elsewhere
         model = str(Path(model).expanduser().resolve())
     on, dtype = actor_device(device), parse_dtype(dtype)
@@ -305,7 +313,9 @@ def embed_with_ray(
                     "dtype": dtype,
                 },
                 batch_size=1,
-                compute=ray.data.ActorPoolStrategy(size=num_actors),
+                compute=ray.data.ActorPoolStrategy(
+                    size=pool_size(num_actors, len(items), cpus=num_cpus if started and address == "local" else None)
+                ),
                 **actor_options(on),
             )
             summary = ds.take_all()
