@@ -41,9 +41,19 @@ def fetch_stsb(dest: Path) -> Path:
         raise InputError(f"cannot download STS-B offline (HF_HUB_OFFLINE is set): rerun with a network, {HINT}")
     from huggingface_hub import snapshot_download
 
+    from isoscope.data.hub import ENV_HUB_TIMEOUT, bound_hub_requests, hub_timeout_message
+
+    bound_hub_requests()  # a server that accepts and never answers: one line after a timeout, not a hang
+    log.info("downloading STS-B (%s) from the Hugging Face Hub", STSB_REPO)
     try:
         snapshot = snapshot_download(STSB_REPO, repo_type="dataset", allow_patterns=["en/*", "*/en/*", "*en*"])
     except Exception as exc:  # no network, a proxy, the Hub down: the message of any of them in one line
+        waited = hub_timeout_message(exc)
+        if waited is not None:
+            raise InputError(
+                f"cannot download STS-B: {waited}; check the network or HF_ENDPOINT ({ENV_HUB_TIMEOUT} sets the "
+                f"wait), {HINT}"
+            ) from None
         reason = " ".join(str(exc).split())[:80] or type(exc).__name__
         raise InputError(f"cannot download STS-B (no network? {reason}): rerun with a network, {HINT}") from None
     return stsb_from_snapshot(Path(snapshot), dest)
