@@ -42,7 +42,7 @@ def _one_line(run: subprocess.CompletedProcess) -> str:
 @pytest.mark.timeout(LIMIT_S + 30, method="signal")
 def test_data_stsb_against_a_silent_hub_ends_in_one_line(tmp_path: Path) -> None:
     with StallingServer() as server:
-        run = _isoscope(["data", "stsb", "--out", str(tmp_path / "stsb")], server, tmp_path)
+        run = _isoscope(["data", "stsb", "--out", str(tmp_path / "stsb"), "--quiet"], server, tmp_path)
     line = _one_line(run)
     host = server.address.split("//")[1]
     assert f"cannot download STS-B: no answer from {host} within 2 s to GET /api/datasets/" in line, line
