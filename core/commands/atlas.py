@@ -267,5 +267,5 @@ def run(args: argparse.Namespace) -> dict:
         f"atlas of {run_.n:,} texts in {run_.path} ({len(run_.computed)} stages computed, {len(run_.skipped)} reused)"
     )
     used = [f"embedded with {run_.engine}"] if run_.engine else []
-    emit(args, result, [done, *used, *warnings])
+    emit(args, result, [done, *used])
     return result

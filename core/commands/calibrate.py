@@ -154,8 +154,7 @@ def run(args: argparse.Namespace) -> dict:
         f"{calibrator.method} fitted in {result['fit_seconds']:.1f} s, saved to {out}",
         f"avg cosine of random pairs {result['avg_cosine_before']:.3f} -> {result['avg_cosine_after']:.3f}",
         *([f"bits/dim {result['bits_per_dim']:.4f}"] if result["bits_per_dim"] is not None else []),
-        *(["warning: the flow diverged; kept the last good epoch"] if result["diverged"] else []),
-        *result["warnings"],
     ]
-    emit(args, result, lines)
+    diverged = ["the flow diverged; kept the last good epoch"] if result["diverged"] else []
+    emit(args, result, lines, warnings=[*diverged, *result["warnings"]])
     return result

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from isoscope.commands.common import add_json_argument, emit
+from isoscope.commands.common import add_json_argument, emit, hub_bars, progress_bar
 
 DATASETS = ("stsb",)
 
@@ -18,6 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="folder to write it to (default: ISOSCOPE_STSB_DIR when set, else ISOSCOPE_CACHE/data/stsb, "
         "~/.cache/isoscope/data/stsb)",
     )
+    p.add_argument("--quiet", action="store_true", help="no progress (the download's, nor huggingface_hub's)")
     add_json_argument(p)
 
 
@@ -30,7 +31,8 @@ def run(args: argparse.Namespace) -> dict:
 
     dest = Path(args.out or os.environ.get(ENV_STSB_DIR) or user_stsb_dir()).expanduser()
     had = stsb_present(dest)
-    folder = fetch_stsb(dest)
+    with hub_bars(args):
+        folder = fetch_stsb(dest, progress=progress_bar(args, "download STS-B", unit="split"))
     files = [str(folder / name) for name in STSB_FILES]
     result = {"dataset": args.dataset, "folder": str(folder), "files": files, "downloaded": not had}
     said = "already there" if had else "downloaded"

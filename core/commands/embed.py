@@ -137,7 +137,6 @@ def _run_ray(args: argparse.Namespace, space: SpaceSpec, out: Path | None) -> di
         "out": None,
         "warnings": warnings + run.warnings,
     }
-    warnings = result["warnings"]
     lines = [f"wrote {run.n} x {run.dim} vectors in {run.num_shards} shards to {run.shard_dir}"]
     if out is not None:
         from isoscope.cache import atomic_save_npy
@@ -146,7 +145,7 @@ def _run_ray(args: argparse.Namespace, space: SpaceSpec, out: Path | None) -> di
         atomic_save_npy(out, vectors)
         result["out"] = str(out)
         lines.append(f"wrote {vectors.shape[0]} x {vectors.shape[1]} vectors to {out}")
-    emit(args, result, [*lines, *warnings])
+    emit(args, result, lines)
     return result
 
 
@@ -177,7 +176,7 @@ def _run_chunked(args: argparse.Namespace, space: SpaceSpec, out: Path) -> dict:
         "resumed_chunks": len(run.resumed_chunks),
         "warnings": warnings + run.warnings,
     }
-    emit(args, result, [f"wrote {run.n} x {run.dim} vectors to {out}", *result["warnings"]])
+    emit(args, result, [f"wrote {run.n} x {run.dim} vectors to {out}"])
     return result
 
 
@@ -207,7 +206,7 @@ def _write(args: argparse.Namespace, out: Path, vectors, warnings: list[str], ex
     atomic_save_npy(out, vectors)
     result["dim"] = int(vectors.shape[1])
     lines.insert(0, f"wrote {vectors.shape[0]} x {vectors.shape[1]} vectors to {out}")
-    emit(args, result, [*lines, *result["warnings"]])
+    emit(args, result, lines)
     return result
 
 

@@ -130,7 +130,6 @@ def run(args: argparse.Namespace) -> dict:
         f"wrote {result['format']} to {result['out']}",
         f"avg cosine of random pairs {before['avg_cosine']:.3f} -> {after['avg_cosine']:.3f}, "
         f"IsoScore {before['isoscore']:.3f} -> {after['isoscore']:.3f}",
-        *result["warnings"],
     ]
     emit(args, result, lines)
     return result

@@ -296,4 +296,4 @@ def _lines(s: dict) -> list[str]:
         for init, stats in s["summary"].items():
             keys = ("train_loss_theta1", "heldout_acc_theta1", "hessian_top_eigenvalue", "filter_sharpness")
             lines.append(f"  [{init}] " + ", ".join(f"{k} {_pm(stats[k])}" for k in keys if k in stats))
-    return lines + list(s.get("warnings", []))
+    return lines

@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> dict:
         **report.data,
         "warnings": report.warnings,
     }
-    emit(args, result, [*report.verdict, f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)", *report.warnings])
+    emit(args, result, [*report.verdict, f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)"])
     return result
 
 

@@ -156,7 +156,7 @@ def _lines(result) -> list[str]:
         if test is not None:
             row += f"  {test.mean_difference:+.4f} [{test.ci_low:+.4f}, {test.ci_high:+.4f}]  {test.p_value:.4f}  {test.verdict}"
         lines.append(row)
-    return lines + list(result.warnings)
+    return lines
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -180,5 +180,5 @@ def run(args: argparse.Namespace) -> dict:
 
         atomic_write_bytes(Path(args.per_query_out).expanduser(), safe_csv(result.per_query_frame()))
         out["per_query_out"] = str(args.per_query_out)
-    emit(args, out, _lines(result))
+    emit(args, out, _lines(result), warnings=list(result.warnings))
     return out
