@@ -230,7 +230,6 @@ def test_what_cannot_be_mapped_is_refused_in_one_line(tmp_path, adapter_dir):
     assert apply_adapter(other, tmp_path / "in", tmp_path / "mapped", force=True).resumed == 0
 
 
-@pytest.mark.heavy
 def test_the_ray_engine_maps_each_shard_as_the_local_one(tmp_path, adapter_dir):
     _shards(tmp_path / "in", sizes=(1_500, 900, 2_000, 300))
     local = apply_adapter(adapter_dir, tmp_path / "in", tmp_path / "local")

@@ -113,40 +113,57 @@ def test_vector_exports_map_as_isoscope_does_without_isoscope(tmp_path, pairs, f
     assert "old -> new" in readme and "Map every stored vector" in readme and "max_rel_error" in readme
 
 
-def test_the_models_exports_map_its_texts_as_isoscope_does_without_isoscope(tmp_path):
-    """new -> legacy on two tiny models of different widths: the new model B (BERT, mean pooling, 64 dims) and
-    the legacy A (CLS -> Dense 64->32 -> Normalize): B's folder with the adapter appended gives A-space vectors."""
-    new = load_encoder(str(save_recipe("prompted", tmp_path / "src-new")))
-    old = load_encoder(str(save_recipe("bge", tmp_path / "src-old", seed=1)))
+@pytest.fixture(scope="module")
+def two_models(tmp_path_factory):
+    """new -> legacy on two tiny models of different widths: the new model B (BERT, mean pooling, 64 dims) and the
+    legacy A (CLS -> Dense 64->32 -> Normalize); (B, A's name, fit texts, B's vectors of them, A's, queries)."""
+    root = tmp_path_factory.mktemp("models")
+    new = load_encoder(str(save_recipe("prompted", root / "src-new")))
+    old = load_encoder(str(save_recipe("bge", root / "src-old", seed=1)))
     corpus = load_corpus(str(DEMO_CORPUS)).texts
     fit, queries = corpus[:300], corpus[1000:1024]
-    Xb, Xa = encode(new, fit), encode(old, fit)  # (300, 64), (300, 32)
+    return new, old.name, fit, encode(new, fit), encode(old, fit), queries  # (300, 64), (300, 32)
+
+
+def _text_round_trip(tmp_path, two_models, cases):
+    """Each (method, format) fitted B -> A, exported with B, run without Isoscope: (Isoscope's, exported, report)."""
+    new, old_name, fit, Xb, Xa, queries = two_models
     want, exports, reports = {}, [], {}
-    for method, fmt in (("ridge:procrustes", "st"), ("mlp", "st"), ("procrustes", "onnx"), ("local:3", "onnx")):
+    for method, fmt in cases:
         adapter = make_adapter(method).fit(Xb, Xa)
         name = f"{method.replace(':', '-')}-{fmt}"
-        fmt_name = "sentence-transformers" if fmt == "st" else "onnx"
         reports[name] = export_adapter(
-            adapter, tmp_path / name, format=fmt_name, model=new, probe_texts=fit[:16],
-            provenance={"old_model": old.name, "new_model": new.name, "new_fingerprint": new.fingerprint},
-            direction="new->legacy",
+            adapter, tmp_path / name, format="sentence-transformers" if fmt == "st" else "onnx", model=new,
+            probe_texts=fit[:16], direction="new->legacy",
+            provenance={"old_model": old_name, "new_model": new.name, "new_fingerprint": new.fingerprint},
         )  # fmt: skip
         want[name] = adapter.transform(encode(new, queries))  # (24, 32) Isoscope's mapping of B's vectors
         exports.append([fmt, str(tmp_path / name), str(tmp_path / f"{name}.npy")])
     run_without_isoscope(TEXTS, {"texts": queries, "exports": exports}, cwd=tmp_path)
-    for name, w in want.items():
-        got = np.load(tmp_path / f"{name}.npy")
-        kappa = reports[name].checks["condition"]
-        if name.endswith("-st"):  # the same torch kernels; then the Dense modules' float32 arithmetic
-            assert _rel(got, w) <= TOLERANCE * max(1.0, kappa), (name, kappa)
-        else:  # ONNX Runtime's transformer agrees with torch's to FP32_ENGINE_TOLERANCE, times the map's condition
-            assert _rel(got, w) <= FP32_ENGINE_TOLERANCE * max(1.0, kappa), (name, kappa)
+    return {name: (w, np.load(tmp_path / f"{name}.npy"), reports[name]) for name, w in want.items()}
+
+
+def test_the_new_models_folder_with_the_adapter_gives_legacy_vectors_without_isoscope(tmp_path, two_models):
+    """B's sentence-transformers folder with the adapter appended: the query encoder for A's index."""
+    got = _text_round_trip(tmp_path, two_models, [("ridge:procrustes", "st"), ("mlp", "st")])
+    for name, (want, vectors, report) in got.items():
+        # the same torch kernels as Isoscope's run, then the Dense modules' float32 arithmetic (condition ~1-10)
+        assert _rel(vectors, want) <= TOLERANCE * max(1.0, report.checks["condition"]), name
     modules = [m["type"].rsplit(".", 1)[-1] for m in json.loads((tmp_path / "mlp-st" / "modules.json").read_text())]
     assert modules == ["Transformer", "Pooling", "Normalize", "Dense", "Dense"]  # the residual as two plain Dense
     readme = (tmp_path / "mlp-st" / "README.md").read_text()
+    new = two_models[0]
     assert "new -> legacy" in readme and new.fingerprint in readme and "Dense 64->" in readme
     reloaded = load_encoder(str(tmp_path / "ridge-procrustes-st"))  # Isoscope reads its own export (manifest checked)
-    assert _rel(encode(reloaded, queries), want["ridge-procrustes-st"]) <= TOLERANCE * 10
+    assert _rel(encode(reloaded, two_models[5]), got["ridge-procrustes-st"][0]) <= TOLERANCE
+
+
+def test_one_onnx_graph_from_token_ids_maps_as_isoscope_does_without_isoscope(tmp_path, two_models):
+    """B's recipe and the adapter in one graph, the local adapter's routing included."""
+    got = _text_round_trip(tmp_path, two_models, [("procrustes", "onnx"), ("local:3", "onnx")])
+    for name, (want, vectors, report) in got.items():
+        # ONNX Runtime's transformer agrees with torch's to FP32_ENGINE_TOLERANCE, times the adapter's condition
+        assert _rel(vectors, want) <= FP32_ENGINE_TOLERANCE * max(1.0, report.checks["condition"]), name
 
 
 def test_what_has_no_exact_form_is_refused_in_one_line(tmp_path, pairs, fitted):
