@@ -180,6 +180,15 @@ def _pair_spearman(a: np.ndarray, b: np.ndarray, seed: int = 0) -> float:
     return float(spearmanr(cos(a), cos(b)).statistic)
 
 
+def check_onnx_source(encoder: Encoder, spec: PoolingSpec) -> None:
+    """Refuse (one line) a model an ONNX graph cannot hold the way Isoscope ran it: not the fp32 PyTorch model, a
+    pooling with no ONNX form."""
+    if encoder.precision != "fp32" or encoder.engine != "torch":
+        raise InputError(f"export from the fp32 PyTorch model, not {encoder.engine_label}: leave --precision out")
+    if spec.name not in ONNX_POOLINGS:
+        raise InputError(f"pooling {spec.name} is not exported to ONNX; use one of {', '.join(ONNX_POOLINGS)}")
+
+
 def export_onnx(
     encoder: Encoder,
     calibrator: Calibrator,
@@ -203,10 +212,7 @@ def export_onnx(
     require_onnxruntime("--format onnx")
     config = config or EmbedConfig()
     spec = resolve_pooling(pooling, encoder)
-    if encoder.precision != "fp32" or encoder.engine != "torch":
-        raise InputError(f"export from the fp32 PyTorch model, not {encoder.engine_label}: leave --precision out")
-    if spec.name not in ONNX_POOLINGS:
-        raise InputError(f"pooling {spec.name} is not exported to ONNX; use one of {', '.join(ONNX_POOLINGS)}")
+    check_onnx_source(encoder, spec)
     calibrator._check_fitted()
     check_exportable(calibrator, n_fit=len(fit_vectors), dim=encoder.output_dim(spec))
     out = Path(out)
