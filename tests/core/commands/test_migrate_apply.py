@@ -85,3 +85,15 @@ def test_options_refused_in_one_line(tmp_path, files, capsys):
     for extra, words in cases:
         with pytest.raises(InputError, match=words):
             migrate_apply.run(_parser().parse_args([*adapter, *extra, "--out", str(tmp_path / "x.npy"), "--quiet"]))
+
+
+def test_the_module_imports_nothing_heavy():
+    """``isoscope migrate apply --help`` answers at once: numpy, pyarrow, torch, ... load in ``run``."""
+    import subprocess
+
+    code = (
+        "import sys, isoscope.commands.migrate_apply\n"
+        "heavy = [m for m in ('numpy', 'pyarrow', 'torch', 'pandas', 'faiss', 'sklearn') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
