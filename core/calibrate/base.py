@@ -23,6 +23,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import NotFittedError
 
 from isoscope.cache import atomic_write_bytes
+from isoscope.data.jsonfile import read_json
 from isoscope.errors import InputError
 
 FORMAT = "isoscope-calibrator"
@@ -231,11 +232,8 @@ class Calibrator(TransformerMixin, BaseEstimator):
         jpath, tpath = directory / JSON_NAME, directory / TENSORS_NAME
         if not jpath.is_file() or not tpath.is_file():
             raise InputError(f"{directory}: no saved calibrator here (need {JSON_NAME} and {TENSORS_NAME})")
-        try:
-            doc = json.loads(jpath.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            raise InputError(f"{jpath}: not valid JSON; save the calibrator again") from None
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        doc = read_json(jpath, what=str(jpath), fix="save the calibrator again")  # isoscope.data.jsonfile
+        if doc.get("format") != FORMAT:
             raise InputError(f"{jpath}: not an Isoscope calibrator file")
         if doc.get("version") != FORMAT_VERSION:
             raise InputError(f"{jpath}: calibrator format version {doc.get('version')!r}, expected {FORMAT_VERSION}")

@@ -17,6 +17,7 @@ from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
+from isoscope.data.jsonfile import check_json, parse_json
 from isoscope.encode.device import check_dtype, check_fits, dtype_suffix, free_bytes, parse_device, resolve_device
 from isoscope.encode.encoder import Encoder
 from isoscope.encode.manifest import read_manifest
@@ -161,6 +162,25 @@ def _check_tokenizer(name: str, folder: Path, tokenizer: PreTrainedTokenizerBase
         )
 
 
+HF_JSON_FILES: tuple[str, ...] = (
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "generation_config.json",
+)
+
+
+def _check_json_files(folder: Path) -> None:
+    """The JSON files transformers parses from a local folder, bounded first (``isoscope.data.jsonfile.check_json``:
+    size, nesting depth, an object at the top), so a hostile one is one line, never a RecursionError inside it."""
+    for name in HF_JSON_FILES:
+        if (folder / name).is_file():
+            check_json(folder / name, what=f"{folder.name}/{name}", fix="save the model again")
+
+
 MAX_SAFETENSORS_HEADER = 100 * 2**20
 
 
@@ -171,9 +191,9 @@ def _safetensors_parameters(path: Path) -> int | None:
             (size,) = struct.unpack("<Q", f.read(8))
             if size > MAX_SAFETENSORS_HEADER:
                 return None
-            header = json.loads(f.read(size))
+            header = parse_json(f.read(size), what=path.name, max_depth=8)
         return sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
-    except (OSError, struct.error, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, struct.error, ValueError, KeyError, TypeError, AttributeError):  # InputError too
         return None
 
 
@@ -276,6 +296,8 @@ def load_encoder(
     source, is_local = _check_source(name)
     card, weights, where = _card(source, is_local)  # a module of custom code is refused here, before any loading
     hf_logging.disable_progress_bar()  # our own bars show progress, not transformers' weight-loading bars
+    if is_local:
+        _check_json_files(Path(weights))
     try:
         config = AutoConfig.from_pretrained(weights, trust_remote_code=False, **where)
         if is_local:
