@@ -160,3 +160,17 @@ def test_a_dataset_naming_a_link_out_of_its_folder_is_refused(cli, tmp_path: Pat
     )
     assert "link to outside the folder ds" in line
     assert not out.exists()
+
+
+def test_a_landscape_summary_naming_a_folder_outside_is_refused(tmp_path: Path) -> None:
+    """Before: ``summary.json``'s ``inits`` were joined to the folder as paths (``../../x/results.json`` read)."""
+    from isoscope.landscape.results import load_results
+
+    run = tmp_path / "runs" / "run"
+    run.mkdir(parents=True)
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "results.json").write_text("{}")
+    (run / "summary.json").write_text(json.dumps({"inits": ["../../x"]}))
+    with pytest.raises(InputError, match=r"summary\.json lists an initialisation: '\.\./\.\./x' is outside") as info:
+        load_results(run)
+    assert_one_line(str(info.value))
