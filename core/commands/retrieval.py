@@ -32,8 +32,16 @@ from isoscope.commands.common import (
 )
 from isoscope.data.limits import count_option
 from isoscope.errors import InputError
-from isoscope.retrieval.options import DEPTH, HEADLINE, METRICS
+from isoscope.retrieval.options import DEPTH, HEADLINE, METRICS, check_split
 from isoscope.retrieval.variants import variants_help
+
+
+def _split(text: str) -> str:
+    """``--split``'s type: a split name (``isoscope.retrieval.options.check_split``), never a path."""
+    try:
+        return check_split(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,7 +55,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--docs-vectors", default=None, metavar="FILE[:COLUMN]", help="the documents' vectors")
     p.add_argument("--qrels", default=None, metavar="FILE", help="qrels naming the vectors files' ids (an _id or id "
                    "column, else row numbers): query-id, corpus-id, score")  # fmt: skip
-    p.add_argument("--split", default="test", help="the BEIR split whose qrels are scored (default: test)")
+    p.add_argument("--split", default="test", type=_split, help="the BEIR split whose qrels are scored (default: test)")
     p.add_argument("--calibrate", action="append", default=None, metavar="SPEC",
                    help=f"a fix to compare with raw (repeat for several): {variants_help()} "
                    "(default: centre, whitening, whitening:64, sn, abtt, flow, a query-side whitening:K, csls)")  # fmt: skip

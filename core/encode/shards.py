@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from isoscope.cache import atomic_write_bytes
+from isoscope.data.jsonfile import Bool, Int, Nullable, Str, Struct, read_json
 from isoscope.data.limits import check_count
 from isoscope.encode.chunked import FORMAT_VERSION, ParquetColumn, TextSource, iter_chunks, plan_run
 from isoscope.encode.embed import EmbedConfig, encode
@@ -33,6 +34,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SHARD_ROWS = 1024
 SHARDS_FORMAT = "isoscope-embedding-shards"
+MANIFEST_SCHEMA = Struct(
+    {"format": Str()},
+    {"n": Int(lo=0), "dim": Nullable(Int(lo=1)), "complete": Bool(), "num_shards": Int(lo=0), "shard_rows": Int(lo=1)},
+)
 SHARD_GLOB = "shard-*.npz"
 MANIFEST = "manifest.json"
 
@@ -69,11 +74,8 @@ def read_manifest(shard_dir: Path) -> dict | None:
     path = Path(shard_dir) / MANIFEST
     if not path.exists():
         return None
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        raise InputError(f"{path} is not readable JSON; delete the shard folder and rerun") from None
-    if not isinstance(meta, dict) or meta.get("format") != SHARDS_FORMAT:
+    meta = read_json(path, schema=MANIFEST_SCHEMA, fix="delete the shard folder and rerun")  # isoscope.data.jsonfile
+    if meta.get("format") != SHARDS_FORMAT:
         raise InputError(f"{path} is not an Isoscope shard manifest")
     return meta
 
@@ -386,7 +388,7 @@ def load_shards(shard_dir: str | Path) -> tuple[np.ndarray, np.ndarray]:
     if len(ids) > 1 and (np.diff(ids) == 0).any():
         raise InputError(f"{shard_dir}: some ids appear in two shards; delete the folder and rerun")
     if meta is not None:
-        if not meta.get("complete") or not np.array_equal(ids, np.arange(meta.get("n", -1))):
+        if not meta.get("complete") or meta.get("n") != len(ids) or not np.array_equal(ids, np.arange(len(ids))):
             raise InputError(
                 f"{shard_dir}: shards are incomplete ({len(ids)} of {meta.get('n')} rows); rerun to finish"
             )
