@@ -19,6 +19,7 @@ from isoscope.commands.common import (
     add_vectors_argument,
     emit,
     encoder_for,
+    output_from_args,
     space_from_args,
 )
 from isoscope.encode.precision import FP32_ENGINE_TOLERANCE
@@ -196,7 +197,10 @@ def run(args: argparse.Namespace) -> dict:
 
     if args.max_length < 2 or args.batch_size < 1:
         raise InputError("--max-length must be >= 2 and --batch-size >= 1")
+    from isoscope.data.outputs import ATLAS_FOLDER
+
     space = space_from_args(args, "atlas")
+    output_from_args(args, args.out, ATLAS_FOLDER)  # before any work: no input, no folder of another kind
     config = AtlasConfig(
         pooling=space.pooling,
         max_length=args.max_length,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from isoscope.commands.common import add_json_argument, emit
+from isoscope.commands.common import add_json_argument, emit, output_from_args
 
 DATASETS = ("stsb",)
 
@@ -26,9 +26,11 @@ def run(args: argparse.Namespace) -> dict:
     from pathlib import Path
 
     from isoscope.data.benchmarks import fetch_stsb, stsb_present
+    from isoscope.data.outputs import STSB_FOLDER
     from isoscope.paths import ENV_STSB_DIR, STSB_FILES, user_stsb_dir
 
     dest = Path(args.out or os.environ.get(ENV_STSB_DIR) or user_stsb_dir()).expanduser()
+    output_from_args(args, str(dest), STSB_FOLDER, option="--out" if args.out else "the STS-B folder")
     had = stsb_present(dest)
     folder = fetch_stsb(dest)
     files = [str(folder / name) for name in STSB_FILES]

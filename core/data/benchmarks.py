@@ -71,6 +71,8 @@ def stsb_from_snapshot(snapshot: Path, dest: Path) -> Path:
     of a snapshot of ``STSB_REPO``; each split must hold its STS Benchmark number of pairs."""
     import pyarrow.parquet as pq
 
+    from isoscope.data.outputs import STSB_FOLDER_FILE, atomic_file
+
     dest.mkdir(parents=True, exist_ok=True)
     for split, path in _split_files(snapshot).items():
         table = pq.read_table(path).to_pydict()
@@ -78,9 +80,9 @@ def stsb_from_snapshot(snapshot: Path, dest: Path) -> Path:
         rows = list(zip(table["sentence1"], table["sentence2"], table[score], strict=True))
         if len(rows) != STSB_SPLITS[split]:
             raise InputError(f"the STS-B {split} split has {len(rows):,} pairs, not {STSB_SPLITS[split]:,}")
-        tmp = dest / f".stsb-en-{split}.csv.part"
-        with open(tmp, "w", newline="", encoding="utf-8") as f:
-            csv.writer(f).writerows((a, b, f"{float(c):g}") for a, b, c in rows)
-        tmp.replace(dest / f"stsb-en-{split}.csv")
+        # written beside its name and renamed in; the folder was checked as an STS-B folder, whose files are these
+        with atomic_file(dest / f"stsb-en-{split}.csv", kind=STSB_FOLDER_FILE, force=True) as tmp:
+            with open(tmp, "w", newline="", encoding="utf-8") as f:
+                csv.writer(f).writerows((a, b, f"{float(c):g}") for a, b, c in rows)
         log.info("STS-B %s: %d pairs", split, len(rows))
     return dest
