@@ -215,6 +215,10 @@ def run(args: argparse.Namespace) -> dict:
         shard_rows=args.shard_rows,
     )
     config.validate()
+    if config.engine == "ray":
+        from isoscope.encode.ray_address import parse_ray_address
+
+        parse_ray_address(args.ray_address)  # its form before any work (whether it answers: when Ray starts)
     if config.calibrate != "none":
         from isoscope.calibrate import make_calibrator
 

@@ -109,8 +109,10 @@ def _save(args: argparse.Namespace, out: Path, vectors) -> None:
 
 def _run_ray(args: argparse.Namespace, space: SpaceSpec, out: Path | None) -> dict:
     from isoscope.data import streamable_corpus
+    from isoscope.encode.ray_address import parse_ray_address
     from isoscope.encode.shards import DEFAULT_SHARD_ROWS, actor_device, embed_with_ray, load_shards, require_ray
 
+    parse_ray_address(args.ray_address)  # its form first: one line naming the forms
     require_ray()  # before reading anything: one line naming the extra to install
     if not args.shard_dir:
         raise InputError("--engine ray needs --shard-dir (a folder every Ray node can write)")
