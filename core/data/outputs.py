@@ -249,6 +249,9 @@ def check_destination(out: str | Path, *, kind: OutputKind, force: bool = False,
             return path
         marker = _marker(path, kind)
         if marker is None:
+            if found := [name for name in kind.markers if os.path.lexists(path / name)]:
+                what = f"holds a {found[0]} that does not mark {kind.name} (damaged, or another program's)"
+                raise _refuse(option, out, what, "give a new or empty folder, or delete this one")
             raise _refuse(option, out, f"is a folder that is not {kind.name}", "give a new or empty folder")
         if not kind.resumable and (extra := _foreign(path, kind, marker)):
             shown = ", ".join(extra[:3]) + (", ..." if len(extra) > 3 else "")
@@ -356,17 +359,21 @@ def atomic_folder(out: str | Path, *, kind: OutputKind, option: str = "--out") -
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     _fsync(out.parent)
-    if old is not None:
+    if old is not None and old.is_symlink():  # a link to the previous version: the link goes, its target stays
+        old.unlink()
+    elif old is not None:
         shutil.rmtree(old, ignore_errors=True)
 
 
 def write_output_bytes(
     out: str | Path, data: bytes, *, kind: OutputKind, force: bool = False, option: str = "--out"
 ) -> Path:
-    """``data`` written to ``out`` through ``atomic_file``; returns the path."""
-    from isoscope.cache import disk_full_as
+    """``data`` written to ``out`` through ``atomic_file``; returns the path. ``DiskFull`` before anything is
+    written when the disk lacks the room."""
+    from isoscope.cache import check_free, disk_full_as
 
     path = Path(out).expanduser()
+    check_free(path, len(data))
     with atomic_file(path, kind=kind, force=force, option=option) as tmp, disk_full_as(path, len(data)):
         tmp.write_bytes(data)
     return path

@@ -158,8 +158,11 @@ def test_a_folder_of_another_kind_or_holding_other_files_is_refused(tmp_path: Pa
     (atlas / "manifest.json").write_text(json.dumps({"format": "isoscope-atlas"}))
     (atlas / "notes.txt").write_text("mine")
     assert o.check_destination(atlas, kind=o.ATLAS_FOLDER) == atlas  # built in place: nothing is removed
-    with pytest.raises(InputError, match="not a folder of embedding shards"):
+    with pytest.raises(InputError, match=r"holds a manifest\.json that does not mark a folder of embedding shards"):
         o.check_destination(atlas, kind=o.SHARDS_FOLDER)  # the same marker name, another format
+    (atlas / "manifest.json").write_text("{not json")
+    with pytest.raises(InputError, match=r"holds a manifest\.json that does not mark an atlas folder \(damaged"):
+        o.check_destination(atlas, kind=o.ATLAS_FOLDER)
 
 
 def test_an_export_folder_may_be_replaced_when_its_manifest_lists_everything_in_it(tmp_path: Path) -> None:
