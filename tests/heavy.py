@@ -112,4 +112,5 @@ HEAVY: tuple[str, ...] = (
     "tests/core/retrieval/test_run.py::test_the_qrels_never_reach_a_fit",  # 31 s, load 5
     "tests/core/retrieval/test_run.py::test_the_docs_table_is_what_the_stsb_task_gives",  # 81 s (a flow on 2,243 documents, nine variants), load 8
     "tests/dashboard/test_retrieval.py::test_clustering_on_the_demo_topics",  # 63 s (embeds the 4,846 demo texts, ten k-means), load 5
+    "tests/core/atlas/test_distributed.py::test_the_address_check_lets_the_clusters_gcs_through",  # 34 s on the module's cluster, load 14 (a second driver connects through the address check)
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from isoscope.commands.common import add_json_argument, emit, hub_bars, progress_bar
+from isoscope.commands.common import add_json_argument, emit, hub_bars, output_from_args, progress_bar
 
 DATASETS = ("stsb",)
 
@@ -27,9 +27,11 @@ def run(args: argparse.Namespace) -> dict:
     from pathlib import Path
 
     from isoscope.data.benchmarks import fetch_stsb, stsb_present
+    from isoscope.data.outputs import STSB_FOLDER
     from isoscope.paths import ENV_STSB_DIR, STSB_FILES, user_stsb_dir
 
     dest = Path(args.out or os.environ.get(ENV_STSB_DIR) or user_stsb_dir()).expanduser()
+    output_from_args(args, str(dest), STSB_FOLDER, option="--out" if args.out else "the STS-B folder")
     had = stsb_present(dest)
     with hub_bars(args):
         folder = fetch_stsb(dest, progress=progress_bar(args, "download STS-B", unit="split"))
