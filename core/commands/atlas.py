@@ -221,7 +221,6 @@ def run(args: argparse.Namespace) -> dict:
     config.validate()
     if config.engine == "ray":
         from isoscope.encode.ray_address import parse_ray_address
-
         from isoscope.encode.shards import require_ray
 
         parse_ray_address(args.ray_address)  # its form before any work (whether it answers: when Ray starts)
