@@ -281,6 +281,8 @@ def run_results(numbers: dict, results: list[Result], *, work: Path, rerun: bool
     from isoscope.paths import stsb_dir
 
     stsb = stsb_dir().resolve()
+    if not (stsb / "stsb-en-test.csv").is_file():  # every result reads it: say so once, not once a command
+        raise SystemExit(f"STS-B is not in {stsb}: set ISOSCOPE_STSB_DIR to its folder (or run isoscope data stsb)")
     work.mkdir(parents=True, exist_ok=True)
     env, failures, done_setup = environment(stsb), [], set()
     todo = [(r, c) for r in results for c in r.commands if rerun or c not in numbers["runs"]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from docs_results_sts import GEOMETRY_RUN
 from docs_tables import (
     RESULTS_PAGE,
     TEST,
@@ -89,12 +90,13 @@ COMPARED = (
     ("init=pretrained", "init=random"),
 )
 COMPARE_RUNS = (COMPARE_LAYERS, *(f"isoscope compare --input {TEST} --a {a} --b {b} --json" for a, b in COMPARED))
+COMPARE_SPECS = (("pooling=mean", "pooling=cls"), *COMPARED)  # each command's --a and --b, as the rows name them
 
 
-def compare_row(out: dict) -> list[str]:
+def compare_row(specs: tuple[str, str], out: dict) -> list[str]:
     hub = out["hubness"]
     return [
-        f"`{out['a']['spec']}` vs `{out['b']['spec']}`",
+        f"`{specs[0]}` vs `{specs[1]}`",
         f(out["cka_linear"], 3),
         f(out["cka_debiased"], 3),
         f(out["overlap_at_k"], 3),
@@ -107,10 +109,55 @@ def compare_row(out: dict) -> list[str]:
 def compare_table(get: Get) -> list[str]:
     k = get(COMPARE_RUNS[0])["k"]
     header = ["A vs B", "CKA", "debiased CKA", f"overlap@{k}", "Procrustes", "hubness skew A / B"]
-    return markdown([*header, "max occurrence A / B"], "-------", [compare_row(get(c)) for c in COMPARE_RUNS])
+    rows = [compare_row(specs, get(c)) for specs, c in zip(COMPARE_SPECS, COMPARE_RUNS, strict=True)]
+    return markdown([*header, "max occurrence A / B"], "-------", rows)
 
 
-COMPARE = Result("compare-stsb", RESULTS_PAGE, COMPARE_RUNS, compare_table, shown=COMPARE_RUNS)
+def compare_quotes(get: Get) -> list[tuple[str, str]]:
+    mean_cls, mean_white, cls_white, _, random = (get(c) for c in COMPARE_RUNS)
+    k, hub = mean_cls["k"], mean_cls["hubness"]
+    whitened = [r["hubness"]["b"] for r in (mean_white, cls_white)]
+    layers = mean_cls["cka_layers"]  # (L + 1, L + 1): layer 0 (embeddings) to L, A's model with itself
+    last = len(layers) - 1
+    neighbouring = [layers[i][i + 1] for i in range(last - 1)]
+    apart = [layers[last][i] for i in range(last)]
+    return [
+        (RESULTS_PAGE, f"The {mean_cls['n_texts']:,} distinct sentences of STS-B test, default model, k = {k}"),
+        (
+            RESULTS_PAGE,
+            f"cls and mean pooling agree on the global geometry (CKA {mean_cls['cka_linear']:.2f}) yet share only "
+            f"{mean_cls['overlap_at_k']:.0%} of each sentence's neighbours",
+        ),
+        (
+            RESULTS_PAGE,
+            f"One sentence sits in {hub['b']['max_occurrence']} of the {mean_cls['n_texts']:,} top-{k} lists under cls "
+            f"(skewness {hub['b']['skewness']:.1f}), against {hub['a']['max_occurrence']} under mean pooling",
+        ),
+        (
+            RESULTS_PAGE,
+            f"Whitening removes the hubs for either pooling (skewness {max(h['skewness'] for h in whitened):.1f}, at "
+            f"most {max(h['max_occurrence'] for h in whitened)})",
+        ),
+        (
+            RESULTS_PAGE,
+            f"Whitening keeps half the CKA ({mean_white['cka_linear']:.3f}) and {mean_white['overlap_at_k']:.0%} of the "
+            "neighbours of the raw mean space",
+        ),
+        (
+            RESULTS_PAGE,
+            f"CKA between the mean-pooled layers of the model is {min(neighbouring):.2f}-{max(neighbouring):.2f} for "
+            f"neighbouring layers 0-{last - 1}, but the last layer stands apart ({min(apart):.2f}-{max(apart):.2f} "
+            "against every other layer)",
+        ),
+        (
+            RESULTS_PAGE,
+            f"A randomly initialised model of the same architecture shares {random['overlap_at_k']:.0%} of the "
+            f"neighbours and a CKA of {random['cka_linear']:.2f}",
+        ),
+    ]
+
+
+COMPARE = Result("compare-stsb", RESULTS_PAGE, COMPARE_RUNS, compare_table, compare_quotes, shown=COMPARE_RUNS)
 
 # ------------------------------------------------------------------ retrieval
 
@@ -137,8 +184,57 @@ def retrieval_table(get: Get) -> list[str]:
     return markdown([*header, "IsoScore", "hubness skew"], "-rrr-r-rrr", rows)
 
 
+def retrieval_quotes(get: Get) -> list[tuple[str, str]]:
+    out = get(RETRIEVAL_RUN)
+    task, rows = out["task"], {v["variant"]: v for v in out["variants"]}
+    raw, white, flow, w64, centre = (rows[v] for v in ("raw", "whitening", "flow", "whitening:64", "centre"))
+    same = f"{flow['ndcg@10']:.4f}" == f"{white['ndcg@10']:.4f}"
+    test64, test_centre = w64["vs_raw"]["ndcg@10"], centre["vs_raw"]["ndcg@10"]
+    fixes = len(rows) - 1
+    return [
+        (
+            RESULTS_PAGE,
+            f"the {task['queries']} first sentences of the pairs graded 4 or more are the queries, each relevant to "
+            f"its pair's second sentence ({task['judgements']} judgements); the corpus is the {task['documents']:,} "
+            "other distinct test sentences",
+        ),
+        (RESULTS_PAGE, f"on the {task['documents']:,} documents (`@queries`: on the {task['queries']} queries)"),
+        (
+            RESULTS_PAGE,
+            f"Whitening and the flow take the documents from IsoScore {raw['isoscore']:.2f} to {white['isoscore']:.2f} "
+            f"and cut hubness from {raw['hubness_skew']:.2f} to {white['hubness_skew']:.2f}",
+        ),
+        (RESULTS_PAGE, f"A contrastively trained sentence encoder already ranks well ({raw['ndcg@10']:.3f})"),
+        (RESULTS_PAGE, "(The flow ranks exactly as full whitening does here, to four decimals.)" if same else "(flow)"),
+        (
+            RESULTS_PAGE,
+            f"Keeping 64 whitened directions loses {-test64['mean_difference']:.3f} (p = {test64['p_value']:.2f})",
+        ),
+        (RESULTS_PAGE, f"{NUMBER_WORDS.get(fixes, str(fixes))} fixes were each tested at 0.05"),
+        (
+            RESULTS_PAGE,
+            f"Centring lifts nDCG@10 by {test_centre['mean_difference']:.4f} and its bootstrap interval "
+            f"[{test_centre['ci_low']:+.4f}, {test_centre['ci_high']:+.4f}] leaves out zero, yet the randomisation "
+            f"test gives p = {test_centre['p_value']:.2f}",
+        ),
+        (
+            RESULTS_PAGE,
+            f"{task['queries']} queries are few to estimate 64 whitened directions (`whitening:64@queries`, "
+            f"{rows['whitening:64@queries']['vs_raw']['ndcg@10']['mean_difference']:.3f}, not significant)",
+        ),
+    ]
+
+
+NUMBER_WORDS = {n: w for n, w in enumerate("Zero One Two Three Four Five Six Seven Eight Nine Ten".split())}
+
 RETRIEVAL = Result(
-    "retrieval-stsb", RESULTS_PAGE, (RETRIEVAL_RUN,), retrieval_table, shown=(BEIR, RETRIEVAL_RUN), setup=(BEIR,)
+    "retrieval-stsb",
+    RESULTS_PAGE,
+    (RETRIEVAL_RUN,),
+    retrieval_table,
+    retrieval_quotes,
+    shown=(BEIR, RETRIEVAL_RUN),
+    setup=(BEIR,),
 )
 
 # ------------------------------------------------------------------ loss surfaces
@@ -212,9 +308,9 @@ LANDSCAPE = Result(
     landscape_table,
     shown=(LANDSCAPE_RUN,),
     pending=(
-        "This table is not yet written by `make docs-numbers`: its command has not been rerun since (about an hour "
-        "alone on 2 cores, many hours on a shared machine); `make docs-numbers ARGS=landscape-stsb` reruns it and "
-        "writes the table."
+        "This table is not yet written by `make docs-numbers`: its command has not been rerun since (65 CPU-minutes, "
+        "about 35 minutes alone on 2 cores, more than an hour on a shared machine); `make docs-numbers "
+        "ARGS=landscape-stsb` reruns it and writes the table."
     ),
 )
 
@@ -260,7 +356,23 @@ def vectors_quotes(get: Get) -> list[tuple[str, str]]:
     vs_mean, vs_cls = get(VECTORS_RUNS[2]), get(VECTORS_RUNS[3])
     k, hub = vs_mean["k"], vs_mean["hubness"]
     lift = pairs_out["sts"]["calibrated"] - pairs_out["sts"]["raw"]
+    model_path = get(GEOMETRY_RUN.replace("$pooling", "cls").replace("$method", "whitening")), get(COMPARE_LAYERS)
+    same = [
+        f"{a:.3f}" == f"{b:.3f}"
+        for a, b in (
+            (pairs_out["sts"]["calibrated"], model_path[0]["sts"]["calibrated"]),
+            (pairs_out["calibrated"]["avg_cosine"], model_path[0]["calibrated"]["avg_cosine"]),
+            (vs_mean["cka_linear"], model_path[1]["cka_linear"]),
+            (vs_mean["overlap_at_k"], model_path[1]["overlap_at_k"]),
+        )
+    ]
     return [
+        (
+            "docs/models.md",
+            "so the pairs rows and the comparison are the numbers the model path gives for `--pooling cls`"
+            if all(same)
+            else "(the model path gives other numbers)",
+        ),
         (
             "docs/models.md",
             f"(`--b pooling=mean`, k = {k}): CKA {vs_mean['cka_linear']:.3f}, debiased CKA "
