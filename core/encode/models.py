@@ -16,6 +16,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, 
 from transformers.utils import logging as hf_logging
 
 from isoscope.data.hub import ENV_HUB_TIMEOUT, bound_hub_requests, hub_timeout_message
+from isoscope.data.jsonfile import check_json
 from isoscope.encode.device import check_dtype, check_fits, dtype_suffix, free_bytes, parse_device, resolve_device
 from isoscope.encode.encoder import Encoder
 from isoscope.encode.manifest import read_manifest
@@ -163,6 +164,25 @@ def _check_tokenizer(name: str, folder: Path, tokenizer: PreTrainedTokenizerBase
         )
 
 
+HF_JSON_FILES: tuple[str, ...] = (
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "generation_config.json",
+)
+
+
+def _check_json_files(folder: Path) -> None:
+    """The JSON files transformers parses from a local folder, bounded first (``isoscope.data.jsonfile.check_json``:
+    size, nesting depth, an object at the top), so a hostile one is one line, never a RecursionError inside it."""
+    for name in HF_JSON_FILES:
+        if (folder / name).is_file():
+            check_json(folder / name, what=f"{folder.name}/{name}", fix="save the model again")
+
+
 def parameter_count(folder: Path | None, config: object) -> int:
     """The parameters a model will allocate: what its .safetensors files hold (their headers, exact, checked
     against the files' bytes: InputError naming a damaged one), else the config's lower bound
@@ -277,6 +297,8 @@ def load_encoder(
         bound_hub_requests()  # a hub that accepts and never answers: one line after a timeout, not a hang
     card, weights, where, silent = _card(source, is_local)  # a module of custom code is refused here, before loading
     hf_logging.disable_progress_bar()  # our own bars show progress, not transformers' weight-loading bars
+    if is_local:
+        _check_json_files(Path(weights))
     try:
         config = AutoConfig.from_pretrained(weights, trust_remote_code=False, **where)
         model_class = _model_class(config, name)  # the architecture it names checked against its model type

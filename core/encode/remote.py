@@ -45,6 +45,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from isoscope.cache import default_cache_dir, warn_once
+from isoscope.data.jsonfile import parse_json
 from isoscope.encode.endpoints import (
     DEADLINE_READS,
     DEFAULT_BASE_URL,
@@ -217,7 +218,7 @@ def _server_message(body: bytes, secret: str | None) -> str:
     """The server's own error message, one line, at most 200 characters, the key masked."""
     text = body.decode("utf-8", "replace")
     try:
-        data = json.loads(text)
+        data = parse_json(text, what="the answer", expect=None)  # isoscope.data.jsonfile: depth first
         if isinstance(data, dict):
             err = data.get("error", data.get("detail", data.get("message", data)))
             if isinstance(err, dict):
@@ -419,8 +420,8 @@ def parse_embeddings(data: bytes, n: int, endpoint: Endpoint) -> np.ndarray:
     if values > answer_limits(n)[1]:
         raise _not_embeddings(endpoint, f"more values than {n} vectors of at most {MAX_DIMS:,} dimensions")
     try:
-        answer = json.loads(data)
-    except (ValueError, UnicodeDecodeError, RecursionError):
+        answer = parse_json(data, what="the answer", expect=None, max_depth=8)  # isoscope.data.jsonfile
+    except ValueError:  # InputError: nested too deep, not UTF-8, not JSON
         raise _not_embeddings(endpoint, "not JSON") from None
     items = answer.get("data") if isinstance(answer, dict) else None
     if not isinstance(items, list):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from isoscope.data.outputs import EXPORT_FOLDER, atomic_folder, check_destination
 from isoscope.errors import InputError
 from isoscope.export.provenance import ExportReport, check_exportable, measure, model_report, seal_folder
 
@@ -215,31 +216,27 @@ def export_onnx(
     check_onnx_source(encoder, spec)
     calibrator._check_fitted()
     check_exportable(calibrator, n_fit=len(fit_vectors), dim=encoder.output_dim(spec))
-    out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise InputError(f"{out} exists and is not an empty folder; give a new folder to export to")
+    out = check_destination(out, kind=EXPORT_FOLDER)  # said before the work; checked again at the rename
     probe = (fit_texts or list(DEFAULT_PROBE))[:PROBE_TEXTS]
     pooled = encode(encoder, probe, spec, config=config)  # (p, d)
     want = calibrator.transform(pooled)  # (p, k) Isoscope's vectors
     kappa = condition(calibrator, pooled)
     before, after = measure(calibrator, fit_vectors)
-    out.mkdir(parents=True, exist_ok=True)
-    try:
+    with atomic_folder(out, kind=EXPORT_FOLDER) as new:  # renamed into place once sealed
         checks = write_graph(
-            encoder, spec, calibrator_module(calibrator), out, config=config, probe=probe, want=want, kappa=kappa,
+            encoder, spec, calibrator_module(calibrator), new, config=config, probe=probe, want=want, kappa=kappa,
             quantize=quantize, spearman_texts=fit_texts,
         )  # fmt: skip
-    except BaseException:
-        shutil.rmtree(out, ignore_errors=True)
-        raise
-    words = encoder.recipe.describe() if encoder.recipe is not None and spec.name == "model" else f"{spec.name} pooling"
-    fit = (len(fit_vectors), int(calibrator.n_features_in_), int(want.shape[1]))
-    report = model_report(
-        out, "onnx", encoder=encoder, pooling=spec.name, calibrator=calibrator, fit=fit, corpus=corpus,
-        corpus_digest=corpus_digest, before=before, after=after, checks=checks,
-        recipe=f"{words} -> {calibrator.method} (one ONNX graph)",
-    )  # fmt: skip
-    seal_folder(out, report, usage=USAGE.format(folder=out.name))
+        words = (
+            encoder.recipe.describe() if encoder.recipe is not None and spec.name == "model" else f"{spec.name} pooling"
+        )
+        fit = (len(fit_vectors), int(calibrator.n_features_in_), int(want.shape[1]))
+        report = model_report(
+            out, "onnx", encoder=encoder, pooling=spec.name, calibrator=calibrator, fit=fit, corpus=corpus,
+            corpus_digest=corpus_digest, before=before, after=after, checks=checks,
+            recipe=f"{words} -> {calibrator.method} (one ONNX graph)",
+        )  # fmt: skip
+        seal_folder(new, report, usage=USAGE.format(folder=out.name))
     return report
 
 
