@@ -55,7 +55,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"(default: {DEFAULT_CHUNK_ROWS:,})",
     )
     p.add_argument(
-        "--force", action="store_true", help="replace an existing --out file (never an input, never a folder)"
+        "--force",
+        action="store_true",
+        help="replace an existing --out file that is not one in the input's format (never an input, never a folder); "
+        "a shard folder written with another adapter",
     )
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_json_argument(p)

@@ -18,7 +18,8 @@ nothing or the whole result: a killed run never leaves a half file under it. A f
 shard into the output folder, each shard written beside its name and renamed in, recorded in the folder's ledger
 (``isoscope-apply.json``); on the Ray engine each shard is a task (the folders on a filesystem every node sees).
 
-Never overwrites an input; an existing output file is replaced only with ``force``; a folder is never removed.
+The output rules are ``isoscope.data.outputs``': never an input (nor the adapter's folder); an existing output file
+is replaced when it is one in the same format, another file only with ``force``; a folder is never removed.
 """
 
 from __future__ import annotations
@@ -136,13 +137,6 @@ def _check_dims(adapter: Adapter, dims: int, name: str) -> None:
         )
 
 
-def _same(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
-    except OSError:
-        return False
-
-
 def _read_ledger(path: Path) -> dict[str, Any] | None:
     """A ledger's JSON, None when there is none; InputError for a file that is not one (never removed)."""
     if not path.exists():
@@ -178,11 +172,13 @@ class _Rows:
 # ---------------------------------------------------------------- one file
 
 
-def _check_file_out(source: Path, out: Path, fmt: str, force: bool) -> None:
+def _check_file_out(source: Path, out: Path, fmt: str, force: bool, adapter_dir: Path | None) -> None:
+    """The output rules (``isoscope.data.outputs``): never an input, in the input's format, an existing file
+    replaced when it is one in that format (another only with ``force``), never a folder."""
+    from isoscope.data.outputs import VECTOR_FILES, check_destination, check_inputs
     from isoscope.data.vectors import vector_format
 
-    if _same(source, out):
-        raise InputError(f"--out {out.name} is the input file; give a new file for the mapped vectors")
+    check_inputs(out, [("--vectors", source), ("--adapter", adapter_dir)])
     if out.is_dir():
         raise InputError(f"--out {out} is a folder; give a file name ending in {source.suffix}")
     try:
@@ -191,8 +187,17 @@ def _check_file_out(source: Path, out: Path, fmt: str, force: bool) -> None:
         out_fmt = None
     if out_fmt != fmt:
         raise InputError(f"--out {out.name}: write the mapped vectors as {source.suffix} like {source.name}")
-    if out.exists() and not force:
-        raise InputError(f"{out} exists; give a new file, or --force to replace it")
+    check_destination(out, kind=VECTOR_FILES[fmt], force=force)
+
+
+def _place(work: Path, name: str, out: Path, fmt: str, force: bool) -> None:
+    """The finished file ``work/name`` renamed to ``out`` (its destination checked again first), the work folder
+    removed."""
+    from isoscope.data.outputs import VECTOR_FILES, check_destination
+
+    check_destination(out, kind=VECTOR_FILES[fmt], force=force)
+    os.replace(work / name, out)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def _work_folder(out: Path, job: dict[str, Any]) -> tuple[Path, dict[str, Any], list[str]]:
@@ -217,7 +222,7 @@ def _work_folder(out: Path, job: dict[str, Any]) -> tuple[Path, dict[str, Any], 
     return work, doc, warnings
 
 
-def _apply_flat(adapter, source: Path, out: Path, *, chunk_rows: int, progress: Progress | None):
+def _apply_flat(adapter, source: Path, out: Path, *, chunk_rows: int, force: bool, progress: Progress | None):
     """A .npy mapped chunk by chunk into one file of the final size in the work folder, then renamed to ``out``."""
     from isoscope.migrate.streams import FlatArray, FlatWriter
 
@@ -250,8 +255,7 @@ def _apply_flat(adapter, source: Path, out: Path, *, chunk_rows: int, progress: 
             _write_ledger(work / LEDGER, ledger)
     finally:
         writer.close()
-    os.replace(work / "mapped.npy", out)
-    shutil.rmtree(work, ignore_errors=True)
+    _place(work, "mapped.npy", out, "npy", force)
     return src.rows, src.dims, None, len(chunks), resumed, warnings
 
 
@@ -296,7 +300,7 @@ def _pieces(batches, chunk_rows: int):
         pos += batch.num_rows
 
 
-def _apply_table(adapter, source: Path, out: Path, fmt: str, *, column, chunk_rows, progress):
+def _apply_table(adapter, source: Path, out: Path, fmt: str, *, column, chunk_rows, force, progress):
     """A Parquet or IPC file mapped chunk by chunk into part files of the work folder, then joined into ``out``."""
     from isoscope.cache import file_sha256
     from isoscope.migrate.streams import TableFile, TableWriter, read_table_batches
@@ -346,8 +350,7 @@ def _apply_table(adapter, source: Path, out: Path, fmt: str, *, column, chunk_ro
                 joined.write(batch)
     finally:
         joined.close()
-    os.replace(work / f"joined.{fmt}", out)
-    shutil.rmtree(work, ignore_errors=True)
+    _place(work, f"joined.{fmt}", out, fmt, force)
     return table.rows, table.dims, table.column, current + 1, resumed, warnings
 
 
@@ -470,6 +473,7 @@ def apply_adapter(
     from isoscope.data.limits import check_count
 
     started = time.perf_counter()
+    adapter_path = adapter if isinstance(adapter, str | Path) else None
     adapter = _as_adapter(adapter)
     check_count("chunk_rows", chunk_rows, "--chunk-rows")
     if engine not in ENGINES:
@@ -491,13 +495,15 @@ def apply_adapter(
         fmt = vector_format(source)
         if fmt not in STREAM_FORMATS:
             raise InputError(f"{source.name}: apply maps .npy, .parquet and .feather/.arrow files; not {fmt}")
-        _check_file_out(source, out, fmt, force)
+        _check_file_out(source, out, fmt, force, Path(adapter_path) if adapter_path is not None else None)
         if fmt == "npy":
             if column is not None:
                 raise InputError(f"{source.name}: a .npy file has no columns; give the file alone (not FILE:{column})")
-            done = _apply_flat(adapter, source, out, chunk_rows=chunk_rows, progress=progress)
+            done = _apply_flat(adapter, source, out, chunk_rows=chunk_rows, force=force, progress=progress)
         else:
-            done = _apply_table(adapter, source, out, fmt, column=column, chunk_rows=chunk_rows, progress=progress)
+            done = _apply_table(
+                adapter, source, out, fmt, column=column, chunk_rows=chunk_rows, force=force, progress=progress
+            )
     n, dim_in, column_used, units, resumed, warnings = done
     meta = getattr(adapter, "metadata_", {}) or {}
     return ApplyReport(

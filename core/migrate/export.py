@@ -28,15 +28,13 @@ Every export is checked before it is kept: the written files are loaded back (FA
 sentence-transformers) and their vectors of a probe compared with ``adapter.transform``'s, within
 ``TOLERANCE`` (relative L2 of the worst row) times the adapter's measured condition (how much it amplifies a
 float32 rounding of its input; about 1 for a well-spread space); the numbers go into the README. Written under a
-temporary name beside ``out`` and renamed into place: a failed or killed export leaves nothing under ``out``.
+temporary name beside ``out`` and renamed into place (``isoscope.data.outputs``): a failed or killed export leaves
+``out`` as it was; an earlier export there is replaced as a whole, a folder holding anything else is refused.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import secrets
-import shutil
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -394,23 +392,6 @@ def _provenance(adapter: Adapter, given: dict[str, Any] | None, direction: str |
     return {k: (None if v is None else str(v)) for k, v in out.items()}
 
 
-def staging_folder(out: Path) -> Path:
-    """A new empty folder beside ``out`` (``.NAME.XXXXXXXX.tmp``) to write an export into; InputError when ``out``
-    exists and is not an empty folder (an export never replaces anything)."""
-    if out.exists() or out.is_symlink():
-        if not out.is_dir() or out.is_symlink() or any(out.iterdir()):
-            raise InputError(f"{out} exists and is not an empty folder; give a new folder to export to")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.{secrets.token_hex(4)}.tmp"
-    tmp.mkdir()
-    return tmp
-
-
-def publish_folder(tmp: Path, out: Path) -> None:
-    """Rename the complete ``tmp`` folder to ``out`` (an empty folder there is replaced: ``rename`` allows it)."""
-    os.replace(tmp, out)
-
-
 def export_adapter(
     adapter: Adapter | str | Path,
     out: str | Path,
@@ -430,6 +411,7 @@ def export_adapter(
     ``direction`` and ``provenance`` (``PROVENANCE_KEYS``) complete what the adapter's saved metadata says.
     ``probe``: vectors (m, d_in) the vector exports are checked on (the fit or stored vectors; default: seeded
     Gaussian rows); ``probe_texts``: texts the model exports are checked on (default: two fixed sentences)."""
+    from isoscope.data.outputs import EXPORT_FOLDER, atomic_folder, check_destination
     from isoscope.encode.manifest import write_manifest
     from isoscope.export.onnx_graph import DEFAULT_PROBE, PROBE_TEXTS, condition
 
@@ -449,15 +431,14 @@ def export_adapter(
         )
     if format == "sentence-transformers" and form == "local":
         _dense_chain(adapter, form)  # refused before a model is loaded
-    out = Path(out)
+    out = check_destination(out, kind=EXPORT_FOLDER)  # said before any work; checked again at the rename
     encoder = spec = None
     if model is not None:
         if format == "faiss":
             raise InputError("a FAISS pre-transform maps vectors; export it without a model")
         encoder, spec, config = _model_parts(adapter, model, pooling, config)
     texts = list(probe_texts or DEFAULT_PROBE)[:PROBE_TEXTS]
-    tmp = staging_folder(out)
-    try:
+    with atomic_folder(out, kind=EXPORT_FOLDER) as tmp:  # a new folder beside out, renamed into place when sealed
         if encoder is not None:
             write = _write_st if format == "sentence-transformers" else _write_ids_graph
             recipe, checks = write(adapter, form, tmp, encoder=encoder, spec=spec, config=config, texts=texts)
@@ -484,10 +465,6 @@ def export_adapter(
         )
         (tmp / "README.md").write_text(readme(report), encoding="utf-8")
         write_manifest(tmp, report.to_dict())
-        publish_folder(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     log.info("exported %s (%s) to %s", adapter.method, format, out)
     return report
 

@@ -19,7 +19,7 @@ import pytest
 
 from isoscope.data.vectors import load_vector_file
 from isoscope.errors import InputError
-from isoscope.migrate.adapters import unit_rows
+from isoscope.migrate.adapters import Adapter, unit_rows
 from isoscope.migrate.apply import COMPUTE_ROWS, LEDGER, SHARDS_LEDGER, WORK_SUFFIX, apply_adapter
 from isoscope.migrate.methods import make_adapter
 
@@ -89,12 +89,13 @@ def test_every_format_maps_as_the_adapter_does_and_keeps_the_other_columns(tmp_p
 
 
 def test_memory_does_not_grow_with_the_rows(tmp_path, adapter_dir):
-    """The peak of what numpy allocates while mapping 4x more rows is the same: a block, never the file."""
-    peaks = []
+    """The peak of what numpy allocates while mapping 4x more rows is the same: a block, never the file. (The
+    adapter is loaded before: its JSON reader allocates its byte limit, 16 MiB, whatever the file's size.)"""
+    adapter, peaks = Adapter.load(adapter_dir), []
     for n in (2 * COMPUTE_ROWS, 8 * COMPUTE_ROWS):
         np.save(tmp_path / f"{n}.npy", _vectors(n))
         tracemalloc.start()
-        apply_adapter(adapter_dir, tmp_path / f"{n}.npy", tmp_path / f"out-{n}.npy", chunk_rows=COMPUTE_ROWS)
+        apply_adapter(adapter, tmp_path / f"{n}.npy", tmp_path / f"out-{n}.npy", chunk_rows=COMPUTE_ROWS)
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
     whole = 8 * COMPUTE_ROWS * (D + E) * 4  # the larger input and output held whole
@@ -204,7 +205,8 @@ def test_what_cannot_be_mapped_is_refused_in_one_line(tmp_path, adapter_dir):
         ("nan.npy", "nan-out.npy", {}, "row 2,345 .counting from 0. holds NaN"),
         ("zero.npy", "zero-out.npy", {}, "row 1,234 .counting from 0. is all zeros"),
         ("narrow.npy", "narrow-out.npy", {}, "holds 10-dimensional vectors but ridge maps 24"),
-        ("ok.npy", "ok.npy", {}, "is the input file"),
+        ("ok.npy", "ok.npy", {}, "is the input --vectors"),
+        ("ok.npy", adapter_dir / "x.npy", {}, "is inside the input folder --adapter"),  # absolute: tmp_path / it
         ("ok.npy", "ok.parquet", {}, "write the mapped vectors as .npy"),
         ("ok.npy", "x.npy", {"engine": "ray"}, "--engine ray maps a folder"),
         ("ok.npy", "x.npy", {"column": "emb"}, "a .npy file has no columns"),
@@ -220,9 +222,12 @@ def test_what_cannot_be_mapped_is_refused_in_one_line(tmp_path, adapter_dir):
     assert (tmp_path / "busy" / "mine.txt").read_text() == "keep"
     assert not (tmp_path / "nan-out.npy").exists() and not (tmp_path / "in" / "sub").exists()
     apply_adapter(adapter_dir, tmp_path / "ok.npy", tmp_path / "done.npy")
-    with pytest.raises(InputError, match="exists; give a new file, or --force"):
-        apply_adapter(adapter_dir, tmp_path / "ok.npy", tmp_path / "done.npy")
-    assert apply_adapter(adapter_dir, tmp_path / "ok.npy", tmp_path / "done.npy", force=True).rows == 100
+    assert apply_adapter(adapter_dir, tmp_path / "ok.npy", tmp_path / "done.npy").rows == 100  # a .npy: replaced
+    (tmp_path / "notes.npy").write_text("mine")
+    with pytest.raises(InputError, match=r"exists and is not a \.npy array; add --force"):
+        apply_adapter(adapter_dir, tmp_path / "ok.npy", tmp_path / "notes.npy")
+    assert (tmp_path / "notes.npy").read_text() == "mine"
+    assert apply_adapter(adapter_dir, tmp_path / "ok.npy", tmp_path / "notes.npy", force=True).rows == 100
     other = make_adapter("procrustes").fit(_vectors(100), _vectors(100, seed=3))
     apply_adapter(adapter_dir, tmp_path / "in", tmp_path / "mapped")
     with pytest.raises(InputError, match="holds the output of another adapter"):

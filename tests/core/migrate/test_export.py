@@ -185,9 +185,14 @@ def test_what_has_no_exact_form_is_refused_in_one_line(tmp_path, pairs, fitted):
     assert list(tmp_path.iterdir()) == []  # nothing left: no folder, no temporary one (the probe failed inside)
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "keep.txt").write_text("mine")
-    with pytest.raises(InputError, match="not an empty folder"):
+    with pytest.raises(InputError, match="is a folder that is not an exported model folder"):
         export_adapter(ridge, tmp_path / "taken", format="faiss")
     assert (tmp_path / "taken" / "keep.txt").read_text() == "mine"
+    export_adapter(ridge, tmp_path / "again", format="faiss")
+    export_adapter(ridge, tmp_path / "again", format="onnx")  # an earlier export is replaced as a whole
+    assert read_manifest(tmp_path / "again")["provenance"]["format"] == "onnx"
+    assert not (tmp_path / "again" / "adapter.faiss").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["again", "taken"]  # no temporary folder left
 
 
 def test_a_model_of_another_width_is_refused(tmp_path, fitted):
