@@ -40,10 +40,11 @@ class SideInfo:
 
     name: str
     dims: int
-    kind: str = ""  # model, endpoint, vectors, arrays
+    kind: str = ""  # model, endpoint, vectors ("" for arrays given to evaluate_migration)
+    provenance: dict[str, Any] = field(default_factory=dict)  # a model's fingerprint, pooling, prompts; a file's digest
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "dims": self.dims, "kind": self.kind}
+        return {"name": self.name, "dims": self.dims, "kind": self.kind, "provenance": dict(self.provenance)}
 
 
 @dataclass
