@@ -49,6 +49,8 @@ class MigrationConfig:
       sample; no text embedded again); None: 0.05 without fit texts, 0 with them (both may be combined).
     - ``curve``: shares of the corpus for the curve of kept share against fit pairs (each linear adapter, each
       direction, each of ``curve_seeds``); () for none.
+    - ``resamples``: of every paired test and interval; the curve's intervals use ``curve_resamples`` (at most
+      ``resamples``): each point is one more fit, search and bootstrap.
     - ``threshold``: a kept share whose 95% lower bound is below it says re-embed (and fails the command's gate).
     - ``tested``: the metrics tested and shown as kept shares (the first is the headline the verdict reads).
     """

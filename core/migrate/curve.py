@@ -85,7 +85,12 @@ def _point(spaces: SpacePair, result: MigrationResult, fitted: tuple, ref_top: n
         c = per_query(task, ranking)[h]
         a, b = (result.system(name).scores[h] for name in ("old", "new"))
         kept = kept_shares(
-            a, b, c, new_vs_old=result.system("new").tests[h], resamples=config.curve_resamples, seed=config.seed
+            a,
+            b,
+            c,
+            new_vs_old=result.system("new").tests[h],
+            resamples=min(config.curve_resamples, config.resamples),
+            seed=config.seed,
         )
         ratio, recovered = kept.ratio, kept.recovered
     return CurvePoint(method, direction, source, share, seed, len(pairs[0]), agreement, ratio, recovered)
