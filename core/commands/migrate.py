@@ -12,8 +12,8 @@ both ways on a seeded sample of the corpus (``--fit-fraction``) and/or ``--fit``
 and full re-embedding (``isoscope.migrate.sides.run_migration``), and one is recommended without the labels.
 
 Exit status: 0, and 1 with ``--threshold X`` when the recommended adapter's kept share (the recovered fraction
-where the new model's gain is real, else c / b; label-free without qrels) has a 95% lower bound below X (a gate
-for a deployment, one ``gate:`` line on stderr); 2 for the user's mistakes, as every command.
+where the new model's gain is real, its interval above 0; else c / b; label-free without qrels) has a 95% lower
+bound below X (a gate for a deployment, one ``gate:`` line on stderr); 2 for the user's mistakes, as every command.
 """
 
 from __future__ import annotations

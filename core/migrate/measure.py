@@ -1,8 +1,10 @@
 """What a migration keeps, measured: with relevance labels, and without them.
 
 - ``kept_shares``: ``c / b`` (the adapted system's mean score over the new model's) and, only where the new model's
-  gain over the old is real (the 95% interval of ``b - a`` excludes 0), the recovered fraction
-  ``(c - a) / (b - a)``; each with a paired bootstrap interval over queries (``isoscope.retrieval.stats``).
+  gain over the old is real (the 95% interval of ``b - a`` lies above 0), the recovered fraction
+  ``(c - a) / (b - a)``; each with a paired bootstrap interval over queries (``isoscope.retrieval.stats``). Where the
+  new model is significantly worse (the interval lies below 0) there is no gain to recover: a "fraction" of a loss
+  (15.0 when an adapter falls far below both) would read as a share kept, so it is left undefined too.
 - ``top_ids`` and ``shared_top``: the label-free measure the papers report, recall@10 of the adapted search against
   the new model's own exact top 10 (per query: how many of the new model's 10 the adapted search also returns,
   over 10), by ``isoscope.neighbours.exact`` and ``isoscope.neighbours.overlap``.
@@ -62,8 +64,8 @@ class Kept:
 
 
 def gain_is_real(new_vs_old: PairedTest) -> bool:
-    """True when the 95% interval of ``b - a`` excludes 0 (either side): only then is ``(c - a) / (b - a)`` a share."""
-    return bool(new_vs_old.ci_low > 0 or new_vs_old.ci_high < 0)
+    """True when the 95% interval of ``b - a`` lies above 0: only then is ``(c - a) / (b - a)`` a share of a gain."""
+    return bool(new_vs_old.ci_low > 0)
 
 
 def _ratio(c: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -92,11 +94,13 @@ def kept_shares(
     a, b, c = (np.asarray(x, np.float64) for x in (a, b, c))
     ratio = _share((c, b), _ratio, resamples=resamples, seed=seed)
     if not gain_is_real(new_vs_old):
+        t = new_vs_old
+        where = "is worse here" if t.ci_high < 0 else "is not better here"
         why = (
-            f"the new model's gain in {new_vs_old.metric} is not real here (its 95% interval "
-            f"[{new_vs_old.ci_low:+.4f}, {new_vs_old.ci_high:+.4f}] holds 0): a share of it means nothing"
+            f"the new model {where} on {t.metric} (b - a {t.mean_difference:+.4f}, 95% CI [{t.ci_low:+.4f}, "
+            f"{t.ci_high:+.4f}]): there is no gain to recover a share of"
         )
-        return Kept(new_vs_old.metric, ratio, None, why)
+        return Kept(t.metric, ratio, None, why)
     return Kept(new_vs_old.metric, ratio, _share((a, b, c), _recovered, resamples=resamples, seed=seed))
 
 

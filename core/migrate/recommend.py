@@ -4,7 +4,7 @@
   model's own top k (on the task's queries; without queries, on held-out documents). The labelled numbers of the
   chosen system are therefore an honest test of the choice, not the best of many tries.
 - The verdict reads the labels (the headline metric):
-  ``stay`` when the new model is not better here (the 95% interval of b - a holds 0, or b < a): no adapter can gain
+  ``stay`` when the new model is not better here (the 95% interval of b - a does not lie above 0): no adapter can gain
   what the new model does not have; ``re-embed`` when the chosen adapter's kept share (the recovered fraction
   (c - a) / (b - a); c / b where that is undefined) has a 95% lower bound below the threshold; else ``migrate``.
   Without labels, the kept share is the label-free one (the shared top k on held-out documents), and the words say
@@ -69,9 +69,9 @@ def recommend(result: MigrationResult) -> Recommendation:
     new, old = result.system("new"), result.system("old")
     t = new.tests[h]
     kept_h = result.adapted(method, direction).kept[h]
-    if not gain_is_real(t) or t.mean_difference < 0:
+    if not gain_is_real(t):
         measure, kept = "c/b", kept_h.ratio
-        why = "its 95% interval holds 0" if not gain_is_real(t) else "the old model is better"
+        why = "the old model is better" if t.ci_high < 0 else "its 95% interval holds 0"
         words = (
             f"stay: the new model is not better here ({h} {new.mean(h):.4f} vs {old.mean(h):.4f}, difference "
             f"{t.mean_difference:+.4f}, 95% CI [{t.ci_low:+.4f}, {t.ci_high:+.4f}]: {why}); no adapter can gain what "

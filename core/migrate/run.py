@@ -12,8 +12,9 @@ result.recommendation.words    # "migrate with ridge (old->new): ..." / "stay: .
   partly re-embedded (the fit documents keep their true new vectors, the rest mapped).
 - Labelled: every metric per query by pytrec_eval (``isoscope.retrieval.metrics.per_query``), b tested against a
   and each c against b (``isoscope.retrieval.stats.paired_test``), c / b and (c - a) / (b - a) with paired bootstrap
-  intervals (``isoscope.migrate.measure``). Label-free: recall@10 of each search against the new model's own exact
-  top 10; on held-out texts the cosine of mapped and true vectors and the shared top 10.
+  intervals (``isoscope.migrate.measure``; the second only where b - a's interval lies above 0). Label-free:
+  recall@10 of each search against the new model's own exact top 10; on held-out texts the cosine of mapped and
+  true vectors and the shared top 10.
 - The recommendation reads the label-free measure only (so the labelled numbers are an honest test of the
   choice); the verdict reads the labelled ones (``recommend``).
 
