@@ -75,6 +75,7 @@ HEAVY: tuple[str, ...] = (
     "tests/docs/test_readme.py::test_python_snippet_runs_as_written[library-0]",  # 54 s
     "tests/docs/test_readme.py::test_python_snippet_runs_as_written[library-1]",  # 172 s cold (2 cores, 3 helpers)
     "tests/docs/test_readme.py::test_python_snippet_runs_as_written[models-0]",  # 95 s
+    "tests/docs/test_readme.py::test_python_snippet_runs_as_written[library-3]",  # 99 s (load 8; the demo task embedded twice, two adapters both ways, a two-size curve)
     "tests/docs/test_readme.py::test_the_cli_quickstart_runs_as_written",  # 232 s (load 6-7 on 2 cores, cold cache; 4 commands)
     "tests/e2e/test_atlas.py::test_search_select_and_open_in_neighbours",  # 125 s (295 s at load 8 with the tiled map: the demo atlas built cold)
     "tests/e2e/test_cli_atlas.py::test_isoscope_app_opens_a_cli_built_atlas_and_kill_stops_it",  # 58 s (load 3: the CLI embeds, a second server)
@@ -111,5 +112,6 @@ HEAVY: tuple[str, ...] = (
     "tests/core/retrieval/test_run.py::test_a_random_rotation_changes_no_metric_and_the_test_sees_no_difference",  # 26 s, load 5
     "tests/core/retrieval/test_run.py::test_the_qrels_never_reach_a_fit",  # 31 s, load 5
     "tests/core/retrieval/test_run.py::test_the_docs_table_is_what_the_stsb_task_gives",  # 81 s (a flow on 2,243 documents, nine variants), load 8
+    "tests/core/commands/test_migrate.py::test_tiny_models_of_different_widths_on_the_demo_task",  # 23-27 s (load 8; two tiny models embed the demo task, five adapters both ways and the MLP)
     "tests/dashboard/test_retrieval.py::test_clustering_on_the_demo_topics",  # 63 s (embeds the 4,846 demo texts, ten k-means), load 5
 )
