@@ -29,6 +29,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.exceptions import NotFittedError
 
 from isoscope.cache import atomic_write_bytes
+from isoscope.data.jsonfile import read_json
 from isoscope.errors import InputError
 
 if TYPE_CHECKING:
@@ -351,11 +352,8 @@ class FittedMap(TransformerMixin, BaseEstimator):
         jpath, tpath = directory / json_name, directory / tensors_name
         if not jpath.is_file() or not tpath.is_file():
             raise InputError(f"{directory}: no saved {family} here (need {json_name} and {tensors_name})")
-        try:
-            doc = json.loads(jpath.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            raise InputError(f"{jpath}: not valid JSON; save the {family} again") from None
-        if not isinstance(doc, dict) or doc.get("format") != fmt:
+        doc = read_json(jpath, what=str(jpath), fix=f"save the {family} again")  # isoscope.data.jsonfile
+        if doc.get("format") != fmt:
             raise InputError(f"{jpath}: not an Isoscope {family} file")
         if doc.get("version") != FORMAT_VERSION:
             raise InputError(f"{jpath}: {family} format version {doc.get('version')!r}, expected {FORMAT_VERSION}")

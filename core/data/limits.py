@@ -2,7 +2,8 @@
 
 A loader reads at most ``max_bytes`` from a file or an upload, and bounds what it *decodes* while it reads
 (cells are cut as they stream in, rows are counted as they come, Parquet metadata and JSON nesting are
-checked before anything is materialised), so a small file cannot expand into gigabytes.
+checked before anything is materialised), so a small file cannot expand into gigabytes. A JSON file (a config,
+a manifest, a ledger) is read by ``isoscope.data.jsonfile``, under ``max_json_bytes`` and ``max_json_depth``.
 
 Defaults suit one user on a laptop; ``isoscope app --classroom`` lowers some of them for a shared server.
 Each can be set with its environment variable (``ISOSCOPE_MAX_ROWS=100000 isoscope sts ...``).
@@ -30,6 +31,7 @@ class DecodeLimits:
     max_columns: int = 100  # columns of a table (and distinct keys over all JSONL records)
     max_line_bytes: int = 4 * MiB  # one JSONL record
     max_json_depth: int = 64  # nesting of arrays/objects in one JSON value
+    max_json_bytes: int = 16 * MiB  # one JSON file Isoscope parses (isoscope.data.jsonfile: configs, manifests)
     max_parquet_bytes: int = 512 * MiB  # uncompressed size of a Parquet file's data, from its metadata
     max_row_groups: int = 10_000  # row groups of a Parquet file
     max_vector_bytes: int = 1024 * MiB  # one vectors file decoded to float32 (rows x dimensions x 4 bytes)
@@ -84,6 +86,7 @@ def limits_help() -> str:
         "max_columns": "columns of a table",
         "max_line_bytes": "bytes of one JSONL record",
         "max_json_depth": "nesting depth of a JSON value",
+        "max_json_bytes": "bytes of a JSON file Isoscope parses (a config, a manifest, a ledger)",
         "max_parquet_bytes": "uncompressed bytes of a Parquet file's data",
         "max_row_groups": "row groups of a Parquet file",
         "max_vector_bytes": "bytes of one vectors file decoded to float32 (rows x dimensions x 4)",

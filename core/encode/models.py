@@ -15,6 +15,8 @@ from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
+from isoscope.data.hub import ENV_HUB_TIMEOUT, bound_hub_requests, hub_timeout_message
+from isoscope.data.jsonfile import check_json
 from isoscope.encode.device import check_dtype, check_fits, dtype_suffix, free_bytes, parse_device, resolve_device
 from isoscope.encode.encoder import Encoder
 from isoscope.encode.manifest import read_manifest
@@ -162,6 +164,25 @@ def _check_tokenizer(name: str, folder: Path, tokenizer: PreTrainedTokenizerBase
         )
 
 
+HF_JSON_FILES: tuple[str, ...] = (
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "generation_config.json",
+)
+
+
+def _check_json_files(folder: Path) -> None:
+    """The JSON files transformers parses from a local folder, bounded first (``isoscope.data.jsonfile.check_json``:
+    size, nesting depth, an object at the top), so a hostile one is one line, never a RecursionError inside it."""
+    for name in HF_JSON_FILES:
+        if (folder / name).is_file():
+            check_json(folder / name, what=f"{folder.name}/{name}", fix="save the model again")
+
+
 def parameter_count(folder: Path | None, config: object) -> int:
     """The parameters a model will allocate: what its .safetensors files hold (their headers, exact, checked
     against the files' bytes: InputError naming a damaged one), else the config's lower bound
@@ -219,21 +240,25 @@ def _model_class(config: object, name: str = "") -> type:
     return AutoModel
 
 
-def _card(source: str, is_local: bool) -> tuple[RecipeCard | None, str, dict[str, str]]:
+def _card(source: str, is_local: bool) -> tuple[RecipeCard | None, str, dict[str, object], str | None]:
     """The sentence-transformers recipe a model declares (None for a bare transformers model), the folder (or hub
-    id) of its transformer's weights and the ``from_pretrained`` keywords that find them. A hub id's recipe files
-    are fetched into the hub cache when there is a network; offline, or without them, it is a bare transformer."""
-    card = read_card(source) if is_local else _hub_card(source)
+    id) of its transformer's weights, the ``from_pretrained`` keywords that find them, and, when the hub let a
+    request time out, what was waited for (the weights are then read from the hub cache only). A hub id's recipe
+    files are fetched into the hub cache when there is a network; offline, or without them, it is a bare
+    transformer."""
+    card, silent = (read_card(source), None) if is_local else _hub_card(source)
+    where: dict[str, object] = {} if silent is None else {"local_files_only": True}  # a silent hub is not asked again
     if card is None or not card.transformer_path:
-        return card, source, {}
+        return card, source, where, silent
     if is_local:
-        return card, str(Path(source) / card.transformer_path), {}
-    return card, source, {"subfolder": card.transformer_path}
+        return card, str(Path(source) / card.transformer_path), where, silent
+    return card, source, {**where, "subfolder": card.transformer_path}, silent
 
 
-def _hub_card(repo: str) -> RecipeCard | None:
+def _hub_card(repo: str) -> tuple[RecipeCard | None, str | None]:
     """The recipe files of a hub model (modules.json, its card, each head module's folder), fetched into the hub
-    cache; None when the model has none or they cannot be fetched (offline)."""
+    cache (None when the model has none or they cannot be fetched: offline), and what was waited for when the
+    hub let the request time out (``isoscope.data.hub``)."""
     try:
         from huggingface_hub import snapshot_download
 
@@ -243,8 +268,8 @@ def _hub_card(repo: str) -> RecipeCard | None:
         )
     except Exception as exc:  # offline, unknown id, no such files: the model is loaded as a bare transformer
         log.info("no sentence-transformers recipe for %s (%s)", repo, first_line(exc))
-        return None
-    return read_card(folder)
+        return None, hub_timeout_message(exc)
+    return read_card(folder), None
 
 
 def load_encoder(
@@ -268,8 +293,12 @@ def load_encoder(
         raise InputError(f"precision {precision} runs on the CPU in float32 only; use --precision fp32 on {where_to}")
     name = resolve_model_name(name_or_path)
     source, is_local = _check_source(name)
-    card, weights, where = _card(source, is_local)  # a module of custom code is refused here, before any loading
+    if not is_local:
+        bound_hub_requests()  # a hub that accepts and never answers: one line after a timeout, not a hang
+    card, weights, where, silent = _card(source, is_local)  # a module of custom code is refused here, before loading
     hf_logging.disable_progress_bar()  # our own bars show progress, not transformers' weight-loading bars
+    if is_local:
+        _check_json_files(Path(weights))
     try:
         config = AutoConfig.from_pretrained(weights, trust_remote_code=False, **where)
         model_class = _model_class(config, name)  # the architecture it names checked against its model type
@@ -312,6 +341,12 @@ def load_encoder(
     except (OSError, ValueError, KeyError, TypeError) as exc:
         if is_local:
             raise InputError(f"could not load a model from '{name}': {first_line(exc)}") from exc
+        waited = silent or hub_timeout_message(exc)
+        if waited is not None:
+            raise InputError(
+                f"could not load '{name}' from the Hugging Face hub: {waited}; check the network or HF_ENDPOINT "
+                f"({ENV_HUB_TIMEOUT} sets the wait), or leave the model field empty to use the embedded model"
+            ) from exc
         raise InputError(
             f"could not load '{name}' from the Hugging Face hub (offline or unknown id); "
             "leave the model field empty to use the embedded all-MiniLM-L6-v2."

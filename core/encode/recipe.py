@@ -18,11 +18,11 @@ A sentence-transformers folder (or hub id) lists its modules in ``modules.json``
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from isoscope.data.jsonfile import check_json, read_json
 from isoscope.data.limits import check_count
 from isoscope.encode.recipe_check import (
     DENSE,
@@ -35,7 +35,7 @@ from isoscope.encode.recipe_check import (
     check_recipe,
 )
 from isoscope.errors import InputError, first_line
-from isoscope.paths import NotRegularFile, open_regular, regular_files
+from isoscope.paths import NotRegularFile, inside, open_regular, regular_files
 
 if TYPE_CHECKING:
     import torch
@@ -78,13 +78,10 @@ class RecipeCard:
         return self.modules[1:]
 
 
-def _read_json(path: Path) -> Any:
-    if path.stat().st_size > MAX_CARD_BYTES:
-        raise InputError(f"{path}: {path.stat().st_size:,} bytes is not a sentence-transformers config; save it again")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path} is not valid JSON ({first_line(exc)}); save the model again") from None
+def _read_json(path: Path, expect: type = dict) -> Any:
+    """A recipe file through the bounded JSON reader (``isoscope.data.jsonfile``): at most ``MAX_CARD_BYTES``,
+    its depth counted before parsing, its top level ``expect``."""
+    return read_json(path, what=str(path), expect=expect, max_bytes=MAX_CARD_BYTES, fix="save the model again")
 
 
 def check_model_files(folder: str | Path, name: str | None = None) -> None:
@@ -128,9 +125,9 @@ def _module_refs(folder: Path, entries: Any) -> tuple[ModuleRef, ...]:
                 f"sentence-transformers' own {', '.join((TRANSFORMER, *HEAD_KINDS))}: Isoscope never runs a model's "
                 f"own code; {ENDPOINT_ADVICE}"
             )
-        path = str(entry.get("path") or "")
-        if Path(path).is_absolute() or ".." in Path(path).parts:
-            raise InputError(f"{folder / MODULES_FILE}: module {i}'s path '{path[:80]}' leaves the model's folder")
+        path = entry.get("path") or ""
+        if path:
+            inside(folder, path, what=f"{folder / MODULES_FILE}: module {i}'s path")
         refs.append(ModuleRef(i, kind, entry["type"], path))
     if refs[0].kind != TRANSFORMER or any(r.kind == TRANSFORMER for r in refs[1:]):
         raise InputError(
@@ -147,13 +144,14 @@ def read_card(folder: str | Path) -> RecipeCard | None:
     check_model_files(folder)  # before any of its files is opened: a FIFO modules.json must not read as absent
     if not (folder / MODULES_FILE).is_file():
         return None
-    modules = _module_refs(folder, _read_json(folder / MODULES_FILE))
+    modules = _module_refs(folder, _read_json(folder / MODULES_FILE, list))
     for ref in modules:
         if ref.path and (folder / ref.path).is_dir():
             check_model_files(folder / ref.path, f"{folder.name}/{ref.path}")
     card = _read_json(folder / CARD_FILE) if (folder / CARD_FILE).is_file() else {}
-    if not isinstance(card, dict):
-        card = {}
+    for ref in modules[1:]:  # what sentence-transformers' own load parses: bounded here first
+        if (folder / ref.path / "config.json").is_file():
+            check_json(folder / ref.path / "config.json", max_bytes=MAX_CARD_BYTES, fix="save the model again")
     prompts = card.get("prompts") or {}
     if not isinstance(prompts, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in prompts.items()):
         raise InputError(f"{folder / CARD_FILE}: prompts must map names to texts; save the model again")
@@ -163,7 +161,6 @@ def read_card(folder: str | Path) -> RecipeCard | None:
     similarity = card.get("similarity_fn_name")
     settings_file = folder / modules[0].path / TRANSFORMER_FILE
     settings = _read_json(settings_file) if settings_file.is_file() else {}
-    settings = settings if isinstance(settings, dict) else {}
     max_seq = settings.get("max_seq_length")
     max_seq = max_seq if isinstance(max_seq, int) and not isinstance(max_seq, bool) and max_seq > 1 else None
     return RecipeCard(
