@@ -116,6 +116,7 @@ HEAVY: tuple[str, ...] = (
     "tests/core/retrieval/test_run.py::test_the_docs_table_is_what_the_stsb_task_gives",  # 81 s (a flow on 2,243 documents, nine variants), load 8
     "tests/core/commands/test_migrate.py::test_tiny_models_of_different_widths_on_the_demo_task",  # 23-27 s (load 8; two tiny models embed the demo task, five adapters both ways and the MLP)
     "tests/dashboard/test_migration.py::test_a_run_shows_the_verdict_the_tables_and_a_working_download",  # 46 s + 49 s app setup (load 20; two tiny models embed the demo task, the page runs)
+    "tests/dashboard/test_projection.py::test_colour_by_adapter_cosine_after_a_migration_run",  # 149-170 s at load 20 (the 4,846 demo texts embedded cold in a fresh cache, both maps drawn whole)
     "tests/dashboard/test_retrieval.py::test_clustering_on_the_demo_topics",  # 63 s (embeds the 4,846 demo texts, ten k-means), load 5
     "tests/core/atlas/test_distributed.py::test_the_address_check_lets_the_clusters_gcs_through",  # 34 s on the module's cluster, load 14 (a second driver connects through the address check)
 )

@@ -4,6 +4,7 @@ from isoscope.migrate.where import error_column, cluster_labels, error_by_cluste
 colour = error_column(result, texts)                      # (n,) each text's mapped-vs-true cosine, NaN if not held out
 labels = cluster_labels(old_document_vectors, k=8)        # KMeans of the old vectors (or an atlas's clusters)
 table = error_by_cluster(result, labels)                  # mean and 10th percentile per cluster, the worst first
+atlas_column(result, "my-atlas/")                         # the same column in an atlas folder: "extra: adapter_cosine"
 
 The error is ``MigrationResult.per_text`` (held-out documents only: the fit pairs' own error says nothing): the
 cosine of each mapped vector with its true one (1: the map is exact there) and, for the searched sample, the shared
@@ -13,6 +14,7 @@ top 10. Nothing here refits or re-embeds.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -46,10 +48,14 @@ def error_column(
     """(len(texts),) float64: each text's adapter error (``measure``: ``cosine`` of its mapped and true vectors, or
     ``shared`` top 10) for the adapter (default: the recommended one), looked up by text among the run's held-out
     documents; NaN for a text that was not held out (a fit pair, a text not in the run, or not searched)."""
+    values = _by_text(result, method, direction, measure)
+    return np.array([values.get(t, np.nan) for t in texts], dtype=np.float64)
+
+
+def _by_text(result: MigrationResult, method: str | None, direction: str | None, measure: str) -> dict[str, float]:
     column = _column(result, measure)
     frame = result.per_text(method, direction)
-    values = dict(zip(frame["text"], frame[column].to_numpy(np.float64), strict=True))
-    return np.array([values.get(t, np.nan) for t in texts], dtype=np.float64)
+    return dict(zip(frame["text"], frame[column].to_numpy(np.float64), strict=True))
 
 
 def cluster_labels(vectors: np.ndarray, k: int = 8, *, seed: int = 0) -> np.ndarray:
@@ -116,3 +122,26 @@ def error_by_cluster(
     columns = ["cluster", "texts", "mean cosine", f"p{round(LOW_QUANTILE * 100)} cosine", f"mean {shared}"]
     table = pd.DataFrame(rows, columns=[*columns, "top words", "worst text"])
     return table.sort_values(["mean cosine", "cluster"], kind="stable").reset_index(drop=True)
+
+
+def atlas_column(
+    result: MigrationResult,
+    folder: str | Path,
+    *,
+    name: str = "adapter_cosine",
+    method: str | None = None,
+    direction: str | None = None,
+    measure: str = "cosine",
+) -> Path:
+    """Write the adapter's per-text error (``error_column``) into the atlas in ``folder`` as the extra column
+    ``name`` (``isoscope.atlas.extras.write_extra``): the Atlas page then colours by "extra: NAME". The atlas's
+    texts are read a row group at a time and looked up among the run's held-out documents; NaN elsewhere."""
+    from isoscope.atlas.extras import write_extra
+    from isoscope.atlas.folder import finished_atlas, load_atlas
+
+    atlas = load_atlas(finished_atlas(folder))
+    by_text = _by_text(result, method, direction, measure)
+    values = np.full(atlas.n, np.nan)
+    for start, texts in atlas.column_chunks("text"):
+        values[start : start + len(texts)] = [by_text.get(str(t), np.nan) for t in texts]
+    return write_extra(atlas.path, name, values)
