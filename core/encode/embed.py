@@ -214,7 +214,7 @@ def encode_many(
 ) -> dict[str, np.ndarray]:
     """Embed ``texts`` once and pool them every requested way. Returns name -> (n, d) float32.
 
-    Each distinct text is embedded once (``distinct_texts``) and its rows copied to every place it occurs;
+    Each distinct text is embedded once (``distinct_texts``) and its row copied to every place it occurs;
     sentences are sorted by length so each batch pads only to its own longest sentence; results come
     back in input order. With a cache, arrays already computed are read instead (one entry per pooling, a row
     per distinct text, named by ``CachedTexts``: the command line, the app and the notebook read and write the
@@ -246,14 +246,15 @@ def encode_many(
 
 
 def distinct_texts(texts: Sequence[str]) -> tuple[list[str], np.ndarray | None]:
-    """Each distinct text of ``texts`` once, in the order of first occurrence, and the (n,) row of each text among
-    them (None when no text repeats: the list is ``texts`` itself). ``isoscope sts`` on STS-B's 9,927 pairs
-    embeds their 6,077 distinct sentences, not 19,854."""
-    first: dict[str, int] = {}
-    rows = np.fromiter((first.setdefault(t, len(first)) for t in texts), np.int64, len(texts))  # (n,)
-    if len(first) == len(texts):
-        return list(texts), None
-    return list(first), rows
+    """Each distinct text of ``texts`` once, sorted, and the (n,) row of each text among them (None when they are
+    ``texts`` itself: sorted, no repeats). ``isoscope sts`` on STS-B's 9,927 pairs embeds their 6,077 distinct
+    sentences, not 19,854; and a list names the same cache entries in any order, with any repeats: the app's
+    distinct sentences of a pairs file read what ``isoscope sts`` wrote."""
+    unique = sorted(set(texts))
+    if len(unique) == len(texts) and all(a == b for a, b in zip(unique, texts, strict=True)):
+        return unique, None
+    row = {t: i for i, t in enumerate(unique)}
+    return unique, np.fromiter((row[t] for t in texts), np.int64, len(texts))  # (n,)
 
 
 COMPANION_BYTES = 128 * 2**20  # what a pass may write besides what was asked: 17 arrays of the demo at d = 384

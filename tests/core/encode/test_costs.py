@@ -67,6 +67,20 @@ def test_embedding_cost_grows_with_the_texts_and_is_free_once_cached(tiny, rate,
     assert cost(small).seconds > 0  # other texts are not
 
 
+def test_an_embedding_cost_counts_each_distinct_text_once(tiny, rate, tmp_path):
+    """``encode_many`` embeds each distinct text once (issue 50): texts repeated three times cost one copy's pass
+    and write one copy's rows, and once that copy is cached the repeated list costs nothing."""
+    cache = ArrayCache(tmp_path)
+    once = corpus(300)
+
+    def cost(texts: list[str]) -> Cost:
+        return costs.embed_texts_cost(tiny, texts, ["mean"], max_length=64, rate=lambda hidden: rate, cache=cache)
+
+    assert cost(once * 3) == cost(once) and cost(once).seconds > 0
+    encode_many(tiny, once, ["mean"], config=EmbedConfig(max_length=64), cache=cache)
+    assert cost([*reversed(once), *once]) == FREE
+
+
 def test_the_int8_probe_builds_small_copies_elsewhere_and_the_cache_says_when_it_is_built(tiny, tmp_path):
     from isoscope.encode.quantize import build_int8_onnx, int8_built
 
