@@ -119,7 +119,7 @@ def fits(methods: Sequence[str], n_rows: int, dim: int, flow_json: str = "", cac
 def _umap_probe() -> UmapRate:
     from isoscope.neighbours.costs import measure_umap
 
-    return measure_umap(repeat=False)
+    return measure_umap(repeat=False, setup=True)  # and a quarter-size layout: the cost of any layout
 
 
 def umap_rate() -> UmapRate | None:
@@ -179,9 +179,8 @@ def atlas(model: str | None, items: Texts, config: AtlasConfig, dim: int) -> Cos
     """Building an atlas of ``items`` with ``config``: their embedding (none for a vectors file: ``model`` None),
     each space's kNN graph (when the build needs one) and 2-D layout (UMAP at ``umap_rate``; without a rate
     yet, the layouts are left out)."""
-    from isoscope.atlas.costs import knn_cost, layout_cost
+    from isoscope.atlas.costs import graph_layout_cost
     from isoscope.atlas.folder import needs_graph
-    from isoscope.atlas.pipeline import PARALLEL_LAYOUT_ROWS
 
     n = len(items)
     cost = FREE
@@ -193,13 +192,11 @@ def atlas(model: str | None, items: Texts, config: AtlasConfig, dim: int) -> Cos
         n_tokens = token_count(model, distinct(items), config.max_length)
         cost += embedding_cost(rate, n_tokens, n_arrays=1, n_rows=n, dim=dim)
     spaces = 1 if config.calibrate == "none" else 2
-    if needs_graph(config.to_dict()):  # the kNN probe only when a graph is built
-        cost += total([knn_cost(n, dim, k=config.k + 1, rate=knn_rate(dim))] * spaces)
+    graph = needs_graph(config.to_dict())  # the kNN probe only when a graph or a layout needs it
     umap = umap_rate() if config.layout == "umap" else None
-    if umap is not None:  # from PARALLEL_LAYOUT_ROWS rows the spaces' layouts run side by side: one's time
-        side_by_side = n >= PARALLEL_LAYOUT_ROWS
-        layout = layout_cost(n, dim, k=config.k + 1, landmarks=config.landmarks, umap=umap, knn=knn_rate(dim))
-        cost += total([layout] * (1 if side_by_side else spaces))
+    knn = knn_rate(dim) if graph or umap is not None else None
+    args = {"k": config.k + 1, "spaces": spaces, "landmarks": config.landmarks, "graph": graph}
+    cost += graph_layout_cost(n, dim, **args, knn=knn, umap=umap)
     return cost
 
 
