@@ -67,6 +67,14 @@ def metrics_cost(n_rows: int, rate: MetricsRate, *, spaces: int = 1) -> Cost:
     return Cost(spaces * (_pairs(n_rows) * rate.pair_seconds + n_rows * rate.row_seconds))
 
 
+def uniformity_cost(n_rows: int, rate: MetricsRate, *, spaces: int = 1) -> Cost:
+    """``uniformity`` alone (its pairs of up to ``UNIFORMITY_POINTS`` rows) of ``spaces`` spaces of ``n_rows`` rows:
+    what the Pooling explorer computes for every pooling and calibrator (``isoscope.anatomy.poolings``)."""
+    if n_rows < 2 or spaces < 1:
+        return FREE
+    return Cost(spaces * _pairs(n_rows) * rate.pair_seconds)
+
+
 def linear_fit_cost(n_rows: int, rate: MetricsRate, *, fits: int = 1) -> Cost:
     """Fitting ``fits`` linear calibrators (whitening, sn, abtt, their chains) on ``n_rows`` rows and mapping them:
     a pass over the rows each, priced as the rest of ``all_metrics``."""

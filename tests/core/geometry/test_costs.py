@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from isoscope.costs import FREE
-from isoscope.geometry.costs import UNIFORMITY_POINTS, MetricsRate, linear_fit_cost, measure_metrics, metrics_cost
+from isoscope.geometry.costs import (
+    UNIFORMITY_POINTS,
+    MetricsRate,
+    linear_fit_cost,
+    measure_metrics,
+    metrics_cost,
+    uniformity_cost,
+)
 
 
 def test_pairs_stop_growing_at_uniformity_s_sample_rows_do_not() -> None:
@@ -18,6 +25,8 @@ def test_pairs_stop_growing_at_uniformity_s_sample_rows_do_not() -> None:
     assert metrics_cost(100, pairs, spaces=7).seconds == 7 * metrics_cost(100, pairs).seconds
     assert linear_fit_cost(100, rows, fits=2).seconds == 200 and linear_fit_cost(100, pairs).seconds == 0
     assert metrics_cost(1, rows) == FREE and metrics_cost(100, rows, spaces=0) == FREE
+    both = MetricsRate(8, 1.0, 1.0)
+    assert uniformity_cost(10, both, spaces=3).seconds == 3 * 45  # the pairs alone
 
 
 def test_the_probe_times_both_parts_at_the_asked_dimension() -> None:
