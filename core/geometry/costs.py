@@ -4,8 +4,10 @@ separately, each timed on a probe of the space's own dimension (``measure_metric
 - uniformity: every pair of up to ``UNIFORMITY_POINTS`` rows (a product and an exponential per pair), so
   pairs x the probe's seconds per pair;
 - the rest (the covariance and its eigendecomposition, the partition function, the average cosine): passes over
-  the rows, so rows x the probe's seconds per row. A linear calibrator's fit and transform (a covariance, an
-  eigendecomposition, a product) is priced as one such pass (``linear_fit_cost``).
+  the rows and a few d x d eigendecompositions, so rows x the probe's seconds per row plus its seconds per call
+  (two probes of the rest, of ``PROBE_ROWS`` rows and a quarter of them, split into the two). A linear
+  calibrator's fit and transform, or a spectrum (a covariance, an eigendecomposition, a product) is priced as one
+  such rest (``covariance_cost``).
 
 Issue 50: the Anisotropy page's first visit computes these for every space it shows and every layer of the
 model (``all_metrics`` 10 times on the demo, ~3 s each on 2 cores), and its estimate counted the embedding alone:
@@ -28,12 +30,13 @@ PROBE_ROWS = 1_500  # rows of the probe: ~1.1M pairs, a fraction of a second on 
 
 @dataclass(frozen=True)
 class MetricsRate:
-    """``all_metrics``'s cost here for one dimension: seconds per pair of rows (uniformity) and per row (the
-    rest)."""
+    """``all_metrics``'s cost here for one dimension: seconds per pair of rows (uniformity), per row and per call
+    (the rest: what does not grow with the rows, the d x d eigendecompositions)."""
 
     dim: int
     pair_seconds: float
     row_seconds: float
+    call_seconds: float = 0.0
 
 
 def _pairs(n_rows: int) -> float:
@@ -42,29 +45,38 @@ def _pairs(n_rows: int) -> float:
 
 
 def measure_metrics(dim: int) -> MetricsRate:
-    """Time ``uniformity`` and ``all_metrics`` on ``PROBE_ROWS`` seeded random rows of ``dim`` dimensions (after a
-    small warm-up call): uniformity's seconds over its pairs, the rest of ``all_metrics`` over the rows."""
+    """Time ``uniformity`` and ``all_metrics`` on ``PROBE_ROWS`` seeded random rows of ``dim`` dimensions and
+    ``all_metrics`` on a quarter of them (after a small warm-up call): uniformity's seconds over its pairs; the
+    rest of ``all_metrics`` (its time less uniformity's) at the two sizes, split into seconds per row and per call
+    (issue 50: all of it per row priced 300 rows' metrics at a third of their time)."""
     import numpy as np
 
     from isoscope.geometry.metrics import all_metrics, uniformity
 
     x = np.random.default_rng(0).standard_normal((PROBE_ROWS, dim)).astype(np.float32)  # (p, d)
     all_metrics(x[:64])  # warm-up: first calls into LAPACK and scipy
+    pairs = max(_timed(lambda: uniformity(x)), 1e-6) / _pairs(PROBE_ROWS)
+    rests = []
+    for rows in (PROBE_ROWS, PROBE_ROWS // 4):
+        every = _timed(lambda rows=rows: all_metrics(x[:rows]))
+        rests.append(max(every - pairs * _pairs(rows), 0.1 * every))  # separate samples: never a negative share
+    per_row = (rests[0] - rests[1]) / (PROBE_ROWS - PROBE_ROWS // 4)
+    if not 0 < per_row <= rests[0] / PROBE_ROWS:  # noise: the smaller took as long or longer; all of it per row
+        return MetricsRate(dim, pairs, rests[0] / PROBE_ROWS)
+    return MetricsRate(dim, pairs, per_row, rests[0] - per_row * PROBE_ROWS)
+
+
+def _timed(fn) -> float:
     start = time.perf_counter()
-    uniformity(x)
-    pairs = time.perf_counter() - start
-    start = time.perf_counter()
-    all_metrics(x)
-    every = time.perf_counter() - start
-    rest = max(every - pairs, 0.1 * every)  # the two timings are separate samples: never a negative share
-    return MetricsRate(dim, max(pairs, 1e-6) / _pairs(PROBE_ROWS), rest / PROBE_ROWS)
+    fn()
+    return time.perf_counter() - start
 
 
 def metrics_cost(n_rows: int, rate: MetricsRate, *, spaces: int = 1) -> Cost:
     """``all_metrics`` of ``spaces`` spaces of ``n_rows`` rows each, of ``rate.dim`` dimensions."""
     if n_rows < 2 or spaces < 1:
         return FREE
-    return Cost(spaces * (_pairs(n_rows) * rate.pair_seconds + n_rows * rate.row_seconds))
+    return Cost(spaces * (_pairs(n_rows) * rate.pair_seconds + n_rows * rate.row_seconds + rate.call_seconds))
 
 
 def uniformity_cost(n_rows: int, rate: MetricsRate, *, spaces: int = 1) -> Cost:
@@ -75,9 +87,10 @@ def uniformity_cost(n_rows: int, rate: MetricsRate, *, spaces: int = 1) -> Cost:
     return Cost(spaces * _pairs(n_rows) * rate.pair_seconds)
 
 
-def linear_fit_cost(n_rows: int, rate: MetricsRate, *, fits: int = 1) -> Cost:
-    """Fitting ``fits`` linear calibrators (whitening, sn, abtt, their chains) on ``n_rows`` rows and mapping them:
-    a pass over the rows each, priced as the rest of ``all_metrics``."""
-    if n_rows < 2 or fits < 1:
+def covariance_cost(n_rows: int, rate: MetricsRate, *, passes: int = 1) -> Cost:
+    """``passes`` passes of a covariance, its eigendecomposition and a product over ``n_rows`` rows: a linear
+    calibrator's fit and transform (whitening, sn, abtt, their chains), a singular-value spectrum; each priced
+    as the rest of ``all_metrics``."""
+    if n_rows < 2 or passes < 1:
         return FREE
-    return Cost(fits * n_rows * rate.row_seconds)
+    return Cost(passes * (n_rows * rate.row_seconds + rate.call_seconds))

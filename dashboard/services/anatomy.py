@@ -64,7 +64,7 @@ def pooling_report_cost(model: str, pairs: Pairs, calibrations: tuple[str, ...],
     disk cache holds them), per pooling a flow when ``flow`` is asked for and a fit of each linear calibrator,
     and the uniformity of every pooling x calibration (the unique sentences' pairs: issue 50)."""
     from isoscope.anatomy.poolings import pooling_modes_for, unique_index
-    from isoscope.geometry.costs import linear_fit_cost, uniformity_cost
+    from isoscope.geometry.costs import covariance_cost, uniformity_cost
 
     if _report_key(model, pairs, calibrations, max_length) in _reported:
         return FREE
@@ -77,7 +77,7 @@ def pooling_report_cost(model: str, pairs: Pairs, calibrations: tuple[str, ...],
     linear = sum(m.strip() != "flow" for m in methods)
     metrics = costs.metrics_rate(enc.hidden_size)
     scores = uniformity_cost(len(texts), metrics, spaces=len(modes) * (1 + len(methods)))
-    fits = linear_fit_cost(len(texts), metrics, fits=len(modes) * linear)
+    fits = covariance_cost(len(texts), metrics, passes=len(modes) * linear)
     return embed + total([costs.fits(calibrations, len(texts), enc.hidden_size) for _ in modes]) + scores + fits
 
 

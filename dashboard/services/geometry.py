@@ -18,7 +18,7 @@ from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
 from isoscope.dashboard.services.models import encoder, fast_encoder
 from isoscope.encode.embed import EmbedConfig, companion_poolings
 from isoscope.encode.pooling import layer_names, resolve_pooling
-from isoscope.geometry.costs import linear_fit_cost, metrics_cost
+from isoscope.geometry.costs import covariance_cost, metrics_cost
 
 KEPT = 128  # metrics_of's entries
 _computed: OrderedDict[str, None] = OrderedDict()  # what metrics_of and layer_metrics computed here, newest last
@@ -144,12 +144,13 @@ def anisotropy_cost(model: str, items: Texts, pooling: str, max_length: int, *, 
     rate = costs.metrics_rate(dim)
     for method in methods:
         if not calibrator_on_disk(method, "", raw):
-            fit = costs.fits([method], n, dim) if method.strip() == "flow" else linear_fit_cost(n, rate)
+            fit = costs.fits([method], n, dim) if method.strip() == "flow" else covariance_cost(n, rate)
             cost += fit
-    keys = [raw, *(calibrated_key(m, "", raw, raw) for m in methods)]
-    if len(first) > 1:
-        keys.append(vectors_key(model, "mean", max_length, items))
-    cost += metrics_cost(n, rate, spaces=sum(not computed(key) for key in keys))
+    shown = [raw, *(calibrated_key(m, "", raw, raw) for m in methods)]  # each: metrics and a spectrum
+    spectra = sum(not computed(key) for key in shown)
+    recipe = [vectors_key(model, "mean", max_length, items)] if len(first) > 1 else []  # metrics only
+    cost += metrics_cost(n, rate, spaces=spectra + sum(not computed(key) for key in recipe))
+    cost += covariance_cost(n, rate, passes=spectra)
     if not computed(layer_metrics_key(model, items, max_length)):
         cost += metrics_cost(n, costs.metrics_rate(hidden), spaces=len(layers))
     return cost

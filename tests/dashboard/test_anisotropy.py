@@ -83,7 +83,7 @@ def test_the_first_visit_says_what_it_computes_then_nothing(tmp_path, monkeypatc
     from isoscope.dashboard.services import geometry
     from isoscope.dashboard.services.keyed import texts as keyed_texts
     from isoscope.data import load_corpus
-    from isoscope.geometry.costs import linear_fit_cost, metrics_cost
+    from isoscope.geometry.costs import covariance_cost, metrics_cost
     from isoscope.paths import DEMO_CORPUS
     from tests.dashboard.test_costs import estimates
 
@@ -102,7 +102,8 @@ def test_the_first_visit_says_what_it_computes_then_nothing(tmp_path, monkeypatc
     before = geometry.anisotropy_cost("", items, "model", 128, methods=methods)
     embedding = estimate.embedding("", items, ["model", "mean"], 128)  # one pass: its companions hold the layers
     rate = estimate.metrics_rate(384)
-    parts = [embedding, linear_fit_cost(200, rate, fits=2), metrics_cost(200, rate, spaces=4 + 7)]  # 4 spaces, 7 layers
+    fits_and_spectra = covariance_cost(200, rate, passes=2 + 3)  # 2 calibrators; raw and 2 calibrated spectra
+    parts = [embedding, fits_and_spectra, metrics_cost(200, rate, spaces=4 + 7)]  # 4 spaces, 7 layers
     assert embedding.seconds > 0 and all(p.seconds > 0 for p in parts)
     assert before.seconds == pytest.approx(sum(p.seconds for p in parts))
     at = AppTest.from_file(APP, default_timeout=300).run()

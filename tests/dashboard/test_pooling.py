@@ -48,7 +48,7 @@ def test_the_estimate_counts_every_pooling_s_uniformity_and_fits(tmp_cache) -> N
     from isoscope.dashboard.services.models import encoder
     from isoscope.data import Pairs, load_pairs
     from isoscope.encode.costs import embed_texts_cost
-    from isoscope.geometry.costs import linear_fit_cost, uniformity_cost
+    from isoscope.geometry.costs import covariance_cost, uniformity_cost
     from isoscope.paths import DEMO_PAIRS
 
     full = load_pairs(DEMO_PAIRS)
@@ -60,7 +60,7 @@ def test_the_estimate_counts_every_pooling_s_uniformity_and_fits(tmp_cache) -> N
     speed = lambda hidden: costs.throughput("", hidden, 128, fast=False)  # noqa: E731
     embed = embed_texts_cost(enc, texts, modes, max_length=128, rate=speed, cache=ArrayCache())
     parts = embed.seconds + uniformity_cost(len(texts), rate, spaces=2 * len(modes)).seconds
-    parts += linear_fit_cost(len(texts), rate, fits=len(modes)).seconds  # whitening:64 on each pooling
+    parts += covariance_cost(len(texts), rate, passes=len(modes)).seconds  # whitening:64 on each pooling
     got = anatomy.pooling_report_cost("", pairs, ("whitening:64",), 128)
     assert len(modes) == 13 and embed.seconds > 0  # 6 poolings and 7 layers
     assert got.seconds == pytest.approx(parts)
