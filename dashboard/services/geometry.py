@@ -36,7 +36,7 @@ def _mark(key: str) -> None:
 def computed(key: str) -> bool:
     """Whether this process computed the metrics named ``key`` (a ``Vectors`` key for ``metrics_of``,
     ``layer_metrics_key`` for ``layer_metrics``), so that its cache answers for them: what an estimate
-    (``services.costs.anisotropy``) leaves out. Marked when computed, the newest ``KEPT`` kept."""
+    (``anisotropy_cost``) leaves out. Marked when computed, the newest ``KEPT`` kept."""
     with _computed_lock:
         return key in _computed
 

@@ -35,6 +35,7 @@ def test_the_probe_measures_the_encoder_on_its_own_batches(tiny, rate):
     texts = costs.probe_texts(EmbedConfig().batch_tokens)
     assert rate.probe_tokens == costs.token_count(tiny, texts, 64, sample=None)
     assert rate.probe_tokens >= costs.PROBE_BATCHES * EmbedConfig().batch_tokens  # two full batches at least
+    assert len(set(texts)) == len(texts)  # each timed: a repeated text is embedded once (issue 50)
 
 
 def test_token_counts_come_from_the_tokenizer_and_scale_with_n(tiny):
