@@ -11,6 +11,7 @@ Usage (from the repo root)::
     .venv/bin/python bench/costs.py --quick    # embedding (600 texts, fast engine), a flow of 500 vectors, an
                                                # exact kNN graph, Anisotropy's first visit on 300 demo texts,
                                                # `isoscope atlas`'s plan on 300 (raw space only)
+    .venv/bin/python bench/costs.py --only pages,atlas_plan   # some groups of cases (GROUPS), full sizes
 
 The pages run in ``streamlit.testing.v1.AppTest``, in this process, each in an empty cache (the ONNX exports
 shared: built once per model) with Streamlit's caches cleared, so every probe is measured again in each phase. What a
@@ -360,20 +361,35 @@ class Busy:
                 proc.wait()
 
 
-def phase_cases(encoder, fast, texts: list[str], vectors: np.ndarray, *, quick: bool) -> dict:
-    """Every case of one phase: probes then runs, in the conditions of the phase."""
+GROUPS = ("embedding", "flow", "knn", "pages", "atlas_plan", "int8", "umap", "layout", "landscape")
+
+
+def phase_cases(encoder, fast, texts: list[str], vectors: np.ndarray, *, quick: bool, only: set[str]) -> dict:
+    """Every case of one phase (of the groups in ``only``): probes then runs, in the conditions of the phase."""
     out: dict = {}
-    out.update(embedding_cases(fast, "fast", texts, [600] if quick else [1000, len(texts)]))
-    out.update(flow_cases(vectors, [500] if quick else [2000, len(texts)]))
-    out.update(knn_cases(vectors, [len(texts)] if quick else [len(texts), 60_000]))
+    if "embedding" in only:
+        out.update(embedding_cases(fast, "fast", texts, [600] if quick else [1000, len(texts)]))
+    if "flow" in only:
+        out.update(flow_cases(vectors, [500] if quick else [2000, len(texts)]))
+    if "knn" in only:
+        out.update(knn_cases(vectors, [len(texts)] if quick else [len(texts), 60_000]))
     with tempfile.TemporaryDirectory() as tmp:
-        out.update(page_cases(texts, Path(tmp), quick=quick))
-        out.update(atlas_plan_case(encoder, texts[:300] if quick else texts, Path(tmp), spaces=1 if quick else 2))
-    if not quick:
+        if "pages" in only:
+            out.update(page_cases(texts, Path(tmp), quick=quick))
+        if "atlas_plan" in only:
+            sub = texts[:300] if quick else texts
+            out.update(atlas_plan_case(encoder, sub, Path(tmp), spaces=1 if quick else 2))
+    if quick:
+        return out
+    if "int8" in only:
         out.update(int8_case(encoder))
+    if "embedding" in only:
         out.update(embedding_cases(encoder, "torch", texts, [1000, len(texts)]))
+    if "umap" in only:
         out.update(umap_cases(vectors, [1500, len(texts)]))
+    if "layout" in only:
         out.update(layout_case(vectors, 30_000, 10_000))
+    if "landscape" in only:
         out.update(landscape_cases(encoder))
     return out
 
@@ -382,7 +398,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small embedding, flow and kNN cases")
     parser.add_argument("--phases", default=",".join(PHASES), help="which phases to run (quiet,busy)")
+    parser.add_argument("--only", default=",".join(GROUPS), help=f"which groups of cases ({','.join(GROUPS)})")
     args = parser.parse_args(argv)
+    only = set(args.only.split(","))
     start = time.perf_counter()
     report: dict = {"max_length": MAX_LENGTH, "busy_processes": BUSY_PROCESSES, "cpus": os.cpu_count()}
     texts = load_corpus(DEMO_CORPUS).texts
@@ -395,9 +413,9 @@ def main(argv: list[str] | None = None) -> int:
         load_before = round(os.getloadavg()[0], 2)
         if phase == "busy":
             with Busy(BUSY_PROCESSES):
-                found = phase_cases(encoder, fast, texts, vectors, quick=args.quick)
+                found = phase_cases(encoder, fast, texts, vectors, quick=args.quick, only=only)
         else:
-            found = phase_cases(encoder, fast, texts, vectors, quick=args.quick)
+            found = phase_cases(encoder, fast, texts, vectors, quick=args.quick, only=only)
         report[f"{phase}.load_average_1min"] = [load_before, round(os.getloadavg()[0], 2)]
         for key, value in found.items():
             if isinstance(value, dict):
