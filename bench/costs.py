@@ -7,11 +7,12 @@ Usage (from the repo root)::
     .venv/bin/python bench/costs.py            # embedding (2 sizes, 2 engines), flows, kNN graphs, int8 build,
                                                # UMAP, a landmark layout, live loss-surface runs; the app's pages
                                                # that estimate (Anisotropy's first visit on the demo, the Pooling
-                                               # explorer, the Precision & size sweep) and `isoscope atlas`'s plan
+                                               # explorer, the sweep, Retrieval, the Calibration page's fit) and
+                                               # `isoscope atlas`'s plan
     .venv/bin/python bench/costs.py --quick    # embedding (600 texts, fast engine), a flow of 500 vectors, an
                                                # exact kNN graph, Anisotropy's first visit on 300 demo texts,
                                                # `isoscope atlas`'s plan on 300 (raw space only)
-    .venv/bin/python bench/costs.py --only pages,atlas_plan   # some groups of cases (GROUPS), full sizes
+    .venv/bin/python bench/costs.py --only pages,atlas_plan   # some groups of cases (GROUPS; PAGES by name)
 
 The pages run in ``streamlit.testing.v1.AppTest``, in this process, each in an empty cache (the ONNX exports
 shared: built once per model) with Streamlit's caches cleared, so every probe is measured again in each phase. What a
@@ -292,16 +293,22 @@ def corpus_file(texts: list[str], folder: Path, name: str) -> Path:
     return path
 
 
-def page_cases(texts: list[str], folder: Path, *, quick: bool) -> dict:
-    """The pages that say a cost: Anisotropy's first visit (it starts by itself), and in the full run the Pooling
-    explorer and the Precision & size sweep (their buttons) on the demo."""
+PAGES = {  # page -> the key of the button that starts its job (None: its first visit starts it)
+    "anisotropy": None,
+    "pooling": "pool_go",
+    "sweep": "sweep_run",
+    "retrieval": "ret_run",
+    "calibration": "calp_fit",  # the first estimate on the page: a flow on the pairs and the demo corpus
+}
+
+
+def page_cases(texts: list[str], folder: Path, *, quick: bool, pages: set[str]) -> dict:
+    """The pages that say a cost (``PAGES``, those in ``pages``): Anisotropy's first visit (it starts by itself),
+    and in the full run the Pooling explorer, the Precision & size sweep, Retrieval and the Calibration page's fit
+    (their buttons) on the demo."""
     if quick:
         return {"page_anisotropy_300": page_case("anisotropy", data=corpus_file(texts[:300], folder, "c300"))}
-    return {
-        "page_anisotropy_demo": page_case("anisotropy"),
-        "page_pooling_demo": page_case("pooling", button="pool_go"),
-        "page_sweep_demo": page_case("sweep", button="sweep_run"),
-    }
+    return {f"page_{name}_demo": page_case(name, button=button) for name, button in PAGES.items() if name in pages}
 
 
 def atlas_plan_case(encoder, texts: list[str], folder: Path, *, spaces: int = 2) -> dict:
@@ -374,8 +381,9 @@ def phase_cases(encoder, fast, texts: list[str], vectors: np.ndarray, *, quick: 
     if "knn" in only:
         out.update(knn_cases(vectors, [len(texts)] if quick else [len(texts), 60_000]))
     with tempfile.TemporaryDirectory() as tmp:
-        if "pages" in only:
-            out.update(page_cases(texts, Path(tmp), quick=quick))
+        pages = set(PAGES) if "pages" in only else only & set(PAGES)
+        if pages:
+            out.update(page_cases(texts, Path(tmp), quick=quick, pages=pages))
         if "atlas_plan" in only:
             sub = texts[:300] if quick else texts
             out.update(atlas_plan_case(encoder, sub, Path(tmp), spaces=1 if quick else 2))
@@ -398,7 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small embedding, flow and kNN cases")
     parser.add_argument("--phases", default=",".join(PHASES), help="which phases to run (quiet,busy)")
-    parser.add_argument("--only", default=",".join(GROUPS), help=f"which groups of cases ({','.join(GROUPS)})")
+    parser.add_argument(
+        "--only", default=",".join(GROUPS), help=f"which groups of cases ({','.join(GROUPS)}; or pages by name)"
+    )
     args = parser.parse_args(argv)
     only = set(args.only.split(","))
     start = time.perf_counter()

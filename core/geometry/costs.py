@@ -19,13 +19,15 @@ The value is ``isoscope.costs.Cost``. Light to import: numpy and the metrics are
 
 from __future__ import annotations
 
+import statistics
 import time
 from dataclasses import dataclass
 
 from isoscope.costs import FREE, Cost
 
 UNIFORMITY_POINTS = 5_000  # ``isoscope.geometry.metrics.uniformity``'s default ``max_points``
-PROBE_ROWS = 1_500  # rows of the probe: ~1.1M pairs, a fraction of a second on one core
+PROBE_ROWS = 1_000  # rows of the probe: ~0.5M pairs, a fraction of a second on one core
+REPEATS = 3  # each probe timed three times, the median kept: one sample of a shared machine is noise (issue 50)
 
 
 @dataclass(frozen=True)
@@ -46,19 +48,20 @@ def _pairs(n_rows: int) -> float:
 
 def measure_metrics(dim: int) -> MetricsRate:
     """Time ``uniformity`` and ``all_metrics`` on ``PROBE_ROWS`` seeded random rows of ``dim`` dimensions and
-    ``all_metrics`` on a quarter of them (after a small warm-up call): uniformity's seconds over its pairs; the
-    rest of ``all_metrics`` (its time less uniformity's) at the two sizes, split into seconds per row and per call
-    (issue 50: all of it per row priced 300 rows' metrics at a third of their time)."""
+    ``all_metrics`` on a quarter of them (after a small warm-up call; the median of ``REPEATS`` timings each):
+    uniformity's seconds over its pairs; the rest of ``all_metrics`` (its time less uniformity's) at the two
+    sizes, split into seconds per row and per call (issue 50: all of it per row priced 300 rows' metrics at a
+    third of their time)."""
     import numpy as np
 
     from isoscope.geometry.metrics import all_metrics, uniformity
 
     x = np.random.default_rng(0).standard_normal((PROBE_ROWS, dim)).astype(np.float32)  # (p, d)
     all_metrics(x[:64])  # warm-up: first calls into LAPACK and scipy
-    pairs = max(_timed(lambda: uniformity(x)), 1e-6) / _pairs(PROBE_ROWS)
+    pairs = max(_median(lambda: uniformity(x)), 1e-6) / _pairs(PROBE_ROWS)
     rests = []
     for rows in (PROBE_ROWS, PROBE_ROWS // 4):
-        every = _timed(lambda rows=rows: all_metrics(x[:rows]))
+        every = _median(lambda rows=rows: all_metrics(x[:rows]))
         rests.append(max(every - pairs * _pairs(rows), 0.1 * every))  # separate samples: never a negative share
     per_row = (rests[0] - rests[1]) / (PROBE_ROWS - PROBE_ROWS // 4)
     if not 0 < per_row <= rests[0] / PROBE_ROWS:  # noise: the smaller took as long or longer; all of it per row
@@ -66,10 +69,14 @@ def measure_metrics(dim: int) -> MetricsRate:
     return MetricsRate(dim, pairs, per_row, rests[0] - per_row * PROBE_ROWS)
 
 
-def _timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+def _median(fn) -> float:
+    """The median of ``REPEATS`` timings of ``fn()``."""
+    seconds = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        fn()
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds)
 
 
 def metrics_cost(n_rows: int, rate: MetricsRate, *, spaces: int = 1) -> Cost:
