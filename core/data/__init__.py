@@ -7,7 +7,8 @@ encoding) are returned as warnings next to the data. Nothing is ever evaluated o
 plain text. What a file may decode to is bounded by ``DecodeLimits`` (isoscope.data.limits), read from the
 ``ISOSCOPE_MAX_*`` environment variables.
 
-Modules: limits (the bounds), source (paths and uploads), text (encodings, line rules), delimited (CSV/TSV),
+Modules: limits (the bounds), jsonfile (every JSON file: bounded, its schema checked), source (paths and uploads),
+text (encodings, line rules), delimited (CSV/TSV),
 jsonl, parquet, tables (any table to a frame), pairs, corpus, inputs (a corpus or a pairs file, auto-detected),
 vectors (a package: .npy, Parquet, Arrow/Feather, .safetensors, Hugging Face datasets folders, arrays; the
 VectorTable and its VectorOrigin), export (safe CSV downloads).
@@ -40,7 +41,7 @@ _EXPORTS: dict[str, str] = {
         ),
         "inputs",
     ),
-    "json_depth_exceeds": "jsonl",
+    "json_depth_exceeds": "jsonfile",
     **dict.fromkeys(("ENV_VARS", "DecodeLimits", "current_limits", "limits_help"), "limits"),
     **dict.fromkeys(("SCORE_RANGE", "Pairs", "load_pairs"), "pairs"),
     **dict.fromkeys(("CORPUS_FORMATS", "TABLE_FORMATS", "Source", "as_source", "file_format", "read_source"), "source"),
@@ -161,7 +162,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         load_texts,
         load_vector_input,
     )
-    from isoscope.data.jsonl import json_depth_exceeds
+    from isoscope.data.jsonfile import json_depth_exceeds
     from isoscope.data.limits import ENV_VARS, DecodeLimits, current_limits, limits_help
     from isoscope.data.pairs import SCORE_RANGE, Pairs, load_pairs
     from isoscope.data.source import CORPUS_FORMATS, TABLE_FORMATS, Source, as_source, file_format, read_source

@@ -86,13 +86,13 @@ def token_count(encoder: Encoder, texts: Sequence[str], max_length: int, *, samp
     ``max_length`` and the model's limit): counted on a seeded sample of ``sample`` texts (None: all), scaled."""
     import numpy as np
 
-    from isoscope.encode.embed import token_limit
+    from isoscope.encode.embed import max_tokens
     from isoscope.sampling import sample_indices
 
     n = len(texts)
     if n == 0:
         return 0
-    length = token_limit(encoder, max_length)  # the model's limit and its recipe's
+    length = max_tokens(encoder, max_length)  # the model's limit and its recipe's
     rows = sample_indices(n, sample, seed=0)  # (m,)
     ids = encoder.tokenizer([texts[i] for i in rows], truncation=True, max_length=length)["input_ids"]
     lengths = np.fromiter((len(x) for x in ids), np.int64, len(ids))

@@ -79,9 +79,9 @@ def model_max_tokens(encoder: Encoder) -> int | None:
     return min(limits) if limits else None
 
 
-def token_limit(encoder: Encoder, max_length: int) -> int:
-    """The most tokens a text keeps in a pass with ``max_length``: that, the model's limit (longer inputs would
-    overflow the position embeddings) and its recipe's ``max_seq_length``, whichever is smallest."""
+def max_tokens(encoder: Encoder, max_length: int) -> int:
+    """The tokens a text is cut at: ``max_length``, at most the model's limit (``model_max_tokens``: longer inputs
+    would overflow the position embeddings) and its recipe's ``max_seq_length``."""
     limit = model_max_tokens(encoder)
     if limit is not None and max_length > limit:
         max_length = limit
@@ -91,24 +91,28 @@ def token_limit(encoder: Encoder, max_length: int) -> int:
     return max_length
 
 
+TOKENIZE_TEXTS = 4096  # texts tokenized per call: a prompt is copied before this many texts at most at once
+
+
 def _tokenize(encoder: Encoder, texts: Sequence[str], limit: int, prompt: str = "") -> list:
     """The token ids of each text, cut at ``limit`` (``prompt`` before every text; the model's own recipe's
     lowercasing, as sentence-transformers runs it), unpadded."""
-    if not texts:
-        return []
     card = encoder.recipe.card if encoder.recipe is not None else None
-    items = [prompt + t for t in texts] if prompt else list(texts)
-    if card is not None and card.do_lower_case:
-        items = [t.lower() for t in items]
-    return encoder.tokenizer(items, truncation=True, max_length=limit, padding=False)["input_ids"]
+    ids: list = []
+    for start in range(0, len(texts), TOKENIZE_TEXTS):
+        items = [prompt + t for t in texts[start : start + TOKENIZE_TEXTS]]
+        if card is not None and card.do_lower_case:
+            items = [t.lower() for t in items]
+        ids += encoder.tokenizer(items, truncation=True, max_length=limit, padding=False)["input_ids"]
+    return ids
 
 
 def _tokenize_sorted(
     encoder: Encoder, texts: Sequence[str], max_length: int, prompt: str = ""
 ) -> tuple[list, np.ndarray]:
-    """Tokenize once without padding (``_tokenize`` at ``token_limit``); return encodings and the order
+    """Tokenize once without padding (``_tokenize`` at ``max_tokens``); return encodings and the order
     longest-first."""
-    ids = _tokenize(encoder, texts, token_limit(encoder, max_length), prompt)
+    ids = _tokenize(encoder, texts, max_tokens(encoder, max_length), prompt)
     order = np.argsort([-len(x) for x in ids], kind="stable") if ids else np.zeros(0, np.int64)
     return ids, order
 
@@ -296,8 +300,8 @@ class CachedTexts:
     def of(cls, encoder: Encoder, texts: Sequence[str], *, config: EmbedConfig, cache: ArrayCache) -> CachedTexts:
         """The name of ``texts`` (distinct) embedded with ``config``."""
         digest, prompt = text_digest(texts), config.prompt_text(encoder)
-        limit = token_limit(encoder, config.max_length)
-        cap = token_limit(encoder, sys.maxsize)  # the most any run keeps (this run's limit for an unbounded model)
+        limit = max_tokens(encoder, config.max_length)
+        cap = max_tokens(encoder, sys.maxsize)  # the most any run keeps (this run's limit for an unbounded model)
         cap = limit if cap == sys.maxsize else cap
         recipe = encoder.recipe.digest if encoder.recipe is not None else ""
         lengths = ArrayCache(cache.root / LENGTHS_FOLDER)
@@ -394,8 +398,9 @@ def _encode_uncached(
     weights = np.ones(n, np.int64) if weights is None else weights  # (n,)
     total = int(weights.sum())
     prompt = config.prompt_text(encoder)
+    # the prompt tokenized once, and refused when it leaves no room for the text, before the texts are
+    prompt_tokens = prompt_length(encoder.tokenizer, prompt, max_tokens(encoder, config.max_length))
     ids, order = _tokenize_sorted(encoder, texts, config.max_length, prompt)
-    prompt_tokens = prompt_length(encoder.tokenizer, prompt)
     pad_id = encoder.tokenizer.pad_token_id or 0
     result = {s.name: np.empty((n, 0), np.float32) for s in specs}
     budget = TokenBudget()  # lowered by each out-of-memory error; later batches are built within it
