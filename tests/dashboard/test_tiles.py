@@ -118,8 +118,9 @@ def test_pick_names_the_lit_point_whose_yellow_is_under_the_pointer_not_a_nearer
     urls = tiles.publish(path, "raw", "cluster", False, lit=np.array([i]))
     r = float(d[i, j])  # a pick radius that reaches both
     for z in range(grid.max_level, -1, -1):  # the deepest level whose yellow disc of i covers the pointer
-        tx, ty = int((x - grid.world.x0) // (TILE * grid.pixel(z))), int(
-            (grid.world.y0 + grid.world.size - y) // (TILE * grid.pixel(z))
+        tx, ty = (
+            int((x - grid.world.x0) // (TILE * grid.pixel(z))),
+            int((grid.world.y0 + grid.world.size - y) // (TILE * grid.pixel(z))),
         )
         x0, _, _, y1 = grid.world.tile_box(z, tx, ty)
         px, py = int((x - x0) // grid.pixel(z)), int((y1 - y) // grid.pixel(z))
