@@ -2,6 +2,8 @@
 
 - ``covariance_eigh``: mean, eigenvalues (descending) and sign-fixed eigenvectors of the sample covariance;
   whitening, all-but-the-top and PCA are built on it.
+- ``AffineMap``: ``y = x @ W + b`` in float64, the exact form of every linear fitted map (calibrators, adapters),
+  which a Dense layer, a FAISS ``LinearTransform`` or a graph's matmul carries out of Isoscope;
 - ``gram_eigenvalues``: the non-zero spectrum of ``M^T M`` from the smaller Gram matrix, with eigenvalues
   at round-off level set to exactly 0.
 
@@ -79,3 +81,39 @@ def gram_eigenvalues(M: np.ndarray) -> np.ndarray:
     if eig.size == 0:
         return eig
     return np.where(eig < roundoff_threshold(eig[0], n, d), 0.0, eig)
+
+
+@dataclass(frozen=True)
+class AffineMap:
+    """``y = x @ weight + bias``: weight (d_in, d_out), bias (d_out,), both float64."""
+
+    weight: np.ndarray  # (d_in, d_out)
+    bias: np.ndarray  # (d_out,)
+
+    @classmethod
+    def identity(cls, d: int) -> AffineMap:
+        return cls(np.eye(d), np.zeros(d))
+
+    @property
+    def d_in(self) -> int:
+        return int(self.weight.shape[0])
+
+    @property
+    def d_out(self) -> int:
+        return int(self.weight.shape[1])
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """(n, d_in) -> (n, d_out) float32, computed in float64."""
+        return (np.asarray(X, np.float64) @ self.weight + self.bias).astype(np.float32)
+
+    @property
+    def centre(self) -> np.ndarray:
+        """c (d_in,) with ``x @ W + b = (x - c) @ W + r`` and r small: the least-squares solution of ``c W = -b``.
+        Subtracting c first keeps float32 arithmetic accurate on vectors in a narrow cone (x close to the mean),
+        where ``x @ W`` and ``b`` nearly cancel."""
+        c, *_ = np.linalg.lstsq(self.weight.T, -self.bias, rcond=None)  # (d_in,)
+        return c
+
+    def then(self, other: AffineMap) -> AffineMap:
+        """This map followed by ``other``: ``(x W1 + b1) W2 + b2``."""
+        return AffineMap(self.weight @ other.weight, self.bias @ other.weight + other.bias)

@@ -106,3 +106,72 @@ class EmbeddingServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(5)
+
+
+class StallingServer:
+    """A TCP server on 127.0.0.1 that accepts every connection and then stalls: ``drip=None`` never sends a byte
+    (a silent server: a Hub mirror or an endpoint that hung), ``drip=s`` sends an HTTP answer one byte every ``s``
+    seconds (its status line and headers too), so every read is within its timeout and the answer takes hours.
+    ``connections`` counts the connections accepted (each a try of the client), ``requests`` holds their request
+    lines."""
+
+    def __init__(self, drip: float | None = None) -> None:
+        import socket
+
+        self.drip = drip
+        self.connections = 0
+        self.stop = threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.1)
+        self.port = self.sock.getsockname()[1]
+        self.open: list = []
+        self.requests: list[str] = []  # the request line of each connection (``POST /v1/embeddings HTTP/1.1``)
+        self.threads: list[threading.Thread] = [threading.Thread(target=self._accept, daemon=True)]
+
+    @property
+    def address(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The address as an embeddings endpoint's base URL."""
+        return f"{self.address}/v1"
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:  # the accept timeout (to look at stop), or the socket closed
+                continue
+            self.connections += 1  # only this thread counts
+            self.open.append(conn)
+            thread = threading.Thread(target=self._stall, args=(conn,), daemon=True)
+            self.threads.append(thread)
+            thread.start()
+
+    def _stall(self, conn) -> None:
+        body = b'{"data": [' + b" " * 100_000 + b"]}"
+        answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+        try:
+            conn.settimeout(5)
+            self.requests.append(conn.recv(65536).split(b"\r\n", 1)[0].decode("latin-1"))
+            if self.drip is None:
+                return
+            for i in range(len(answer)):
+                if self.stop.wait(self.drip):
+                    return
+                conn.sendall(answer[i : i + 1])
+        except OSError:  # the client hung up: what the test wants
+            return
+
+    def __enter__(self) -> StallingServer:
+        self.threads[0].start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(5)
+        for conn in self.open:
+            conn.close()
+        self.sock.close()

@@ -686,6 +686,7 @@ def embed_on_ray(texts, out: Path, *, encoder, pooling, config) -> str:
     import ray
 
     from isoscope.cache import PartialNpy
+    from isoscope.data.limits import COUNTS
     from isoscope.encode.embed import EmbedConfig
     from isoscope.encode.shards import embed_with_ray, iter_shards
     from isoscope.errors import InputError
@@ -701,7 +702,7 @@ def embed_on_ray(texts, out: Path, *, encoder, pooling, config) -> str:
         pooling=pooling,
         config=EmbedConfig(batch_size=config.batch_size, max_length=config.max_length),
         shard_rows=EMBED_SHARD_ROWS,
-        num_actors=max(1, int(ray.available_resources().get("CPU", 1)) - 1),
+        num_actors=min(COUNTS["actors"].most, max(1, int(ray.available_resources().get("CPU", 1)) - 1)),
         device=encoder.device,
     )
     part = PartialNpy.create(out.with_name(out.name + ".partial"), (run.n, run.dim))

@@ -17,9 +17,10 @@ permutation and its inverse), a chunk of ``CHECK_ROWS`` rows at a time. Hashes a
 (inode, size, modification time), so one process hashes a file once.
 
 Reading back holds nothing of size n: every per-point array (layouts, densities, clusters, norms, lengths,
-overlaps, the spatial index of ``isoscope.atlas.spatial``) is an ``np.memmap``, and ``points.parquet`` is
-opened for reads by row group (``isoscope.atlas.points``); ``Atlas.points`` / ``Atlas.texts`` read the whole
-table only when a caller asks for it (the Neighbours page), never on the map's path.
+overlaps, the spatial index of ``isoscope.atlas.spatial``) is an ``np.memmap`` that checks its file's size
+before each read (``isoscope.data.maps.CheckedMap``: a file cut short after it was opened is an InputError, not
+SIGBUS), and ``points.parquet`` is opened for reads by row group (``isoscope.atlas.points``); ``Atlas.points`` /
+``Atlas.texts`` read the whole table only when a caller asks for it (the Neighbours page), never on the map's path.
 
 The build lock is ``isoscope.cache.file_lock`` on a file next to the folder (``.<name>.lock``): a second build
 of the same folder (another session of the app, another ``isoscope atlas``) waits for the first, then finds its
@@ -44,6 +45,8 @@ import numpy as np
 from isoscope.atlas.points import PointsFile
 from isoscope.atlas.spatial import INDEX_FILES, SpatialIndex, World
 from isoscope.cache import atomic_write_bytes, file_lock, file_sha256
+from isoscope.data.jsonfile import SHA256, Int, ListOf, MapOf, Num, Str, Struct, Tuple, read_json
+from isoscope.data.maps import checked_map
 from isoscope.errors import InputError
 from isoscope.paths import NotRegularFile, check_regular, open_regular
 
@@ -59,6 +62,22 @@ SPACE_FILES = ("xy.npy", "density.npy", "cluster.npy", "grid.npy", "clusters.jso
 ROOT_FILES = ("points.parquet", "vectors.npy", "norm.npy", "length.npy", "overlap.npy")
 HASH_ON_LOAD_MAX = 512 * 2**20  # bytes: bigger files (the memory-mapped vectors) are checked by size and header
 CHECK_ROWS = 1 << 20  # rows of a memory-mapped array checked at a time (finite values, id ranges)
+REBUILD = "rerun its isoscope atlas command to rebuild it"
+# the folder's JSON files, read by the bounded reader (isoscope.data.jsonfile) against these schemas
+LEDGER_SCHEMA = Struct(
+    {
+        "stages": MapOf(
+            Struct({"inputs": MapOf(SHA256), "outputs": MapOf(Tuple((Int(lo=0), SHA256), name="[bytes, sha256]"))})
+        )
+    },
+    {"format": Str()},
+)
+MANIFEST_SCHEMA = Struct({"config": Struct(), "n": Int(lo=0)}, {"version": Int(), "format": Str()})
+CLUSTER = Struct({"cluster": Int(lo=0), "size": Int(lo=0), "x": Num(), "y": Num(), "words": ListOf(Str())})
+CLUSTERS_SCHEMA = Struct(
+    {"bounds": Tuple((Num(),) * 4, name="[x0, y0, x1, y1] of finite numbers"), "clusters": ListOf(CLUSTER)},
+    {"levels": ListOf(Struct({"clusters": ListOf(CLUSTER)}))},
+)
 _digests: dict[tuple, str] = {}
 _digests_lock = threading.Lock()
 
@@ -95,14 +114,18 @@ class Ledger:
 
     out: Path
     stages: dict = field(default_factory=dict)
+    damage: str | None = field(default=None, repr=False)  # why ledger.json was unreadable (a reader says it)
 
     def __post_init__(self) -> None:
         path = self.out / LEDGER
-        if path.exists():
+        if os.path.lexists(path):
             try:
-                self.stages = json.loads(path.read_bytes())["stages"]
-            except (OSError, ValueError, KeyError, TypeError):
-                log.warning("%s is unreadable: every stage is rebuilt", path)
+                self.stages = read_json(path, what=LEDGER, schema=LEDGER_SCHEMA, error=AtlasDamaged, fix=REBUILD)[
+                    "stages"
+                ]
+            except (OSError, InputError) as exc:  # a build rebuilds every stage; load_atlas refuses the folder
+                self.damage = str(exc) if isinstance(exc, InputError) else f"{LEDGER} cannot be read ({exc.strerror})"
+                log.warning("atlas %s: %s; every stage is rebuilt", self.out.name, self.damage)
                 self.stages = {}
 
     def _rel(self, path: Path) -> str:
@@ -256,8 +279,8 @@ class Atlas:
 
     def vectors(self, space: str = "raw") -> np.ndarray:
         """The space's vectors (n, d), memory-mapped."""
-        path = self.path / "vectors.npy" if space == "raw" else self.path / space / "vectors.npy"
-        return np.load(path, mmap_mode="r", allow_pickle=False)
+        rel = "vectors.npy" if space == "raw" else f"{space}/vectors.npy"
+        return checked_map(np.load(self.path / rel, mmap_mode="r", allow_pickle=False), f"{self.path.name}/{rel}")
 
 
 def space_names(config: dict) -> list[str]:
@@ -279,12 +302,22 @@ def required_files(path: Path, config: dict) -> list[Path]:
     return need
 
 
-def _manifest(path: Path) -> dict | None:
+def _manifest(path: Path, *, strict: bool = False) -> dict | None:
+    """manifest.json through the bounded reader; None when there is none, or (not ``strict``) when it is
+    unreadable; ``strict``: AtlasDamaged naming the field."""
     try:
-        manifest = json.loads((path / MANIFEST).read_bytes())
-        return manifest if isinstance(manifest, dict) and isinstance(manifest.get("config"), dict) else None
-    except (OSError, ValueError):
+        return read_json(path / MANIFEST, what=MANIFEST, schema=MANIFEST_SCHEMA, error=AtlasDamaged, fix=REBUILD)
+    except FileNotFoundError:
         return None
+    except (OSError, InputError):
+        if strict:
+            raise
+        return None
+
+
+def read_clusters(path: Path, rel: str) -> dict:
+    """A space's ``clusters.json`` (``rel`` names it) through the bounded reader and ``CLUSTERS_SCHEMA``."""
+    return read_json(path, what=rel, schema=CLUSTERS_SCHEMA, error=AtlasDamaged, fix=REBUILD)
 
 
 def is_complete(path: str | Path) -> bool:
@@ -320,6 +353,9 @@ def finished_atlas(given: str | Path) -> Path:
         raise InputError(
             f"{given} is not an atlas folder (no {MANIFEST}): build one with isoscope atlas --input CORPUS --out {given}"
         )
+    _manifest(path, strict=True)  # a damaged manifest or ledger is named, not called unfinished
+    if (damage := Ledger(path).damage) is not None:
+        raise AtlasDamaged(damage)
     if not is_complete(path):
         raise InputError(f"{given} holds an unfinished atlas: rerun its isoscope atlas command to finish it")
     return path
@@ -357,7 +393,9 @@ def _array(path: Path, rel: str, ledger: Ledger, shape: tuple, kinds: str, mmap:
         raise AtlasDamaged(f"{rel} has shape {got}, expected {tuple('any' if w is None else w for w in shape)}")
     if dtype.kind not in kinds or dtype.hasobject:
         raise AtlasDamaged(f"{rel} holds {dtype}, not numbers")
-    return np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
+    if not mmap:
+        return np.load(p, allow_pickle=False)
+    return checked_map(np.load(p, mmap_mode="r", allow_pickle=False), f"{path.name}/{rel}")  # reads check the size
 
 
 def _finite(rel: str, a: np.ndarray) -> np.ndarray:
@@ -397,16 +435,10 @@ def _load_index(path: Path, s: str, n: int, ledger: Ledger, bounds: tuple) -> Sp
 
 
 def _load_space(path: Path, s: str, n: int, ledger: Ledger, graph: bool) -> AtlasSpace:
-    meta_path = _verified(path, f"{s}/clusters.json", ledger)
-    try:
-        meta = json.loads(meta_path.read_bytes())
-        bounds = tuple(float(b) for b in meta["bounds"])
-        clusters = list(meta["clusters"])
-        levels = [list(lv["clusters"]) for lv in meta.get("levels", [])]
-        if len(bounds) != 4 or not np.isfinite(bounds).all():
-            raise ValueError("bounds")
-    except (ValueError, KeyError, TypeError):
-        raise AtlasDamaged(f"{s}/clusters.json is not a clusters file") from None
+    meta = read_clusters(_verified(path, f"{s}/clusters.json", ledger), f"{s}/clusters.json")
+    bounds = tuple(float(b) for b in meta["bounds"])
+    clusters = list(meta["clusters"])
+    levels = [list(lv["clusters"]) for lv in meta.get("levels", [])]
     xy = _finite(f"{s}/xy.npy", _array(path, f"{s}/xy.npy", ledger, (n, 2), "f", mmap=True))
     density = _finite(f"{s}/density.npy", _array(path, f"{s}/density.npy", ledger, (n,), "f", mmap=True))
     cluster = _array(path, f"{s}/cluster.npy", ledger, (n,), "iu", mmap=True)
@@ -459,10 +491,12 @@ def load_atlas(path: str | Path) -> Atlas:
     import pyarrow.parquet as pq
 
     path = Path(path)
-    manifest = _manifest(path)
+    manifest = _manifest(path, strict=True)
     if manifest is None:
         raise InputError("the folder holds no finished atlas; build it first (isoscope atlas --input ... --out DIR)")
     ledger = Ledger(path)
+    if ledger.damage is not None:
+        raise AtlasDamaged(ledger.damage)
     if not is_complete(path):
         recorded = [
             p for p in required_files(path, manifest["config"]) if ledger.output(p.relative_to(path).as_posix())
@@ -473,7 +507,7 @@ def load_atlas(path: str | Path) -> Atlas:
             )
         for p in recorded:  # every file was written once: name the one that is not as written
             _verified(path, p.relative_to(path).as_posix(), ledger)
-    n = int(manifest.get("n", -1))
+    n = manifest["n"]
     config = manifest["config"]
     points_path = _verified(path, "points.parquet", ledger)  # SHA-256 before a byte is decoded
     try:

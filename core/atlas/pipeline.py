@@ -63,6 +63,7 @@ from isoscope.atlas.folder import (
     is_complete,
     load_atlas,
     needs_graph,
+    read_clusters,
 )
 from isoscope.atlas.graph import knn_graph_chunked
 from isoscope.atlas.labels import TermTally
@@ -72,6 +73,8 @@ from isoscope.atlas.pyramid import TOP_LEVEL, render_levels, stage_files, write_
 from isoscope.atlas.spatial import INDEX_FILES, World, write_index
 from isoscope.atlas.workers import Job, run_side_by_side
 from isoscope.cache import NpyBlocks, PartialNpy, atomic_save_npy, atomic_write_bytes, text_digest
+from isoscope.data.jsonfile import read_json
+from isoscope.data.limits import check_count
 from isoscope.data.sharded import ParquetColumn, ParquetShards
 from isoscope.data.vectors.table import vectors_digest
 from isoscope.encode.pooling import PoolingSpec, resolve_pooling
@@ -155,8 +158,7 @@ class AtlasConfig:
             raise InputError(f"landmarks must be 0 (full UMAP) or at least 1,000, got {self.landmarks}")
         if self.engine not in ENGINES:
             raise InputError(f"unknown engine '{self.engine}'; choose one of {', '.join(ENGINES)}")
-        if self.shard_rows < 1_000:
-            raise InputError(f"shard rows must be at least 1,000, got {self.shard_rows}")
+        check_count("shard_rows", self.shard_rows, "shard rows")
 
 
 def planned_stages(config: AtlasConfig) -> list[str]:
@@ -188,10 +190,7 @@ def _check_manifest(out: Path, signature: dict, config: AtlasConfig) -> None:
     path = out / MANIFEST
     want = {**signature, "config": config.to_dict()}
     if path.exists():
-        try:
-            have = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            raise InputError(f"{path} is not readable; delete the folder and rerun") from None
+        have = read_json(path, what=f"{out.name}/{MANIFEST}", expect=dict, fix="delete the folder and rerun")
         if isinstance(have, dict) and have.get("version") != FORMAT_VERSION:
             raise InputError(f"{out} holds an atlas of an older Isoscope; use another --out or delete it")
         if have != want:
@@ -637,7 +636,7 @@ def _index(out: Path, spaces: Sequence[str], config: AtlasConfig) -> None:
     around its bounds: the server reads a tile's points from memory maps instead of sorting n points. On the ray
     engine a sample sort in tasks (``distributed.ray_index``: the same files, no process sorting n points)."""
     for s in spaces:
-        world = World.around(json.loads((out / s / "clusters.json").read_bytes())["bounds"])
+        world = World.around(read_clusters(out / s / "clusters.json", f"{s}/clusters.json")["bounds"])
         if config.engine == "ray":
             from isoscope.atlas.distributed import ray_index
 

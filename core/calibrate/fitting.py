@@ -8,9 +8,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from isoscope.calibrate.factory import whitened_dims
-from isoscope.calibrate.methods import parse_method
-
 if TYPE_CHECKING:
     import numpy as np
 
@@ -22,7 +19,7 @@ SAFE_COMPONENTS = 64  # whitening:K's default K, lowered to what a small fit set
 
 def fit_too_small(calibrator: Calibrator, n_fit: int, d: int) -> bool:
     """Whether ``n_fit`` vectors are too few for the dimensions ``calibrator`` whitens (n < 2k)."""
-    k = whitened_dims(calibrator, d)
+    k = calibrator.whitened_dims(d)
     return bool(k) and n_fit < 2 * k
 
 
@@ -45,10 +42,10 @@ def safe_method(method: str, n_fit: int, d: int) -> str:
 def fit_size_warning(calibrator: Calibrator, n_fit: int, d: int) -> str | None:
     """The one warning (every page and command says it in these words) when there are too few fit vectors for
     the dimensions a calibrator whitens (n < 2k)."""
-    k = whitened_dims(calibrator, d)
+    k = calibrator.whitened_dims(d)
     if fit_too_small(calibrator, n_fit, d):
         advice = "fit on a larger corpus"
-        if not parse_method(calibrator.method).trains_flow:
+        if not calibrator.trains_for_epochs:
             advice += f" or use whitening:K with K well below {n_fit // 2} (e.g. whitening:{safe_components(n_fit, d)})"
         return (
             f"{calibrator.method} was fitted on {n_fit} vectors for {k} whitened dimensions; it needs many more "

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from isoscope.calibrate.base import Calibrator, EpochProgressFn, check_array, register
+from isoscope.calibrate.base import Calibrator, EpochProgressFn, check_array
 from isoscope.calibrate.linear import Whitening
 from isoscope.errors import InputError
 
@@ -279,7 +279,6 @@ def _nll(z: torch.Tensor, log_det: torch.Tensor) -> torch.Tensor:
     return 0.5 * (z * z).sum(1) + 0.5 * d * math.log(2 * math.pi) - log_det
 
 
-@register
 class Flow(Calibrator):
     """BERT-flow (Li et al. 2020): a Glow-style normalizing flow to a standard normal, trained on embeddings.
 
@@ -320,6 +319,11 @@ class Flow(Calibrator):
       2 points on cls - because the non-Gaussian structure it removes (topic clusters) carries meaning.
     - ``noise_std=0.05``: needed for rank-deficient inputs (LayerNorm outputs), see above.
     """
+
+    name = "flow"
+    summary = "BERT-flow, a normalizing flow to an isotropic Gaussian (trained without labels)"
+    order = 20
+    trains_for_epochs = True
 
     def __init__(
         self,
@@ -391,9 +395,8 @@ class Flow(Calibrator):
         flow._check_params()
         return flow
 
-    @property
-    def method(self) -> str:
-        return "flow"
+    def whitened_dims(self, d: int) -> int:
+        return d if self.whiten else 0
 
     # -- numpy <-> torch
 

@@ -8,6 +8,9 @@
 - ``StandardNormalization`` (``sn``): per dimension ``(x - mu) / sigma``.
 - ``AllButTheTop`` (``abtt:D``, Mu & Viswanath 2018): remove the mean and the top ``D`` principal directions.
 - ``Chain`` of calibrators applied one after another (``sn+abtt:D``).
+
+Each is affine, and says so exactly (``affine_map``): what export writes as a Dense layer or a FAISS
+pre-transform. A class that declares ``name`` is a method of the grammar (``isoscope.calibrate.methods``).
 """
 
 from __future__ import annotations
@@ -18,18 +21,18 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.base import clone
 
-from isoscope.calibrate.base import Calibrator, EpochProgressFn, check_array, register
+from isoscope.calibrate.base import Calibrator, EpochProgressFn, Param, check_array, register
 from isoscope.errors import InputError
-from isoscope.linalg import covariance_eigh
+from isoscope.linalg import AffineMap, covariance_eigh
 
 
-@register
 class Identity(Calibrator):
     """Method ``none``: vectors unchanged (as float32)."""
 
-    @property
-    def method(self) -> str:
-        return "none"
+    name = "none"
+    summary = "the raw vectors"
+    order = 0
+    affine = True
 
     def fit(self, X: np.ndarray, y: None = None, progress: EpochProgressFn | None = None) -> Identity:
         X = check_array(X)
@@ -42,14 +45,20 @@ class Identity(Calibrator):
     def inverse_transform(self, Z: np.ndarray) -> np.ndarray:
         return self._check_input(Z, "Z").astype(np.float32)
 
+    def affine_map(self) -> AffineMap:
+        """``W = I``, ``b = 0``."""
+        self._check_fitted()
+        return AffineMap.identity(int(self.n_features_in_))
 
-@register
+
 class Centering(Calibrator):
     """Method ``centre``: ``x - mu``, the mean of the fit vectors removed (``abtt`` with no direction removed)."""
 
-    @property
-    def method(self) -> str:
-        return "centre"
+    name = "centre"
+    aliases = ("center",)
+    summary = "centring: remove the mean vector (the direction every text shares)"
+    order = 10
+    affine = True
 
     def fit(self, X: np.ndarray, y: None = None, progress: EpochProgressFn | None = None) -> Centering:
         X = check_array(X, min_rows=2)
@@ -63,6 +72,11 @@ class Centering(Calibrator):
     def inverse_transform(self, Z: np.ndarray) -> np.ndarray:
         return (self._check_input(Z, "Z") + self.mean_).astype(np.float32)
 
+    def affine_map(self) -> AffineMap:
+        """``W = I``, ``b = -mu``."""
+        self._check_fitted()
+        return AffineMap(np.eye(int(self.n_features_in_)), -np.asarray(self.mean_, np.float64))
+
     def _tensors(self) -> dict[str, np.ndarray]:
         return {"mean": self.mean_}
 
@@ -74,7 +88,6 @@ class Centering(Calibrator):
         self.mean_ = tensors["mean"]
 
 
-@register
 class Whitening(Calibrator):
     """Whitening (Su et al. 2021): ``z = (x - mu) W``, ``W = U[:, :k] diag(1 / sqrt(lambda[:k]))``.
 
@@ -84,13 +97,28 @@ class Whitening(Calibrator):
     the vectors): a direction with less variance than that is noise, not signal to amplify.
     """
 
+    name = "whitening"
+    arguments = (
+        Param("n_components", int, "K", "components kept", low=1, dims="d", components=True),
+        Param("eps", float, "", "relative eigenvalue floor", low=0.0, high=1.0),
+    )
+    summary = "the linear counterpart of the flow: centre, rotate to the principal axes, scale to unit variance"
+    choices = ("whitening", "whitening:K")
+    order = 30
+    affine = True
+
     def __init__(self, n_components: int | None = None, eps: float = 1e-6) -> None:
         self.n_components = n_components
         self.eps = eps
 
-    @property
-    def method(self) -> str:
-        return "whitening" if self.n_components is None else f"whitening:{self.n_components}"
+    @classmethod
+    def explain(cls, values: dict) -> str:
+        if "n_components" in values:
+            return f"whitening that keeps the top {values['n_components']} principal components"
+        return super().explain(values)
+
+    def whitened_dims(self, d: int) -> int:
+        return d if self.n_components is None else int(self.n_components)
 
     def _k(self, d: int) -> int:
         if self.n_components is None:
@@ -126,6 +154,12 @@ class Whitening(Calibrator):
         Z = self._check_input(Z, "Z", n_features=self.n_features_out_)
         return (Z @ self.inverse_components_ + self.mean_).astype(np.float32)  # (n, d)
 
+    def affine_map(self) -> AffineMap:
+        """``W = C`` (d, k), ``b = -mu C``."""
+        self._check_fitted()
+        W = np.asarray(self.components_, np.float64)  # (d, k)
+        return AffineMap(W, -np.asarray(self.mean_, np.float64) @ W)
+
     def log_abs_det(self) -> float:
         """log |det W| (full rank only): the change of density of the whitening map."""
         return float(-0.5 * np.sum(np.log(self.eigenvalues_)))
@@ -151,16 +185,16 @@ class Whitening(Calibrator):
         self.inverse_components_ = tensors["inverse_components"]
 
 
-@register
 class StandardNormalization(Calibrator):
     """Method ``sn``: per dimension ``(x - mu) / sigma`` (sigma clipped at ``eps``)."""
 
+    name = "sn"
+    summary = "standard normalization per dimension"
+    order = 40
+    affine = True
+
     def __init__(self, eps: float = 1e-8) -> None:
         self.eps = eps
-
-    @property
-    def method(self) -> str:
-        return "sn"
 
     def fit(self, X: np.ndarray, y: None = None, progress: EpochProgressFn | None = None) -> StandardNormalization:
         X = check_array(X, min_rows=2)
@@ -177,6 +211,12 @@ class StandardNormalization(Calibrator):
         Z = self._check_input(Z, "Z")
         return (Z * self.scale_ + self.mean_).astype(np.float32)
 
+    def affine_map(self) -> AffineMap:
+        """``W = diag(1 / sigma)``, ``b = -mu / sigma``."""
+        self._check_fitted()
+        inv = 1.0 / np.asarray(self.scale_, np.float64)  # (d,)
+        return AffineMap(np.diag(inv), -np.asarray(self.mean_, np.float64) * inv)
+
     def _tensors(self) -> dict[str, np.ndarray]:
         return {"mean": self.mean_, "scale": self.scale_}
 
@@ -189,7 +229,6 @@ class StandardNormalization(Calibrator):
         self.mean_, self.scale_ = tensors["mean"], tensors["scale"]
 
 
-@register
 class AllButTheTop(Calibrator):
     """All-but-the-top (Mu & Viswanath 2018): remove the mean and the top ``D`` principal directions.
 
@@ -197,14 +236,20 @@ class AllButTheTop(Calibrator):
     vectors, whose only direction would leave nothing: then only the mean is removed). Not invertible.
     """
 
+    name = "abtt"
+    arguments = (Param("n_components", int, "D", "top directions removed", low=1, dims="d-1", suggest=3, box_high=64),)
+    summary = "all-but-the-top: remove the mean and the top D principal directions"
+    choices = ("abtt:D", "sn+abtt:D")  # alone, and after sn
+    order = 50
     invertible: ClassVar[bool] = False
+    affine = True
 
     def __init__(self, n_components: int | None = None) -> None:
         self.n_components = n_components
 
-    @property
-    def method(self) -> str:
-        return "abtt" if self.n_components is None else f"abtt:{self.n_components}"
+    @classmethod
+    def explain(cls, values: dict) -> str:
+        return f"all-but-the-top: remove the mean and the top {values.get('n_components', 'D')} principal directions"
 
     def _k(self, d: int) -> int:
         if self.n_components is None:
@@ -226,6 +271,13 @@ class AllButTheTop(Calibrator):
     def transform(self, X: np.ndarray) -> np.ndarray:
         X = self._check_input(X) - self.mean_  # (n, d)
         return (X - (X @ self.components_) @ self.components_.T).astype(np.float32)
+
+    def affine_map(self) -> AffineMap:
+        """``W = P = I - U U^T`` (the projector off the top directions), ``b = -mu P``."""
+        self._check_fitted()
+        U = np.asarray(self.components_, np.float64)  # (d, D)
+        P = np.eye(int(self.n_features_in_)) - U @ U.T  # (d, d)
+        return AffineMap(P, -np.asarray(self.mean_, np.float64) @ P)
 
     def _tensors(self) -> dict[str, np.ndarray]:
         return {"mean": self.mean_, "components": self.components_}
@@ -253,6 +305,25 @@ class Chain(Calibrator):
     @property
     def invertible(self) -> bool:  # type: ignore[override]
         return all(s.invertible for s in self.steps)
+
+    @property
+    def affine(self) -> bool:  # type: ignore[override]
+        return all(s.affine for s in self.steps)
+
+    @property
+    def trains_for_epochs(self) -> bool:  # type: ignore[override]
+        return any(s.trains_for_epochs for s in self.steps)
+
+    def whitened_dims(self, d: int) -> int:
+        return max((s.whitened_dims(d) for s in self.steps), default=0)
+
+    def affine_map(self) -> AffineMap:
+        """``(x W1 + b1) W2 + b2 = x (W1 W2) + (b1 W2 + b2)``, composed in float64."""
+        self._check_fitted()
+        out = AffineMap.identity(int(self.n_features_in_))
+        for step in self.steps_:
+            out = out.then(step.affine_map())
+        return out
 
     @property
     def method(self) -> str:

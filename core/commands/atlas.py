@@ -19,8 +19,10 @@ from isoscope.commands.common import (
     add_vectors_argument,
     emit,
     encoder_for,
+    output_from_args,
     space_from_args,
 )
+from isoscope.data.limits import count_option
 from isoscope.encode.precision import FP32_ENGINE_TOLERANCE
 
 if TYPE_CHECKING:
@@ -76,7 +78,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "on storage every node sees)",
     )
     p.add_argument(
-        "--shard-rows", type=int, default=100_000, help="with --engine ray: rows per task (default: 100,000)"
+        "--shard-rows",
+        type=count_option("shard_rows"),
+        default=100_000,
+        help="with --engine ray: rows per task (default: 100,000)",
     )
     add_endpoint_arguments(p)
     add_json_argument(p)
@@ -196,7 +201,10 @@ def run(args: argparse.Namespace) -> dict:
 
     if args.max_length < 2 or args.batch_size < 1:
         raise InputError("--max-length must be >= 2 and --batch-size >= 1")
+    from isoscope.data.outputs import ATLAS_FOLDER
+
     space = space_from_args(args, "atlas")
+    output_from_args(args, args.out, ATLAS_FOLDER)  # before any work: no input, no folder of another kind
     config = AtlasConfig(
         pooling=space.pooling,
         max_length=args.max_length,
@@ -211,6 +219,12 @@ def run(args: argparse.Namespace) -> dict:
         shard_rows=args.shard_rows,
     )
     config.validate()
+    if config.engine == "ray":
+        from isoscope.encode.ray_address import parse_ray_address
+        from isoscope.encode.shards import require_ray
+
+        parse_ray_address(args.ray_address)  # its form before any work (whether it answers: when Ray starts)
+        require_ray()  # the extra installed, before any corpus is read or model loaded
     if config.calibrate != "none":
         from isoscope.calibrate import make_calibrator
 
@@ -263,5 +277,5 @@ def run(args: argparse.Namespace) -> dict:
         f"atlas of {run_.n:,} texts in {run_.path} ({len(run_.computed)} stages computed, {len(run_.skipped)} reused)"
     )
     used = [f"embedded with {run_.engine}"] if run_.engine else []
-    emit(args, result, [done, *used, *warnings])
+    emit(args, result, [done, *used])
     return result

@@ -10,7 +10,6 @@ with ``--model openai:NAME`` on the endpoint's vectors of the corpus. The vector
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from isoscope.calibrate.methods import methods_help
@@ -24,6 +23,7 @@ from isoscope.commands.common import (
     emit,
     encoder_for,
     epoch_bar,
+    output_from_args,
     progress_bar,
     recipe_of,
     space_from_args,
@@ -56,7 +56,31 @@ def calibrator_from_args(args: argparse.Namespace, method: str) -> Calibrator:
     return make_calibrator(method, flow=flow)
 
 
+class ListMethods(argparse.Action):
+    """``--methods``: print every calibration choice and what it does (from the registered classes), then exit."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object, option=None):
+        from isoscope.calibrate.methods import methods_table, params_table
+        from isoscope.errors import printable
+
+        table, params = methods_table(), params_table()
+        width = max(len(name) for name, _ in [*table, *params])
+        lines = [f"{choice:<{width}}  {words}" for choice, words in table]
+        lines += ["", "parameters (NAME:VALUE,... in this order, or NAME:PARAM=VALUE):"]
+        lines += [f"{name:<{width}}  {words}" for name, words in params]
+        print("\n".join(printable(line) for line in lines))
+        parser.exit()
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--methods",
+        action=ListMethods,
+        help="list every calibration method (Isoscope's and those of installed plugins) with what it does, and exit",
+    )
     p.add_argument(
         "--input",
         default=None,
@@ -78,12 +102,11 @@ def _progress(args: argparse.Namespace, stage: str):
 
 def run(args: argparse.Namespace) -> dict:
     from isoscope.data import load_corpus
+    from isoscope.data.outputs import CALIBRATOR_FOLDER
     from isoscope.evaluate.sts import check_fit_corpus, fit_and_save
 
     calibrator = calibrator_from_args(args, args.method)
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out} is a file; give a folder")
+    out = output_from_args(args, args.out, CALIBRATOR_FOLDER)  # before any work: no input, nothing to lose
     space = space_from_args(args, "calibrate")
     given = vector_input(args, space, args.input, kind="corpus")
     if given is not None:
@@ -130,8 +153,7 @@ def run(args: argparse.Namespace) -> dict:
         f"{calibrator.method} fitted in {result['fit_seconds']:.1f} s, saved to {out}",
         f"avg cosine of random pairs {result['avg_cosine_before']:.3f} -> {result['avg_cosine_after']:.3f}",
         *([f"bits/dim {result['bits_per_dim']:.4f}"] if result["bits_per_dim"] is not None else []),
-        *(["warning: the flow diverged; kept the last good epoch"] if result["diverged"] else []),
-        *result["warnings"],
     ]
-    emit(args, result, lines)
+    diverged = ["the flow diverged; kept the last good epoch"] if result["diverged"] else []
+    emit(args, result, lines, warnings=[*diverged, *result["warnings"]])
     return result

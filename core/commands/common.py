@@ -7,9 +7,10 @@ imported here at module level: numpy, torch and transformers are imported inside
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from isoscope.encode.device import DEVICE_HELP, DTYPES, dtype_help, parse_device
@@ -35,8 +36,11 @@ MODEL_HELP = (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from isoscope.cache import ArrayCache
     from isoscope.data.inputs import InputKind, VectorInput
+    from isoscope.data.outputs import OutputKind
     from isoscope.encode.embed import EmbedConfig
     from isoscope.encode.endpoints import Endpoint
     from isoscope.encode.models import Encoder
@@ -113,7 +117,10 @@ def add_model_arguments(
     p.add_argument("--batch-size", type=int, default=batch_size, help=f"{batch_help} (default: {batch_size})")
     p.add_argument("--no-cache", action="store_true", help=cache_help)
     p.add_argument(
-        "--quiet", action="store_true", help="no progress bars (nor the plan isoscope atlas prints before it builds)"
+        "--quiet",
+        action="store_true",
+        help="no progress, bars or lines (nor the plan isoscope atlas prints before it builds); warnings still go to "
+        "stderr",
     )
 
 
@@ -264,7 +271,8 @@ def _load_model(args: argparse.Namespace, name: str) -> Encoder:
         if str(resolve_device(where)) == given.device and given.dtype == dtype:
             encoder = with_precision(given, precision)
     if encoder is None:
-        encoder = load_encoder(name, device, precision, dtype=dtype)
+        with hub_bars(args):
+            encoder = load_encoder(name, device, precision, dtype=dtype)
     args.ran_on = {"device": encoder.device, "dtype": encoder.dtype}
     return encoder
 
@@ -314,10 +322,11 @@ def cache_from_args(args: argparse.Namespace) -> ArrayCache | None:
 def progress_bar(
     args: argparse.Namespace, desc: str, unit: str = "text", *, postfix: str = "value"
 ) -> Callable[..., None]:
-    """A (done, total[, value]) callback drawing a tqdm bar of ``unit`` on stderr (nothing with ``--quiet``).
+    """A (done, total[, value]) callback showing the progress of ``unit``s on stderr (nothing with ``--quiet``): a
+    tqdm bar on a terminal, whole lines elsewhere (one per stage, at most one per tenth of a long one: a log or CI
+    never gets ``\\r`` frames; ``isoscope.space.progress.progress_callback``, the library's bars).
 
-    A third value (a flow's bits/dim) is shown after the bar as ``postfix=value``
-    (``isoscope.space.progress.progress_callback``, the library's bars).
+    A third value (a flow's bits/dim) is shown after the bar as ``postfix=value``.
     """
     from isoscope.space.progress import progress_callback
 
@@ -329,14 +338,47 @@ def _no_progress(*_args: object) -> None:
     return None
 
 
+@contextlib.contextmanager
+def hub_bars(args: argparse.Namespace) -> Iterator[None]:
+    """huggingface_hub's own download bars (a hub model, STS-B) only where ``progress_bar`` draws bars: on a
+    terminal without ``--quiet``. In a log their ``\\r`` frames would pile up into one line."""
+    from isoscope.space.progress import draws_bars
+
+    if draws_bars(sys.stderr) and not getattr(args, "quiet", False):
+        yield
+        return
+    import warnings
+
+    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    was_off = are_progress_bars_disabled()
+    with warnings.catch_warnings():  # HF_HUB_DISABLE_PROGRESS_BARS=0 has priority, and says so
+        warnings.simplefilter("ignore")
+        disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not was_off:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                enable_progress_bars()
+
+
 def epoch_bar(args: argparse.Namespace, desc: str = "flow") -> Callable[[int, int, float], None]:
     """A (epoch, n_epochs, bits_per_dim) callback: a bar of flow epochs showing bits/dim."""
     return progress_bar(args, desc, unit="epoch", postfix="bits_per_dim")
 
 
-def emit(args: argparse.Namespace, result: dict, text_lines: list[str]) -> None:
-    """Print JSON (``--json``) or human-readable lines. A result of a command that ran a model says where and in
+def emit(
+    args: argparse.Namespace, result: dict, text_lines: list[str], *, warnings: Sequence[str] | None = None
+) -> None:
+    """Print the result on stdout: JSON (``--json``) or human-readable lines; then its warnings on stderr, one
+    ``warning: ...`` line each, in both modes (``warnings``, else the result's ``"warnings"``; ``--json`` keeps them
+    in the object too). Stdout holds the result alone, so ``> out 2> log`` puts every diagnostic in the log;
+    ``--quiet`` silences progress, never a warning. A result of a command that ran a model says where and in
     which dtype (``device``, ``dtype``: what ``_load_model`` recorded)."""
+    if warnings is None:
+        warnings = (result.get("warnings") or []) if isinstance(result, dict) else []
     ran_on = getattr(args, "ran_on", None)
     if isinstance(result, dict) and isinstance(ran_on, dict):
         result = {**result, **{k: v for k, v in ran_on.items() if k not in result}}
@@ -346,3 +388,34 @@ def emit(args: argparse.Namespace, result: dict, text_lines: list[str]) -> None:
         print(json.dumps(to_jsonable(result)))
     else:
         print("\n".join(printable(line) for line in text_lines))  # names echoed in lines cannot drive the terminal
+    sys.stdout.flush()  # the result before the warnings, where both streams are one terminal
+    for warning in warnings:
+        print(f"warning: {printable(warning)}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- outputs (isoscope.data.outputs)
+
+# every option that names something a command reads: an output is compared with all of them
+INPUT_OPTIONS: tuple[str, ...] = (
+    *("input", "vectors", "pairs", "fit_on", "beir", "table", "queries_vectors", "docs_vectors", "qrels"),
+    *("model", "retrieval", "stsb_dir", "data_file"),
+)
+
+
+def add_force_argument(p: argparse.ArgumentParser) -> None:
+    """``--force``: replace an existing file at the output that is not one the command writes."""
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing file at the output that is not one this command writes (another format, "
+        "or not Isoscope's); never a folder, never an input",
+    )
+
+
+def output_from_args(args: argparse.Namespace, value: str, kind: OutputKind, *, option: str = "--out") -> Path:
+    """``isoscope.data.outputs.check_output`` of ``value`` (the ``option`` naming it) against every input the
+    command's options name (``INPUT_OPTIONS``) and ``--force``, before any work."""
+    from isoscope.data.outputs import check_output
+
+    inputs = [(option_name(name), getattr(args, name, None)) for name in INPUT_OPTIONS]
+    return check_output(value, kind=kind, inputs=inputs, force=getattr(args, "force", False), option=option)

@@ -117,7 +117,7 @@ def _lines(result: dict) -> list[str]:
         lines.append("        " + "".join(f"{name:>9}" for name in result["layers_b"]))
         for name, row in zip(result["layers_a"], result["cka_layers"], strict=True):
             lines.append(f"{name:>8}" + "".join(f"{_fmt(v, '9.3f')}" for v in row))
-    return lines + result["warnings"]
+    return lines
 
 
 def _texts(args: argparse.Namespace, specs: list, sources):

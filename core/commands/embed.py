@@ -8,12 +8,14 @@ passes vectors computed elsewhere through (``embed --vectors V.parquet:emb --cal
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from isoscope.calibrate.methods import methods_help
 from isoscope.commands.common import (
     add_endpoint_arguments,
+    add_force_argument,
     add_json_argument,
     add_model_arguments,
     add_vectors_argument,
@@ -22,11 +24,13 @@ from isoscope.commands.common import (
     emit,
     encoder_for,
     epoch_bar,
+    output_from_args,
     progress_bar,
     recipe_of,
     space_from_args,
     vector_input,
 )
+from isoscope.data.limits import count_option
 from isoscope.errors import InputError
 
 if TYPE_CHECKING:
@@ -64,7 +68,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--chunk-size",
-        type=int,
+        type=count_option("chunk_size"),
         default=None,
         help="local: embed in resumable chunks of N texts, streaming a .txt input (no row limit); "
         "ray: texts per shard (default 1024)",
@@ -75,31 +79,55 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="local",
         help="ray: 'local' starts Ray on this machine; or a cluster address such as ray://head:10001 or auto",
     )
-    p.add_argument("--actors", type=int, default=2, help="ray: number of actors, one model each (default: 2)")
-    p.add_argument("--num-cpus", type=int, default=2, help="ray with a local address: CPUs Ray may use (default: 2)")
+    p.add_argument(
+        "--actors", type=count_option("actors"), default=2, help="ray: number of actors, one model each (default: 2)"
+    )
+    p.add_argument(
+        "--num-cpus",
+        type=count_option("num_cpus"),
+        default=2,
+        help="ray with a local address: CPUs Ray may use (default: 2)",
+    )
+    add_force_argument(p)
     add_model_arguments(p)
     add_endpoint_arguments(p)
     add_json_argument(p)
 
 
-def _check_out(out: str | None) -> Path | None:
-    if out is None:
+def _check_out(args: argparse.Namespace) -> Path | None:
+    """``--out`` checked before any work (``isoscope.data.outputs``): a .npy name, no input, nothing of another kind."""
+    if args.out is None:
         return None
-    path = Path(out)
+    from isoscope.data.outputs import NPY
+
+    path = Path(args.out)
     if path.suffix != ".npy":
         raise InputError(f"--out must end in .npy, got '{path.name}'")
     if path.is_dir():  # said before any work, naming the option (the rename at the end named a temporary file)
-        raise InputError(f"--out {out} is a folder; give the .npy file to write, e.g. {path / 'vectors.npy'}")
-    return path
+        raise InputError(f"--out {args.out} is a folder; give the .npy file to write, e.g. {path / 'vectors.npy'}")
+    return output_from_args(args, args.out, NPY)
+
+
+def _save(args: argparse.Namespace, out: Path, vectors) -> None:
+    """``vectors`` written to ``out`` beside it and renamed in (``isoscope.data.outputs.write_output_bytes``)."""
+    from isoscope.cache import npy_bytes
+    from isoscope.data.outputs import NPY, write_output_bytes
+
+    write_output_bytes(out, npy_bytes(vectors), kind=NPY, force=args.force)
 
 
 def _run_ray(args: argparse.Namespace, space: SpaceSpec, out: Path | None) -> dict:
     from isoscope.data import streamable_corpus
+    from isoscope.encode.ray_address import parse_ray_address
     from isoscope.encode.shards import DEFAULT_SHARD_ROWS, actor_device, embed_with_ray, load_shards, require_ray
 
+    parse_ray_address(args.ray_address)  # its form first: one line naming the forms
     require_ray()  # before reading anything: one line naming the extra to install
     if not args.shard_dir:
         raise InputError("--engine ray needs --shard-dir (a folder every Ray node can write)")
+    from isoscope.data.outputs import SHARDS_FOLDER
+
+    output_from_args(args, args.shard_dir, SHARDS_FOLDER, option="--shard-dir")
     source, warnings = streamable_corpus(args.input, args.text_column)
     args.interrupt_note = f"the shards finished so far are kept in {args.shard_dir}; run the same command to resume"
     run = embed_with_ray(
@@ -128,16 +156,13 @@ def _run_ray(args: argparse.Namespace, space: SpaceSpec, out: Path | None) -> di
         "out": None,
         "warnings": warnings + run.warnings,
     }
-    warnings = result["warnings"]
     lines = [f"wrote {run.n} x {run.dim} vectors in {run.num_shards} shards to {run.shard_dir}"]
     if out is not None:
-        from isoscope.cache import atomic_save_npy
-
         _, vectors = load_shards(run.shard_dir)
-        atomic_save_npy(out, vectors)
+        _save(args, out, vectors)
         result["out"] = str(out)
         lines.append(f"wrote {vectors.shape[0]} x {vectors.shape[1]} vectors to {out}")
-    emit(args, result, [*lines, *warnings])
+    emit(args, result, lines)
     return result
 
 
@@ -157,6 +182,7 @@ def _run_chunked(args: argparse.Namespace, space: SpaceSpec, out: Path) -> dict:
         config=embed_config(args),
         chunk_size=args.chunk_size,
         progress=progress_bar(args, "embed"),
+        force=args.force,
     )
     result = {
         "engine": "local",
@@ -168,7 +194,7 @@ def _run_chunked(args: argparse.Namespace, space: SpaceSpec, out: Path) -> dict:
         "resumed_chunks": len(run.resumed_chunks),
         "warnings": warnings + run.warnings,
     }
-    emit(args, result, [f"wrote {run.n} x {run.dim} vectors to {out}", *result["warnings"]])
+    emit(args, result, [f"wrote {run.n} x {run.dim} vectors to {out}"])
     return result
 
 
@@ -190,20 +216,18 @@ def _calibrated(args: argparse.Namespace, vectors, result: dict, lines: list[str
 
 
 def _write(args: argparse.Namespace, out: Path, vectors, warnings: list[str], extra: dict | None = None) -> dict:
-    from isoscope.cache import atomic_save_npy
-
     result = {"out": str(out), "n": int(vectors.shape[0]), "dim": 0, **(extra or {}), "warnings": list(warnings)}
     lines: list[str] = []
     vectors = _calibrated(args, vectors, result, lines)
-    atomic_save_npy(out, vectors)
+    _save(args, out, vectors)
     result["dim"] = int(vectors.shape[1])
     lines.insert(0, f"wrote {vectors.shape[0]} x {vectors.shape[1]} vectors to {out}")
-    emit(args, result, [*lines, *result["warnings"]])
+    emit(args, result, lines)
     return result
 
 
 def run(args: argparse.Namespace) -> dict:
-    out = _check_out(args.out)
+    out = _check_out(args)
     if args.calibrate != "none":
         from isoscope.calibrate import make_calibrator
 
@@ -222,13 +246,14 @@ def run(args: argparse.Namespace) -> dict:
         return _write(args, out, given.vectors, given.texts.warnings, {"source": given.name, "vectors": origin})
     if args.input is None:
         raise InputError("give --input (a corpus), or --vectors")
-    if args.chunk_size is not None and args.chunk_size < 1:
-        raise InputError("--chunk-size must be at least 1")
     if args.engine == "ray":
-        if args.actors < 1 or args.num_cpus < 1:
-            raise InputError("--actors and --num-cpus must be at least 1")
         if args.precision != "fp32":
             raise InputError(f"--precision {args.precision} runs with --engine local only (Ray actors load fp32)")
+        cpus = max(os.cpu_count() or 1, 2)  # the default, 2, runs anywhere
+        if args.ray_address == "local" and args.num_cpus > cpus:  # a Ray started here starts a worker per CPU
+            raise InputError(
+                f"--num-cpus {args.num_cpus}: a Ray started here may use at most this machine's {cpus} CPUs"
+            )
         return _run_ray(args, space, out)
     if out is None:
         raise InputError("--out is required (a .npy file) unless --engine ray")

@@ -218,4 +218,4 @@ def _text_lines(result: dict) -> list[str]:
     if overlap:
         sp = ", ".join(f"{k} {_fmt(v)}" for k, v in overlap["spearman"].items())
         lines.append(f"spearman x100 with {overlap['level']} edit distance: {sp}")
-    return [*lines, *result.get("warnings", [])]
+    return lines

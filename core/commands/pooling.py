@@ -70,5 +70,5 @@ def run(args: argparse.Namespace) -> dict:
     best = report.best
     if best:
         lines.append(f"best: {best['pooling']} ({best['calibration']}) spearman {best['spearman']:.2f}")
-    emit(args, result, [*lines, *result["warnings"]])
+    emit(args, result, lines)
     return result

@@ -18,6 +18,7 @@ import argparse
 from isoscope.commands.calibrate import add_flow_arguments
 from isoscope.commands.common import (
     add_endpoint_arguments,
+    add_force_argument,
     add_json_argument,
     add_model_arguments,
     cache_from_args,
@@ -27,12 +28,22 @@ from isoscope.commands.common import (
     endpoint_cache,
     endpoint_from_args,
     epoch_bar,
+    output_from_args,
     progress_bar,
     space_from_args,
 )
+from isoscope.data.limits import count_option
 from isoscope.errors import InputError
-from isoscope.retrieval.options import DEPTH, HEADLINE, METRICS
+from isoscope.retrieval.options import DEPTH, HEADLINE, METRICS, check_split
 from isoscope.retrieval.variants import variants_help
+
+
+def _split(text: str) -> str:
+    """``--split``'s type: a split name (``isoscope.retrieval.options.check_split``), never a path."""
+    try:
+        return check_split(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,7 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--docs-vectors", default=None, metavar="FILE[:COLUMN]", help="the documents' vectors")
     p.add_argument("--qrels", default=None, metavar="FILE", help="qrels naming the vectors files' ids (an _id or id "
                    "column, else row numbers): query-id, corpus-id, score")  # fmt: skip
-    p.add_argument("--split", default="test", help="the BEIR split whose qrels are scored (default: test)")
+    p.add_argument("--split", default="test", type=_split, help="the BEIR split whose qrels are scored (default: test)")
     p.add_argument("--calibrate", action="append", default=None, metavar="SPEC",
                    help=f"a fix to compare with raw (repeat for several): {variants_help()} "
                    "(default: centre, whitening, whitening:64, sn, abtt, flow, a query-side whitening:K, csls)")  # fmt: skip
@@ -55,13 +66,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument(f"--{flag}-prompt-name", default=None, metavar="NAME",
                        help=f"a prompt the model names for its {side}s (default: its '{side}' prompt, if any)")  # fmt: skip
     p.add_argument("--depth", type=int, default=DEPTH, help=f"documents retrieved per query (default: {DEPTH})")
-    p.add_argument("--resamples", type=int, default=10_000, help="resamples of the paired test and the interval "
+    p.add_argument("--resamples", type=count_option("resamples"), default=10_000, help="resamples of the paired test and the interval "
                    "(default: 10000)")  # fmt: skip
     p.add_argument("--per-query-out", default=None, metavar="FILE", help="write every query's metrics under every "
                    "variant to this CSV file")  # fmt: skip
     add_flow_arguments(p)
     add_model_arguments(p)
     add_endpoint_arguments(p)
+    add_force_argument(p)
     add_json_argument(p)
 
 
@@ -155,31 +167,32 @@ def _lines(result) -> list[str]:
         if test is not None:
             row += f"  {test.mean_difference:+.4f} [{test.ci_low:+.4f}, {test.ci_high:+.4f}]  {test.p_value:.4f}  {test.verdict}"
         lines.append(row)
-    return lines + list(result.warnings)
+    return lines
 
 
 def run(args: argparse.Namespace) -> dict:
     from isoscope.retrieval.run import RetrievalConfig
     from isoscope.retrieval.variants import parse_variants
 
-    if args.resamples < 100:
-        raise InputError(f"--resamples must be at least 100; got {args.resamples}")
     if args.flow_epochs is not None and args.flow_epochs < 0:
         raise InputError("--flow-epochs must be >= 0")
     variants = None
     if args.calibrate:
         variants = tuple(str(s) for s in parse_variants(args.calibrate))  # a bad fix: fail before loading anything
     config = RetrievalConfig(variants=variants, depth=args.depth, resamples=args.resamples, seed=args.seed)
+    if args.per_query_out:
+        from isoscope.data.outputs import PER_QUERY_CSV
+
+        output_from_args(args, args.per_query_out, PER_QUERY_CSV, option="--per-query-out")  # before any work
     task = _task(args)
     result = _evaluate(args, task, config)
     out = result.to_dict()
     if args.per_query_out:
-        from pathlib import Path
-
-        from isoscope.cache import atomic_write_bytes
         from isoscope.data.export import safe_csv
+        from isoscope.data.outputs import PER_QUERY_CSV, write_output_bytes
 
-        atomic_write_bytes(Path(args.per_query_out).expanduser(), safe_csv(result.per_query_frame()))
+        data = safe_csv(result.per_query_frame())
+        write_output_bytes(args.per_query_out, data, kind=PER_QUERY_CSV, force=args.force, option="--per-query-out")
         out["per_query_out"] = str(args.per_query_out)
-    emit(args, out, _lines(result))
+    emit(args, out, _lines(result), warnings=list(result.warnings))
     return out

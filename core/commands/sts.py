@@ -160,10 +160,8 @@ def run(args: argparse.Namespace) -> dict:
             f"spearman {c['spearman']:.2f}  pearson {c['pearson']:.2f}",
             f"avg cosine of random pairs {c['avg_cosine_before']:.3f} -> {c['avg_cosine_after']:.3f}",
         ]
-        if c["diverged"]:
-            lines.append("warning: the flow diverged; kept the last good epoch")
-    lines += result["warnings"]
+    diverged = ["the flow diverged; kept the last good epoch"] if c["method"] != "none" and c["diverged"] else []
     if result.get("recipe"):
         lines.insert(1, f"recipe: {result['recipe']}")
-    emit(args, result, lines)
+    emit(args, result, lines, warnings=[*diverged, *result["warnings"]])
     return result

@@ -60,7 +60,7 @@ def _lines(result: dict) -> list[str]:
             f"{r['variant']:14s} {r['dims']:5d} {r['bytes_per_vector']:7.0f} {r['isoscore']:8.3f} "
             f"{r['avg_cosine']:8.3f} {r['effective_rank']:8.1f} {r['overlap_at_k']:10.3f} {r['spearman']:8.2f}"
         )
-    return lines + result["warnings"]
+    return lines
 
 
 def _given_pairs(args: argparse.Namespace, space, pairs):

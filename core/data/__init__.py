@@ -7,7 +7,8 @@ encoding) are returned as warnings next to the data. Nothing is ever evaluated o
 plain text. What a file may decode to is bounded by ``DecodeLimits`` (isoscope.data.limits), read from the
 ``ISOSCOPE_MAX_*`` environment variables.
 
-Modules: limits (the bounds), source (paths and uploads), text (encodings, line rules), delimited (CSV/TSV),
+Modules: limits (the bounds), jsonfile (every JSON file: bounded, its schema checked), source (paths and uploads),
+text (encodings, line rules), delimited (CSV/TSV),
 jsonl, parquet, tables (any table to a frame), pairs, corpus, inputs (a corpus or a pairs file, auto-detected),
 vectors (a package: .npy, Parquet, Arrow/Feather, .safetensors, Hugging Face datasets folders, arrays; the
 VectorTable and its VectorOrigin), export (safe CSV downloads).
@@ -18,8 +19,9 @@ Names are imported from their module on first use (PEP 562), so a command's ``--
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from isoscope._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("Corpus", "load_corpus", "stream_texts", "streamable_corpus", "streaming_limits"), "corpus"),
@@ -40,7 +42,7 @@ _EXPORTS: dict[str, str] = {
         ),
         "inputs",
     ),
-    "json_depth_exceeds": "jsonl",
+    "json_depth_exceeds": "jsonfile",
     **dict.fromkeys(("ENV_VARS", "DecodeLimits", "current_limits", "limits_help"), "limits"),
     **dict.fromkeys(("SCORE_RANGE", "Pairs", "load_pairs"), "pairs"),
     **dict.fromkeys(("CORPUS_FORMATS", "TABLE_FORMATS", "Source", "as_source", "file_format", "read_source"), "source"),
@@ -130,19 +132,11 @@ def _first_limits() -> Any:
         return DecodeLimits()
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LIMITS:
-        value = getattr(_first_limits(), _LIMITS[name])
-    elif name in _EXPORTS:
-        value = getattr(importlib.import_module(f"isoscope.data.{_EXPORTS[name]}"), name)
-    else:
-        raise AttributeError(f"module 'isoscope.data' has no attribute '{name}'")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS, *_LIMITS])
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    _EXPORTS,
+    computed={name: lambda field=field: getattr(_first_limits(), field) for name, field in _LIMITS.items()},
+)
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
@@ -161,7 +155,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         load_texts,
         load_vector_input,
     )
-    from isoscope.data.jsonl import json_depth_exceeds
+    from isoscope.data.jsonfile import json_depth_exceeds
     from isoscope.data.limits import ENV_VARS, DecodeLimits, current_limits, limits_help
     from isoscope.data.pairs import SCORE_RANGE, Pairs, load_pairs
     from isoscope.data.source import CORPUS_FORMATS, TABLE_FORMATS, Source, as_source, file_format, read_source

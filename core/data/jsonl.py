@@ -1,4 +1,5 @@
-"""JSON Lines, bounded: each record's length and nesting depth are checked before it is parsed, text values
+"""JSON Lines, bounded: each record's length and nesting depth (``isoscope.data.jsonfile.json_depth_exceeds``, as
+every JSON file's) are checked before it is parsed, text values
 are cut to the text limit, and the number of records and of distinct keys is capped. Keys and text values
 go through ``replace_surrogates`` (a ``\\ud800`` escape decodes to half a character)."""
 
@@ -10,34 +11,12 @@ from collections.abc import Iterable, Iterator
 
 import pandas as pd
 
+from isoscope.data.jsonfile import json_depth_exceeds  # the one depth count of JSON text (each record's here)
 from isoscope.data.limits import DecodeLimits, MiB
 from isoscope.data.text import CellBuilder, TextStats, frame_of, replace_surrogates
 from isoscope.errors import InputError
 
-_STRUCTURE = re.compile(r'[\[\]{}"]')
-_STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # the rest of a JSON string after its quote
 _LINE_END = re.compile(r"\r\n?|\n")  # JSON text never holds a raw line break inside a value
-
-
-def json_depth_exceeds(text: str, limit: int) -> bool:
-    """True when arrays/objects in ``text`` nest deeper than ``limit`` (strings are skipped, not parsed).
-
-    Linear in the length of ``text``; decides before ``json.loads``, whose recursion a deep value would exhaust.
-    """
-    depth, pos = 0, 0
-    while m := _STRUCTURE.search(text, pos):
-        c = text[m.start()]
-        if c == '"':
-            rest = _STRING_REST.match(text, m.end())
-            if rest is None:  # an unterminated string: json.loads reports it
-                return False
-            pos = rest.end()
-            continue
-        depth += 1 if c in "[{" else -1
-        if depth > limit:
-            return True
-        pos = m.end()
-    return False
 
 
 def _lines(pieces: Iterable[str], name: str, max_chars: int) -> Iterator[tuple[int, str]]:

@@ -94,7 +94,7 @@ class ParquetShards:
         name = folder.name or str(folder)
         if not folder.is_dir():
             raise InputError(f"{name}: not a folder of Parquet files")
-        files = sorted(p for p in folder.glob("*.parquet") if p.is_file())
+        files = _shard_files(folder, name)
         if not files:
             raise InputError(f"{name}: no .parquet files in the folder")
         # each file is bounded by the bytes it decodes to; its rows are read a batch at a time, so no row limit
@@ -201,6 +201,21 @@ class ParquetShards:
         repeats = n - len(np.unique(np.concatenate(hashes))) if hashes else 0
         self._scan = ShardScan(n, h.hexdigest(), repeats, dims, warnings)
         return self._scan
+
+
+def _shard_files(folder: Path, name: str) -> list[Path]:
+    """Every ``*.parquet`` entry of the folder (``isoscope.paths.regular_files``): one that is a FIFO, a device, a
+    link loop or a dangling link stops the build naming it (skipping it would lose its rows without a word)."""
+    from isoscope.paths import NotRegularFile, regular_files
+
+    try:
+        return regular_files(folder, "*.parquet")
+    except NotRegularFile as exc:
+        shard = Path(exc.filename).name
+        raise InputError(f"{name}/{shard} is a {exc.kind}, not a regular file: every shard must be readable") from None
+    except OSError as exc:  # a dangling link, a file removed while listed, no permission
+        shard = Path(exc.filename or "?").name
+        raise InputError(f"{name}/{shard} cannot be read ({exc.strerror}): every shard must be readable") from None
 
 
 def _checked(path: Path, limits: DecodeLimits) -> Any:

@@ -23,18 +23,21 @@ from pathlib import Path
 
 from isoscope.cache import PartialNpy, atomic_write_bytes, check_free, text_digest
 from isoscope.data import TextStats, stream_texts, streaming_limits
+from isoscope.data.jsonfile import Int, ListOf, Struct, read_json
+from isoscope.data.limits import check_count
+from isoscope.data.outputs import NPY, check_destination
 from isoscope.data.sharded import ParquetColumn
 from isoscope.encode.embed import EmbedConfig, encode
 from isoscope.encode.models import Encoder
 from isoscope.encode.pooling import Pooling, PoolingSpec, resolve_pooling
 from isoscope.errors import InputError
-from isoscope.paths import open_regular
 
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[int, int], None]  # (texts done, total)
 DEFAULT_CHUNK_SIZE = 4096
 PROGRESS_FORMAT = "isoscope-chunked-embedding"
+PROGRESS = Struct({"dim": Int(lo=1), "done": ListOf(Int(lo=0))})  # the progress file's fields a resume believes
 FORMAT_VERSION = 1
 
 # ---------------------------------------------------------------- text sources
@@ -166,18 +169,15 @@ def _load_progress(out: Path, signature: dict) -> tuple[set[int], PartialNpy | N
     if not prog.exists() or not part.exists():
         return set(), None
     try:
-        with open_regular(prog) as f:
-            state = json.loads(f.read(2**20).decode("utf-8"))
+        state = read_json(prog, what=prog.name, schema=PROGRESS, max_bytes=2**20)  # isoscope.data.jsonfile
         if state.get("format") != PROGRESS_FORMAT or state.get("version") != FORMAT_VERSION:
             raise ValueError("unknown progress format")
         if {k: state.get(k) for k in signature} != signature:
             log.warning("%s belongs to another run (texts, model or settings changed); starting over", prog.name)
             return set(), None
-        if not isinstance(state.get("dim"), int) or state["dim"] < 1:
-            raise ValueError("no dimension")
-        done = {int(c) for c in state.get("done", [])}
+        done = set(state["done"])
         partial = PartialNpy.reopen(part, (signature["n"], state["dim"]))
-    except (OSError, ValueError, TypeError, AttributeError) as exc:  # a link, a FIFO, another file: start over
+    except (OSError, ValueError, TypeError, AttributeError) as exc:  # InputError too: a FIFO, another file: start over
         log.warning("cannot resume from %s (%s); starting over", prog.name, exc)
         return set(), None
     return done, partial
@@ -197,8 +197,11 @@ def embed_to_npy(
     config: EmbedConfig | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     progress: ProgressFn | None = None,
+    force: bool = False,
 ) -> ChunkedRun:
-    """Embed every text of ``source`` into ``out`` (.npy, float32 (n, d)), resumably, chunk by chunk.
+    """Embed every text of ``source`` into ``out`` (.npy, float32 (n, d)), resumably, chunk by chunk. An existing
+    ``out`` that is not a .npy file is replaced only with ``force`` (``isoscope.data.outputs``: checked before
+    the first chunk and again at the rename).
 
     ``progress(done, total)`` is called after each chunk is safely on disk (so an exception raised in it
     loses nothing). Rows follow the order of the texts (empty lines of a file are skipped).
@@ -207,8 +210,8 @@ def embed_to_npy(
     config = config or EmbedConfig()
     if out.suffix != ".npy":
         raise InputError(f"output must end in .npy, got '{out.name}'")
-    if chunk_size < 1:
-        raise InputError(f"chunk size must be at least 1, got {chunk_size}")
+    check_count("chunk_size", chunk_size, "chunk size")  # isoscope.data.limits.COUNTS
+    check_destination(out, kind=NPY, force=force)
     plan = plan_run(encoder, source, pooling=pooling, config=config, chunk_size=chunk_size)
     n, num_chunks, signature = plan.n, plan.num_chunks, plan.signature
     done, part = _load_progress(out, signature)
@@ -237,6 +240,7 @@ def embed_to_npy(
                 progress(sum(_chunk_len(i, n, chunk_size) for i in done), n)
         if len(done) != num_chunks or part is None:
             raise InputError("the input changed while it was being embedded; run again")
+        check_destination(out, kind=NPY, force=force)
         part.finish(out)
     finally:
         if part is not None:

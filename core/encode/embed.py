@@ -78,24 +78,36 @@ def model_max_tokens(encoder: Encoder) -> int | None:
     return min(limits) if limits else None
 
 
+def max_tokens(encoder: Encoder, max_length: int) -> int:
+    """The tokens a text is cut at: ``max_length``, at most the model's limit (``model_max_tokens``: longer inputs
+    would overflow the position embeddings) and its recipe's ``max_seq_length``."""
+    limit = model_max_tokens(encoder)
+    if limit is not None and max_length > limit:
+        max_length = limit
+    card = encoder.recipe.card if encoder.recipe is not None else None
+    if card is not None and card.max_seq_length is not None:
+        max_length = min(max_length, card.max_seq_length)
+    return max_length
+
+
+TOKENIZE_TEXTS = 4096  # texts tokenized per call: a prompt is copied before this many texts at most at once
+
+
 def _tokenize_sorted(
     encoder: Encoder, texts: Sequence[str], max_length: int, prompt: str = ""
 ) -> tuple[list, np.ndarray]:
     """Tokenize once without padding (``prompt`` before every text; the model's own recipe's truncation and
     lowercasing, as sentence-transformers runs it); return encodings and the order longest-first."""
-    limit = model_max_tokens(encoder)
-    if limit is not None and max_length > limit:  # longer inputs would overflow the position embeddings
-        max_length = limit
+    max_length = max_tokens(encoder, max_length)
     card = encoder.recipe.card if encoder.recipe is not None else None
-    if card is not None and card.max_seq_length is not None:
-        max_length = min(max_length, card.max_seq_length)
     if not texts:
         return [], np.zeros(0, np.int64)
-    items = [prompt + t for t in texts] if prompt else list(texts)
-    if card is not None and card.do_lower_case:
-        items = [t.lower() for t in items]
-    enc = encoder.tokenizer(items, truncation=True, max_length=max_length, padding=False)
-    ids = enc["input_ids"]
+    ids: list = []
+    for start in range(0, len(texts), TOKENIZE_TEXTS):
+        items = [prompt + t for t in texts[start : start + TOKENIZE_TEXTS]]
+        if card is not None and card.do_lower_case:
+            items = [t.lower() for t in items]
+        ids += encoder.tokenizer(items, truncation=True, max_length=max_length, padding=False)["input_ids"]
     order = np.argsort([-len(x) for x in ids], kind="stable")
     return ids, order
 
@@ -316,8 +328,9 @@ def _encode_uncached(
 ) -> dict[str, np.ndarray]:
     n = len(texts)
     prompt = config.prompt_text(encoder)
+    # the prompt tokenized once, and refused when it leaves no room for the text, before the texts are
+    prompt_tokens = prompt_length(encoder.tokenizer, prompt, max_tokens(encoder, config.max_length))
     ids, order = _tokenize_sorted(encoder, texts, config.max_length, prompt)
-    prompt_tokens = prompt_length(encoder.tokenizer, prompt)
     pad_id = encoder.tokenizer.pad_token_id or 0
     result = {s.name: np.empty((n, 0), np.float32) for s in specs}
     budget = TokenBudget()  # lowered by each out-of-memory error; later batches are built within it

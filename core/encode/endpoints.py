@@ -22,6 +22,10 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_BATCH = 128  # texts per request (OpenAI takes up to 2048)
 MAX_REQUEST_CHARS = 400_000  # characters of input per request (~100k tokens; OpenAI allows 300k tokens)
+ENDPOINT_TIMEOUT_S = 60.0  # seconds to connect, and without a byte of an answer
+DEADLINE_READS = 5  # one request's total deadline, in read timeouts (5 minutes for the default 60 s)
+ENV_ENDPOINT_TIMEOUT = "ISOSCOPE_ENDPOINT_TIMEOUT"  # seconds: ENDPOINT_TIMEOUT_S, for every endpoint request
+ENV_ENDPOINT_DEADLINE = "ISOSCOPE_ENDPOINT_DEADLINE"  # seconds: a request's deadline (default: DEADLINE_READS reads)
 ENV_CLASSROOM = "ISOSCOPE_CLASSROOM"  # "1" in classroom mode (set by isoscope.dashboard.launch)
 ENV_ALLOW_ENDPOINTS = "ISOSCOPE_ALLOW_ENDPOINTS"  # "1": `isoscope app --classroom --allow-endpoints`
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -111,6 +115,33 @@ def endpoint_for(
         batch_size or DEFAULT_BATCH,
         dimensions,
     )
+
+
+def endpoint_timeouts(
+    timeout: float | None = None, deadline: float | None = None, environ: Mapping[str, str] | None = None
+) -> tuple[float, float]:
+    """(read timeout, request deadline) in seconds: ``timeout`` and ``deadline`` where given, else
+    ``ISOSCOPE_ENDPOINT_TIMEOUT`` (default ``ENDPOINT_TIMEOUT_S``) and ``ISOSCOPE_ENDPOINT_DEADLINE`` (default
+    ``DEADLINE_READS`` read timeouts). InputError for a value that is not a number of seconds above 0."""
+    env = os.environ if environ is None else environ
+    if timeout is None:
+        timeout = _seconds(env, ENV_ENDPOINT_TIMEOUT) or ENDPOINT_TIMEOUT_S
+    if deadline is None:
+        deadline = _seconds(env, ENV_ENDPOINT_DEADLINE) or DEADLINE_READS * timeout
+    return float(timeout), float(deadline)
+
+
+def _seconds(env: Mapping[str, str], name: str) -> float | None:
+    text = env.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 86_400:  # NaN too
+        raise InputError(f"{name} must be a number of seconds above 0 (and below a day); got '{text[:40]}'")
+    return value
 
 
 def check_endpoints_allowed(environ: Mapping[str, str] | None = None) -> None:

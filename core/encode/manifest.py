@@ -1,20 +1,28 @@
 """Verified folders: a manifest of every file's SHA-256, written last by an export (``isoscope.export``) and
 checked whenever Isoscope loads the folder again, so a damaged or edited exported model is refused in one line
 instead of giving silently different vectors. A folder without a manifest (any other model) is not checked.
+
+The manifest is read by the bounded JSON reader (``isoscope.data.jsonfile``, its ``SCHEMA``), and every name it
+lists must be a relative path inside the folder (``isoscope.paths.inside``), all of them checked before any file
+is read or hashed.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from isoscope.cache import atomic_write_bytes, file_sha256
+from isoscope.data.jsonfile import ANY, SHA256, Int, MapOf, Str, Struct, read_json
 from isoscope.errors import InputError
+from isoscope.paths import inside
 
 MANIFEST_FILE = "isoscope-export.json"
 MANIFEST_FORMAT = "isoscope-export"
 MANIFEST_VERSION = 1
+SCHEMA = Struct({"format": Str((MANIFEST_FORMAT,)), "files": MapOf(SHA256)}, {"version": Int(lo=1), "provenance": ANY})
 
 
 def folder_files(folder: Path) -> list[str]:
@@ -39,17 +47,13 @@ def read_manifest(folder: str | Path) -> dict[str, Any] | None:
     file that is missing, changed or added); None for a folder with no manifest."""
     folder = Path(folder)
     path = folder / MANIFEST_FILE
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise InputError(f"{path}: not valid JSON; the exported folder is damaged: export it again") from None
-    files = doc.get("files") if isinstance(doc, dict) else None
-    if doc.get("format") != MANIFEST_FORMAT or not isinstance(files, dict):
-        raise InputError(f"{path}: not an Isoscope export manifest; export the model again")
+    doc = read_json(path, what=f"{folder.name}/{MANIFEST_FILE}", schema=SCHEMA, fix="export the model again")
+    files = doc["files"]
+    targets = {name: inside(folder, name, what=f"{folder.name}/{MANIFEST_FILE} lists a file") for name in files}
     for name, digest in sorted(files.items()):
-        target = folder / name
+        target = targets[name]
         if not target.is_file():
             raise InputError(f"{folder.name}: exported file {name} is missing; the folder is damaged: export it again")
         if file_sha256(target) != digest:

@@ -8,21 +8,23 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import pickle
-import struct
 from pathlib import Path
 
 from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
+from isoscope.data.hub import ENV_HUB_TIMEOUT, bound_hub_requests, hub_timeout_message
+from isoscope.data.jsonfile import check_json
 from isoscope.encode.device import check_dtype, check_fits, dtype_suffix, free_bytes, parse_device, resolve_device
 from isoscope.encode.encoder import Encoder
 from isoscope.encode.manifest import read_manifest
 from isoscope.encode.precision import parse_precision
-from isoscope.encode.recipe import CARD_FILE, MODULES_FILE, RecipeCard, load_recipe, read_card
+from isoscope.encode.recipe import CARD_FILE, MODULES_FILE, RecipeCard, check_model_files, load_recipe, read_card
+from isoscope.encode.weights import tensor_shapes
 from isoscope.errors import InputError, first_line
+from isoscope.paths import open_regular
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +48,7 @@ def _fingerprint_dir(path: Path) -> str:
     for weights in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")):
         size = weights.stat().st_size
         h.update(f"{weights.name}:{size}".encode())
-        with open(weights, "rb") as f:
+        with open_regular(weights) as f:
             h.update(f.read(1 << 20))
             f.seek(max(0, size - (1 << 20)))
             h.update(f.read(1 << 20))
@@ -79,6 +81,7 @@ def _check_source(name: str) -> tuple[str, bool]:
                 f"'{name}' is not a model directory (no config.json); give a folder saved with "
                 "save_pretrained, a Hugging Face id, or leave the field empty for the embedded default."
             )
+        check_model_files(path, name)  # every file regular (a FIFO would hang the readers), before any is opened
         read_manifest(path)  # an exported folder (isoscope.export): refused in one line when damaged
         return str(path), True
     if name.startswith((".", "/", "~")) or name.count("/") > 1:  # a path, not an 'org/name' hub id
@@ -161,29 +164,33 @@ def _check_tokenizer(name: str, folder: Path, tokenizer: PreTrainedTokenizerBase
         )
 
 
-MAX_SAFETENSORS_HEADER = 100 * 2**20
+HF_JSON_FILES: tuple[str, ...] = (
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "generation_config.json",
+)
 
 
-def _safetensors_parameters(path: Path) -> int | None:
-    """The number of values a .safetensors file holds, from its JSON header alone (None when unreadable)."""
-    try:
-        with open(path, "rb") as f:
-            (size,) = struct.unpack("<Q", f.read(8))
-            if size > MAX_SAFETENSORS_HEADER:
-                return None
-            header = json.loads(f.read(size))
-        return sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
-    except (OSError, struct.error, ValueError, KeyError, TypeError, AttributeError):
-        return None
+def _check_json_files(folder: Path) -> None:
+    """The JSON files transformers parses from a local folder, bounded first (``isoscope.data.jsonfile.check_json``:
+    size, nesting depth, an object at the top), so a hostile one is one line, never a RecursionError inside it."""
+    for name in HF_JSON_FILES:
+        if (folder / name).is_file():
+            check_json(folder / name, what=f"{folder.name}/{name}", fix="save the model again")
 
 
 def parameter_count(folder: Path | None, config: object) -> int:
-    """The parameters a model will allocate: what its .safetensors files hold (their headers, exact), else the
-    config's lower bound (``parameters_lower_bound``: a hub id, .bin weights)."""
+    """The parameters a model will allocate: what its .safetensors files hold (their headers, exact, checked
+    against the files' bytes: InputError naming a damaged one), else the config's lower bound
+    (``parameters_lower_bound``: a hub id, .bin weights)."""
     if folder is not None:
-        counts = [_safetensors_parameters(f) for f in sorted(folder.glob("*.safetensors"))]
-        if counts and all(c is not None for c in counts):
-            return int(sum(counts))
+        files = sorted(folder.glob("*.safetensors"))  # headers checked against the files' bytes (weights.py)
+        if files:
+            return sum(t.size for f in files for t in tensor_shapes(f, f"{folder.name}/{f.name}").values())
     return parameters_lower_bound(config)
 
 
@@ -212,34 +219,46 @@ def with_precision(encoder: Encoder, precision: str) -> Encoder:
     return quantize_encoder(encoder)
 
 
-def _model_class(config: object) -> type:
+def _model_class(config: object, name: str = "") -> type:
     """The transformers class a checkpoint was saved as when it is an encoder alone (``T5EncoderModel``: Sentence-T5,
     ``MT5EncoderModel``, ...), which ``AutoModel`` would load as a whole encoder-decoder; else ``AutoModel``.
-    Only transformers' own classes are looked up (never a model's code)."""
+    Only transformers' own classes are looked up (never a model's code), and only one built for the config's own
+    model type: ``T5EncoderModel`` named in a BERT config is refused in one line, before anything is built."""
     import transformers
 
     for arch in getattr(config, "architectures", None) or []:
         cls = getattr(transformers, arch, None) if isinstance(arch, str) and arch.endswith("EncoderModel") else None
         if isinstance(cls, type) and issubclass(cls, PreTrainedModel):
+            if not isinstance(config, cls.config_class):
+                wanted = getattr(cls.config_class, "model_type", "") or cls.config_class.__name__
+                raise InputError(
+                    f"'{name}': config.json names the architecture {arch}, a {wanted} model, but its model_type is "
+                    f"{getattr(config, 'model_type', '?')}; the config's architectures do not match it (save the "
+                    "model again)"
+                )
             return cls
     return AutoModel
 
 
-def _card(source: str, is_local: bool) -> tuple[RecipeCard | None, str, dict[str, str]]:
+def _card(source: str, is_local: bool) -> tuple[RecipeCard | None, str, dict[str, object], str | None]:
     """The sentence-transformers recipe a model declares (None for a bare transformers model), the folder (or hub
-    id) of its transformer's weights and the ``from_pretrained`` keywords that find them. A hub id's recipe files
-    are fetched into the hub cache when there is a network; offline, or without them, it is a bare transformer."""
-    card = read_card(source) if is_local else _hub_card(source)
+    id) of its transformer's weights, the ``from_pretrained`` keywords that find them, and, when the hub let a
+    request time out, what was waited for (the weights are then read from the hub cache only). A hub id's recipe
+    files are fetched into the hub cache when there is a network; offline, or without them, it is a bare
+    transformer."""
+    card, silent = (read_card(source), None) if is_local else _hub_card(source)
+    where: dict[str, object] = {} if silent is None else {"local_files_only": True}  # a silent hub is not asked again
     if card is None or not card.transformer_path:
-        return card, source, {}
+        return card, source, where, silent
     if is_local:
-        return card, str(Path(source) / card.transformer_path), {}
-    return card, source, {"subfolder": card.transformer_path}
+        return card, str(Path(source) / card.transformer_path), where, silent
+    return card, source, {**where, "subfolder": card.transformer_path}, silent
 
 
-def _hub_card(repo: str) -> RecipeCard | None:
+def _hub_card(repo: str) -> tuple[RecipeCard | None, str | None]:
     """The recipe files of a hub model (modules.json, its card, each head module's folder), fetched into the hub
-    cache; None when the model has none or they cannot be fetched (offline)."""
+    cache (None when the model has none or they cannot be fetched: offline), and what was waited for when the
+    hub let the request time out (``isoscope.data.hub``)."""
     try:
         from huggingface_hub import snapshot_download
 
@@ -249,8 +268,8 @@ def _hub_card(repo: str) -> RecipeCard | None:
         )
     except Exception as exc:  # offline, unknown id, no such files: the model is loaded as a bare transformer
         log.info("no sentence-transformers recipe for %s (%s)", repo, first_line(exc))
-        return None
-    return read_card(folder)
+        return None, hub_timeout_message(exc)
+    return read_card(folder), None
 
 
 def load_encoder(
@@ -274,10 +293,15 @@ def load_encoder(
         raise InputError(f"precision {precision} runs on the CPU in float32 only; use --precision fp32 on {where_to}")
     name = resolve_model_name(name_or_path)
     source, is_local = _check_source(name)
-    card, weights, where = _card(source, is_local)  # a module of custom code is refused here, before any loading
+    if not is_local:
+        bound_hub_requests()  # a hub that accepts and never answers: one line after a timeout, not a hang
+    card, weights, where, silent = _card(source, is_local)  # a module of custom code is refused here, before loading
     hf_logging.disable_progress_bar()  # our own bars show progress, not transformers' weight-loading bars
+    if is_local:
+        _check_json_files(Path(weights))
     try:
         config = AutoConfig.from_pretrained(weights, trust_remote_code=False, **where)
+        model_class = _model_class(config, name)  # the architecture it names checked against its model type
         if is_local:
             _check_config_size(name, Path(weights), config)
         parameters = parameter_count(Path(weights) if is_local else None, config)
@@ -293,11 +317,15 @@ def load_encoder(
             ) from exc
         if is_local:
             _check_tokenizer(name, Path(weights), tokenizer)
-        model_class = _model_class(config)
+        hidden = _size(config, "hidden") or None  # the token vectors' width, where the recipe's dimensions start
+        recipe = (  # checked whole, and built, before the transformer is
+            None
+            if card is None
+            else load_recipe(card.folder, card, local_files_only=True, device=where_to, hidden=hidden)
+        )
         model = model_class.from_pretrained(
             weights, config=config, trust_remote_code=False, **where, **_dtype_keyword(dtype)
         )
-        recipe = None if card is None else load_recipe(card.folder, card, local_files_only=True, device=where_to)
     except InputError:
         raise
     except SafetensorError as exc:  # a truncated or corrupt weights file
@@ -313,6 +341,12 @@ def load_encoder(
     except (OSError, ValueError, KeyError, TypeError) as exc:
         if is_local:
             raise InputError(f"could not load a model from '{name}': {first_line(exc)}") from exc
+        waited = silent or hub_timeout_message(exc)
+        if waited is not None:
+            raise InputError(
+                f"could not load '{name}' from the Hugging Face hub: {waited}; check the network or HF_ENDPOINT "
+                f"({ENV_HUB_TIMEOUT} sets the wait), or leave the model field empty to use the embedded model"
+            ) from exc
         raise InputError(
             f"could not load '{name}' from the Hugging Face hub (offline or unknown id); "
             "leave the model field empty to use the embedded all-MiniLM-L6-v2."

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from isoscope.cache import atomic_write_bytes
+from isoscope.data.jsonfile import parse_json
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +70,8 @@ def read_verified(folder: Path, key: str) -> bytes:
     """The model bytes of ``key``, checked against its sidecar; DamagedModel (with the reason) when they differ."""
     model, side = paths(folder, key)
     try:
-        meta = json.loads(_read_regular(side, MAX_SIDECAR_BYTES))
-    except (ValueError, UnicodeDecodeError):
+        meta = parse_json(_read_regular(side, MAX_SIDECAR_BYTES), what=side.name)  # isoscope.data.jsonfile
+    except ValueError:  # InputError: too deep, not JSON, not an object
         raise DamagedModel(f"{side.name} is not a valid sidecar") from None
     if not isinstance(meta, dict) or meta.get("format") != SIDECAR_FORMAT or meta.get("version") != SIDECAR_VERSION:
         raise DamagedModel(f"{side.name} is not a sidecar of this version")

@@ -4,10 +4,12 @@ vectors = embed_endpoint(endpoint_for("openai:text-embedding-3-small"), texts, p
 
 - Batches of at most ``endpoint.batch_size`` texts and ``MAX_REQUEST_CHARS`` characters; a batch the server
   finds too large (413) is split in two and sent again.
-- 429 and 5xx answers, timeouts and dropped connections are retried with exponential backoff (the server's
-  ``Retry-After`` when it gives one), ``retries`` times. Each request has ``timeout`` seconds per read and
-  ``DEADLINE_READS`` times that in all, answer included (a server that drips its answer a byte at a time is
-  cut off).
+- 429 and 5xx answers and dropped connections are retried with exponential backoff (the server's
+  ``Retry-After`` when it gives one), ``retries`` times. Each request has ``timeout`` seconds to connect and per
+  read, and ``deadline`` seconds in all, answer included (a server that drips its answer a byte at a time is cut
+  off): ``ISOSCOPE_ENDPOINT_TIMEOUT`` (60 s) and ``ISOSCOPE_ENDPOINT_DEADLINE`` (``DEADLINE_READS`` reads, 5
+  minutes; ``isoscope.encode.endpoints.endpoint_timeouts``). A missed timeout or deadline is not a transient
+  fault: it is retried ``MISSED_RETRIES`` time at most, then one line says what was waited for.
 - An answer is bounded by what the batch can need before it is parsed: at most ``answer_limits(n)`` bytes and
   JSON values for n texts of at most ``MAX_DIMS`` dimensions, so a small answer cannot parse into gigabytes.
 - Every finished batch is written to the cache at once, keyed by (base URL, model, dimensions, SHA-256 of the
@@ -43,7 +45,18 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from isoscope.cache import default_cache_dir, warn_once
-from isoscope.encode.endpoints import DEFAULT_BASE_URL, MAX_REQUEST_CHARS, Endpoint, check_endpoints_allowed
+from isoscope.data.jsonfile import parse_json
+from isoscope.encode.endpoints import (
+    DEADLINE_READS,
+    DEFAULT_BASE_URL,
+    ENDPOINT_TIMEOUT_S,
+    ENV_ENDPOINT_DEADLINE,
+    ENV_ENDPOINT_TIMEOUT,
+    MAX_REQUEST_CHARS,
+    Endpoint,
+    check_endpoints_allowed,
+    endpoint_timeouts,
+)
 from isoscope.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -53,7 +66,7 @@ RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 MAX_RESPONSE = 512 * 2**20  # bytes of one answer (128 vectors of 3,072 floats are about 8 MB of JSON)
 MAX_DIMS = 16_384  # dimensions of a vector in an answer at most (the largest embedding models have 4,096)
 BYTES_PER_VALUE = 64  # JSON text of one number at most (17 digits, sign, exponent, pretty-printed indentation)
-DEADLINE_READS = 5  # one request's total deadline, in read timeouts (5 minutes for the default 60 s)
+MISSED_RETRIES = 1  # tries after a missed timeout or deadline, at most (a stuck server stays stuck)
 MAX_ERROR_BODY = 64 * 2**10
 MAX_DELAY = 60.0  # seconds between two tries at most (also caps Retry-After)
 USER_AGENT = "isoscope (embeddings client)"
@@ -161,6 +174,15 @@ class _Retry(Exception):
         self.what, self.delay = what, delay
 
 
+class _Missed(Exception):
+    """A request that missed a timeout (no connection, no byte of the answer) or its deadline: ``what`` was
+    waited for, and ``setting`` names the variable that sets the wait."""
+
+    def __init__(self, what: str, setting: str) -> None:
+        super().__init__(what)
+        self.what, self.setting = what, setting
+
+
 class _TooLarge(Exception):
     """413: the batch is larger than the server takes."""
 
@@ -196,7 +218,7 @@ def _server_message(body: bytes, secret: str | None) -> str:
     """The server's own error message, one line, at most 200 characters, the key masked."""
     text = body.decode("utf-8", "replace")
     try:
-        data = json.loads(text)
+        data = parse_json(text, what="the answer", expect=None)  # isoscope.data.jsonfile: depth first
         if isinstance(data, dict):
             err = data.get("error", data.get("detail", data.get("message", data)))
             if isinstance(err, dict):
@@ -300,19 +322,28 @@ def _post(
     deadline: float | None = None,
 ) -> bytes:
     """One POST within ``deadline`` seconds (default ``DEADLINE_READS * timeout``); the answer's bytes (at most
-    ``answer_limits``). Raises _Retry, _TooLarge or InputError."""
+    ``answer_limits``). Raises _Retry, _Missed, _TooLarge or InputError."""
     deadline = DEADLINE_READS * timeout if deadline is None else deadline
     watch = _Watch(deadline)
+    late = _Missed(f"no complete answer within {deadline:g} s (the request's deadline)", ENV_ENDPOINT_DEADLINE)
     try:
         with watch:
             data = _send(endpoint, texts, key, timeout, answer_limits(len(texts))[0])
-    except (_Retry, _TooLarge, InputError):
+    except (_Retry, _Missed, _TooLarge, InputError):
         if watch.expired:
-            raise _Retry(f"no complete answer within {deadline:g} s") from None
+            raise late from None
         raise
     if watch.expired:  # an answer without a length ends where the connection was cut
-        raise _Retry(f"no complete answer within {deadline:g} s")
+        raise late
     return data
+
+
+def _timed_out(timeout: float) -> _Missed:
+    """A timeout of the request under way: before its connection was made, or while waiting for its answer."""
+    watch = getattr(_Watch.local, "watch", None)
+    if watch is not None and not watch.socks:
+        return _Missed(f"no connection within {timeout:g} s", ENV_ENDPOINT_TIMEOUT)
+    return _Missed(f"nothing of the answer for {timeout:g} s", ENV_ENDPOINT_TIMEOUT)
 
 
 def _send(endpoint: Endpoint, texts: Sequence[str], key: str | None, timeout: float, cap: int) -> bytes:
@@ -348,13 +379,17 @@ def _send(endpoint: Endpoint, texts: Sequence[str], key: str | None, timeout: fl
         raise InputError(f"{name}: the server refused the request ({status} {reason}: {message})") from None
     except urllib.error.URLError as exc:
         reason = exc.reason
-        if isinstance(reason, TimeoutError | socket.timeout | ConnectionResetError):
+        if isinstance(reason, TimeoutError | socket.timeout):
+            raise _timed_out(timeout) from None
+        if isinstance(reason, ConnectionResetError):
             raise _Retry(f"{type(reason).__name__}") from None
         text = masked(getattr(reason, "strerror", None) or reason, key)
         raise InputError(
             f"{name}: cannot connect to {endpoint.base_url} ({text}); is the server running, and is --base-url right?"
         ) from None
-    except (TimeoutError, ConnectionResetError, http.client.RemoteDisconnected) as exc:
+    except TimeoutError:  # socket.timeout too
+        raise _timed_out(timeout) from None
+    except (ConnectionResetError, http.client.RemoteDisconnected) as exc:
         raise _Retry(type(exc).__name__) from None
     except http.client.HTTPException as exc:
         raise InputError(f"{name}: {endpoint.base_url} does not speak HTTP properly ({type(exc).__name__})") from None
@@ -385,8 +420,8 @@ def parse_embeddings(data: bytes, n: int, endpoint: Endpoint) -> np.ndarray:
     if values > answer_limits(n)[1]:
         raise _not_embeddings(endpoint, f"more values than {n} vectors of at most {MAX_DIMS:,} dimensions")
     try:
-        answer = json.loads(data)
-    except (ValueError, UnicodeDecodeError, RecursionError):
+        answer = parse_json(data, what="the answer", expect=None, max_depth=8)  # isoscope.data.jsonfile
+    except ValueError:  # InputError: nested too deep, not UTF-8, not JSON
         raise _not_embeddings(endpoint, "not JSON") from None
     items = answer.get("data") if isinstance(answer, dict) else None
     if not isinstance(items, list):
@@ -444,15 +479,22 @@ def fetch_batch(
     texts: Sequence[str],
     key: str | None,
     *,
-    timeout: float = 60.0,
+    timeout: float = ENDPOINT_TIMEOUT_S,
     retries: int = 6,
     sleep: Callable[[float], None] = time.sleep,
     deadline: float | None = None,
 ) -> np.ndarray:
-    """(len(texts), d) from the endpoint: retried on 429/5xx with backoff, split in two on 413."""
+    """(len(texts), d) from the endpoint: retried on 429/5xx with backoff, split in two on 413; a missed timeout or
+    deadline is retried ``MISSED_RETRIES`` time at most (never more than ``retries``)."""
+    missed = 0
     for attempt in range(retries + 1):
         try:
             return parse_embeddings(_post(endpoint, texts, key, timeout, deadline), len(texts), endpoint)
+        except _Missed as exc:
+            missed += 1
+            if missed > MISSED_RETRIES or attempt == retries:
+                raise _missed_error(endpoint, exc, n=len(texts), tries=missed) from None
+            log.info("%s: %s (%d texts); trying once more", endpoint.name, exc.what, len(texts))
         except _TooLarge as exc:
             if len(texts) == 1:
                 raise InputError(
@@ -478,13 +520,22 @@ def fetch_batch(
     raise AssertionError("unreachable")
 
 
+def _missed_error(endpoint: Endpoint, exc: _Missed, *, n: int, tries: int) -> InputError:
+    """One line: what the request waited for, how often, and what to change."""
+    times = "once" if tries == 1 else f"in each of {tries} tries"
+    return InputError(
+        f"{endpoint.name}: {exc.what} ({times}), waiting for POST {urlsplit(endpoint.url).path} to embed {n} "
+        f"text(s); the server is stuck or too slow: try later, a smaller batch, or a longer {exc.setting}"
+    )
+
+
 def embed_endpoint(
     endpoint: Endpoint,
     texts: Sequence[str],
     *,
     progress: ProgressFn | None = None,
     cache: EndpointCache | None = None,
-    timeout: float = 60.0,
+    timeout: float | None = None,
     retries: int = 6,
     sleep: Callable[[float], None] = time.sleep,
     environ: Mapping[str, str] | None = None,
@@ -492,10 +543,12 @@ def embed_endpoint(
 ) -> np.ndarray:
     """The (n, d) float32 vectors of ``texts`` from ``endpoint`` (see the module docstring).
 
-    ``progress(done, total)`` counts distinct texts (cached ones are done at once); ``timeout``: seconds per
-    read, ``deadline``: seconds per request in all (default ``DEADLINE_READS * timeout``).
+    ``progress(done, total)`` counts distinct texts (cached ones are done at once); ``timeout``: seconds to
+    connect and per read, ``deadline``: seconds per request in all (defaults: ``endpoint_timeouts(environ)``,
+    ``ISOSCOPE_ENDPOINT_TIMEOUT`` or 60 s, ``ISOSCOPE_ENDPOINT_DEADLINE`` or ``DEADLINE_READS * timeout``).
     """
     check_endpoints_allowed(environ)
+    timeout, deadline = endpoint_timeouts(timeout, deadline, environ)
     key = endpoint.api_key(environ)
     if key is None and endpoint.base_url == DEFAULT_BASE_URL:
         raise InputError(f"set {endpoint.api_key_env} to your OpenAI API key (or name another variable: --api-key-env)")

@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from isoscope.cache import atomic_write_bytes
+from isoscope.data.jsonfile import Bool, Int, Nullable, Str, Struct, read_json
+from isoscope.data.limits import check_count
 from isoscope.encode.chunked import FORMAT_VERSION, ParquetColumn, TextSource, iter_chunks, plan_run
 from isoscope.encode.embed import EmbedConfig, encode
 from isoscope.encode.pooling import Pooling
@@ -32,6 +34,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SHARD_ROWS = 1024
 SHARDS_FORMAT = "isoscope-embedding-shards"
+MANIFEST_SCHEMA = Struct(
+    {"format": Str()},
+    {"n": Int(lo=0), "dim": Nullable(Int(lo=1)), "complete": Bool(), "num_shards": Int(lo=0), "shard_rows": Int(lo=1)},
+)
 SHARD_GLOB = "shard-*.npz"
 MANIFEST = "manifest.json"
 
@@ -68,11 +74,8 @@ def read_manifest(shard_dir: Path) -> dict | None:
     path = Path(shard_dir) / MANIFEST
     if not path.exists():
         return None
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        raise InputError(f"{path} is not readable JSON; delete the shard folder and rerun") from None
-    if not isinstance(meta, dict) or meta.get("format") != SHARDS_FORMAT:
+    meta = read_json(path, schema=MANIFEST_SCHEMA, fix="delete the shard folder and rerun")  # isoscope.data.jsonfile
+    if meta.get("format") != SHARDS_FORMAT:
         raise InputError(f"{path} is not an Isoscope shard manifest")
     return meta
 
@@ -166,9 +169,9 @@ def package_for_workers(folder: Path | None = None) -> Path:
     import shutil
     import tempfile
 
-    import isoscope
+    from isoscope.paths import PACKAGE
 
-    source = Path(isoscope.__file__).resolve().parent
+    source = PACKAGE
     target = Path(folder or tempfile.mkdtemp(prefix="isoscope-ray-")) / "isoscope"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "dashboard")
     shutil.copytree(source, target, ignore=ignore, dirs_exist_ok=True)
@@ -176,7 +179,11 @@ def package_for_workers(folder: Path | None = None) -> Path:
 
 
 def _ray_init(address: str, num_cpus: int) -> bool:
-    """Connect to Ray (``local``: start a private instance). Returns True when this call started it."""
+    """Connect to Ray (``local``: start a private instance; a cluster's address is checked first and must answer
+    in time: ``isoscope.encode.ray_address``). Returns True when this call started it."""
+    from isoscope.encode.ray_address import connect, parse_ray_address
+
+    parse_ray_address(address)  # the form first, before Ray is imported
     try:
         import ray
         import ray.data
@@ -190,18 +197,7 @@ def _ray_init(address: str, num_cpus: int) -> bool:
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
     logging.getLogger("ray.data").setLevel(logging.WARNING)
-    if ray.is_initialized():
-        return False
-    if address == "local":  # workers run this Python, so they import isoscope as this process does
-        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
-    else:  # ship this package to the cluster's workers, under its import name
-        ray.init(
-            address=address,
-            log_to_driver=False,
-            logging_level=logging.WARNING,
-            runtime_env={"py_modules": [str(package_for_workers())]},
-        )
-    return True
+    return connect(address, num_cpus, ship=lambda: str(package_for_workers()))
 
 
 def actor_device(device: str) -> str:
@@ -219,6 +215,12 @@ def actor_options(device: str) -> dict[str, int]:
     """Ray's resources for one embedding actor on ``device`` (``actor_device``'s answer): one CPU, and one GPU
     each when the device is CUDA."""
     return {"num_cpus": 1, "num_gpus": 1} if device == "cuda" else {"num_cpus": 1}
+
+
+def pool_size(num_actors: int, shards: int, *, cpus: int | None = None) -> int:
+    """How many actors to start: ``num_actors``, but never more than the shards to embed, nor than ``cpus``, the
+    CPUs of a Ray started here for this run (each actor asks for one: more would wait, each holding its model)."""
+    return max(1, min(num_actors, shards, cpus or num_actors))
 
 
 def embed_with_ray(
@@ -250,8 +252,9 @@ def embed_with_ray(
 
     config = config or EmbedConfig()
     shard_dir = Path(shard_dir)
-    if shard_rows < 1 or num_actors < 1:
-        raise InputError("shard rows and the number of actors must be at least 1")
+    check_count("chunk_size", shard_rows, "shard rows")  # isoscope.data.limits.COUNTS: before anything starts
+    check_count("actors", num_actors, "the number of actors")
+    check_count("num_cpus", num_cpus, "the number of CPUs")
     if model and Path(model).expanduser().exists():  # a local folder: absolute, since workers run elsewhere
         model = str(Path(model).expanduser().resolve())
     on, dtype = actor_device(device), parse_dtype(dtype)
@@ -305,7 +308,9 @@ def embed_with_ray(
                     "dtype": dtype,
                 },
                 batch_size=1,
-                compute=ray.data.ActorPoolStrategy(size=num_actors),
+                compute=ray.data.ActorPoolStrategy(
+                    size=pool_size(num_actors, len(items), cpus=num_cpus if started and address == "local" else None)
+                ),
                 **actor_options(on),
             )
             summary = ds.take_all()
@@ -376,7 +381,7 @@ def load_shards(shard_dir: str | Path) -> tuple[np.ndarray, np.ndarray]:
     if len(ids) > 1 and (np.diff(ids) == 0).any():
         raise InputError(f"{shard_dir}: some ids appear in two shards; delete the folder and rerun")
     if meta is not None:
-        if not meta.get("complete") or not np.array_equal(ids, np.arange(meta.get("n", -1))):
+        if not meta.get("complete") or meta.get("n") != len(ids) or not np.array_equal(ids, np.arange(len(ids))):
             raise InputError(
                 f"{shard_dir}: shards are incomplete ({len(ids)} of {meta.get('n')} rows); rerun to finish"
             )

@@ -137,12 +137,10 @@ def finished(run: LiveRun, folder: str | Path) -> bool:
     from dataclasses import asdict
 
     from isoscope.landscape.results import SUMMARY
+    from isoscope.landscape.store import read_json
 
-    try:
-        data = json.loads((Path(folder) / SUMMARY).read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and data.get("config") == json.loads(json.dumps(asdict(run.config())))
+    data = read_json(Path(folder) / SUMMARY)  # the bounded reader: None when absent or unreadable
+    return data is not None and data.get("config") == json.loads(json.dumps(asdict(run.config())))
 
 
 def _tasks(run: LiveRun):

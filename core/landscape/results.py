@@ -50,6 +50,7 @@ from isoscope.landscape.records import (
 )
 from isoscope.landscape.schema import RERUN, Fields, ResultsSchemaError, arrays
 from isoscope.landscape.store import read_json
+from isoscope.paths import inside
 
 __all__ = ["GRID_METRICS", "METRICS", "ResultsSchemaError"]
 
@@ -313,8 +314,10 @@ def load_results(out_dir: str | Path) -> LandscapeResults:
     raw = read_json(out_dir / SUMMARY)
     if raw is None:
         raise InputError(f"{out_dir}: no landscape results here; run `python -m isoscope landscape` first")
-    listed = [str(i) for i in raw.get("inits") or []]
-    found = {init: read_json(out_dir / init / RESULTS) for init in listed}
+    inits = raw.get("inits")
+    listed = [str(i) for i in inits] if isinstance(inits, list) else []
+    where = f"{SUMMARY} lists an initialisation"  # a name from a file: a folder inside out_dir, never a path out
+    found = {init: read_json(inside(out_dir, init, what=where) / RESULTS) for init in listed}
     found = {init: data for init, data in found.items() if data is not None}
     if not found:
         raise InputError(f"{out_dir}: the run has no finished initialisation yet; run it again to resume")

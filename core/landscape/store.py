@@ -25,6 +25,7 @@ from safetensors.torch import save as st_save
 
 from isoscope.cache import atomic_write_bytes
 from isoscope.data.export import to_jsonable
+from isoscope.data.jsonfile import read_json as read_bounded
 from isoscope.paths import check_regular, open_regular
 
 log = logging.getLogger(__name__)
@@ -41,17 +42,12 @@ def write_json(path: Path, obj: object) -> None:
 def read_json(path: Path) -> dict | None:
     """The JSON object in ``path``, or None when absent or unreadable (not a regular file, too large, not JSON)."""
     try:
-        with open_regular(path) as f:
-            raw = f.read(MAX_JSON_BYTES + 1)
-        if len(raw) > MAX_JSON_BYTES:
-            raise ValueError(f"larger than {MAX_JSON_BYTES:,} bytes")
-        obj = json.loads(raw.decode("utf-8"))
+        return read_bounded(path, what=path.name, max_bytes=MAX_JSON_BYTES)  # isoscope.data.jsonfile: depth first
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, RecursionError) as exc:
+    except (OSError, ValueError) as exc:  # InputError: a FIFO, too large or deep, not JSON, not an object
         log.warning("ignoring unreadable %s: %s", path, exc)
         return None
-    return obj if isinstance(obj, dict) else None
 
 
 def write_arrays(path: Path, arrays: dict[str, np.ndarray]) -> None:

@@ -29,6 +29,7 @@ import logging
 import math
 import os
 import tempfile
+import threading
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal, get_args
@@ -37,6 +38,7 @@ import faiss
 import numpy as np
 
 from isoscope.cache import atomic_write_bytes, file_sha256
+from isoscope.data.jsonfile import SHA256, Int, Nullable, Str, Struct, read_json
 from isoscope.errors import InputError, first_line
 from isoscope.sampling import sample_indices
 
@@ -48,6 +50,7 @@ FLAT_MAX_ROWS = 50_000
 HNSW_MAX_ROWS = 1_000_000
 SIDECAR_FORMAT = "isoscope-faiss-index"
 SIDECAR_VERSION = 1
+_READ_LOCK = threading.Lock()
 _FAISS_CLASS = {
     "flat": faiss.IndexFlat,
     "hnsw": faiss.IndexHNSWFlat,
@@ -104,6 +107,19 @@ class IndexParams:
     def from_dict(cls, data: dict) -> IndexParams:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+SIDECAR_SCHEMA = Struct(
+    {
+        "format": Str((SIDECAR_FORMAT,)),
+        "version": Int(),
+        "kind": Str(tuple(_FAISS_CLASS)),
+        "dim": Int(lo=1),
+        "ntotal": Int(lo=0),
+        "sha256": SHA256,
+    },
+    {"params": Struct({}, {f.name: Nullable(Int(lo=0)) for f in fields(IndexParams)})},
+)
 
 
 def choose_kind(n: int, kind: str = "auto") -> str:
@@ -296,23 +312,14 @@ class VectorIndex:
         side = sidecar_path(path)
         if not path.is_file() or not side.is_file():
             raise InputError(f"index not found: need both {path} and {side.name}")
-        try:
-            meta = json.loads(side.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"{side.name} is not a readable index description ({type(exc).__name__})") from None
-        if not isinstance(meta, dict) or meta.get("format") != SIDECAR_FORMAT:
-            raise InputError(f"{side.name} is not an Isoscope index description")
-        if meta.get("version") != SIDECAR_VERSION:
-            raise InputError(f"{side.name} has version {meta.get('version')}; this Isoscope reads {SIDECAR_VERSION}")
-        kind = meta.get("kind")
-        if kind not in _FAISS_CLASS:
-            raise InputError(f"{side.name}: unknown index kind {kind!r}")
-        if file_sha256(path) != meta.get("sha256"):
+        meta = read_json(side, what=side.name, schema=SIDECAR_SCHEMA, fix="rebuild the index")  # isoscope.data.jsonfile
+        if meta["version"] != SIDECAR_VERSION:
+            raise InputError(f"{side.name} has version {meta['version']}; this Isoscope reads {SIDECAR_VERSION}")
+        kind = meta["kind"]
+        if file_sha256(path) != meta["sha256"]:
             raise InputError(f"{path.name} does not match its description (changed or half-written); rebuild it")
-        try:
-            index = faiss.read_index(str(path))
-        except RuntimeError as exc:
-            raise InputError(f"{path.name} is not a readable FAISS index ({first_line(exc, 80)})") from None
+        params = IndexParams.from_dict(meta.get("params") or {})
+        index = read_faiss(path, rows=meta["ntotal"], row_bytes=_row_bytes(kind, meta["dim"], params))
         if not isinstance(index, _FAISS_CLASS[kind]) or index.metric_type != faiss.METRIC_INNER_PRODUCT:
             raise InputError(f"{path.name} holds a {type(index).__name__}, not the {kind} index its description says")
         if index.d != meta.get("dim") or index.ntotal != meta.get("ntotal"):
@@ -320,10 +327,46 @@ class VectorIndex:
                 f"{path.name} has {index.ntotal} x {index.d} vectors, its description says "
                 f"{meta.get('ntotal')} x {meta.get('dim')}"
             )
-        params = IndexParams.from_dict(meta.get("params") or {})
         out = cls(index, kind, params)
         out.set_search_params(ef_search=params.ef_search, nprobe=params.nprobe if kind in ("ivf", "ivfpq") else None)
         return out
+
+
+def _row_bytes(kind: str, dim: int, params: IndexParams) -> int:
+    """The fewest bytes a row of a ``kind`` index of ``dim`` dimensions takes in its file."""
+    if kind == "ivfpq":
+        return max(1, (params.pq_m or 1) * (params.pq_nbits or 8) // 8)
+    return 4 * dim  # flat, hnsw and ivf keep the float32 rows
+
+
+def read_faiss(path: Path, *, rows: int = 0, row_bytes: int = 0) -> faiss.Index:
+    """``faiss.read_index`` with every size the file claims held to the file's real size: ``rows`` rows of
+    ``row_bytes`` (its description's claim) must fit in the file before a byte is read, and while FAISS reads,
+    its limit on one array's bytes (``set_deserialization_vector_byte_limit``, where FAISS has it: 1.15 does) is the
+    file's size, so a header that claims 2**33 codes is refused instead of allocated. InputError naming the
+    file either way."""
+    size = os.stat(path).st_size
+    if rows * row_bytes > size:
+        raise InputError(
+            f"{path.name}: its description claims {rows:,} rows, more than its {size:,} bytes hold; rebuild the index"
+        )
+    setter = getattr(faiss, "set_deserialization_vector_byte_limit", None)
+    with _READ_LOCK:  # the limit is FAISS's global: one read at a time sets and restores it
+        before = faiss.get_deserialization_vector_byte_limit() if setter is not None else 0
+        if setter is not None:
+            setter(max(size, 1))
+        try:
+            return faiss.read_index(str(path))
+        except (RuntimeError, MemoryError) as exc:
+            said = str(exc).replace("_", " ")  # FAISS's words for a claim past the file: its limit, a short read
+            if isinstance(exc, MemoryError) or "byte limit" in said or "read error" in said:
+                raise InputError(
+                    f"{path.name} claims more data than its {size:,} bytes hold (damaged or forged); rebuild the index"
+                ) from None
+            raise InputError(f"{path.name} is not a readable FAISS index ({first_line(exc, 80)})") from None
+        finally:
+            if setter is not None:
+                setter(before)
 
 
 def sidecar_path(path: str | Path) -> Path:

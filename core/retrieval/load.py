@@ -18,6 +18,7 @@ machine's memory.
 from __future__ import annotations
 
 import io
+import math
 import zipfile
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from isoscope.data.limits import DecodeLimits, MiB, current_limits
 from isoscope.data.source import TABLE_FORMATS, as_source
 from isoscope.data.tables import check_rows, clean_texts, read_table, truncate_texts
 from isoscope.errors import InputError, printable
+from isoscope.retrieval.options import GRADE_RANGE, SPLIT_NAME, check_split
 from isoscope.retrieval.task import RetrievalTask, build_task
 
 CORPUS_FILE = "corpus.jsonl"
@@ -62,24 +64,33 @@ def _jsonl_items(source: str | Path | bytes, name: str, limits: DecodeLimits, *,
 
 
 def _id_text(value: object, name: str, row: int) -> str:
-    """An id as text (a JSON number too); a missing or empty id is an InputError naming its row."""
-    text = "" if value is None else str(value).strip()
+    """An id as written (a JSON number too), less the spaces around it. A missing or empty id, or one holding a
+    control character (it would vanish, or print as the escape another id may spell out: two ids that differ by
+    one would collide), is an InputError naming its row."""
+    text = "" if value is None else str(value).strip(" \t\r\n")
     if not text or text == "nan":
         raise InputError(f"{name}: row {row + 1} has no id")
-    return printable(text)
+    if printable(text) != text:
+        raise InputError(
+            f"{name}: row {row + 1} has id '{printable(text)[:60]}', which holds a control character; ids are "
+            "printable text"
+        )
+    return text
 
 
 def _grade(value: object, name: str, row: int) -> int:
-    """A relevance grade: a whole number (``2`` or ``2.0``); anything else is an InputError naming its row."""
+    """A relevance grade: a whole number (``2`` or ``2.0``) within ``GRADE_RANGE``; anything else is an
+    InputError naming its row (a grade of 1e30 never reaches trec_eval)."""
     text = str(value).strip()
+    lo, hi = GRADE_RANGE
     try:
         number = float(text)
     except ValueError:
+        number = math.nan
+    if not number.is_integer() or not lo <= number <= hi:
         raise InputError(
-            f"{name}: row {row + 1} has grade '{text[:20]}'; grades are whole numbers (0, 1, 2, ...)"
-        ) from None
-    if not number.is_integer():
-        raise InputError(f"{name}: row {row + 1} has grade '{text[:20]}'; grades are whole numbers (0, 1, 2, ...)")
+            f"{name}: row {row + 1} has grade '{text[:20]}'; grades are whole numbers from {lo} to {hi} (0, 1, 2, ...)"
+        )
     return int(number)
 
 
@@ -115,12 +126,13 @@ def read_qrels(source: str | Path | bytes, name: str | None = None, *, limits: D
 
 
 def beir_splits(folder: str | Path) -> list[str]:
-    """The splits a BEIR folder has qrels for (``qrels/<split>.tsv``), sorted."""
-    return sorted(p.stem for p in (Path(folder) / QRELS_FOLDER).glob("*.tsv"))
+    """The splits a BEIR folder has qrels for (``qrels/<split>.tsv`` whose stem is a split name), sorted."""
+    return sorted(p.stem for p in (Path(folder) / QRELS_FOLDER).glob("*.tsv") if SPLIT_NAME.fullmatch(p.stem))
 
 
 def load_beir(folder: str | Path, split: str = DEFAULT_SPLIT, *, limits: DecodeLimits | None = None) -> RetrievalTask:
     """A BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv`` (InputError naming what is missing)."""
+    split = check_split(split)  # a name, never a path: checked before any file is looked for
     limits = limits or current_limits()
     root = Path(folder).expanduser()
     shown = printable(root)
@@ -134,7 +146,7 @@ def load_beir(folder: str | Path, split: str = DEFAULT_SPLIT, *, limits: DecodeL
     qrels = root / QRELS_FOLDER / f"{split}.tsv"
     if not qrels.exists():
         have = ", ".join(beir_splits(root)) or "none"
-        raise InputError(f"{shown}: no qrels/{printable(split)}.tsv; the splits with qrels are: {have}")
+        raise InputError(f"{shown}: no qrels/{split}.tsv; the splits with qrels are: {have}")
     return _beir(
         root.name or shown,
         split,
@@ -170,6 +182,7 @@ def load_beir_zip(
     data: bytes, name: str = "upload.zip", split: str = DEFAULT_SPLIT, *, limits: DecodeLimits | None = None
 ) -> RetrievalTask:
     """A zipped BEIR folder (the dashboard's upload): its three files read from the archive, each bounded."""
+    split = check_split(split)
     limits = limits or current_limits()
     name = printable(name)
     try:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from isoscope.data.limits import check_count
 from isoscope.errors import InputError
 from isoscope.retrieval.fixes import FittedVariant, fit_variant
 from isoscope.retrieval.metrics import per_query
@@ -56,6 +57,7 @@ class RetrievalConfig:
     geometry: bool = True
 
     def __post_init__(self) -> None:
+        check_count("resamples", self.resamples, "resamples")
         if self.depth < 10:
             raise InputError(f"the search depth must be at least 10 (nDCG@10 reads ten documents); got {self.depth}")
         unknown = [m for m in self.tested if m not in METRICS]

@@ -23,7 +23,14 @@ import numpy as np
 Verdict = Literal["better", "worse", "no difference"]
 ALPHA = 0.05
 CONFIDENCE = 0.95
-RESAMPLES = 10_000
+RESAMPLES = 10_000  # at most isoscope.data.limits.COUNTS["resamples"].most (checked where a run is configured)
+BATCH_VALUES = 1 << 22  # resampled values held at once (32 MiB of float64): more resamples are drawn in batches
+
+
+def _batch(resamples: int, n: int) -> int | None:
+    """scipy's ``batch``: None (all resamples at once, as before) while they hold at most ``BATCH_VALUES`` values,
+    else as many resamples as that holds, so memory stays flat however many are asked for."""
+    return None if resamples * n <= BATCH_VALUES else max(1, BATCH_VALUES // n)
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,7 @@ def _interval(diff: np.ndarray, resamples: int, seed: int) -> tuple[float, float
                 (diff,),
                 np.mean,
                 n_resamples=resamples,
+                batch=_batch(resamples, len(diff)),
                 confidence_level=CONFIDENCE,
                 method=method,
                 rng=np.random.default_rng(seed),
@@ -86,6 +94,7 @@ def paired_test(
         permutation_type="samples",
         vectorized=True,
         n_resamples=resamples,
+        batch=_batch(resamples, len(x)),
         alternative="two-sided",
         rng=np.random.default_rng(seed),
     )

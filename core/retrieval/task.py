@@ -1,18 +1,20 @@
 """A retrieval task: queries, documents and graded relevance judgements (qrels), checked once.
 
 ``build_task`` is where every loader ends (``isoscope.retrieval.load``): ids must be unique, qrels must name known
-ids, and only queries with at least one relevant document are evaluated (as trec_eval does: a query without a
+ids with grades that are whole numbers in ``GRADE_RANGE`` (-1000 to 1000), and only queries with at least one relevant document are evaluated (as trec_eval does: a query without a
 relevant document has no nDCG or recall to speak of). What is left out is said in one warning each, never
 silently; what cannot be evaluated at all is an ``InputError`` of one line.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from isoscope.errors import InputError
+from isoscope.retrieval.options import GRADE_RANGE
 
 if TYPE_CHECKING:
     import numpy as np
@@ -91,6 +93,22 @@ def _unique(ids: Sequence[str], what: str, where: str) -> None:
         seen[item] = i
 
 
+def _grade(grade: object, where: str, qid: str, did: str) -> int:
+    """A judgement's grade as an int: a whole number within ``GRADE_RANGE`` (the loaders say which row; this holds
+    for a task built in Python too), else an InputError."""
+    lo, hi = GRADE_RANGE
+    try:
+        number = float(grade)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        number = math.nan
+    if not number.is_integer() or not lo <= number <= hi:
+        raise InputError(
+            f"{where}: query '{qid[:40]}', document '{did[:40]}' has grade {str(grade)[:20]}; grades are whole "
+            f"numbers from {lo} to {hi}"
+        )
+    return int(number)
+
+
 def build_task(
     name: str,
     queries: Sequence[tuple[str, str]],
@@ -126,7 +144,7 @@ def build_task(
         if did in row:
             repeated += 1
             continue
-        row[did] = int(grade)
+        row[did] = _grade(grade, r_src, qid, did)
     if unknown:
         notes.append(
             f"{r_src}: {unknown:,} row(s) name an id that is not among the queries or the documents "

@@ -9,13 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from isoscope.calibrate.methods import (
-    CALIBRATION_METHODS,
-    explain_method,
-    fill_placeholder,
-    parse_method,
-    placeholder,
-)
+from isoscope.calibrate.base import Param
+from isoscope.calibrate.methods import calibration_methods, explain_method, fill_placeholder, open_param, parse_method
 from isoscope.dashboard.services import calibration as calibration_service
 from isoscope.dashboard.services import data as data_service
 from isoscope.dashboard.services.keyed import Texts, Vectors, joined
@@ -28,7 +23,7 @@ from isoscope.dashboard.ui.space import space, space_vectors
 from isoscope.data import CORPUS_FORMATS
 from isoscope.errors import InputError
 
-CALIBRATION_CHOICES = CALIBRATION_METHODS
+CALIBRATION_CHOICES = calibration_methods()  # from the registered calibrators, a class of your own included
 
 
 def calibration_help(methods: Sequence[str]) -> str:
@@ -36,7 +31,7 @@ def calibration_help(methods: Sequence[str]) -> str:
     return glossary(methods, explain_method, "Fitted on unlabelled texts; gold scores are only used to evaluate.")
 
 
-CALIBRATION_HELP = calibration_help(CALIBRATION_METHODS)
+CALIBRATION_HELP = calibration_help(CALIBRATION_CHOICES)
 FIT_CHOICES = ("Demo corpus + these sentences", "These sentences only", "Upload a corpus")
 VECTOR_FIT_CHOICES = ("Every row of the vectors file", "These sentences only")  # a vectors space: no other texts
 
@@ -58,7 +53,7 @@ def safe_default(method: str, n_fit: int | None, dim: int) -> str:
     set is too small for it (``isoscope.calibrate.fitting.safe_method``); unknown size: ``method``."""
     from isoscope.calibrate.fitting import safe_method
 
-    if n_fit is None or placeholder(method):  # a choice whose parameter is set next to it
+    if n_fit is None or open_param(method):  # a choice whose parameter is set next to it
         return method
     return safe_method(method, n_fit, dim)
 
@@ -72,6 +67,21 @@ def seed_default(name: str, default: object) -> None:
     if name not in st.session_state or (old is not None and old != default and st.session_state[name] == old):
         st.session_state[name] = default
     st.session_state[remembered] = default
+
+
+def param_box(where, name: str, param: Param, dim: int, components: int) -> float:
+    """A number box (widget key ``name``) for the parameter a generic choice leaves open (K of whitening:K, D of
+    abtt:D), labelled and bounded by its ``Param`` and the vectors' dimension ``dim``. Its first value: ``components``
+    for a count of principal components (what the fit set supports), else the parameter's suggestion."""
+    cast = int if param.type is int else float
+    low = cast(max(param.low or 0, 2 if param.components else 0))  # one whitened component: every cosine +-1
+    bounds = [b for b in ({"d": dim, "d-1": dim - 1}.get(param.dims), param.high, param.box_high) if b is not None]
+    high = cast(max(low, min(bounds))) if bounds else None
+    if high is not None and st.session_state.get(name, low) > high:  # kept from vectors with more dimensions
+        st.session_state[name] = high
+    first = components if param.components else param.suggest if param.suggest is not None else low
+    seed_default(name, cast(max(low, first if high is None else min(first, high))))
+    return cast(where.number_input(param.label, low, high, key=name))
 
 
 def calibration_controls(
@@ -89,24 +99,14 @@ def calibration_controls(
     dim = int(dim or space().dims or settings().hidden_size)
     default_k = min(SAFE_COMPONENTS, dim) if n_fit is None else safe_components(n_fit, dim)
     safe = safe_default(default, n_fit, dim)
-    default = safe if placeholder(safe) else parse_method(safe).generic  # whitening:12 is the whitening:K choice
-    for name, top in ((f"{key}_k", dim), (f"{key}_d", max(1, min(64, dim - 1)))):
-        if st.session_state.get(name, 0) > top:  # kept from vectors with more dimensions
-            st.session_state[name] = top
+    default = safe if open_param(safe) else parse_method(safe).generic  # whitening:12 is the whitening:K choice
     choices = CALIBRATION_CHOICES if include_none else CALIBRATION_CHOICES[1:]
     c1, c2 = st.columns([2, 1])
     seed_default(f"{key}_method", default)
     choice = c1.selectbox("Calibration", choices, key=f"{key}_method", help=calibration_help(choices))
     method = choice
-    if placeholder(choice) == "K":
-        seed_default(f"{key}_k", default_k)
-        k = c2.number_input("K (components kept)", 2, max(2, dim), key=f"{key}_k")
-        method = fill_placeholder(choice, int(k))
-    elif placeholder(choice) == "D":
-        top = max(1, min(64, dim - 1))
-        seed_default(f"{key}_d", min(3, top))
-        d = c2.number_input("D (top directions removed)", 1, top, key=f"{key}_d")
-        method = fill_placeholder(choice, int(d))
+    if (param := open_param(choice)) is not None:
+        method = fill_placeholder(choice, param_box(c2, f"{key}_{param.symbol.lower()}", param, dim, default_k))
     flow_json = ""
     if choice == "flow":
         base = Flow()
@@ -227,7 +227,7 @@ def fixed_model_download(
             "`isoscope export --vectors FILE --calibrate METHOD`."
         )
         return
-    if parse_method(method).trains_flow:
+    if parse_method(method).trains_for_epochs:
         st.caption(
             f"{literal(method)} is not an affine map, so it cannot ride along as a Dense layer: export it as one "
             "ONNX graph with `isoscope export --format onnx`."

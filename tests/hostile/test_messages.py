@@ -7,12 +7,15 @@ file, and an atlas manifest with an edited row count lost its reason ("points.pa
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from tests.endpoint_server import Answer, EmbeddingServer
 from tests.hostile.conftest import assert_cli_refused, assert_one_line
 from tests.hostile.peak import ROOT
+
+PROGRESS_LINE = re.compile(r"^[\w :]+: [\d,]+/[\d,]+ \w+", re.M)  # a stage in a log: "embed: 0/40 texts"
 
 
 def screen(stream: str) -> list[str]:
@@ -33,7 +36,10 @@ def screen(stream: str) -> list[str]:
     return [x for x in shown if x]
 
 
-def test_report_quiet_draws_no_progress_bar(cli_main, capsys, tmp_path) -> None:
+def test_report_quiet_draws_no_progress_bar(cli_main, capsys, tmp_path, monkeypatch) -> None:
+    """On a terminal: bars, none with --quiet; in a log (issue 50): lines, never a carriage return."""
+    import sys
+
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(f"Text number {i} about a {('cat', 'dog', 'map')[i % 3]}." for i in range(40)))
     pairs = tmp_path / "p.csv"
@@ -41,7 +47,12 @@ def test_report_quiet_draws_no_progress_bar(cli_main, capsys, tmp_path) -> None:
     pairs.write_text("sentence1,sentence2,score\n" + "\n".join(rows) + "\n")
     capsys.readouterr()
     out = tmp_path / "r.html"
-    code = cli_main(["report", "--input", str(corpus), "--pairs", str(pairs), "--out", str(out), "--map", "pca"])
+    argv = ["report", "--input", str(corpus), "--pairs", str(pairs), "--out", str(out), "--map", "pca"]
+    code = cli_main(argv)
+    logged = capsys.readouterr().err
+    assert code == 0 and "\r" not in logged and "%|" not in logged and PROGRESS_LINE.search(logged), logged[-500:]
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # a terminal from here on
+    code = cli_main(argv)
     loud = capsys.readouterr().err
     assert code == 0 and "%|" in loud  # without --quiet: bars (the check can fail)
     code = cli_main(
@@ -49,11 +60,19 @@ def test_report_quiet_draws_no_progress_bar(cli_main, capsys, tmp_path) -> None:
     )
     quiet = capsys.readouterr()
     assert code == 0, quiet.err
-    assert "%|" not in quiet.err and "\r" not in quiet.err, quiet.err[-500:]
+    assert "%|" not in quiet.err and "\r" not in quiet.err and not PROGRESS_LINE.search(quiet.err), quiet.err[-500:]
 
 
-def test_an_error_line_is_never_glued_to_the_bar_it_interrupted(cli_main, capsys, tmp_path, monkeypatch) -> None:
-    """The endpoint answers the first batch (the bar is at 128 of 200) and refuses the second."""
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "log"])
+def test_an_error_line_is_never_glued_to_the_bar_it_interrupted(
+    cli_main, capsys, tmp_path, monkeypatch, terminal: bool
+) -> None:
+    """The endpoint answers the first batch (the bar is at 128 of 200) and refuses the second. In a log the
+    progress is whole lines (issue 50), so the error line starts a line of its own there too."""
+    import sys
+
+    if terminal:
+        monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(f"text {i}" for i in range(200)) + "\n")
     monkeypatch.setenv("ISOSCOPE_TEST_KEY", "sk-test-glued-0123456789")
@@ -63,7 +82,7 @@ def test_an_error_line_is_never_glued_to_the_bar_it_interrupted(cli_main, capsys
         code = cli_main(["embed", "--input", str(corpus), "--out", str(tmp_path / "v.npy"), *argv])
     err = capsys.readouterr().err
     assert code == 2
-    assert "/200 [" in err  # the bar was drawn, and left unfinished
+    assert ("/200 [" if terminal else "embed: 0/200 texts\n") in err  # drawn, and left unfinished
     errors = [line for line in screen(err) if "error" in line]
     assert len(errors) == 1, screen(err)
     assert errors[0].startswith("error: ") and "401" in errors[0] and "revoked" in errors[0], errors[0]

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from isoscope.data import load_pairs, safe_csv
-from isoscope.errors import InputError
+from isoscope.errors import InputError, printable
 from tests.dashboard.conftest import open_page
 from tests.hostile.cases import ACCEPTED_PAIRS, FORMULAS, GOOD_PAIRS, GOOD_PAIRS_CSV, HTML, REFUSED_PAIRS, ids, write
 from tests.hostile.conftest import assert_app_refused, assert_cli_refused, assert_one_line, new_app
@@ -88,8 +88,8 @@ def test_cli_sts_refuses_missing_file_and_no_scores(cli, tmp_path: Path) -> None
 def test_cli_sts_accepts_with_warnings(cli, case: str, name: str, data: bytes, check, tmp_path: Path) -> None:
     r = cli("sts", "--pairs", str(write(tmp_path, name, data)), "--json")
     assert r.code == 0, r.err
-    assert r.err == ""
     result = json.loads(r.out.strip().splitlines()[-1])
+    assert r.err_lines == [f"warning: {printable(w)}" for w in result["warnings"]]  # stderr: the warnings alone
     pairs = load_pairs(data, name)
     assert result["n_pairs"] == len(pairs)
     assert result["warnings"] == pairs.warnings

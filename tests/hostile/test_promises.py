@@ -7,7 +7,6 @@ The promises are read from wherever they live (README.md and docs/*.md), by thei
 
 from __future__ import annotations
 
-import inspect
 import re
 
 from isoscope.data.limits import ENV_VARS, DecodeLimits, MiB
@@ -109,11 +108,12 @@ def test_the_endpoint_section_states_the_clients_defaults() -> None:
 
 
 def test_the_endpoint_section_states_its_bounds() -> None:
-    from isoscope.encode.remote import DEADLINE_READS, MAX_DIMS, embed_endpoint
+    from isoscope.encode.endpoints import endpoint_timeouts
+    from isoscope.encode.remote import MAX_DIMS
 
-    read = inspect.signature(embed_endpoint).parameters["timeout"].default
+    read, deadline = endpoint_timeouts(environ={})  # what a request gets when no variable says otherwise
     assert number(r"each request gets ([\d,]+) s per read") == read
-    assert number(r"per read and ([\d,]+) minutes in all") * 60 == DEADLINE_READS * read
+    assert number(r"per read and ([\d,]+) minutes in all") * 60 == deadline
     assert number(r"what its texts can need \(([\d,]+) numbers per text\)") == MAX_DIMS
     says(
         "a redirect to another address is refused (the key is never sent there)",

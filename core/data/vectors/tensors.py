@@ -8,13 +8,12 @@ half of a float32).
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 import numpy as np
 
-from isoscope.data.jsonl import json_depth_exceeds
+from isoscope.data.jsonfile import parse_json
 from isoscope.data.limits import DecodeLimits, MiB
 from isoscope.data.source import Source
 from isoscope.data.vectors.npy import CHUNK_ROWS, check_budget
@@ -54,13 +53,8 @@ def _header(src: Source, name: str) -> tuple[dict[str, Any], int, int]:
     if not raw:
         raise InputError(f"{name}: not a readable .safetensors file (no header); {HINT}")
     try:
-        text = raw.decode("utf-8")
-        if json_depth_exceeds(text, 8):
-            raise ValueError("nested too deep")
-        header = json.loads(text)
-        if not isinstance(header, dict):
-            raise ValueError("not an object")
-    except (UnicodeDecodeError, ValueError):
+        header = parse_json(raw, what=name, max_depth=8)  # isoscope.data.jsonfile: depth first, an object
+    except InputError:
         raise InputError(f"{name}: not a readable .safetensors file (its header is not JSON); {HINT}") from None
     header.pop("__metadata__", None)
     return header, 8 + n, size - 8 - n

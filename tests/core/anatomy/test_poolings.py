@@ -48,7 +48,7 @@ def local_factory(method: str) -> LocalWhitening:
         step = None
     if step is None or step.name != "whitening":
         raise ValueError(f"unknown calibration '{method}'; choose one of none, whitening, whitening:K")
-    return LocalWhitening(step.arg)
+    return LocalWhitening(step.value("n_components"))
 
 
 SMALL = 150  # demo pairs: fewer unique sentences than the model's 384 dimensions, where full whitening breaks

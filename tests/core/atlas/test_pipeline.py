@@ -172,11 +172,15 @@ def test_raw_only_pca_map_skips_the_graph(tiny, tmp_path):
 def test_cli_progress_bars_count_the_work_of_each_stage(tiny, tmp_path, monkeypatch, capsys):
     """The bars of ``isoscope atlas`` show honest totals: the embedding counts texts out of the corpus (not an
     open-ended count of steps); one bar counts the stages done out of those the build runs (issue 41: no
-    "texts: 0/1" bar for a stage that counts nothing)."""
+    "texts: 0/1" bar for a stage that counts nothing). On a terminal; in a log they are lines (tests/core/commands/
+    test_logs.py)."""
+    import sys
+
     import isoscope.commands.atlas as cmd
     from isoscope.cli import main
 
     monkeypatch.setattr(cmd, "encoder_for", lambda args, space: tiny)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     texts, _ = corpus(120)
     src = tmp_path / "corpus.txt"
     src.write_text("\n".join(texts) + "\n")

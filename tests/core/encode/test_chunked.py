@@ -147,5 +147,7 @@ def test_cli_engine_options_are_checked(tmp_path, capsys):
     assert "--shard-dir" in one_error_line(capsys)
     assert main(["embed", "--input", str(src)]) == 2
     assert "--out is required" in one_error_line(capsys)
-    assert main(["embed", "--input", str(src), "--out", str(tmp_path / "v.npy"), "--chunk-size", "0"]) == 2
+    with pytest.raises(SystemExit) as usage:  # a count out of isoscope.data.limits.COUNTS: refused while parsing
+        main(["embed", "--input", str(src), "--out", str(tmp_path / "v.npy"), "--chunk-size", "0"])
+    assert usage.value.code == 2
     assert "--chunk-size" in one_error_line(capsys)

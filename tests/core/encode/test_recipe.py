@@ -71,7 +71,7 @@ def test_a_module_of_the_models_own_code_is_refused_by_name(recipes, tmp_path) -
     ("change", "message"),
     [
         (lambda m: m.__setitem__(0, {**m[0], "type": "sentence_transformers.models.Pooling"}), "starts with Pooling"),
-        (lambda m: m.__setitem__(1, {**m[1], "path": "../elsewhere"}), "leaves the model's folder"),
+        (lambda m: m.__setitem__(1, {**m[1], "path": "../elsewhere"}), "outside the folder"),
         (lambda m: m.__setitem__(2, {"idx": 2}), "names no module type"),
     ],
 )

@@ -142,7 +142,7 @@ def test_load_rejects_missing_or_altered_files(tmp_path, data):
     with pytest.raises(InputError, match="not the hnsw index"):
         VectorIndex.load(path)
     sidecar_path(path).write_text("{not json")
-    with pytest.raises(InputError, match="not a readable"):
+    with pytest.raises(InputError, match="not valid JSON"):
         VectorIndex.load(path)
     sidecar_path(path).unlink()
     with pytest.raises(InputError, match="index not found"):

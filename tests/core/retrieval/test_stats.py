@@ -50,3 +50,18 @@ def test_seeded_and_the_interval_holds_the_mean() -> None:
     assert one.verdict == "no difference" and one.p_value == 1.0 and np.isnan(one.ci_low)
     with pytest.raises(ValueError, match="same length"):
         paired_test(base, base[:-1])
+
+
+def test_many_resamples_are_drawn_in_batches_of_bounded_memory() -> None:
+    """Issue 51: 10**12 resamples asked for 58 TiB at once. Up to ``BATCH_VALUES`` resampled values scipy draws them
+    all at once (the results seen so far are unchanged); beyond, a batch holds at most that many, whatever the
+    count (which ``isoscope.data.limits.COUNTS`` bounds at a million)."""
+    from isoscope.retrieval.stats import BATCH_VALUES, RESAMPLES, _batch
+
+    assert _batch(RESAMPLES, 400) is None  # 4M values: one draw, as before
+    for resamples, queries in ((10**6, 1000), (10**12, 50), (10**6, 10**7)):
+        batch = _batch(resamples, queries)
+        assert batch is not None and 1 <= batch and (batch * queries <= BATCH_VALUES or batch == 1)
+    x = np.random.default_rng(3).random(300)
+    batched = paired_test(x + 0.05, x, resamples=20_000)  # 6M values: two batches of 13,981 resamples and less
+    assert batched.p_value < 1e-3 and batched.ci_low > 0  # every query better by 0.05: far from chance either way
