@@ -209,3 +209,23 @@ def test_a_tampered_export_is_refused_when_isoscope_reads_it(tmp_path, fitted):
     with pytest.raises(InputError, match="does not match its checksum"):
         read_manifest(tmp_path / "out")
     assert (tmp_path / "out" / MANIFEST_FILE).is_file()
+
+
+def test_a_migration_result_exports_its_recommended_adapter(tmp_path):
+    """``result.export(folder, format=...)``: the run's adapter, its direction and both sides in the provenance."""
+    from isoscope.migrate.config import MigrationConfig
+    from isoscope.migrate.run import evaluate_migration
+    from tests.core.migrate.synthetic import rotation, synthetic
+
+    s = synthetic()
+    R = rotation(16, 1)
+    config = MigrationConfig(resamples=200, curve=(), methods=("procrustes", "ridge"), fit_fraction=0.25)
+    result = evaluate_migration((s.Q, s.D), (s.Q @ R, s.D @ R), s.task, config=config)
+    report = result.export(tmp_path / "out", format="faiss", provenance={"fit_source": "synthetic"})
+    run = result.run_of()
+    assert (report.method, report.direction, report.fit_source) == (run.method, run.direction, "synthetic")
+    X = s.D[:50] if run.direction == "old->new" else (s.D @ R)[:50]
+    got = Adapter.load(tmp_path / "out").transform(X)
+    assert _rel(got, run.adapter.transform(X)) == 0.0  # the same adapter, saved beside the index
+    with pytest.raises(InputError, match="lowrank"):
+        result.export(tmp_path / "other", "lowrank:64", format="faiss")  # not one this run fitted: named
