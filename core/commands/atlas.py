@@ -244,8 +244,10 @@ def run(args: argparse.Namespace) -> dict:
     config.validate()
     if config.engine == "ray":
         from isoscope.encode.ray_address import parse_ray_address
+        from isoscope.encode.shards import require_ray
 
         parse_ray_address(args.ray_address)  # its form before any work (whether it answers: when Ray starts)
+        require_ray()  # the extra installed, before any corpus is read or model loaded
     if config.calibrate != "none":
         from isoscope.calibrate import make_calibrator
 
