@@ -8,7 +8,7 @@ import streamlit as st
 
 from isoscope.dashboard.services.embeddings import embed_many
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
-from isoscope.dashboard.services.models import encoder
+from isoscope.dashboard.services.models import ModelKey, encoder
 from isoscope.encode.embed import EmbedConfig
 from isoscope.encode.pooling import layer_names
 
@@ -39,7 +39,7 @@ def singular_values_of(vectors: Vectors) -> np.ndarray:
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
-def layer_metrics(model: str, texts: Texts, max_length: int) -> pd.DataFrame:
+def layer_metrics(model: ModelKey, texts: Texts, max_length: int) -> pd.DataFrame:
     """all_metrics of mean pooling at every layer, one row per layer: the ``layers`` of ``isoscope geometry``
     (``isoscope.geometry.metrics.per_layer_metrics``, which ``isoscope.geometry.report.analyse_geometry`` calls)."""
     from isoscope.geometry.metrics import per_layer_metrics
@@ -59,7 +59,7 @@ def layer_metrics(model: str, texts: Texts, max_length: int) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner=False, max_entries=8, hash_funcs=HASH_FUNCS)
-def frequency_result(model: str, texts: Texts, max_length: int, calibration: str, spaces: tuple[str, ...]):
+def frequency_result(model: ModelKey, texts: Texts, max_length: int, calibration: str, spaces: tuple[str, ...]):
     """isoscope.geometry.frequency.frequency_analysis (token norms and kNN distances by frequency bucket), raw and calibrated."""
     from isoscope.geometry.frequency import frequency_analysis
 
