@@ -22,6 +22,15 @@ from isoscope.neighbours.projection import PROJECTION_DESCRIPTIONS
 from isoscope.sources.checkpoints import landscape_checkpoints
 from isoscope.sources.spec import SpaceSpec
 
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Neighbours",
+    "title": "Compare spaces",
+    "icon": ":material/difference:",
+    "order": 40,
+    "teaches": "Two models, layers, poolings or calibrations on the same texts: CKA, neighbours kept, hubs, aligned maps.",
+}
+
 SIDEBAR, CHECKPOINT, FILE = "Sidebar model", "Loss-surface checkpoint", "Vectors file (the session's space)"
 TRAINED, RANDOM = "trained", "random (seed 0)"
 CUSTOM = "Choose A and B yourself"

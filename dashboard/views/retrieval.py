@@ -19,6 +19,15 @@ from isoscope.errors import InputError
 from isoscope.retrieval.options import HEADLINE, METRICS, describe_metric, metric_label
 from isoscope.retrieval.variants import QUERY_SIDE, describe_variant, parse_variant
 
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Similarity",
+    "title": "Retrieval",
+    "icon": ":material/search:",
+    "order": 30,
+    "teaches": "Would a fix help search? nDCG@10 per fix with a significance test, and clustering V-measure.",
+}
+
 DEMO, UPLOAD = "Demo task", "Upload a BEIR zip"
 CLUSTER_FIXES = ("centre", "whitening:64", "sn", "abtt")
 SCORED = ", ".join(  # the metrics in the caption: the headline first
