@@ -160,9 +160,10 @@ class RetrievalResult:
             }
         )
         frame["change"] = frame["fixed"] - frame["raw"]
-        gain = frame.assign(gain=frame["change"] * METRICS[metric].sign)
-        order = gain.sort_values(["gain", "query_id"], ascending=[False, True], kind="stable").index
-        return frame.loc[order].reset_index(drop=True)
+        sign = METRICS[metric].sign
+        by_gain = lambda column: column * sign if column.name == "change" else column  # noqa: E731
+        frame = frame.sort_values(["change", "query_id"], ascending=[False, True], key=by_gain, kind="stable")
+        return frame.reset_index(drop=True)
 
     def top_documents(self, variant: str, query_id: str, k: int = 5) -> pd.DataFrame:
         """A query's first ``k`` documents under ``variant``: rank, id, score, grade (0: not judged relevant), text."""

@@ -50,11 +50,10 @@ def moved_queries(result: RetrievalResult, variant: str, metric: str, m: int = 5
     """The ``m`` queries that gained most and the ``m`` that lost most (only those that moved; a gain: a change in
     the metric's direction, ``METRICS``)."""
     frame = result.changes(variant, metric)  # largest gain first
-    gain = frame["change"] * METRICS[metric].sign
-    gained = frame[gain > 0].head(m)
-    lost = (
-        frame[gain < 0].assign(gain=gain).sort_values(["gain", "query_id"], kind="stable").drop(columns="gain").head(m)
-    )
+    sign = METRICS[metric].sign
+    gained = frame[frame["change"] * sign > 0].head(m)
+    by_gain = lambda column: column * sign if column.name == "change" else column  # noqa: E731
+    lost = frame[frame["change"] * sign < 0].sort_values(["change", "query_id"], key=by_gain, kind="stable").head(m)
     return gained.reset_index(drop=True), lost.reset_index(drop=True)
 
 
