@@ -1,5 +1,5 @@
-"""Locations of data: the demo data shipped inside the package, and STS-B (not shipped: ``isoscope data stsb``
-downloads it, ``ISOSCOPE_STSB_DIR`` names a folder of your own);
+"""Locations of data: the demo data shipped inside the package (``isoscope data demo`` copies it into a folder),
+and STS-B (not shipped: ``isoscope data stsb`` downloads it, ``ISOSCOPE_STSB_DIR`` names a folder of your own);
 the one way files are opened for reading: only regular files, never a FIFO, a device or a socket;
 and the one check of a name read from a file (a manifest's entries, a recipe's module folders): ``inside``."""
 
@@ -19,6 +19,13 @@ ASSETS = Path(str(resources.files("isoscope.assets")))  # assets/ at the top of 
 DEMO_CORPUS = ASSETS / "demo_corpus.csv"
 DEMO_PAIRS = ASSETS / "demo_pairs.csv"
 DEMO_RETRIEVAL = ASSETS / "demo_retrieval"  # a BEIR folder: 55 queries written for it, 300 demo-corpus texts
+DEMO_FILES = (  # what `isoscope data demo` copies into a folder of the user's (relative to ASSETS)
+    "demo_corpus.csv",
+    "demo_pairs.csv",
+    "demo_retrieval/corpus.jsonl",
+    "demo_retrieval/queries.jsonl",
+    "demo_retrieval/qrels/test.tsv",
+)
 
 
 ENV_STSB_DIR = "ISOSCOPE_STSB_DIR"  # a folder holding stsb-en-train.csv, stsb-en-dev.csv, stsb-en-test.csv

@@ -157,8 +157,9 @@ STOP_GRACE_S = 3.0  # after a stop signal, the server's time to close before it 
 
 
 def start(launch: Launch) -> int:
-    """Run the server in the foreground until it exits; returns its exit status (128 + the signal's number when a
-    signal ended it, as a shell reports it).
+    """Run the server in the foreground until it exits; returns 0 when a stop signal sent to this process ended
+    it (the server stopped as asked), else the server's own exit status (128 + the signal's number when a signal
+    killed it, as a shell reports it: 135 for SIGBUS), which ``isoscope app`` exits with.
 
     The server is a child process: a stop signal sent to this one (``kill PID``: SIGTERM; Ctrl-C: SIGINT; a closed
     terminal: SIGHUP) is passed on to it, and one still running ``STOP_GRACE_S`` later is killed, so both exit
@@ -186,7 +187,7 @@ def start(launch: Launch) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if stop:
-        return 128 + int(stop["signal"])
+        return 0
     return 128 - code if code < 0 else code
 
 

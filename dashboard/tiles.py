@@ -344,13 +344,33 @@ def _pick_endpoint(request):
     return JSONResponse(pick(path, p["space"], x, y, min(abs(r), 1e12)), headers={"Cache-Control": "no-store"})
 
 
+def _refusing(endpoint):
+    """``endpoint`` answering an InputError (an atlas file changed on disk since it was opened:
+    ``isoscope.data.maps.MapShrunk``) with 409 and its one line, logged as a warning, not as a server bug."""
+    import functools
+
+    from isoscope.errors import InputError
+
+    @functools.wraps(endpoint)
+    def answer(request):
+        from starlette.responses import PlainTextResponse
+
+        try:
+            return endpoint(request)
+        except InputError as exc:
+            log.warning("atlas route: %s", exc)
+            return PlainTextResponse(str(exc), status_code=409, headers={"Cache-Control": "no-store"})
+
+    return answer
+
+
 def routes() -> list:
     """The Starlette routes (``st.App(routes=...)``); sync endpoints run in Starlette's thread pool."""
     from starlette.routing import Route
 
     tile = "/{z}/{x}/{y}.png"  # text, checked by _tile_at: the router's int converter has no bound
     return [
-        Route(PREFIX + "/{token}/{space}/t/{style}" + tile, _tile_endpoint, methods=["GET"]),
-        Route(PREFIX + "/{token}/{space}/h/{mark}" + tile, _highlight_endpoint, methods=["GET"]),
-        Route(PREFIX + "/{token}/{space}/pick", _pick_endpoint, methods=["GET"]),
+        Route(PREFIX + "/{token}/{space}/t/{style}" + tile, _refusing(_tile_endpoint), methods=["GET"]),
+        Route(PREFIX + "/{token}/{space}/h/{mark}" + tile, _refusing(_highlight_endpoint), methods=["GET"]),
+        Route(PREFIX + "/{token}/{space}/pick", _refusing(_pick_endpoint), methods=["GET"]),
     ]

@@ -17,9 +17,10 @@ permutation and its inverse), a chunk of ``CHECK_ROWS`` rows at a time. Hashes a
 (inode, size, modification time), so one process hashes a file once.
 
 Reading back holds nothing of size n: every per-point array (layouts, densities, clusters, norms, lengths,
-overlaps, the spatial index of ``isoscope.atlas.spatial``) is an ``np.memmap``, and ``points.parquet`` is
-opened for reads by row group (``isoscope.atlas.points``); ``Atlas.points`` / ``Atlas.texts`` read the whole
-table only when a caller asks for it (the Neighbours page), never on the map's path.
+overlaps, the spatial index of ``isoscope.atlas.spatial``) is an ``np.memmap`` that checks its file's size
+before each read (``isoscope.data.maps.CheckedMap``: a file cut short after it was opened is an InputError, not
+SIGBUS), and ``points.parquet`` is opened for reads by row group (``isoscope.atlas.points``); ``Atlas.points`` /
+``Atlas.texts`` read the whole table only when a caller asks for it (the Neighbours page), never on the map's path.
 
 The build lock is ``isoscope.cache.file_lock`` on a file next to the folder (``.<name>.lock``): a second build
 of the same folder (another session of the app, another ``isoscope atlas``) waits for the first, then finds its
@@ -45,6 +46,7 @@ from isoscope.atlas.points import PointsFile
 from isoscope.atlas.spatial import INDEX_FILES, SpatialIndex, World
 from isoscope.cache import atomic_write_bytes, file_lock, file_sha256
 from isoscope.data.jsonfile import SHA256, Int, ListOf, MapOf, Num, Str, Struct, Tuple, read_json
+from isoscope.data.maps import checked_map
 from isoscope.errors import InputError
 from isoscope.paths import NotRegularFile, check_regular, open_regular
 
@@ -277,8 +279,8 @@ class Atlas:
 
     def vectors(self, space: str = "raw") -> np.ndarray:
         """The space's vectors (n, d), memory-mapped."""
-        path = self.path / "vectors.npy" if space == "raw" else self.path / space / "vectors.npy"
-        return np.load(path, mmap_mode="r", allow_pickle=False)
+        rel = "vectors.npy" if space == "raw" else f"{space}/vectors.npy"
+        return checked_map(np.load(self.path / rel, mmap_mode="r", allow_pickle=False), f"{self.path.name}/{rel}")
 
 
 def space_names(config: dict) -> list[str]:
@@ -391,7 +393,9 @@ def _array(path: Path, rel: str, ledger: Ledger, shape: tuple, kinds: str, mmap:
         raise AtlasDamaged(f"{rel} has shape {got}, expected {tuple('any' if w is None else w for w in shape)}")
     if dtype.kind not in kinds or dtype.hasobject:
         raise AtlasDamaged(f"{rel} holds {dtype}, not numbers")
-    return np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
+    if not mmap:
+        return np.load(p, allow_pickle=False)
+    return checked_map(np.load(p, mmap_mode="r", allow_pickle=False), f"{path.name}/{rel}")  # reads check the size
 
 
 def _finite(rel: str, a: np.ndarray) -> np.ndarray:

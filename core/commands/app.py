@@ -117,4 +117,12 @@ def run(args: argparse.Namespace) -> dict:
         print(
             f"classroom mode: students open that address and type the access code {plan.access_code}", file=sys.stderr
         )
-    return {"command": plan.command, "returncode": launch.start(plan)}
+    code = launch.start(plan)
+    if code != 0:  # the server died on its own (a crash, a signal from elsewhere): not a clean stop
+        import signal
+
+        names = {int(sig): sig.name for sig in signal.Signals}
+        died = f"killed by {names.get(code - 128, f'signal {code - 128}')}" if code > 128 else f"exit status {code}"
+        print(f"error: the app's server stopped unexpectedly ({died}); its messages are above", file=sys.stderr)
+        raise SystemExit(code)
+    return {"command": plan.command, "returncode": code}

@@ -19,6 +19,7 @@ from isoscope.commands.common import (
     add_vectors_argument,
     emit,
     encoder_for,
+    output_from_args,
     space_from_args,
 )
 from isoscope.data.limits import count_option
@@ -200,7 +201,10 @@ def run(args: argparse.Namespace) -> dict:
 
     if args.max_length < 2 or args.batch_size < 1:
         raise InputError("--max-length must be >= 2 and --batch-size >= 1")
+    from isoscope.data.outputs import ATLAS_FOLDER
+
     space = space_from_args(args, "atlas")
+    output_from_args(args, args.out, ATLAS_FOLDER)  # before any work: no input, no folder of another kind
     config = AtlasConfig(
         pooling=space.pooling,
         max_length=args.max_length,
@@ -215,6 +219,10 @@ def run(args: argparse.Namespace) -> dict:
         shard_rows=args.shard_rows,
     )
     config.validate()
+    if config.engine == "ray":
+        from isoscope.encode.ray_address import parse_ray_address
+
+        parse_ray_address(args.ray_address)  # its form before any work (whether it answers: when Ray starts)
     if config.calibrate != "none":
         from isoscope.calibrate import make_calibrator
 

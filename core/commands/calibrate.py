@@ -10,7 +10,6 @@ with ``--model openai:NAME`` on the endpoint's vectors of the corpus. The vector
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from isoscope.calibrate.methods import methods_help
@@ -24,6 +23,7 @@ from isoscope.commands.common import (
     emit,
     encoder_for,
     epoch_bar,
+    output_from_args,
     progress_bar,
     recipe_of,
     space_from_args,
@@ -102,12 +102,11 @@ def _progress(args: argparse.Namespace, stage: str):
 
 def run(args: argparse.Namespace) -> dict:
     from isoscope.data import load_corpus
+    from isoscope.data.outputs import CALIBRATOR_FOLDER
     from isoscope.evaluate.sts import check_fit_corpus, fit_and_save
 
     calibrator = calibrator_from_args(args, args.method)
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out} is a file; give a folder")
+    out = output_from_args(args, args.out, CALIBRATOR_FOLDER)  # before any work: no input, nothing to lose
     space = space_from_args(args, "calibrate")
     given = vector_input(args, space, args.input, kind="corpus")
     if given is not None:

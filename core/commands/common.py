@@ -36,8 +36,11 @@ MODEL_HELP = (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from isoscope.cache import ArrayCache
     from isoscope.data.inputs import InputKind, VectorInput
+    from isoscope.data.outputs import OutputKind
     from isoscope.encode.embed import EmbedConfig
     from isoscope.encode.endpoints import Endpoint
     from isoscope.encode.models import Encoder
@@ -388,3 +391,31 @@ def emit(
     sys.stdout.flush()  # the result before the warnings, where both streams are one terminal
     for warning in warnings:
         print(f"warning: {printable(warning)}", file=sys.stderr)
+
+
+# ---------------------------------------------------------------- outputs (isoscope.data.outputs)
+
+# every option that names something a command reads: an output is compared with all of them
+INPUT_OPTIONS: tuple[str, ...] = (
+    *("input", "vectors", "pairs", "fit_on", "beir", "table", "queries_vectors", "docs_vectors", "qrels"),
+    *("model", "retrieval", "stsb_dir", "data_file"),
+)
+
+
+def add_force_argument(p: argparse.ArgumentParser) -> None:
+    """``--force``: replace an existing file at the output that is not one the command writes."""
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing file at the output that is not one this command writes (another format, "
+        "or not Isoscope's); never a folder, never an input",
+    )
+
+
+def output_from_args(args: argparse.Namespace, value: str, kind: OutputKind, *, option: str = "--out") -> Path:
+    """``isoscope.data.outputs.check_output`` of ``value`` (the ``option`` naming it) against every input the
+    command's options name (``INPUT_OPTIONS``) and ``--force``, before any work."""
+    from isoscope.data.outputs import check_output
+
+    inputs = [(option_name(name), getattr(args, name, None)) for name in INPUT_OPTIONS]
+    return check_output(value, kind=kind, inputs=inputs, force=getattr(args, "force", False), option=option)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from isoscope.calibrate.methods import methods_help
 from isoscope.commands.common import (
     add_endpoint_arguments,
+    add_force_argument,
     add_json_argument,
     add_model_arguments,
     add_vectors_argument,
@@ -23,6 +24,7 @@ from isoscope.commands.common import (
     emit,
     encoder_for,
     epoch_bar,
+    output_from_args,
     progress_bar,
     recipe_of,
     space_from_args,
@@ -86,29 +88,46 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=2,
         help="ray with a local address: CPUs Ray may use (default: 2)",
     )
+    add_force_argument(p)
     add_model_arguments(p)
     add_endpoint_arguments(p)
     add_json_argument(p)
 
 
-def _check_out(out: str | None) -> Path | None:
-    if out is None:
+def _check_out(args: argparse.Namespace) -> Path | None:
+    """``--out`` checked before any work (``isoscope.data.outputs``): a .npy name, no input, nothing of another kind."""
+    if args.out is None:
         return None
-    path = Path(out)
+    from isoscope.data.outputs import NPY
+
+    path = Path(args.out)
     if path.suffix != ".npy":
         raise InputError(f"--out must end in .npy, got '{path.name}'")
     if path.is_dir():  # said before any work, naming the option (the rename at the end named a temporary file)
-        raise InputError(f"--out {out} is a folder; give the .npy file to write, e.g. {path / 'vectors.npy'}")
-    return path
+        raise InputError(f"--out {args.out} is a folder; give the .npy file to write, e.g. {path / 'vectors.npy'}")
+    return output_from_args(args, args.out, NPY)
+
+
+def _save(args: argparse.Namespace, out: Path, vectors) -> None:
+    """``vectors`` written to ``out`` beside it and renamed in (``isoscope.data.outputs.write_output_bytes``)."""
+    from isoscope.cache import npy_bytes
+    from isoscope.data.outputs import NPY, write_output_bytes
+
+    write_output_bytes(out, npy_bytes(vectors), kind=NPY, force=args.force)
 
 
 def _run_ray(args: argparse.Namespace, space: SpaceSpec, out: Path | None) -> dict:
     from isoscope.data import streamable_corpus
+    from isoscope.encode.ray_address import parse_ray_address
     from isoscope.encode.shards import DEFAULT_SHARD_ROWS, actor_device, embed_with_ray, load_shards, require_ray
 
+    parse_ray_address(args.ray_address)  # its form first: one line naming the forms
     require_ray()  # before reading anything: one line naming the extra to install
     if not args.shard_dir:
         raise InputError("--engine ray needs --shard-dir (a folder every Ray node can write)")
+    from isoscope.data.outputs import SHARDS_FOLDER
+
+    output_from_args(args, args.shard_dir, SHARDS_FOLDER, option="--shard-dir")
     source, warnings = streamable_corpus(args.input, args.text_column)
     args.interrupt_note = f"the shards finished so far are kept in {args.shard_dir}; run the same command to resume"
     run = embed_with_ray(
@@ -139,10 +158,8 @@ def _run_ray(args: argparse.Namespace, space: SpaceSpec, out: Path | None) -> di
     }
     lines = [f"wrote {run.n} x {run.dim} vectors in {run.num_shards} shards to {run.shard_dir}"]
     if out is not None:
-        from isoscope.cache import atomic_save_npy
-
         _, vectors = load_shards(run.shard_dir)
-        atomic_save_npy(out, vectors)
+        _save(args, out, vectors)
         result["out"] = str(out)
         lines.append(f"wrote {vectors.shape[0]} x {vectors.shape[1]} vectors to {out}")
     emit(args, result, lines)
@@ -165,6 +182,7 @@ def _run_chunked(args: argparse.Namespace, space: SpaceSpec, out: Path) -> dict:
         config=embed_config(args),
         chunk_size=args.chunk_size,
         progress=progress_bar(args, "embed"),
+        force=args.force,
     )
     result = {
         "engine": "local",
@@ -198,12 +216,10 @@ def _calibrated(args: argparse.Namespace, vectors, result: dict, lines: list[str
 
 
 def _write(args: argparse.Namespace, out: Path, vectors, warnings: list[str], extra: dict | None = None) -> dict:
-    from isoscope.cache import atomic_save_npy
-
     result = {"out": str(out), "n": int(vectors.shape[0]), "dim": 0, **(extra or {}), "warnings": list(warnings)}
     lines: list[str] = []
     vectors = _calibrated(args, vectors, result, lines)
-    atomic_save_npy(out, vectors)
+    _save(args, out, vectors)
     result["dim"] = int(vectors.shape[1])
     lines.insert(0, f"wrote {vectors.shape[0]} x {vectors.shape[1]} vectors to {out}")
     emit(args, result, lines)
@@ -211,7 +227,7 @@ def _write(args: argparse.Namespace, out: Path, vectors, warnings: list[str], ex
 
 
 def run(args: argparse.Namespace) -> dict:
-    out = _check_out(args.out)
+    out = _check_out(args)
     if args.calibrate != "none":
         from isoscope.calibrate import make_calibrator
 

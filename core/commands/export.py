@@ -20,6 +20,7 @@ import argparse
 from isoscope.calibrate.methods import methods_help
 from isoscope.commands.calibrate import add_flow_arguments, calibrator_from_args
 from isoscope.commands.common import (
+    add_force_argument,
     add_json_argument,
     add_model_arguments,
     add_vectors_argument,
@@ -28,6 +29,7 @@ from isoscope.commands.common import (
     emit,
     encoder_for,
     epoch_bar,
+    output_from_args,
     progress_bar,
     space_from_args,
 )
@@ -68,6 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="with --vectors: write a FAISS index of the raw rows whose "
         "pre-transform is the fitted map (--out FILE.faiss)",
     )
+    add_force_argument(p)
     add_flow_arguments(p)
     add_model_arguments(p, precision=False, fp32_note="exported from its fp32 weights")
     add_json_argument(p)
@@ -85,11 +88,17 @@ def _vectors(args: argparse.Namespace, space) -> dict:
         raise InputError("--vectors is fitted on its own rows; drop --fit-on")
     if args.format != "sentence-transformers" or args.int8:
         raise InputError("--format and --int8 export a model; with --vectors the output is the file's format")
+    from isoscope.data.outputs import FAISS, VECTOR_FILES
+    from isoscope.data.vectors import vector_format
+
+    kind = FAISS if args.faiss else VECTOR_FILES.get(vector_format(space.vectors))
+    if kind is not None:  # a format written as its own kind is checked here, before the file is read
+        output_from_args(args, args.out, kind)
     table = load_vector_file(space.vectors, column=space.column)
     calibrator = calibrator_from_args(args, args.calibrate)
     calibrator.fit(table.vectors, progress=_progress(args, "fit"))
     return export_vectors(
-        space.vectors, space.column, calibrator, args.out, vectors=table.vectors, faiss=args.faiss
+        space.vectors, space.column, calibrator, args.out, vectors=table.vectors, faiss=args.faiss, force=args.force
     ).to_dict()
 
 
@@ -107,6 +116,9 @@ def run(args: argparse.Namespace) -> dict:
             raise InputError("give --fit-on CORPUS: the texts to fit the calibrator on")
         if args.int8 and args.format != "onnx":
             raise InputError("--int8 quantises an ONNX export: add --format onnx")
+        from isoscope.data.outputs import EXPORT_FOLDER
+
+        output_from_args(args, args.out, EXPORT_FOLDER)
         corpus = load_corpus(args.fit_on, text_column=args.text_column)
         calibrator = calibrator_from_args(args, args.calibrate)
         encoder = encoder_for(args, space)

@@ -22,6 +22,7 @@ from isoscope.commands.common import (
     add_model_arguments,
     emit,
     encoder_for,
+    output_from_args,
     progress_bar,
     space_from_args,
 )
@@ -208,6 +209,10 @@ def run(args: argparse.Namespace) -> dict:
     if args.threads:
         torch.set_num_threads(args.threads)
     _check_device(args)
+    if args.out is not None:
+        from isoscope.data.outputs import LANDSCAPE_FOLDER
+
+        output_from_args(args, args.out, LANDSCAPE_FOLDER)  # before any work: no input, no folder of another kind
     task1 = load_task(args.task, args.seed, args.stsb_dir)
     task2 = load_task(args.task2 or default_task2(args.task), args.seed, args.stsb_dir)
     encoder = encoder_for(args, space_from_args(args, "landscape"))

@@ -14,7 +14,14 @@ import sys
 from typing import TYPE_CHECKING
 
 from isoscope.calibrate.methods import methods_help
-from isoscope.commands.common import add_json_argument, add_model_arguments, emit, space_from_args
+from isoscope.commands.common import (
+    add_force_argument,
+    add_json_argument,
+    add_model_arguments,
+    emit,
+    output_from_args,
+    space_from_args,
+)
 from isoscope.data.inputs import INPUT_KINDS
 from isoscope.errors import InputError
 
@@ -62,6 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="seed of samples and maps (default: 0)")
     add_model_arguments(p)
+    add_force_argument(p)
     add_json_argument(p)
 
 
@@ -78,7 +86,6 @@ def _check(args: argparse.Namespace, source: SpaceSpec) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from pathlib import Path
 
     from isoscope.data import load_pairs
     from isoscope.space.report import write
@@ -87,9 +94,9 @@ def run(args: argparse.Namespace) -> dict:
 
     source = space_from_args(args, "report")
     _check(args, source)
-    out = Path(args.out).expanduser()
-    if out.is_dir():
-        raise InputError(f"--out {args.out} is a folder; give the HTML file to write")
+    from isoscope.data.outputs import REPORT
+
+    out = output_from_args(args, args.out, REPORT)  # before any work: no input, nothing of another kind
     pairs = load_pairs(args.pairs) if args.pairs else None
     if pairs is not None and pairs.scores is None:
         raise InputError(f"{pairs.name}: no score column; --pairs needs gold scores")
@@ -112,7 +119,7 @@ def run(args: argparse.Namespace) -> dict:
         title=args.title,
         progress=not args.quiet,
     )
-    path = write(render(report), out)
+    path = write(render(report), out, force=args.force)
     result = {
         "out": str(path),
         "bytes": path.stat().st_size,

@@ -18,6 +18,7 @@ import argparse
 from isoscope.commands.calibrate import add_flow_arguments
 from isoscope.commands.common import (
     add_endpoint_arguments,
+    add_force_argument,
     add_json_argument,
     add_model_arguments,
     cache_from_args,
@@ -27,6 +28,7 @@ from isoscope.commands.common import (
     endpoint_cache,
     endpoint_from_args,
     epoch_bar,
+    output_from_args,
     progress_bar,
     space_from_args,
 )
@@ -71,6 +73,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_flow_arguments(p)
     add_model_arguments(p)
     add_endpoint_arguments(p)
+    add_force_argument(p)
     add_json_argument(p)
 
 
@@ -178,16 +181,19 @@ def run(args: argparse.Namespace) -> dict:
     if args.calibrate:
         variants = tuple(str(s) for s in parse_variants(args.calibrate))  # a bad fix: fail before loading anything
     config = RetrievalConfig(variants=variants, depth=args.depth, resamples=args.resamples, seed=args.seed)
+    if args.per_query_out:
+        from isoscope.data.outputs import PER_QUERY_CSV
+
+        output_from_args(args, args.per_query_out, PER_QUERY_CSV, option="--per-query-out")  # before any work
     task = _task(args)
     result = _evaluate(args, task, config)
     out = result.to_dict()
     if args.per_query_out:
-        from pathlib import Path
-
-        from isoscope.cache import atomic_write_bytes
         from isoscope.data.export import safe_csv
+        from isoscope.data.outputs import PER_QUERY_CSV, write_output_bytes
 
-        atomic_write_bytes(Path(args.per_query_out).expanduser(), safe_csv(result.per_query_frame()))
+        data = safe_csv(result.per_query_frame())
+        write_output_bytes(args.per_query_out, data, kind=PER_QUERY_CSV, force=args.force, option="--per-query-out")
         out["per_query_out"] = str(args.per_query_out)
     emit(args, out, _lines(result), warnings=list(result.warnings))
     return out

@@ -86,6 +86,8 @@ def stsb_from_snapshot(snapshot: Path, dest: Path, *, progress: Callable[[int, i
     after each)."""
     import pyarrow.parquet as pq
 
+    from isoscope.data.outputs import STSB_FOLDER_FILE, atomic_file
+
     dest.mkdir(parents=True, exist_ok=True)
     for done, (split, path) in enumerate(_split_files(snapshot).items(), 1):
         table = pq.read_table(path).to_pydict()
@@ -93,10 +95,10 @@ def stsb_from_snapshot(snapshot: Path, dest: Path, *, progress: Callable[[int, i
         rows = list(zip(table["sentence1"], table["sentence2"], table[score], strict=True))
         if len(rows) != STSB_SPLITS[split]:
             raise InputError(f"the STS-B {split} split has {len(rows):,} pairs, not {STSB_SPLITS[split]:,}")
-        tmp = dest / f".stsb-en-{split}.csv.part"
-        with open(tmp, "w", newline="", encoding="utf-8") as f:
-            csv.writer(f).writerows((a, b, f"{float(c):g}") for a, b, c in rows)
-        tmp.replace(dest / f"stsb-en-{split}.csv")
+        # written beside its name and renamed in; the folder was checked as an STS-B folder, whose files are these
+        with atomic_file(dest / f"stsb-en-{split}.csv", kind=STSB_FOLDER_FILE, force=True) as tmp:
+            with open(tmp, "w", newline="", encoding="utf-8") as f:
+                csv.writer(f).writerows((a, b, f"{float(c):g}") for a, b, c in rows)
         log.info("STS-B %s: %d pairs", split, len(rows))
         if progress is not None:
             progress(done, len(STSB_SPLITS))

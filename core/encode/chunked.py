@@ -25,6 +25,7 @@ from isoscope.cache import PartialNpy, atomic_write_bytes, check_free, text_dige
 from isoscope.data import TextStats, stream_texts, streaming_limits
 from isoscope.data.jsonfile import Int, ListOf, Struct, read_json
 from isoscope.data.limits import check_count
+from isoscope.data.outputs import NPY, check_destination
 from isoscope.data.sharded import ParquetColumn
 from isoscope.encode.embed import EmbedConfig, encode
 from isoscope.encode.models import Encoder
@@ -196,8 +197,11 @@ def embed_to_npy(
     config: EmbedConfig | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     progress: ProgressFn | None = None,
+    force: bool = False,
 ) -> ChunkedRun:
-    """Embed every text of ``source`` into ``out`` (.npy, float32 (n, d)), resumably, chunk by chunk.
+    """Embed every text of ``source`` into ``out`` (.npy, float32 (n, d)), resumably, chunk by chunk. An existing
+    ``out`` that is not a .npy file is replaced only with ``force`` (``isoscope.data.outputs``: checked before
+    the first chunk and again at the rename).
 
     ``progress(done, total)`` is called after each chunk is safely on disk (so an exception raised in it
     loses nothing). Rows follow the order of the texts (empty lines of a file are skipped).
@@ -207,6 +211,7 @@ def embed_to_npy(
     if out.suffix != ".npy":
         raise InputError(f"output must end in .npy, got '{out.name}'")
     check_count("chunk_size", chunk_size, "chunk size")  # isoscope.data.limits.COUNTS
+    check_destination(out, kind=NPY, force=force)
     plan = plan_run(encoder, source, pooling=pooling, config=config, chunk_size=chunk_size)
     n, num_chunks, signature = plan.n, plan.num_chunks, plan.signature
     done, part = _load_progress(out, signature)
@@ -235,6 +240,7 @@ def embed_to_npy(
                 progress(sum(_chunk_len(i, n, chunk_size) for i in done), n)
         if len(done) != num_chunks or part is None:
             raise InputError("the input changed while it was being embedded; run again")
+        check_destination(out, kind=NPY, force=force)
         part.finish(out)
     finally:
         if part is not None:

@@ -179,7 +179,11 @@ def package_for_workers(folder: Path | None = None) -> Path:
 
 
 def _ray_init(address: str, num_cpus: int) -> bool:
-    """Connect to Ray (``local``: start a private instance). Returns True when this call started it."""
+    """Connect to Ray (``local``: start a private instance; a cluster's address is checked first and must answer
+    in time: ``isoscope.encode.ray_address``). Returns True when this call started it."""
+    from isoscope.encode.ray_address import connect, parse_ray_address
+
+    parse_ray_address(address)  # the form first, before Ray is imported
     try:
         import ray
         import ray.data
@@ -193,18 +197,7 @@ def _ray_init(address: str, num_cpus: int) -> bool:
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
     logging.getLogger("ray.data").setLevel(logging.WARNING)
-    if ray.is_initialized():
-        return False
-    if address == "local":  # workers run this Python, so they import isoscope as this process does
-        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
-    else:  # ship this package to the cluster's workers, under its import name
-        ray.init(
-            address=address,
-            log_to_driver=False,
-            logging_level=logging.WARNING,
-            runtime_env={"py_modules": [str(package_for_workers())]},
-        )
-    return True
+    return connect(address, num_cpus, ship=lambda: str(package_for_workers()))
 
 
 def actor_device(device: str) -> str:

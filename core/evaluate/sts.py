@@ -314,7 +314,8 @@ def fit_and_save_vectors(
 ) -> FitReport:
     """Fit ``calibrator`` on ``vectors`` (n, d), the vectors of ``name``, and save it to ``out`` with ``space`` (what
     the vectors came from: ``model``, ``model_fingerprint`` and ``pooling``, or a vectors file's provenance) in
-    its metadata: the ``FitReport`` of ``isoscope calibrate``."""
+    its metadata: the ``FitReport`` of ``isoscope calibrate``. ``out`` is written whole, beside its name and renamed
+    in (``isoscope.data.outputs``): it must be absent, empty or an earlier calibrator folder holding nothing else."""
     if len(vectors) < MIN_FIT_TEXTS:
         raise InputError(f"{name}: need at least {MIN_FIT_TEXTS} texts to fit a calibrator")
     out = Path(out)
@@ -322,7 +323,10 @@ def fit_and_save_vectors(
     fit_seconds = fit_timed(calibrator, vectors, stage("fit"))
     metadata = {**space, "fit_on": name, "n_fit": len(vectors), "fit_seconds": fit_seconds}
     warnings = [*(warnings or []), *[w for w in [fit_size_warning(calibrator, len(vectors), vectors.shape[1])] if w]]
-    calibrator.save(out, metadata)
+    from isoscope.data.outputs import CALIBRATOR_FOLDER, atomic_folder
+
+    with atomic_folder(out, kind=CALIBRATOR_FOLDER) as new:  # both files, then one rename: never a torn pair
+        calibrator.save(new, metadata)
     after = calibrator.transform(vectors)  # (n, k)
     return FitReport(
         method=calibrator.method,

@@ -29,11 +29,16 @@ def pretransform_index(affine: AffineMap) -> faiss.Index:
     return index
 
 
-def write_faiss_index(affine: AffineMap, vectors: np.ndarray, out: str | Path) -> Path:
-    """Write ``out``: ``pretransform_index(affine)`` holding the raw ``vectors`` (n, d_in) (row ids = positions)."""
+def write_faiss_index(affine: AffineMap, vectors: np.ndarray, out: str | Path, *, force: bool = False) -> Path:
+    """Write ``out``: ``pretransform_index(affine)`` holding the raw ``vectors`` (n, d_in) (row ids = positions),
+    beside ``out`` and renamed over it (``isoscope.data.outputs.atomic_file``: an existing ``out`` that is not
+    a FAISS index is replaced only with ``force``)."""
     import faiss
+
+    from isoscope.data.outputs import FAISS, atomic_file
 
     index = pretransform_index(affine)
     index.add(np.ascontiguousarray(vectors, np.float32))
-    faiss.write_index(index, str(out))
+    with atomic_file(out, kind=FAISS, force=force) as tmp:
+        faiss.write_index(index, str(tmp))
     return Path(out)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from isoscope.data.outputs import EXPORT_FOLDER, atomic_folder, check_destination
 from isoscope.errors import InputError
 from isoscope.export.provenance import ExportReport, check_exportable, measure, model_report, seal_folder
 
@@ -210,9 +211,7 @@ def export_onnx(
         raise InputError(f"pooling {spec.name} is not exported to ONNX; use one of {', '.join(ONNX_POOLINGS)}")
     calibrator._check_fitted()
     check_exportable(calibrator, n_fit=len(fit_vectors), dim=encoder.output_dim(spec))
-    out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise InputError(f"{out} exists and is not an empty folder; give a new folder to export to")
+    out = check_destination(out, kind=EXPORT_FOLDER)  # said before the work; checked again at the rename
     prompt = config.prompt_text(encoder)
     card = encoder.recipe.card if encoder.recipe is not None else None
     lower = bool(card and card.do_lower_case)
@@ -226,15 +225,14 @@ def export_onnx(
     want = calibrator.transform(pooled)  # (p, k) Isoscope's vectors
     kappa = condition(calibrator, pooled)
     before, after = measure(calibrator, fit_vectors)
-    out.mkdir(parents=True, exist_ok=True)
-    try:
+    with atomic_folder(out, kind=EXPORT_FOLDER) as new:  # renamed into place once sealed
         feed = _tokenize(encoder, probe[:2], prompt, max_length, lower)
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")  # tracer and deprecation warnings of the TorchScript exporter
             torch.onnx.export(
                 _Pipeline(encoder, spec, calibrator, skip).eval(),
                 (torch.from_numpy(feed["input_ids"]), torch.from_numpy(feed["attention_mask"])),
-                str(out / MODEL_FILE),
+                str(new / MODEL_FILE),
                 input_names=["input_ids", "attention_mask"],
                 output_names=["sentence_embedding"],
                 dynamic_axes={
@@ -245,7 +243,7 @@ def export_onnx(
                 opset_version=OPSET,
                 dynamo=False,
             )
-        got = _run(out / MODEL_FILE, _tokenize(encoder, probe, prompt, max_length, lower))  # (p, k)
+        got = _run(new / MODEL_FILE, _tokenize(encoder, probe, prompt, max_length, lower))  # (p, k)
         err = _rel_error(got, want)
         if not err <= FP32_ENGINE_TOLERANCE * max(1.0, kappa):
             raise RuntimeError(
@@ -256,11 +254,11 @@ def export_onnx(
         if quantize:
             from isoscope.encode.quantize import quantize_onnx
 
-            quantize_onnx(out / MODEL_FILE, out / INT8_FILE)
+            quantize_onnx(new / MODEL_FILE, new / INT8_FILE)
             if fit_texts:
                 feed = _tokenize(encoder, list(fit_texts[:1000]), prompt, max_length, lower)
                 checks["int8_spearman_vs_fp32"] = _pair_spearman(
-                    _run(out / MODEL_FILE, feed), _run(out / INT8_FILE, feed)
+                    _run(new / MODEL_FILE, feed), _run(new / INT8_FILE, feed)
                 )
         with tempfile.TemporaryDirectory(prefix="isoscope-tok-") as tmp:
             encoder.tokenizer.save_pretrained(tmp)
@@ -268,7 +266,7 @@ def export_onnx(
                 raise InputError(f"{encoder.name} has no fast tokenizer (tokenizer.json); ONNX Runtime users need one")
             for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
                 if (Path(tmp) / name).is_file():
-                    shutil.copy(Path(tmp) / name, out / name)
+                    shutil.copy(Path(tmp) / name, new / name)
         tok = encoder.tokenizer
         settings = {
             "prompt": prompt,
@@ -281,16 +279,15 @@ def export_onnx(
             "output": "sentence_embedding",
             "int8": INT8_FILE if quantize else None,
         }
-        (out / CONFIG_FILE).write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
-    except BaseException:
-        shutil.rmtree(out, ignore_errors=True)
-        raise
-    words = encoder.recipe.describe() if encoder.recipe is not None and spec.name == "model" else f"{spec.name} pooling"
-    fit = (len(fit_vectors), int(calibrator.n_features_in_), int(want.shape[1]))
-    report = model_report(
-        out, "onnx", encoder=encoder, pooling=spec.name, calibrator=calibrator, fit=fit, corpus=corpus,
-        corpus_digest=corpus_digest, before=before, after=after, checks=checks,
-        recipe=f"{words} -> {calibrator.method} (one ONNX graph)",
-    )  # fmt: skip
-    seal_folder(out, report, usage=USAGE.format(folder=out.name))
+        (new / CONFIG_FILE).write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
+        words = (
+            encoder.recipe.describe() if encoder.recipe is not None and spec.name == "model" else f"{spec.name} pooling"
+        )
+        fit = (len(fit_vectors), int(calibrator.n_features_in_), int(want.shape[1]))
+        report = model_report(
+            out, "onnx", encoder=encoder, pooling=spec.name, calibrator=calibrator, fit=fit, corpus=corpus,
+            corpus_digest=corpus_digest, before=before, after=after, checks=checks,
+            recipe=f"{words} -> {calibrator.method} (one ONNX graph)",
+        )  # fmt: skip
+        seal_folder(new, report, usage=USAGE.format(folder=out.name))
     return report

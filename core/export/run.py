@@ -147,10 +147,12 @@ def export_vectors(
     vectors: np.ndarray,
     fit_vectors: np.ndarray | None = None,
     faiss: bool = False,
+    force: bool = False,
 ) -> ExportReport:
     """``vectors`` (n, d), the rows of ``source`` (its ``column``), through the fitted ``calibrator``: written to
     ``out`` in ``source``'s own format, or (``faiss``) as a FAISS index of the raw rows whose pre-transform is
-    the map (affine calibrators only). ``fit_vectors``: what it was fitted on (default: ``vectors``)."""
+    the map (affine calibrators only). ``fit_vectors``: what it was fitted on (default: ``vectors``). ``force``:
+    replace an existing ``out`` that is not a file of that format (``isoscope.data.outputs``)."""
     from isoscope.data.vectors import vectors_digest
     from isoscope.export.provenance import check_exportable
 
@@ -161,13 +163,13 @@ def export_vectors(
         from isoscope.export.faiss_index import write_faiss_index
 
         affine = affine_map(calibrator)
-        write_faiss_index(affine, vectors, out)
+        write_faiss_index(affine, vectors, out, force=force)
         d_out = affine.d_out
     else:
         from isoscope.export.vectors import calibrate_vectors, write_vectors
 
         Z = calibrate_vectors(calibrator, vectors)  # (n, k)
-        write_vectors(source, column, Z, out)
+        write_vectors(source, column, Z, out, force=force)
         d_out = int(Z.shape[1])
     before, after = measure(calibrator, fit)
     return ExportReport(

@@ -11,12 +11,12 @@ process where Isoscope is not installed. The module is not named after the libra
 from __future__ import annotations
 
 import logging
-import shutil
 import tempfile
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from isoscope.data.outputs import EXPORT_FOLDER, atomic_folder, check_destination
 from isoscope.errors import InputError
 from isoscope.export.affine import AffineMap, affine_map
 from isoscope.export.provenance import ExportReport, check_exportable, measure, model_report, seal_folder
@@ -131,8 +131,8 @@ def export_sentence_transformers(
     """Write ``out``: a sentence-transformers folder whose ``encode`` gives ``calibrator``'s vectors of this
     encoder and pooling. ``fit_vectors`` (n, d): the vectors the calibrator was fitted on (the too-small rule and
     the numbers before/after are measured on them). InputError for a flow (use ONNX), a calibrator fitted on
-    too few texts or on vectors of another dimension, a pooling sentence-transformers cannot run, a non-empty
-    ``out``."""
+    too few texts or on vectors of another dimension, a pooling sentence-transformers cannot run, an ``out``
+    that is not absent, empty or an earlier export (``isoscope.data.outputs``: written beside it, renamed in)."""
     from isoscope.encode.embed import EmbedConfig
     from isoscope.encode.pooling import resolve_pooling
 
@@ -141,26 +141,20 @@ def export_sentence_transformers(
     check_source(encoder, spec)
     affine = affine_map(calibrator)
     check_exportable(calibrator, n_fit=len(fit_vectors), dim=encoder.output_dim(spec))
-    out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise InputError(f"{out} exists and is not an empty folder; give a new folder to export to")
+    out = check_destination(out, kind=EXPORT_FOLDER)  # said before the work; checked again at the rename
     SentenceTransformer, _ = _models()
     before, after = measure(calibrator, fit_vectors)
-    with tempfile.TemporaryDirectory(prefix="isoscope-export-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="isoscope-export-") as tmp, atomic_folder(out, kind=EXPORT_FOLDER) as new:
         modules, prompts, default, words = _pipeline(encoder, spec, affine, config, Path(tmp))
         model = SentenceTransformer(
             modules=modules, device="cpu", prompts=prompts, default_prompt_name=default, similarity_fn_name="cosine"
         )
-        try:
-            model.save(str(out), create_model_card=False)
-        except BaseException:
-            shutil.rmtree(out, ignore_errors=True)
-            raise
-    fit = (len(fit_vectors), affine.d_in, affine.d_out)
-    report = model_report(
-        out, "sentence-transformers", encoder=encoder, pooling=spec.name, calibrator=calibrator, fit=fit,
-        corpus=corpus, corpus_digest=corpus_digest, before=before, after=after, recipe=words,
-    )  # fmt: skip
-    seal_folder(out, report, usage=USAGE.format(folder=out.name))
+        model.save(str(new), create_model_card=False)
+        fit = (len(fit_vectors), affine.d_in, affine.d_out)
+        report = model_report(
+            out, "sentence-transformers", encoder=encoder, pooling=spec.name, calibrator=calibrator, fit=fit,
+            corpus=corpus, corpus_digest=corpus_digest, before=before, after=after, recipe=words,
+        )  # fmt: skip
+        seal_folder(new, report, usage=USAGE.format(folder=out.name))  # the manifest last, then the rename
     log.info("exported %s + %s to %s", encoder.name, calibrator.method, out)
     return report

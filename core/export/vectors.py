@@ -53,37 +53,37 @@ def _table_with(table, column: str | None, Z: np.ndarray):
     return table.set_column(names.index(column), column, values)
 
 
-def write_vectors(source: str | Path, column: str | None, Z: np.ndarray, out: str | Path) -> Path:
+def write_vectors(
+    source: str | Path, column: str | None, Z: np.ndarray, out: str | Path, *, force: bool = False
+) -> Path:
     """Write ``Z`` (n, k), the calibrated rows of ``source``, to ``out`` in ``source``'s format (Parquet and Arrow
-    keep every other column and the table's metadata; ``column`` names the vector column or tensor)."""
-    from isoscope.cache import atomic_write_bytes
+    keep every other column and the table's metadata; ``column`` names the vector column or tensor). Written
+    beside ``out`` and renamed over it (``isoscope.data.outputs.atomic_file``): an existing ``out`` that is not
+    a file of that format is replaced only with ``force``."""
+    from isoscope.data.outputs import VECTOR_FILES, atomic_file
 
     source, out = Path(source), Path(out)
     fmt = _same_format(source, out)
     Z = np.ascontiguousarray(Z, np.float32)  # (n, k)
-    if fmt == "npy":
-        import io
+    with atomic_file(out, kind=VECTOR_FILES[fmt], force=force) as tmp:
+        if fmt == "npy":
+            with open(tmp, "wb") as f:
+                np.save(f, Z, allow_pickle=False)
+        elif fmt == "safetensors":
+            from safetensors import safe_open
+            from safetensors.numpy import save
 
-        buf = io.BytesIO()
-        np.save(buf, Z, allow_pickle=False)
-        atomic_write_bytes(out, buf.getvalue())
-    elif fmt == "safetensors":
-        from safetensors import safe_open
-        from safetensors.numpy import save
+            with safe_open(str(source), framework="numpy") as f:
+                keys = list(f.keys())
+            tmp.write_bytes(save({column or (keys[0] if len(keys) == 1 else "vectors"): Z}))
+        elif fmt == "parquet":
+            import pyarrow.parquet as pq
 
-        with safe_open(str(source), framework="numpy") as f:
-            keys = list(f.keys())
-        atomic_write_bytes(out, save({column or (keys[0] if len(keys) == 1 else "vectors"): Z}))
-    elif fmt == "parquet":
-        import pyarrow.parquet as pq
+            pq.write_table(_table_with(pq.read_table(source), column, Z), tmp)
+        else:
+            import pyarrow.feather as feather
 
-        table = _table_with(pq.read_table(source), column, Z)
-        pq.write_table(table, out)
-    else:
-        import pyarrow.feather as feather
-
-        table = _table_with(feather.read_table(source), column, Z)
-        feather.write_feather(table, out)
+            feather.write_feather(_table_with(feather.read_table(source), column, Z), tmp)
     return out
 
 

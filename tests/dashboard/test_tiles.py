@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import runpy
 from pathlib import Path
 
@@ -156,3 +157,19 @@ def test_prerendered_top_tiles_are_served_checked_and_equal_to_drawn_ones(served
         tiles._memory.clear()
     assert client.get(urls.tiles.format(z=2, x=1, y=2)).content == built
     assert client.get(urls.tiles.format(z=0, x=0, y=0)).status_code == 200
+
+
+def test_a_layout_cut_short_under_the_open_atlas_is_refused_in_one_line_not_a_dead_server(served):
+    from isoscope.dashboard.services import atlas as svc
+
+    client, path, _ = served
+    urls = tiles.publish(path, "raw", "cluster", False)
+    xy = svc.open_atlas(path).spaces["raw"].xy
+    x, y = xy[0].tolist()
+    assert client.get(urls.pick, params={"x": x, "y": y, "r": 0.5}).status_code == 200
+    index_xy = Path(path) / "raw" / "morton_xy.npy"
+    os.truncate(index_xy, index_xy.stat().st_size - 8)  # one row short, within the last page: no SIGBUS either way
+    got = client.get(urls.pick, params={"x": x, "y": y, "r": 0.5})
+    assert got.status_code == 409, got.text
+    assert "raw/morton_xy.npy was cut short" in got.text and "\n" not in got.text.strip() and path not in got.text
+    secured(got)

@@ -18,13 +18,12 @@ if TYPE_CHECKING:
 __all__ = ["comparison_report", "space_report", "write"]
 
 
-def write(html: str, path: str | Path) -> Path:
-    """Write the report atomically (never a half-written file under its name); returns the path."""
-    from isoscope.cache import atomic_write_bytes
+def write(html: str, path: str | Path, *, force: bool = False) -> Path:
+    """Write the report atomically (never a half-written file under its name); returns the path. An existing
+    file that is not an Isoscope report is replaced only with ``force`` (``isoscope.data.outputs``)."""
+    from isoscope.data.outputs import REPORT, write_output_bytes
 
-    out = Path(path).expanduser()
-    atomic_write_bytes(out, html.encode("utf-8"))
-    return out
+    return write_output_bytes(path, html.encode("utf-8"), kind=REPORT, force=force)
 
 
 def space_report(space: Space, path: str | Path | None = None, **options: Any) -> Path | str:

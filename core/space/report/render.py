@@ -145,6 +145,7 @@ def render(report: Report) -> str:
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta name="generator" content="Isoscope">'  # how isoscope.data.outputs.REPORT knows its own files
         f"<title>{esc(report.title)}</title><style>{CSS}</style>"
         f'<script type="text/javascript">{get_plotlyjs()}</script></head><body><main>'
         f'<header><h1>{esc(report.title)}</h1><p class="sub">{esc(report.subtitle)}</p></header>'

@@ -279,3 +279,16 @@ def test_labels_counted_in_tasks_are_the_labels_counted_here(built, data, tmp_pa
     tally = ray_tally(tmp_path / "points.parquet", paths, groups_per_task=3)
     for i, labels in enumerate(labelings):
         assert tally.top_words(i) == top_words(texts, labels)
+
+
+def test_the_address_check_lets_the_clusters_gcs_through(cluster):
+    """isoscope.encode.ray_address: Ray's GCS answers the gRPC handshake a remote --ray-address must answer, and a
+    driver connects through the checks (a fresh process: this one's Ray is initialised already)."""
+    from isoscope.encode.ray_address import check_reachable, parse_ray_address, probe
+
+    host, port = cluster.address.rsplit(":", 1)
+    assert probe(host, int(port), 10) is None
+    check_reachable(parse_ray_address(cluster.address))  # no InputError
+    script = "import sys, ray; from isoscope.encode.shards import _ray_init; print(_ray_init(sys.argv[1], 1)); ray.shutdown()"
+    proc = subprocess.run([sys.executable, "-c", script, cluster.address], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("True"), proc.stderr[-3000:]
