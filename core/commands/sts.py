@@ -103,7 +103,7 @@ def _build_options(args: argparse.Namespace) -> dict:
 
 def run(args: argparse.Namespace) -> dict:
     from isoscope.data import load_corpus, load_pairs
-    from isoscope.evaluate.sts import check_fit_corpus, check_scored_pairs, sts_of_vectors
+    from isoscope.evaluate.sts import check_fit_corpus, check_scored_pairs, sts_report
     from isoscope.sources import space_vectors
 
     space = space_from_args(args, "sts")
@@ -121,16 +121,12 @@ def run(args: argparse.Namespace) -> dict:
     if corpus is not None:
         bar = progress_bar(args, "embed corpus")
         fit = space_vectors(space, corpus.texts, progress=bar, **build).raw  # (m, d)
-    n = len(pairs)
-    result = sts_of_vectors(
-        both.raw[:n],
-        both.raw[n:],
+    result = sts_report(
+        both,
         pairs,
         calibrator,
         fit_vectors=fit,
         fit_on=None if corpus is None else (corpus.name, corpus.warnings),
-        model=both.model_name,
-        pooling=both.spec.pooling.name if both.spec.pooling is not None else None,
         progress=lambda stage: _progress(args, stage),
         seed=args.seed,
     ).to_dict()
