@@ -13,7 +13,8 @@ One concept per module:
   ``csls[:K]``), light to import; ``fixes``: ``fit_variant``, which sees vectors only, never the qrels;
 - ``search``: exact search to depth 100 (``isoscope.neighbours.exact``), CSLS, the documents' hubness;
 - ``metrics``: nDCG@10, Recall@10/100, MRR@10, MAP@100 per query, by pytrec_eval;
-- ``stats``: the paired randomisation test and the bootstrap interval (scipy), and the verdict;
+- ``stats``: the paired randomisation test and the bootstrap interval (scipy; ``bootstrap_interval`` for any
+  statistic of paired per-query scores), and the verdict;
 - ``run``: a run end to end (``retrieval_report``, ``evaluate_retrieval`` -> ``RetrievalResult``);
 - ``clustering``: mini-batch k-means and V-measure over seeds, raw vs each fix (``cluster_scores``).
 
@@ -23,8 +24,9 @@ Space API and the dashboard import it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from isoscope._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("RetrievalTask", "build_task"), "task"),
@@ -33,7 +35,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("RetrievalConfig", "RetrievalResult", "evaluate_retrieval", "retrieval_report"), "run"),
     **dict.fromkeys(("ClusteringResult", "cluster_scores"), "clustering"),
     **dict.fromkeys(("METRICS",), "options"),
-    **dict.fromkeys(("PairedTest", "paired_test"), "stats"),
+    **dict.fromkeys(("PairedTest", "bootstrap_interval", "paired_test"), "stats"),
     **dict.fromkeys(("parse_variant",), "variants"),
 }
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "RetrievalConfig",
     "RetrievalResult",
     "RetrievalTask",
+    "bootstrap_interval",
     "build_task",
     "cluster_scores",
     "embed_side",
@@ -58,17 +61,7 @@ __all__ = [
     "side_prompt",
 ]  # the names of _EXPORTS
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'isoscope.retrieval' has no attribute '{name}'")
-    value = getattr(importlib.import_module(f"isoscope.retrieval.{_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:
@@ -77,6 +70,6 @@ if TYPE_CHECKING:
     from isoscope.retrieval.load import load_beir, load_beir_zip, load_task, load_task_table, load_vector_task
     from isoscope.retrieval.options import METRICS
     from isoscope.retrieval.run import RetrievalConfig, RetrievalResult, evaluate_retrieval, retrieval_report
-    from isoscope.retrieval.stats import PairedTest, paired_test
+    from isoscope.retrieval.stats import PairedTest, bootstrap_interval, paired_test
     from isoscope.retrieval.task import RetrievalTask, build_task
     from isoscope.retrieval.variants import parse_variant

@@ -31,6 +31,7 @@ BEFORE = {
         ("projection", "Projection map", ":material/map:"),
         ("atlas", "Atlas", ":material/travel_explore:"),
         ("compare", "Compare spaces", ":material/difference:"),
+        ("migration", "Migration", ":material/swap_horiz:"),
     ],
     "Model anatomy": [
         ("pooling", "Pooling explorer", ":material/layers:"),
