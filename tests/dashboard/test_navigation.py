@@ -56,7 +56,7 @@ def test_the_pages_are_the_ones_listed_before() -> None:
     (home,) = [p for entries in navigation.pages().values() for p in entries if p.default]
     assert home.path == "views/home.py"
     table = navigation.home_table().splitlines()
-    assert table[:2] == ["| Page | What it teaches |", "|---|---|"] and len(table) == 2 + 14  # every page but Home
+    assert table[:2] == ["| Page | What it teaches |", "|---|---|"] and len(table) == 2 + 15  # every page but Home
     assert table[2].startswith("| **Sentence pairs** | Cosine per pair") and table[-1].startswith("| **Loss surfaces**")
 
 
