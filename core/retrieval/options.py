@@ -44,6 +44,7 @@ METRICS: dict[str, Metric] = {  # name (the key in every output) -> its row; the
                       "rank, summed over the query's relevant documents", "map_cut_100"),
 }  # fmt: skip
 HEADLINE = next(iter(METRICS))  # nDCG@10: the metric model cards and MTEB report; a run tests it against raw
+COVERAGE = "recall@100"  # whether the relevant documents are retrieved at all (a migration tests it after HEADLINE)
 
 
 def metric_label(name: str) -> str:
