@@ -31,6 +31,9 @@ from isoscope.commands.common import (
 )
 from isoscope.errors import InputError
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {"order": 30, "help": "fit a calibrator (flow, whitening, ...) on the embeddings of a corpus and save it"}
+
 if TYPE_CHECKING:
     from isoscope.calibrate import Calibrator
 

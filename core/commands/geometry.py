@@ -33,6 +33,12 @@ from isoscope.data.inputs import INPUT_KINDS
 from isoscope.errors import InputError
 from isoscope.geometry.options import CONTEXTUAL_MODES, EDIT_LEVELS, FREQUENCY_CHOICES
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {
+    "order": 70,
+    "help": "isotropy metrics, word-frequency bias and lexical-overlap bias of a corpus or pairs file (raw and calibrated)",
+}
+
 if TYPE_CHECKING:
     from isoscope.geometry.report import GeometryConfig
     from isoscope.sources import SpaceSpec

@@ -37,6 +37,12 @@ from isoscope.errors import InputError
 from isoscope.retrieval.options import DEPTH, HEADLINE, METRICS, check_split
 from isoscope.retrieval.variants import variants_help
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {
+    "order": 110,
+    "help": "would a fix help search? nDCG@10 and more for every fix on a retrieval task, tested against raw",
+}
+
 
 def _split(text: str) -> str:
     """``--split``'s type: a split name (``isoscope.retrieval.options.check_split``), never a path."""

@@ -30,6 +30,9 @@ from isoscope.commands.common import (
 )
 from isoscope.errors import InputError
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {"order": 20, "help": "Spearman/Pearson (x100) of cosine similarity against gold scores on a pairs file"}
+
 if TYPE_CHECKING:
     from isoscope.data import Pairs
     from isoscope.sources import SpaceSpec, SpaceVectors

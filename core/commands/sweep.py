@@ -28,6 +28,9 @@ from isoscope.commands.common import (
 )
 from isoscope.errors import InputError
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {"order": 100, "help": "geometry and STS score as vectors shrink: fp32, int8, binary, first-k and PCA-k"}
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
