@@ -45,9 +45,8 @@ import torch
 from isoscope.cache import make_key
 from isoscope.encode.models import Encoder
 from isoscope.errors import InputError
-from isoscope.landscape import filter_view, task_view
+from isoscope.landscape import measures
 from isoscope.landscape.axes import make_plane, project
-from isoscope.landscape.cached import Counted, cached_json
 from isoscope.landscape.classifier import (
     INITS,
     Classifier,
@@ -56,15 +55,14 @@ from isoscope.landscape.classifier import (
     check_init,
     make_eval_set,
 )
-from isoscope.landscape.curvature import grid_curvature, hessian_top_eigenvalue
 from isoscope.landscape.directions import DIRECTIONS, check_directions
 from isoscope.landscape.filter_view import FilterConfig
 from isoscope.landscape.flat import FlatLayout, vector_digest
-from isoscope.landscape.learning import learning_curve, overfitting
+from isoscope.landscape.measures import InitRun, to_task1_space
 from isoscope.landscape.placement import key_parts, vector_device
-from isoscope.landscape.records import EvalCounts, Hessian, LearningCurve, Metrics, RunInfo, SeedSummary
+from isoscope.landscape.records import EvalCounts, RunInfo, SeedSummary
 from isoscope.landscape.results import RESULTS, SUMMARY, default_root, load_results, seed_dir
-from isoscope.landscape.rollback import ENCODER_PREFIX, rollback_table
+from isoscope.landscape.rollback import ENCODER_PREFIX
 from isoscope.landscape.seeds import headline_summary, learning_bands
 from isoscope.landscape.store import read_json, write_json
 from isoscope.landscape.surface import check_grid, grid_size_for_budget
@@ -306,11 +304,6 @@ def _encoder_size(layout: FlatLayout) -> int:
     return n_enc
 
 
-def _to_task1_space(theta_task2: torch.Tensor, theta0: torch.Tensor, n_encoder: int) -> torch.Tensor:
-    """Task-2 encoder weights with the task-1 head at its initial value (see the module docstring)."""
-    return torch.cat([theta_task2[:n_encoder], theta0[n_encoder:]])
-
-
 def _run_init(
     encoder: Encoder,
     init: str,
@@ -324,6 +317,29 @@ def _run_init(
     stage,
 ) -> dict:
     t_start = time.perf_counter()
+    run, res = _train_both(encoder, init, train1, train2, eval_set, config=config, out=out, stage=stage)
+    n = _grid_size(config, run.evaluate, run.theta0, out, grid_info)
+    alphas = np.linspace(*config.range_a, n)
+    betas = np.linspace(*(config.range_b or config.range_a), n)
+    surface = None
+    if config.task_view:
+        surface = measures.task_view_step(run, res, eval_set, alphas, betas, config=config, stage=stage)
+    measures.trajectory_step(run, res, surface, reuse=config.reuse)
+    measures.rollback_step(run, res, eval_set.key, encoder.num_layers, reuse=config.reuse, stage=stage)
+    measures.flatness_step(run, res, surface, (alphas, betas), config=config, eval_key=eval_set.key, stage=stage)
+    if config.filter_view_on:
+        measures.filter_step(run, res, eval_set.key, n, config=config, stage=stage)
+    if curve_set is not None:
+        measures.learning_step(run, res, curve_set, reuse=config.reuse, stage=stage)
+    res["seconds_total"] = time.perf_counter() - t_start
+    write_json(run.folder / RESULTS, res)
+    return res
+
+
+def _train_both(
+    encoder: Encoder, init: str, train1, train2, eval_set, *, config: LandscapeConfig, out: Path, stage: _Stages
+) -> tuple[InitRun, dict]:
+    """Train both tasks from the same theta0, span the plane; the initialisation's results begin here."""
     model, layout, ckpts1, info1 = _train(encoder, init, train1, config, out, "task1", stage)
     model2, layout2, ckpts2, info2 = _train(encoder, init, train2, config, out, "task2", stage)
     del model2
@@ -337,7 +353,7 @@ def _run_init(
         raise ValueError("the task-1 and task-2 runs do not start from the same encoder weights")
     del theta0_t2
     theta1 = ckpts1[-1].load(where)
-    theta2 = _to_task1_space(ckpts2[-1].load(where), theta0, n_enc)
+    theta2 = to_task1_space(ckpts2[-1].load(where), theta0, n_enc)
     plane = make_plane(theta0, theta1, theta2)
     p1, p2 = project(plane, theta1), project(plane, theta2)
     evaluate = Evaluator(model, layout, eval_set)
@@ -354,138 +370,10 @@ def _run_init(
     # the origin is theta0, whose digest the checkpoint already holds
     digests = {"origin": ckpts1[0].digest, "e1": vector_digest(plane.e1), "e2": vector_digest(plane.e2)}
     res["digests"] = digests
-    folder = out / init
-    n = _grid_size(config, evaluate, theta0, out, grid_info)
-    alphas = np.linspace(*config.range_a, n)
-    betas = np.linspace(*(config.range_b or config.range_a), n)
-
-    surface = None
-    if config.task_view:
-        t = time.perf_counter()
-        curve = task_view.cached_curve(
-            evaluate,
-            plane,
-            alphas=config.alphas_1d,
-            eval_key=eval_set.key,
-            digests=digests,
-            folder=folder,
-            reuse=config.reuse,
-            bar=stage.bar("1D curve", init),
-        )
-        res["curve_1d"] = task_view.curve_summary(curve)
-        res["seconds_curve"] = time.perf_counter() - t
-        t = time.perf_counter()
-        counted = Counted(evaluate)
-        surface = task_view.cached_surface(
-            counted,
-            plane,
-            alphas=alphas,
-            betas=betas,
-            eval_key=eval_set.key,
-            digests=digests,
-            folder=folder,
-            reuse=config.reuse,
-            bar=stage.bar("surface", init),
-        )
-        res["seconds_surface"] = time.perf_counter() - t
-        res["surface_points_computed"] = counted.calls
-        res["surface_seconds_per_point"] = res["seconds_surface"] / counted.calls if counted.calls else None
-        res["surface"] = task_view.surface_summary(surface)
-
-    t = time.perf_counter()
-    traj_key = make_key(
-        "trajectory",
-        str(surface["key"]) if surface is not None else "no-surface",
-        *(c.digest for c in ckpts1),
-        "|",
-        *(c.digest for c in ckpts2),
+    run = InitRun(
+        init, model, layout, ckpts1, ckpts2, n_enc, theta0, theta1, theta2, plane, p1, p2, evaluate, digests, out / init
     )
-    known = {
-        ("task1", 0): (theta0, None),
-        ("task1", ckpts1[-1].epoch): (theta1, p1),
-        ("task2", ckpts2[-1].epoch): (theta2, p2),
-    }
-    res["trajectory"] = cached_json(
-        folder / "trajectory.json",
-        traj_key,
-        reuse=config.reuse,
-        compute=lambda: task_view.trajectories(
-            evaluate,
-            plane,
-            surface,
-            ckpts1=ckpts1,
-            ckpts2=ckpts2,
-            to_task1_space=lambda th: _to_task1_space(th, theta0, n_enc),
-            known=known,
-        ),
-    )
-    by_epoch = {(r["run"], r["epoch"]): r for r in res["trajectory"]}
-    res["theta0"] = Metrics.of(by_epoch[("task1", 0)]).to_json()
-    res["theta1"] = Metrics.of(by_epoch[("task1", ckpts1[-1].epoch)]).to_json()
-    res["theta2"] = Metrics.of(by_epoch[("task2", ckpts2[-1].epoch)]).to_json()
-    res["seconds_trajectory"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    res["rollback"] = cached_json(
-        folder / "rollback.json",
-        make_key("rollback", digests["origin"], ckpts1[-1].digest, eval_set.key, encoder.num_layers),
-        reuse=config.reuse,
-        compute=lambda: rollback_table(
-            evaluate,
-            layout,
-            theta0=theta0,
-            theta1=theta1,
-            num_layers=encoder.num_layers,
-            progress=stage.bar("rollback", init),
-            at_theta1=res["theta1"],  # the trajectory evaluated theta1 already
-        ),
-    )
-    res["seconds_rollback"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    res["flatness"] = {
-        "grid_train_loss": _grid_curvature(alphas, betas, surface, "train_loss", plane.gram),
-        "grid_heldout_loss": _grid_curvature(alphas, betas, surface, "heldout_loss", plane.gram),
-        "hessian": _cached_hessian(evaluate, theta1, ckpts1[-1].digest, config, eval_set.key, folder, stage, init),
-    }
-    res["seconds_flatness"] = time.perf_counter() - t
-
-    if config.filter_view_on:
-        t = time.perf_counter()
-        res["filter_normalized"] = filter_view.measure(
-            evaluate,
-            layout,
-            theta1,
-            theta_digest=ckpts1[-1].digest,
-            config=config.filter_config,
-            grid=n,
-            seed=config.train.seed,
-            eval_key=eval_set.key,
-            folder=folder,
-            reuse=config.reuse,
-            bar=stage.factory(init),
-        )
-        res["seconds_filter_normalized"] = time.perf_counter() - t
-
-    if curve_set is not None:
-        t = time.perf_counter()
-        res["learning_curve"] = _cached_learning_curve(
-            Evaluator(model, layout, curve_set), ckpts1, theta0, theta1, curve_set, config.reuse, folder, stage, init
-        )
-        res["seconds_learning_curve"] = time.perf_counter() - t
-    res["seconds_total"] = time.perf_counter() - t_start
-    write_json(folder / RESULTS, res)
-    return res
-
-
-def _grid_curvature(alphas, betas, surface: dict | None, metric: str, gram) -> dict:
-    """Curvature of a task-plane grid at theta1 = (1, 0), per unit parameter length; not scale-invariant."""
-    if surface is None:
-        out: dict = {"ok": False, "reason": "no task-plane surface (directions: filter)"}
-    else:
-        out = grid_curvature(alphas, betas, surface[metric], at=(1.0, 0.0), gram=gram)
-    out["scale_invariant"] = False
-    return out
+    return run, res
 
 
 def _grid_size(config: LandscapeConfig, evaluate: Evaluator, theta0: torch.Tensor, out: Path, info: dict) -> int:
@@ -511,57 +399,6 @@ def _grid_size(config: LandscapeConfig, evaluate: Evaluator, theta0: torch.Tenso
         write_json(out / "grid.json", timed if device == "cpu" else {**timed, "device": device})
     log.info("grid %d x %d (%s)", info["grid"], info["grid"], info["source"])
     return int(info["grid"])
-
-
-def _cached_hessian(
-    evaluate: Evaluator, theta1, theta1_digest: str, config, eval_key, folder: Path, stage: _Stages, init: str
-) -> dict:
-    """Top Hessian eigenvalue at theta1; ``theta1_digest`` is its checkpoint's digest (for the cache key)."""
-    if config.hessian_iters == 0:
-        return dict(Hessian.SKIPPED)
-    size = min(config.hessian_size, evaluate.eval_set.n_train)
-    key = make_key(
-        "hessian", theta1_digest, eval_key, size, config.hessian_iters, config.hessian_tol, config.train.seed
-    )
-
-    def compute() -> dict:
-        t = time.perf_counter()
-        found = hessian_top_eigenvalue(
-            lambda theta: evaluate.train_loss(theta, size),
-            theta1,
-            iters=config.hessian_iters,
-            tol=config.hessian_tol,
-            seed=config.train.seed,
-            progress=stage.bar("hessian", init),
-        )
-        return Hessian(
-            eigenvalue=found.eigenvalue,
-            iterations=found.iterations,
-            converged=found.converged,
-            relative_change=found.relative_change,
-            n_examples=size,
-            history=tuple(found.history),
-            seconds=time.perf_counter() - t,
-        ).to_json()
-
-    # field "result": hessian.json files written before keep hitting the cache (those lack scale_invariant:
-    # an eigenvalue in raw parameter units changes when a layer is rescaled, so it is never scale-invariant)
-    result = cached_json(folder / "hessian.json", key, reuse=config.reuse, compute=compute, field="result")
-    return {**result, "scale_invariant": Hessian.scale_invariant}
-
-
-def _cached_learning_curve(
-    evaluate: Evaluator, ckpts1, theta0, theta1, curve_set, reuse: bool, folder: Path, stage: _Stages, init: str
-) -> dict:
-    """Every task-1 checkpoint on the learning-curve set, and the overfitting summary."""
-    key = make_key("learning", curve_set.key, *(c.digest for c in ckpts1))
-
-    def compute() -> dict:
-        known = {0: theta0, ckpts1[-1].epoch: theta1}
-        rows = learning_curve(evaluate, ckpts1, progress=stage.bar("learning curve", init), known=known)
-        return LearningCurve(curve_set.n_train, curve_set.n_heldout, tuple(rows), overfitting(rows)).to_json()
-
-    return cached_json(folder / "learning_curve.json", key, reuse=reuse, compute=compute)
 
 
 __all__ = ["DIRECTIONS", "FilterConfig", "LandscapeConfig", "experiment_key", "run_landscape"]
