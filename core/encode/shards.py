@@ -252,76 +252,29 @@ def embed_with_ray(
 
     config = config or EmbedConfig()
     shard_dir = Path(shard_dir)
-    check_count("chunk_size", shard_rows, "shard rows")  # isoscope.data.limits.COUNTS: before anything starts
-    check_count("actors", num_actors, "the number of actors")
-    check_count("num_cpus", num_cpus, "the number of CPUs")
-    if model and Path(model).expanduser().exists():  # a local folder: absolute, since workers run elsewhere
-        model = str(Path(model).expanduser().resolve())
+    model = _checked_inputs(model, shard_rows=shard_rows, num_actors=num_actors, num_cpus=num_cpus)
     on, dtype = actor_device(device), parse_dtype(dtype)
     encoder = load_encoder(model or None, "cpu")  # checks model and pooling before any work; gives the fingerprint
     plan = plan_run(encoder, source, pooling=pooling, config=config, chunk_size=shard_rows)
     n, num_shards = plan.n, plan.num_chunks
-    signature = {"format": SHARDS_FORMAT, "version": FORMAT_VERSION, **plan.signature, "num_shards": num_shards}
-    if dtype != "float32":  # a half dtype changes the vectors (float32 runs keep their manifests' signature)
-        signature["dtype"] = dtype
-    signature["shard_rows"] = signature.pop("chunk_size")
-    old = read_manifest(shard_dir)
-    if old is not None and {k: old.get(k) for k in signature} != signature:
-        raise InputError(
-            f"{shard_dir} holds shards of another run (texts, model or settings differ); use an empty folder"
-        )
-    if old is None and shard_dir.exists() and any(shard_dir.glob(SHARD_GLOB)):
-        raise InputError(f"{shard_dir} holds shards without a manifest; use an empty folder")
-    shard_dir.mkdir(parents=True, exist_ok=True)
-    done = _finished_shards(shard_dir, n, shard_rows)
+    signature = _signature(plan, dtype)
+    old, done = _open_shard_dir(shard_dir, signature, n, shard_rows)
     _write_manifest(shard_dir, {**signature, "dim": old.get("dim") if old else None, "complete": False})
     run = ShardRun(shard_dir, n, 0, shard_rows, num_shards, resumed_shards=sorted(done), warnings=plan.warnings)
-    if isinstance(source, ParquetColumn):  # each actor reads its shard's texts: the driver never holds them all
-        ref = {"path": str(Path(source.path).resolve()), "column": source.column}
-        items = [
-            {"shard": c, "start": c * shard_rows, "texts": {**ref, "rows": min(shard_rows, n - c * shard_rows)}}
-            for c in range(num_shards)
-            if c not in done
-        ]
-    else:
-        items = [
-            {"shard": c, "start": c * shard_rows, "texts": texts}
-            for c, texts in iter_chunks(source, shard_rows)
-            if c not in done
-        ]
+    items = _work_items(source, n, shard_rows, num_shards, done)
     if items:
-        started = _ray_init(address, num_cpus)
-        import ray
-        import ray.data
-
-        try:
-            ds = ray.data.from_items(items, override_num_blocks=len(items))
-            ds = ds.map_batches(
-                ShardEmbedder,
-                fn_constructor_kwargs={
-                    "model": model or "",
-                    "pooling": plan.pooling.name,  # checked here; each actor's copy of the model takes it
-                    "batch_size": config.batch_size,
-                    "max_length": config.max_length,
-                    "shard_dir": str(shard_dir.resolve()),
-                    "device": on,
-                    "dtype": dtype,
-                },
-                batch_size=1,
-                compute=ray.data.ActorPoolStrategy(
-                    size=pool_size(num_actors, len(items), cpus=num_cpus if started and address == "local" else None)
-                ),
-                **actor_options(on),
-            )
-            summary = ds.take_all()
-        finally:
-            if started:
-                ray.shutdown()
-        run.computed_shards = sorted(int(r["shard"]) for r in summary)
-        dims = {int(r["dim"]) for r in summary}
-        if len(dims) != 1:
-            raise RuntimeError(f"shards came back with different dimensions {sorted(dims)}")
-        run.dim = dims.pop()
+        actor_kwargs = {
+            "model": model or "",
+            "pooling": plan.pooling.name,  # checked here; each actor's copy of the model takes it
+            "batch_size": config.batch_size,
+            "max_length": config.max_length,
+            "shard_dir": str(shard_dir.resolve()),
+            "device": on,
+            "dtype": dtype,
+        }
+        run.computed_shards, run.dim = _run_actors(
+            items, actor_kwargs, num_actors=num_actors, address=address, num_cpus=num_cpus
+        )
     else:
         run.dim = int(read_shard(shard_path(shard_dir, 0))[1].shape[1])
     missing = set(range(num_shards)) - _finished_shards(shard_dir, n, shard_rows)
@@ -330,6 +283,84 @@ def embed_with_ray(
     _write_manifest(shard_dir, {**signature, "dim": run.dim, "complete": True})
     log.info("embedded %d texts into %d shards in %s", n, num_shards, shard_dir)
     return run
+
+
+def _checked_inputs(model: str | None, *, shard_rows: int, num_actors: int, num_cpus: int) -> str | None:
+    """The counts checked before anything starts (isoscope.data.limits.COUNTS); a local model folder made
+    absolute, since workers run elsewhere."""
+    check_count("chunk_size", shard_rows, "shard rows")
+    check_count("actors", num_actors, "the number of actors")
+    check_count("num_cpus", num_cpus, "the number of CPUs")
+    if model and Path(model).expanduser().exists():
+        model = str(Path(model).expanduser().resolve())
+    return model
+
+
+def _signature(plan, dtype: str) -> dict:
+    """What a manifest must match for its shards to be kept (resume)."""
+    signature = {"format": SHARDS_FORMAT, "version": FORMAT_VERSION, **plan.signature, "num_shards": plan.num_chunks}
+    if dtype != "float32":  # a half dtype changes the vectors (float32 runs keep their manifests' signature)
+        signature["dtype"] = dtype
+    signature["shard_rows"] = signature.pop("chunk_size")
+    return signature
+
+
+def _open_shard_dir(shard_dir: Path, signature: dict, n: int, shard_rows: int) -> tuple[dict | None, set[int]]:
+    """The folder's manifest (None: a new run) and its finished shards; refuses another run's shards."""
+    old = read_manifest(shard_dir)
+    if old is not None and {k: old.get(k) for k in signature} != signature:
+        raise InputError(
+            f"{shard_dir} holds shards of another run (texts, model or settings differ); use an empty folder"
+        )
+    if old is None and shard_dir.exists() and any(shard_dir.glob(SHARD_GLOB)):
+        raise InputError(f"{shard_dir} holds shards without a manifest; use an empty folder")
+    shard_dir.mkdir(parents=True, exist_ok=True)
+    return old, _finished_shards(shard_dir, n, shard_rows)
+
+
+def _work_items(source: TextSource, n: int, shard_rows: int, num_shards: int, done: set[int]) -> list[dict]:
+    """One item a shard still to embed: its texts, or (a Parquet column) where each actor reads them."""
+    if isinstance(source, ParquetColumn):  # each actor reads its shard's texts: the driver never holds them all
+        ref = {"path": str(Path(source.path).resolve()), "column": source.column}
+        return [
+            {"shard": c, "start": c * shard_rows, "texts": {**ref, "rows": min(shard_rows, n - c * shard_rows)}}
+            for c in range(num_shards)
+            if c not in done
+        ]
+    return [
+        {"shard": c, "start": c * shard_rows, "texts": texts}
+        for c, texts in iter_chunks(source, shard_rows)
+        if c not in done
+    ]
+
+
+def _run_actors(
+    items: list[dict], actor_kwargs: dict, *, num_actors: int, address: str, num_cpus: int
+) -> tuple[list[int], int]:
+    """Embed the items with a pool of ``ShardEmbedder`` actors: the shards computed and their dimension."""
+    started = _ray_init(address, num_cpus)
+    import ray
+    import ray.data
+
+    try:
+        ds = ray.data.from_items(items, override_num_blocks=len(items))
+        ds = ds.map_batches(
+            ShardEmbedder,
+            fn_constructor_kwargs=actor_kwargs,
+            batch_size=1,
+            compute=ray.data.ActorPoolStrategy(
+                size=pool_size(num_actors, len(items), cpus=num_cpus if started and address == "local" else None)
+            ),
+            **actor_options(actor_kwargs["device"]),
+        )
+        summary = ds.take_all()
+    finally:
+        if started:
+            ray.shutdown()
+    dims = {int(r["dim"]) for r in summary}
+    if len(dims) != 1:
+        raise RuntimeError(f"shards came back with different dimensions {sorted(dims)}")
+    return sorted(int(r["shard"]) for r in summary), dims.pop()
 
 
 def save_shards(vectors: np.ndarray, shard_dir: str | Path, shard_rows: int = DEFAULT_SHARD_ROWS) -> int:
