@@ -273,11 +273,30 @@ def build_space_report(
     if migration is not None:
         sections.append(_migration(migration))
     t = time.perf_counter()
-    method = c.map_method(map, min(len(space), map_points))
-    colour_of = lambda rows: c.map_colour(space, rows, cmp.overlap[rows], k)  # noqa: E731
-    fig, colour = c.space_map_figure(space, method, map_points=map_points, seed=seed, colour_of=colour_of)
-    sections.append(c.Section("map", "Map", [f"Hover a point for its text; colour: {colour}."], figures=[fig]))
+    method, map_section = _map_section(space, cmp, map, k=k, map_points=map_points, seed=seed)
+    sections.append(map_section)
     c.timed(clock, "map", t)
+    tiles, verdict = _space_summary(space, other, metrics, cmp, k=k, sts=sts, ranked=ranked, vs=vs)
+    settings = {"vs": other.label, "k": k, "map": method, "map_points": map_points, "seed": seed, "layers": layers}
+    if pairs is not None:
+        settings["pairs"] = sts[0].pairs or "given in Python"
+    made = c.made_by(command, settings, space.provenance, time.perf_counter() - start)
+    made["timings"] = clock
+    data = _space_data(metrics, cmp, sts=sts, ranked=ranked, migration=migration)
+    return c.Report(
+        title=title or f"Isoscope report: {space.name}",
+        subtitle=c.describe_source(space),
+        verdict=verdict,
+        tiles=tiles,
+        sections=sections,
+        made=made,
+        data=data,
+        warnings=[*space.warnings, *other.warnings],
+    )
+
+
+def _space_summary(space: Space, other: Space, metrics: dict, cmp, *, k: int, sts, ranked, vs: str):
+    """The space report's tiles and verdict: the raw space against its calibration."""
     raw = metrics[space.label]
     tiles = [
         ("texts", f"{len(space):,}", f"{space.shape[1]} dimensions"),
@@ -307,45 +326,36 @@ def build_space_report(
             sts=None if sts is None else (sts[0].spearman, sts[1].spearman),
         ),
     ]
-    settings = {"vs": other.label, "k": k, "map": method, "map_points": map_points, "seed": seed, "layers": layers}
-    if pairs is not None:
-        settings["pairs"] = sts[0].pairs or "given in Python"
-    made = c.made_by(command, settings, space.provenance, time.perf_counter() - start)
-    made["timings"] = clock
+    return tiles, verdict
+
+
+def _space_data(metrics: dict, cmp, *, sts, ranked, migration) -> dict:
+    """The space report's data (the JSON beside the page)."""
     data = {"metrics": metrics, "comparison": cmp.to_dict(), "sts": None if sts is None else [r.to_dict() for r in sts]}
     if ranked is not None:
         data["retrieval"] = ranked.to_dict()
     if migration is not None:
         data["migration"] = migration.to_dict()
     data["comparison"].pop("most_changed", None)
-    return c.Report(
-        title=title or f"Isoscope report: {space.name}",
-        subtitle=c.describe_source(space),
-        verdict=verdict,
-        tiles=tiles,
-        sections=sections,
-        made=made,
-        data=data,
-        warnings=[*space.warnings, *other.warnings],
-    )
+    return data
 
 
-def build_comparison_report(
-    cmp: Comparison, *, pairs: Any = None, command: str | None = None, title: str | None = None
-) -> c.Report:
-    """A report of two spaces of the same texts: both spaces' metrics, CKA, overlap, hubness, maps, layers."""
+def _map_section(space: Space, cmp, map: str, *, k: int, map_points: int, seed: int) -> tuple[str, c.Section]:
+    """The map method chosen and the space's map, coloured by each text's overlap with the calibration."""
+    method = c.map_method(map, min(len(space), map_points))
+    colour_of = lambda rows: c.map_colour(space, rows, cmp.overlap[rows], k)  # noqa: E731
+    fig, colour = c.space_map_figure(space, method, map_points=map_points, seed=seed, colour_of=colour_of)
+    return method, c.Section("map", "Map", [f"Hover a point for its text; colour: {colour}."], figures=[fig])
+
+
+def _comparison_figures(cmp: Comparison) -> list[c.Section]:
+    """The comparison's aligned maps and its layer-by-layer CKA, where it measured them."""
     from isoscope.encode.pooling import layer_names
     from isoscope.space.figures import aligned_map, heatmap, panel_ranges
     from isoscope.space.html import plot_text
 
-    start = time.perf_counter()
-    a, b = cmp.a, cmp.b
-    label = lambda sp, side: f"{side}: {sp.name} ({sp.label})"  # noqa: E731
-    spaces = {label(a, "A"): a, label(b, "B"): b}
-    anisotropy, metrics = _anisotropy(spaces)
-    metrics_by_label = {a.label: metrics[label(a, "A")], b.label: metrics[label(b, "B")]}
-    sts = c.sts_pair(a, b, pairs) if pairs is not None else None
-    sections = [anisotropy, _hubness(cmp), _change(cmp, metrics_by_label, sts)]
+    a = cmp.a
+    figures: list[c.Section] = []
     if cmp.measured.maps is not None:
         maps = cmp.measured.maps
         ranges_a, ranges_b, own = panel_ranges(maps.a, maps.b)
@@ -367,12 +377,28 @@ def build_comparison_report(
             ),
         ]
         note = f"Procrustes disparity {maps.disparity:.3f}; colour: each text's overlap@{cmp.k}."
-        sections.append(c.Section("maps", "Aligned maps", [note], figures=figs))
+        figures.append(c.Section("maps", "Aligned maps", [note], figures=figs))
     if cmp.layers is not None:
         rows = layer_names(cmp.layers.linear.shape[0] - 1)
         cols = layer_names(cmp.layers.linear.shape[1] - 1)
         fig = heatmap(cmp.layers.linear, rows, cols, "linear CKA: layers of A x layers of B")
-        sections.append(c.Section("layers", "Layer by layer", ["Mean-pooled layers, raw."], figures=[fig]))
+        figures.append(c.Section("layers", "Layer by layer", ["Mean-pooled layers, raw."], figures=[fig]))
+    return figures
+
+
+def build_comparison_report(
+    cmp: Comparison, *, pairs: Any = None, command: str | None = None, title: str | None = None
+) -> c.Report:
+    """A report of two spaces of the same texts: both spaces' metrics, CKA, overlap, hubness, maps, layers."""
+    start = time.perf_counter()
+    a, b = cmp.a, cmp.b
+    label = lambda sp, side: f"{side}: {sp.name} ({sp.label})"  # noqa: E731
+    spaces = {label(a, "A"): a, label(b, "B"): b}
+    anisotropy, metrics = _anisotropy(spaces)
+    metrics_by_label = {a.label: metrics[label(a, "A")], b.label: metrics[label(b, "B")]}
+    sts = c.sts_pair(a, b, pairs) if pairs is not None else None
+    sections = [anisotropy, _hubness(cmp), _change(cmp, metrics_by_label, sts)]
+    sections += _comparison_figures(cmp)
     ha, hb = cmp.measured.hubness_a, cmp.measured.hubness_b
     tiles = [
         ("texts", f"{cmp.n_texts:,}", ""),
