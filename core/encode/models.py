@@ -284,13 +284,7 @@ def load_encoder(
     The embedded default loads fully offline. A hub id that cannot be fetched raises one InputError
     that names the offline default.
     """
-    precision = parse_precision(precision)  # a bad precision fails before any loading
-    if precision != "fp32" and parse_device(device) == "auto":
-        device = "cpu"  # int8 runs on the CPU's ONNX Runtime
-    where_to = resolve_device(device)  # a device this machine lacks fails before any loading
-    dtype = check_dtype(where_to, dtype)
-    if precision != "fp32" and (where_to.type != "cpu" or dtype != "float32"):
-        raise InputError(f"precision {precision} runs on the CPU in float32 only; use --precision fp32 on {where_to}")
+    precision, where_to, dtype = _placement(device, precision, dtype)
     name = resolve_model_name(name_or_path)
     source, is_local = _check_source(name)
     if not is_local:
@@ -306,17 +300,7 @@ def load_encoder(
             _check_config_size(name, Path(weights), config)
         parameters = parameter_count(Path(weights) if is_local else None, config)
         check_fits(name=name, parameters=parameters, dtype=dtype, device=where_to, free=free_bytes(where_to))
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(weights, trust_remote_code=False, **where)
-        except (OSError, ValueError, KeyError, TypeError) as exc:  # TypeError: a folder without tokenizer files
-            if not is_local:
-                raise
-            raise InputError(
-                f"'{name}' has no usable tokenizer ({first_line(exc)}); save the tokenizer into the folder "
-                "too (tokenizer.save_pretrained)"
-            ) from exc
-        if is_local:
-            _check_tokenizer(name, Path(weights), tokenizer)
+        tokenizer = _tokenizer(name, weights, where, is_local=is_local)
         hidden = _size(config, "hidden") or None  # the token vectors' width, where the recipe's dimensions start
         recipe = (  # checked whole, and built, before the transformer is
             None
@@ -328,29 +312,8 @@ def load_encoder(
         )
     except InputError:
         raise
-    except SafetensorError as exc:  # a truncated or corrupt weights file
-        raise InputError(
-            f"the weights of '{name}' are unreadable ({first_line(exc)}); the .safetensors file is damaged or "
-            "incomplete: save or download the model again"
-        ) from exc
-    except pickle.UnpicklingError as exc:  # a pytorch_model.bin that torch.load(weights_only=True) refuses
-        raise InputError(
-            f"the weights of '{name}' are a pickle that could run code, and pickles are never run here; save the "
-            "model as .safetensors (model.save_pretrained(folder, safe_serialization=True))"
-        ) from exc
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        if is_local:
-            raise InputError(f"could not load a model from '{name}': {first_line(exc)}") from exc
-        waited = silent or hub_timeout_message(exc)
-        if waited is not None:
-            raise InputError(
-                f"could not load '{name}' from the Hugging Face hub: {waited}; check the network or HF_ENDPOINT "
-                f"({ENV_HUB_TIMEOUT} sets the wait), or leave the model field empty to use the embedded model"
-            ) from exc
-        raise InputError(
-            f"could not load '{name}' from the Hugging Face hub (offline or unknown id); "
-            "leave the model field empty to use the embedded all-MiniLM-L6-v2."
-        ) from exc
+    except (SafetensorError, pickle.UnpicklingError, OSError, ValueError, KeyError, TypeError) as exc:
+        raise _load_error(exc, name, is_local=is_local, silent=silent) from exc
     model.eval().to(where_to)
     for p in model.parameters():
         p.requires_grad_(False)
@@ -369,6 +332,60 @@ def load_encoder(
         dtype=dtype,
     )
     return with_precision(encoder, precision)
+
+
+def _placement(device: str, precision: str, dtype: str):
+    """The precision, device and dtype checked before any loading (int8 runs on the CPU's ONNX Runtime)."""
+    precision = parse_precision(precision)  # a bad precision fails before any loading
+    if precision != "fp32" and parse_device(device) == "auto":
+        device = "cpu"  # int8 runs on the CPU's ONNX Runtime
+    where_to = resolve_device(device)  # a device this machine lacks fails before any loading
+    dtype = check_dtype(where_to, dtype)
+    if precision != "fp32" and (where_to.type != "cpu" or dtype != "float32"):
+        raise InputError(f"precision {precision} runs on the CPU in float32 only; use --precision fp32 on {where_to}")
+    return precision, where_to, dtype
+
+
+def _tokenizer(name: str, weights, where: dict, *, is_local: bool):
+    """The model's tokenizer; a local folder without a usable one is the user's mistake."""
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(weights, trust_remote_code=False, **where)
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # TypeError: a folder without tokenizer files
+        if not is_local:
+            raise
+        raise InputError(
+            f"'{name}' has no usable tokenizer ({first_line(exc)}); save the tokenizer into the folder "
+            "too (tokenizer.save_pretrained)"
+        ) from exc
+    if is_local:
+        _check_tokenizer(name, Path(weights), tokenizer)
+    return tokenizer
+
+
+def _load_error(exc: Exception, name: str, *, is_local: bool, silent: str | None) -> InputError:
+    """The one line that says why the model could not be loaded."""
+    if isinstance(exc, SafetensorError):  # a truncated or corrupt weights file
+        return InputError(
+            f"the weights of '{name}' are unreadable ({first_line(exc)}); the .safetensors file is damaged or "
+            "incomplete: save or download the model again"
+        )
+    if isinstance(exc, pickle.UnpicklingError):  # a pytorch_model.bin that torch.load(weights_only=True) refuses
+        return InputError(
+            f"the weights of '{name}' are a pickle that could run code, and pickles are never run here; save the "
+            "model as .safetensors (model.save_pretrained(folder, safe_serialization=True))"
+        )
+    if is_local:
+        return InputError(f"could not load a model from '{name}': {first_line(exc)}")
+    waited = silent or hub_timeout_message(exc)
+    if waited is not None:
+        return InputError(
+            f"could not load '{name}' from the Hugging Face hub: {waited}; check the network or HF_ENDPOINT "
+            f"({ENV_HUB_TIMEOUT} sets the wait), or leave the model field empty to use the embedded model"
+        )
+    return InputError(
+        f"could not load '{name}' from the Hugging Face hub (offline or unknown id); "
+        "leave the model field empty to use the embedded all-MiniLM-L6-v2."
+    )
 
 
 def encoder_from_model(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, name: str) -> Encoder:
