@@ -258,7 +258,6 @@ def write_graph(
     (Isoscope's, (p, k)) within ``FP32_ENGINE_TOLERANCE`` times the map's condition ``kappa`` (RuntimeError
     otherwise); ``quantize``: ``model_int8.onnx`` too, its Spearman loss measured on ``spearman_texts``. Returns the
     checks (error, condition, probe size, int8's Spearman)."""
-    from isoscope.encode.onnx_runtime import OPSET
     from isoscope.encode.precision import FP32_ENGINE_TOLERANCE
     from isoscope.encode.recipe import prompt_length
     from isoscope.export.st_folder import max_tokens
@@ -270,22 +269,7 @@ def write_graph(
     skip = 0 if include_prompt or spec.name != "model" else prompt_length(encoder.tokenizer, prompt)
     max_length = max_tokens(encoder, config)
     feed = _tokenize(encoder, probe[:2], prompt, max_length, lower)
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")  # tracer and deprecation warnings of the TorchScript exporter
-        torch.onnx.export(
-            _Pipeline(encoder, spec, head, skip).eval(),
-            (torch.from_numpy(feed["input_ids"]), torch.from_numpy(feed["attention_mask"])),
-            str(out / MODEL_FILE),
-            input_names=["input_ids", "attention_mask"],
-            output_names=["sentence_embedding"],
-            dynamic_axes={
-                "input_ids": {0: "batch", 1: "sequence"},
-                "attention_mask": {0: "batch", 1: "sequence"},
-                "sentence_embedding": {0: "batch"},
-            },
-            opset_version=OPSET,
-            dynamo=False,
-        )
+    _export(_Pipeline(encoder, spec, head, skip).eval(), feed, out / MODEL_FILE)
     got = _run(out / MODEL_FILE, _tokenize(encoder, probe, prompt, max_length, lower))  # (p, k)
     err = _rel_error(got, want)
     if not err <= FP32_ENGINE_TOLERANCE * max(1.0, kappa):
@@ -301,6 +285,35 @@ def write_graph(
         if spearman_texts:
             feed = _tokenize(encoder, list(spearman_texts[:1000]), prompt, max_length, lower)
             checks["int8_spearman_vs_fp32"] = _pair_spearman(_run(out / MODEL_FILE, feed), _run(out / INT8_FILE, feed))
+    _copy_tokenizer(encoder, out)
+    _write_settings(encoder.tokenizer, out, prompt=prompt, max_length=max_length, lower=lower, quantize=quantize)
+    return checks
+
+
+def _export(pipeline: torch.nn.Module, feed: dict, path: Path) -> None:
+    """Trace ``pipeline`` on ``feed`` (token ids and mask) into the ONNX file ``path``, batch and sequence dynamic."""
+    from isoscope.encode.onnx_runtime import OPSET
+
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # tracer and deprecation warnings of the TorchScript exporter
+        torch.onnx.export(
+            pipeline,
+            (torch.from_numpy(feed["input_ids"]), torch.from_numpy(feed["attention_mask"])),
+            str(path),
+            input_names=["input_ids", "attention_mask"],
+            output_names=["sentence_embedding"],
+            dynamic_axes={
+                "input_ids": {0: "batch", 1: "sequence"},
+                "attention_mask": {0: "batch", 1: "sequence"},
+                "sentence_embedding": {0: "batch"},
+            },
+            opset_version=OPSET,
+            dynamo=False,
+        )
+
+
+def _copy_tokenizer(encoder: Encoder, out: Path) -> None:
+    """The fast tokenizer's files, which ONNX Runtime users load beside the graph."""
     with tempfile.TemporaryDirectory(prefix="isoscope-tok-") as tmp:
         encoder.tokenizer.save_pretrained(tmp)
         if not (Path(tmp) / "tokenizer.json").is_file():
@@ -308,7 +321,10 @@ def write_graph(
         for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
             if (Path(tmp) / name).is_file():
                 shutil.copy(Path(tmp) / name, out / name)
-    tok = encoder.tokenizer
+
+
+def _write_settings(tok, out: Path, *, prompt: str, max_length: int, lower: bool, quantize: bool) -> None:
+    """``isoscope-onnx.json``: how to feed the graph (prompt, length, case, padding) and what it returns."""
     settings = {
         "prompt": prompt,
         "max_length": max_length,
@@ -321,4 +337,3 @@ def write_graph(
         "int8": INT8_FILE if quantize else None,
     }
     (out / CONFIG_FILE).write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
-    return checks

@@ -14,7 +14,7 @@ Hover texts arrive already safe for plotly (``isoscope.space.html.plot_text``); 
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -122,50 +122,9 @@ def projection_map(
     if colour is None:
         fig.add_trace(points(everything, name="texts", hovertemplate="%{text}<extra></extra>", marker={"size": size}))
     elif categorical:
-        values = colour[rows]  # (m,)
-        counts = pd.Series(values).value_counts()
-        keep = list(counts.index[: MAX_CATEGORIES - 1]) if len(counts) > MAX_CATEGORIES else list(counts.index)
-        groups = [(c, values == c) for c in sorted(keep)]
-        palette = category_palette(len(groups))
-        if len(keep) < len(counts):
-            groups.append(("other", ~np.isin(values, keep)))
-            palette.append(OTHER_COLOUR)
-        for (cat, mask), hue in zip(groups, palette, strict=True):
-            fig.add_trace(
-                points(
-                    mask,
-                    name=html.escape(str(cat)[:40]),
-                    hovertemplate="%{text}<extra>%{fullData.name}</extra>",
-                    marker={"size": size, "opacity": 0.8, "color": hue},
-                )
-            )
+        _category_traces(fig, points, colour[rows], size)
     else:
-        values = np.asarray(colour, dtype=np.float64)[rows]  # (m,)
-        known = np.isfinite(values)  # a value may be missing (NaN): those points are drawn grey, not coloured
-        if not known.all():
-            fig.add_trace(
-                points(
-                    ~known,
-                    name="no value",
-                    hovertemplate="%{text}<extra>no value</extra>",
-                    marker={"size": size, "opacity": 0.5, "color": OTHER_COLOUR},
-                )
-            )
-        fig.add_trace(
-            points(
-                known,
-                name=html.escape(colour_name),
-                hovertemplate="%{text}<br>value %{marker.color:.4g}<extra></extra>",
-                marker={
-                    "size": size,
-                    "opacity": 0.85,
-                    "color": values[known],
-                    "colorscale": "Viridis",
-                    "showscale": True,
-                    "colorbar": {"title": {"text": html.escape(colour_name)}},
-                },
-            )
-        )
+        _value_traces(fig, points, np.asarray(colour, dtype=np.float64)[rows], size, colour_name)
     found = hits[rows]
     if found.any():
         fig.add_trace(
@@ -185,6 +144,55 @@ def projection_map(
     if dims == 2:
         fig.update_layout(dragmode="lasso", xaxis={"showticklabels": False}, yaxis={"showticklabels": False})
     return fig
+
+
+def _category_traces(fig: go.Figure, points: Callable, values: np.ndarray, size: int) -> None:
+    """One trace a category of ``values`` (m,), the most frequent ``MAX_CATEGORIES - 1`` and "other" past them."""
+    counts = pd.Series(values).value_counts()
+    keep = list(counts.index[: MAX_CATEGORIES - 1]) if len(counts) > MAX_CATEGORIES else list(counts.index)
+    groups = [(c, values == c) for c in sorted(keep)]
+    palette = category_palette(len(groups))
+    if len(keep) < len(counts):
+        groups.append(("other", ~np.isin(values, keep)))
+        palette.append(OTHER_COLOUR)
+    for (cat, mask), hue in zip(groups, palette, strict=True):
+        fig.add_trace(
+            points(
+                mask,
+                name=html.escape(str(cat)[:40]),
+                hovertemplate="%{text}<extra>%{fullData.name}</extra>",
+                marker={"size": size, "opacity": 0.8, "color": hue},
+            )
+        )
+
+
+def _value_traces(fig: go.Figure, points: Callable, values: np.ndarray, size: int, colour_name: str) -> None:
+    """One trace coloured by ``values`` (m,) on a scale, and a grey one for the points without a value (NaN)."""
+    known = np.isfinite(values)  # a value may be missing (NaN): those points are drawn grey, not coloured
+    if not known.all():
+        fig.add_trace(
+            points(
+                ~known,
+                name="no value",
+                hovertemplate="%{text}<extra>no value</extra>",
+                marker={"size": size, "opacity": 0.5, "color": OTHER_COLOUR},
+            )
+        )
+    fig.add_trace(
+        points(
+            known,
+            name=html.escape(colour_name),
+            hovertemplate="%{text}<br>value %{marker.color:.4g}<extra></extra>",
+            marker={
+                "size": size,
+                "opacity": 0.85,
+                "color": values[known],
+                "colorscale": "Viridis",
+                "showscale": True,
+                "colorbar": {"title": {"text": html.escape(colour_name)}},
+            },
+        )
+    )
 
 
 def heatmap(matrix: np.ndarray, rows: list[str], cols: list[str], title: str) -> go.Figure:
@@ -271,55 +279,8 @@ def aligned_map(
     hover = np.asarray(hover, dtype=object)
     fig = go.Figure()
     if lines is not None:
-        seg = np.full((3 * len(xy), 2), np.nan)  # (3m, 2): start, end, gap
-        seg[0::3], seg[1::3] = lines, xy
-        fig.add_trace(
-            go.Scattergl(
-                x=seg[:, 0],
-                y=seg[:, 1],
-                mode="lines",
-                line={"width": 0.7, "color": "rgba(120,120,120,0.5)"},
-                hoverinfo="skip",
-                name="A → B",
-            )
-        )
-    if categorical:
-        cats = sorted(set(colour.tolist()))
-        for cat, hue in zip(cats, category_palette(len(cats)), strict=True):
-            mask = colour == cat
-            fig.add_trace(
-                go.Scattergl(
-                    x=xy[mask, 0],
-                    y=xy[mask, 1],
-                    mode="markers",
-                    name=plot_text(cat, 40),
-                    text=hover[mask],
-                    hovertemplate="%{text}<extra>%{fullData.name}</extra>",
-                    marker={"size": 6, "opacity": 0.85, "color": hue},
-                )
-            )
-    else:
-        fig.add_trace(
-            go.Scattergl(
-                x=xy[:, 0],
-                y=xy[:, 1],
-                mode="markers",
-                name="texts",
-                text=hover,
-                customdata=colour,
-                hovertemplate=f"%{{text}}<br>overlap@{k} %{{customdata:.2f}}<extra></extra>",
-                marker={
-                    "size": 6,
-                    "opacity": 0.85,
-                    "color": colour,
-                    "colorscale": "RdYlGn",
-                    "cmin": 0,
-                    "cmax": 1,
-                    "showscale": True,
-                    "colorbar": {"title": {"text": f"overlap@{k}"}},
-                },
-            )
-        )
+        fig.add_trace(_displacements(lines, xy))
+    fig.add_traces(_category_points(xy, hover, colour) if categorical else [_overlap_points(xy, hover, colour, k)])
     fig.update_layout(
         title={"text": title},
         height=520,
@@ -329,3 +290,60 @@ def aligned_map(
         legend={"itemsizing": "constant"},
     )
     return fig
+
+
+def _displacements(lines: np.ndarray, xy: np.ndarray) -> go.Scattergl:
+    """A grey segment from each point's place in ``lines`` (m, 2) to its place in ``xy`` (m, 2)."""
+    seg = np.full((3 * len(xy), 2), np.nan)  # (3m, 2): start, end, gap
+    seg[0::3], seg[1::3] = lines, xy
+    return go.Scattergl(
+        x=seg[:, 0],
+        y=seg[:, 1],
+        mode="lines",
+        line={"width": 0.7, "color": "rgba(120,120,120,0.5)"},
+        hoverinfo="skip",
+        name="A → B",
+    )
+
+
+def _category_points(xy: np.ndarray, hover: np.ndarray, colour: np.ndarray) -> list[go.Scattergl]:
+    """One trace a category of ``colour`` (m,)."""
+    cats = sorted(set(colour.tolist()))
+    traces = []
+    for cat, hue in zip(cats, category_palette(len(cats)), strict=True):
+        mask = colour == cat
+        traces.append(
+            go.Scattergl(
+                x=xy[mask, 0],
+                y=xy[mask, 1],
+                mode="markers",
+                name=plot_text(cat, 40),
+                text=hover[mask],
+                hovertemplate="%{text}<extra>%{fullData.name}</extra>",
+                marker={"size": 6, "opacity": 0.85, "color": hue},
+            )
+        )
+    return traces
+
+
+def _overlap_points(xy: np.ndarray, hover: np.ndarray, colour: np.ndarray, k: int) -> go.Scattergl:
+    """The points coloured by each text's overlap@``k`` in [0, 1] (``colour`` (m,))."""
+    return go.Scattergl(
+        x=xy[:, 0],
+        y=xy[:, 1],
+        mode="markers",
+        name="texts",
+        text=hover,
+        customdata=colour,
+        hovertemplate=f"%{{text}}<br>overlap@{k} %{{customdata:.2f}}<extra></extra>",
+        marker={
+            "size": 6,
+            "opacity": 0.85,
+            "color": colour,
+            "colorscale": "RdYlGn",
+            "cmin": 0,
+            "cmax": 1,
+            "showscale": True,
+            "colorbar": {"title": {"text": f"overlap@{k}"}},
+        },
+    )

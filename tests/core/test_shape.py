@@ -25,7 +25,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "core/sources/build.py::build_spaces": (70, "sources folder: item 2's worker rewrites it"),
     "core/evaluate/sts.py::sts_report": (67, "twin of sts_of_vectors: item 2 merges the pair"),
     "core/evaluate/sts.py::fit_and_save": (65, "twin of fit_and_save_vectors: item 2 merges the pair"),
-    "core/export/onnx_graph.py::write_graph": (82, "not yet broken up (issue 52 item 4, left open)"),
     "core/geometry/frequency.py::contextual_token_points": (63, "not yet broken up (issue 52 item 4, left open)"),
     "core/geometry/frequency.py::frequency_analysis": (71, "not yet broken up (issue 52 item 4, left open)"),
     "core/landscape/filter_view.py::measure": (68, "not yet broken up (issue 52 item 4, left open)"),
@@ -35,8 +34,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "core/migrate/run.py::evaluate_migration": (68, "not yet broken up (issue 52 item 4, left open)"),
     "core/retrieval/run.py::evaluate_retrieval": (61, "not yet broken up (issue 52 item 4, left open)"),
     "core/retrieval/task.py::build_task": (66, "not yet broken up (issue 52 item 4, left open)"),
-    "core/space/figures.py::projection_map": (94, "not yet broken up (issue 52 item 4, left open)"),
-    "core/space/figures.py::aligned_map": (76, "not yet broken up (issue 52 item 4, left open)"),
     "core/space/report/build.py::build_space_report": (64, "13 keyword options: the signature is 16 lines"),
 }
 
