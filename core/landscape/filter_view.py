@@ -114,18 +114,8 @@ def measure(
         )
         seconds_curves = time.perf_counter() - t
         t = time.perf_counter()
-        counted = Counted(evaluate)
         plane = DirectionPlane(theta, direction(0), direction(1))
-        rows = RowStore(folder, surface_key, enabled=reuse)
-        surface = cached_arrays(
-            folder / FILTER_SURFACE,
-            surface_key,
-            reuse=reuse,
-            compute=lambda: surface_2d(
-                counted, plane, alphas=grid_alphas, betas=grid_alphas, progress=bar("filter surface"), rows=rows
-            ),
-        )
-        rows.clear()
+        surface, calls = _cached_surface(evaluate, plane, grid_alphas, surface_key, folder, reuse, bar)
         seconds_surface = time.perf_counter() - t
         return {
             "directions": FilterDirections(
@@ -141,10 +131,26 @@ def measure(
             "heldout_sharpness": sharpness(alphas, curves["heldout_loss"], config.signed_alphas).summary(),
             "seconds_curves": seconds_curves,
             "seconds_surface": seconds_surface,
-            "surface_points_computed": counted.calls,
+            "surface_points_computed": calls,
         }
 
     return cached_json(folder / FILTER_JSON, key, reuse=reuse, compute=compute)
+
+
+def _cached_surface(evaluate, plane, grid_alphas, surface_key: str, folder: Path, reuse: bool, bar: Bar):
+    """The surface on the first two directions (rows saved as they finish) and the points it computed."""
+    counted = Counted(evaluate)
+    rows = RowStore(folder, surface_key, enabled=reuse)
+    surface = cached_arrays(
+        folder / FILTER_SURFACE,
+        surface_key,
+        reuse=reuse,
+        compute=lambda: surface_2d(
+            counted, plane, alphas=grid_alphas, betas=grid_alphas, progress=bar("filter surface"), rows=rows
+        ),
+    )
+    rows.clear()
+    return surface, counted.calls
 
 
 def _cached_curves(
