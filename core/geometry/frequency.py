@@ -429,22 +429,11 @@ def contextual_token_points(
         real = ~np.isin(ids, special)
         ids, vecs = ids[real].astype(np.int64), vecs[real]
         if mode == "mean":
-            uniq, inv = np.unique(ids, return_inverse=True)
-            chunk_sum = np.zeros((len(uniq), vecs.shape[1]), np.float64)  # (u, d)
-            np.add.at(chunk_sum, inv, vecs)
-            for row, tid in enumerate(uniq.tolist()):
-                sums[tid] = sums[tid] + chunk_sum[row] if tid in sums else chunk_sum[row]
-            nums.update(ids.tolist())
+            _add_means(sums, nums, ids, vecs)
         else:
-            # Reservoir by random priority: keep, per id, the per_token occurrences with the smallest keys.
-            all_ids = np.concatenate([kept_ids, ids])
-            all_keys = np.concatenate([kept_keys, rng.random(len(ids))])
-            all_vecs = np.concatenate([kept_vecs, vecs.astype(np.float32)])
-            order = np.lexsort((all_keys, all_ids))
-            sorted_ids = all_ids[order]
-            first = np.searchsorted(sorted_ids, sorted_ids, side="left")  # (t,) start of each id's run
-            keep = order[(np.arange(len(order)) - first) < per_token]
-            kept_ids, kept_keys, kept_vecs = all_ids[keep], all_keys[keep], all_vecs[keep]
+            kept_ids, kept_keys, kept_vecs = _reservoir(
+                (kept_ids, kept_keys, kept_vecs), ids, vecs, rng=rng, per_token=per_token
+            )
         if progress is not None:
             progress(min(start + _TEXT_CHUNK, len(texts)), len(texts))
     if mode == "mean":
@@ -453,6 +442,30 @@ def contextual_token_points(
         return TokenPoints(tids, vectors.astype(np.float32))
     order = np.lexsort((kept_keys, kept_ids))
     return TokenPoints(kept_ids[order], kept_vecs[order])
+
+
+def _add_means(sums: dict[int, np.ndarray], nums: Counter[int], ids: np.ndarray, vecs: np.ndarray) -> None:
+    """Add one chunk's token vectors ``vecs`` (t, d) of ``ids`` (t,) to the per-id sums and counts."""
+    uniq, inv = np.unique(ids, return_inverse=True)
+    chunk_sum = np.zeros((len(uniq), vecs.shape[1]), np.float64)  # (u, d)
+    np.add.at(chunk_sum, inv, vecs)
+    for row, tid in enumerate(uniq.tolist()):
+        sums[tid] = sums[tid] + chunk_sum[row] if tid in sums else chunk_sum[row]
+    nums.update(ids.tolist())
+
+
+def _reservoir(kept: tuple, ids: np.ndarray, vecs: np.ndarray, *, rng: np.random.Generator, per_token: int) -> tuple:
+    """Reservoir by random priority: keep, per id, the ``per_token`` occurrences with the smallest keys, of the
+    ``kept`` (ids, keys, vectors) so far and one chunk's ``ids`` (t,) and ``vecs`` (t, d)."""
+    kept_ids, kept_keys, kept_vecs = kept
+    all_ids = np.concatenate([kept_ids, ids])
+    all_keys = np.concatenate([kept_keys, rng.random(len(ids))])
+    all_vecs = np.concatenate([kept_vecs, vecs.astype(np.float32)])
+    order = np.lexsort((all_keys, all_ids))
+    sorted_ids = all_ids[order]
+    first = np.searchsorted(sorted_ids, sorted_ids, side="left")  # (t,) start of each id's run
+    keep = order[(np.arange(len(order)) - first) < per_token]
+    return all_ids[keep], all_keys[keep], all_vecs[keep]
 
 
 # ---------------------------------------------------------------- calibration
@@ -521,34 +534,13 @@ def frequency_analysis(
 
     config = config or FrequencyConfig()
     embed_config = embed_config or EmbedConfig()
-    bad = [s for s in spaces if s not in SPACES]
-    if bad or not spaces:
-        raise InputError(f"unknown token space(s) {bad or spaces}; choose from {', '.join(SPACES)}")
-    texts = [t for t in texts if str(t).strip()]
-    if not texts:
-        raise InputError("no texts to count tokens in; give a non-empty corpus")
-    counts = frequency_table(
-        count_tokens(encoder.tokenizer, texts, max_length=embed_config.max_length), encoder.tokenizer
-    )
-    if len(counts) <= config.k:
-        raise InputError(f"the corpus has {len(counts)} distinct token(s); need more than k={config.k}")
-    log.info("frequency: %d texts, %d distinct tokens", len(texts), len(counts))
+    texts, counts = _counted(encoder, texts, spaces, k=config.k, max_length=embed_config.max_length)
     stages = ["raw", "calibrated"] if is_calibrated(calibrator) else ["raw"]
     tokens_parts, bucket_parts, corr_rows = [], [], []
     for space in spaces:
-        if space == "static":
-            points = static_token_points(encoder, counts["token_id"].to_numpy())
-        else:
-            points = contextual_token_points(
-                encoder,
-                texts,
-                layer=config.layer,
-                mode=config.mode,
-                per_token=config.per_token,
-                seed=config.seed,
-                config=embed_config,
-                progress=progress,
-            )
+        points = _space_points(
+            space, encoder, texts, counts, config=config, embed_config=embed_config, progress=progress
+        )
         for stage in stages:
             pts = (
                 points
@@ -568,4 +560,35 @@ def frequency_analysis(
         correlations=pd.DataFrame(corr_rows),
         counts=counts,
         config=config,
+    )
+
+
+def _counted(encoder: Encoder, texts: Sequence[str], spaces: Sequence[str], *, k: int, max_length: int):
+    """The non-blank texts and their token frequency table, after checking the spaces and the corpus's size."""
+    bad = [s for s in spaces if s not in SPACES]
+    if bad or not spaces:
+        raise InputError(f"unknown token space(s) {bad or spaces}; choose from {', '.join(SPACES)}")
+    texts = [t for t in texts if str(t).strip()]
+    if not texts:
+        raise InputError("no texts to count tokens in; give a non-empty corpus")
+    counts = frequency_table(count_tokens(encoder.tokenizer, texts, max_length=max_length), encoder.tokenizer)
+    if len(counts) <= k:
+        raise InputError(f"the corpus has {len(counts)} distinct token(s); need more than k={k}")
+    log.info("frequency: %d texts, %d distinct tokens", len(texts), len(counts))
+    return texts, counts
+
+
+def _space_points(space: str, encoder: Encoder, texts: list[str], counts, *, config, embed_config, progress):
+    """The token points of one space: static (the input embedding matrix) or contextual."""
+    if space == "static":
+        return static_token_points(encoder, counts["token_id"].to_numpy())
+    return contextual_token_points(
+        encoder,
+        texts,
+        layer=config.layer,
+        mode=config.mode,
+        per_token=config.per_token,
+        seed=config.seed,
+        config=embed_config,
+        progress=progress,
     )

@@ -25,8 +25,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "core/sources/build.py::build_spaces": (70, "sources folder: item 2's worker rewrites it"),
     "core/evaluate/sts.py::sts_report": (67, "twin of sts_of_vectors: item 2 merges the pair"),
     "core/evaluate/sts.py::fit_and_save": (65, "twin of fit_and_save_vectors: item 2 merges the pair"),
-    "core/geometry/frequency.py::contextual_token_points": (63, "not yet broken up (issue 52 item 4, left open)"),
-    "core/geometry/frequency.py::frequency_analysis": (71, "not yet broken up (issue 52 item 4, left open)"),
     "core/migrate/apply.py::apply_adapter": (69, "not yet broken up (issue 52 item 4, left open)"),
     "core/migrate/export.py::export_adapter": (75, "not yet broken up (issue 52 item 4, left open)"),
     "core/migrate/figures.py::curve_figure": (61, "not yet broken up (issue 52 item 4, left open)"),
