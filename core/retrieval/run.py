@@ -238,20 +238,7 @@ def evaluate_retrieval(
         ranking = search(fitted.queries, fitted.documents, config.depth, penalty=fitted.penalty)
         seconds = time.perf_counter() - start
         scores = per_query(task, ranking)
-        tests = {}
-        if rows:
-            raw = rows[0].scores
-            tests = {
-                m: paired_test(
-                    scores[m],
-                    raw[m],
-                    metric=m,
-                    resamples=config.resamples,
-                    seed=config.seed,
-                    higher_is_better=METRICS[m].higher_is_better,
-                )
-                for m in config.tested
-            }
+        tests = _tests_against_raw(scores, rows[0].scores, config) if rows else {}
         rows.append(
             VariantResult(
                 str(spec),
@@ -270,6 +257,21 @@ def evaluate_retrieval(
             step(i + 1, len(specs))
     warnings = [*task.warnings, *(w for r in rows for w in r.warnings)]
     return RetrievalResult(task, rows, warnings=warnings)
+
+
+def _tests_against_raw(scores: dict, raw: dict, config: RetrievalConfig) -> dict:
+    """The paired test of each tested metric's per-query scores against raw's."""
+    return {
+        m: paired_test(
+            scores[m],
+            raw[m],
+            metric=m,
+            resamples=config.resamples,
+            seed=config.seed,
+            higher_is_better=METRICS[m].higher_is_better,
+        )
+        for m in config.tested
+    }
 
 
 def embed_task(

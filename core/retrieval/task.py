@@ -109,6 +109,34 @@ def _grade(grade: object, where: str, qid: str, did: str) -> int:
     return int(number)
 
 
+def _read_qrels(
+    judgements: Iterable[tuple[str, str, int]], query_text: dict, doc_known: set, r_src: str, notes: list[str]
+) -> dict[str, dict[str, int]]:
+    """query id -> {document id: grade} of the rows that name a known query and document (the first of repeated
+    rows); one note in ``notes`` for the unknown rows and one for the repeated."""
+    qrels: dict[str, dict[str, int]] = {}
+    unknown, repeated, first_unknown = 0, 0, ""
+    for qid, did, grade in judgements:
+        if qid not in query_text or did not in doc_known:
+            unknown += 1
+            if not first_unknown:
+                first_unknown = f"query '{qid[:40]}', document '{did[:40]}'"
+            continue
+        row = qrels.setdefault(qid, {})
+        if did in row:
+            repeated += 1
+            continue
+        row[did] = _grade(grade, r_src, qid, did)
+    if unknown:
+        notes.append(
+            f"{r_src}: {unknown:,} row(s) name an id that is not among the queries or the documents "
+            f"(first: {first_unknown}); left out"
+        )
+    if repeated:
+        notes.append(f"{r_src}: {repeated:,} row(s) repeat a (query, document) pair; the first grade is kept")
+    return qrels
+
+
 def build_task(
     name: str,
     queries: Sequence[tuple[str, str]],
@@ -132,26 +160,7 @@ def build_task(
     query_text = dict(queries)
     doc_known = {d for d, _ in documents}
     notes = list(warnings)
-    qrels: dict[str, dict[str, int]] = {}
-    unknown, repeated, first_unknown = 0, 0, ""
-    for qid, did, grade in judgements:
-        if qid not in query_text or did not in doc_known:
-            unknown += 1
-            if not first_unknown:
-                first_unknown = f"query '{qid[:40]}', document '{did[:40]}'"
-            continue
-        row = qrels.setdefault(qid, {})
-        if did in row:
-            repeated += 1
-            continue
-        row[did] = _grade(grade, r_src, qid, did)
-    if unknown:
-        notes.append(
-            f"{r_src}: {unknown:,} row(s) name an id that is not among the queries or the documents "
-            f"(first: {first_unknown}); left out"
-        )
-    if repeated:
-        notes.append(f"{r_src}: {repeated:,} row(s) repeat a (query, document) pair; the first grade is kept")
+    qrels = _read_qrels(judgements, query_text, doc_known, r_src, notes)
     if not qrels:
         raise InputError(f"{r_src}: no row names both a query and a document of this task; check the ids")
     hopeless = [q for q, docs in qrels.items() if not any(g >= 1 for g in docs.values())]
