@@ -259,11 +259,8 @@ def build_space_report(
     cmp = space.compare(other, k=k, map="none", progress=progress)
     c.timed(clock, "neighbours", t)
     sts = c.sts_pair(space, other, pairs, progress=progress) if pairs is not None else None
-    sections = [anisotropy]
-    layer_section = _layers(space, progress) if layers else None
-    if layer_section is not None:
-        sections.append(layer_section)
-    sections += [_hubness(cmp), _change(cmp, metrics, sts)]
+    by_layer = [section for section in [_layers(space, progress) if layers else None] if section is not None]
+    sections = [anisotropy, *by_layer, _hubness(cmp), _change(cmp, metrics, sts)]
     ranked = None
     if retrieval is not None:
         t = time.perf_counter()
@@ -282,7 +279,6 @@ def build_space_report(
         settings["pairs"] = sts[0].pairs or "given in Python"
     made = c.made_by(command, settings, space.provenance, time.perf_counter() - start)
     made["timings"] = clock
-    data = _space_data(metrics, cmp, sts=sts, ranked=ranked, migration=migration)
     return c.Report(
         title=title or f"Isoscope report: {space.name}",
         subtitle=c.describe_source(space),
@@ -290,7 +286,7 @@ def build_space_report(
         tiles=tiles,
         sections=sections,
         made=made,
-        data=data,
+        data=_space_data(metrics, cmp, sts=sts, ranked=ranked, migration=migration),
         warnings=[*space.warnings, *other.warnings],
     )
 
