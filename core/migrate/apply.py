@@ -487,23 +487,10 @@ def apply_adapter(
         )
         fmt = "shards"
     else:
-        from isoscope.data.vectors import vector_format
-        from isoscope.migrate.streams import STREAM_FORMATS
-
-        if engine == "ray":
-            raise InputError("--engine ray maps a folder of Parquet shards (--shards); a file is mapped here")
-        fmt = vector_format(source)
-        if fmt not in STREAM_FORMATS:
-            raise InputError(f"{source.name}: apply maps .npy, .parquet and .feather/.arrow files; not {fmt}")
-        _check_file_out(source, out, fmt, force, Path(adapter_path) if adapter_path is not None else None)
-        if fmt == "npy":
-            if column is not None:
-                raise InputError(f"{source.name}: a .npy file has no columns; give the file alone (not FILE:{column})")
-            done = _apply_flat(adapter, source, out, chunk_rows=chunk_rows, force=force, progress=progress)
-        else:
-            done = _apply_table(
-                adapter, source, out, fmt, column=column, chunk_rows=chunk_rows, force=force, progress=progress
-            )
+        fmt, done = _apply_file(
+            adapter, source, out, adapter_path=adapter_path, column=column, chunk_rows=chunk_rows, engine=engine,
+            force=force, progress=progress,
+        )  # fmt: skip
     n, dim_in, column_used, units, resumed, warnings = done
     meta = getattr(adapter, "metadata_", {}) or {}
     return ApplyReport(
@@ -522,3 +509,36 @@ def apply_adapter(
         seconds=time.perf_counter() - started,
         warnings=warnings,
     )
+
+
+def _apply_file(
+    adapter: Adapter,
+    source: Path,
+    out: Path,
+    *,
+    adapter_path: str | Path | None,
+    column: str | None,
+    chunk_rows: int,
+    engine: str,
+    force: bool,
+    progress: Progress | None,
+) -> tuple[str, tuple]:
+    """Map one ``.npy``, Parquet or Arrow IPC file: its format and what the mapping returned."""
+    from isoscope.data.vectors import vector_format
+    from isoscope.migrate.streams import STREAM_FORMATS
+
+    if engine == "ray":
+        raise InputError("--engine ray maps a folder of Parquet shards (--shards); a file is mapped here")
+    fmt = vector_format(source)
+    if fmt not in STREAM_FORMATS:
+        raise InputError(f"{source.name}: apply maps .npy, .parquet and .feather/.arrow files; not {fmt}")
+    _check_file_out(source, out, fmt, force, Path(adapter_path) if adapter_path is not None else None)
+    if fmt == "npy":
+        if column is not None:
+            raise InputError(f"{source.name}: a .npy file has no columns; give the file alone (not FILE:{column})")
+        done = _apply_flat(adapter, source, out, chunk_rows=chunk_rows, force=force, progress=progress)
+    else:
+        done = _apply_table(
+            adapter, source, out, fmt, column=column, chunk_rows=chunk_rows, force=force, progress=progress
+        )
+    return fmt, done

@@ -420,17 +420,7 @@ def export_adapter(
         raise InputError(f"unknown adapter export format '{format!s:.40}'; choose one of {', '.join(ADAPTER_FORMATS)}")
     form = adapter_form(adapter)
     prov = _provenance(adapter, provenance, direction)
-    if format == "faiss" and form != "affine":
-        raise InputError(
-            f"{adapter.method} is not an affine map, so it cannot be a FAISS pre-transform; export it with --format "
-            "onnx (a graph from vectors to mapped vectors), or map the stored vectors with isoscope migrate apply"
-        )
-    if format == "sentence-transformers" and model is None:
-        raise InputError(
-            "a sentence-transformers export needs the model the adapter reads (the new one for new->legacy)"
-        )
-    if format == "sentence-transformers" and form == "local":
-        _dense_chain(adapter, form)  # refused before a model is loaded
+    _check_export(adapter, form, format=format, has_model=model is not None)
     out = check_destination(out, kind=EXPORT_FOLDER)  # said before any work; checked again at the rename
     encoder = spec = None
     if model is not None:
@@ -447,26 +437,46 @@ def export_adapter(
             write = _write_faiss if format == "faiss" else _write_vector_graph
             recipe, checks = write(adapter, form, tmp, rows, condition(adapter, rows))
         adapter.save(tmp, metadata={k: v for k, v in prov.items() if v is not None})
-        report = AdapterExport(
-            out=str(out),
-            format=format,
-            method=adapter.method,
-            dim_in=int(adapter.n_features_in_),
-            dim_out=int(adapter.n_features_out_),
-            n_pairs=int(adapter.n_pairs_),
-            holdout_cosine=_holdout(adapter),
-            model=encoder.name if encoder is not None else None,
-            model_fingerprint=encoder.fingerprint if encoder is not None else None,
-            pooling=spec.name if spec is not None else None,
-            recipe=recipe,
-            checks=checks,
-            notes=list(adapter.notes_),
-            **prov,
-        )
+        report = _report(adapter, out, format, encoder=encoder, spec=spec, recipe=recipe, checks=checks, prov=prov)
         (tmp / "README.md").write_text(readme(report), encoding="utf-8")
         write_manifest(tmp, report.to_dict())
     log.info("exported %s (%s) to %s", adapter.method, format, out)
     return report
+
+
+def _check_export(adapter: Adapter, form: str, *, format: str, has_model: bool) -> None:
+    """Refuse, before any work, an export the adapter's form or the missing model cannot give."""
+    if format == "faiss" and form != "affine":
+        raise InputError(
+            f"{adapter.method} is not an affine map, so it cannot be a FAISS pre-transform; export it with --format "
+            "onnx (a graph from vectors to mapped vectors), or map the stored vectors with isoscope migrate apply"
+        )
+    if format == "sentence-transformers" and not has_model:
+        raise InputError(
+            "a sentence-transformers export needs the model the adapter reads (the new one for new->legacy)"
+        )
+    if format == "sentence-transformers" and form == "local":
+        _dense_chain(adapter, form)  # refused before a model is loaded
+
+
+def _report(adapter: Adapter, out: Path, format: str, *, encoder, spec, recipe, checks, prov: dict) -> AdapterExport:
+    """What the export wrote (its README and manifest say it too)."""
+    return AdapterExport(
+        out=str(out),
+        format=format,
+        method=adapter.method,
+        dim_in=int(adapter.n_features_in_),
+        dim_out=int(adapter.n_features_out_),
+        n_pairs=int(adapter.n_pairs_),
+        holdout_cosine=_holdout(adapter),
+        model=encoder.name if encoder is not None else None,
+        model_fingerprint=encoder.fingerprint if encoder is not None else None,
+        pooling=spec.name if spec is not None else None,
+        recipe=recipe,
+        checks=checks,
+        notes=list(adapter.notes_),
+        **prov,
+    )
 
 
 def _holdout(adapter: Adapter) -> float | None:

@@ -34,6 +34,19 @@ def _series(frame: pd.DataFrame, measure: str) -> pd.DataFrame:
     return frame.groupby(["method", "direction", "source", "pairs"], sort=True).agg(**cols).reset_index()
 
 
+def _error_bars(rows: pd.DataFrame) -> dict | None:
+    """The seeds' widest interval around each point, where the measure has one."""
+    if "low" not in rows:
+        return None
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": (rows["high"] - rows["value"]).to_numpy(),
+        "arrayminus": (rows["value"] - rows["low"]).to_numpy(),
+        "thickness": 1,
+    }
+
+
 def curve_figure(frame: pd.DataFrame, measure: str, *, threshold: float | None = None, title: str = "") -> go.Figure:
     """``measure`` (``recovered``, ``c/b`` or ``agreement``) of every curve point of ``frame`` against its fit
     pairs."""
@@ -50,20 +63,11 @@ def curve_figure(frame: pd.DataFrame, measure: str, *, threshold: float | None =
             rows = part[part["source"] == source]
             if rows.empty:
                 continue
-            error = None
-            if "low" in rows:
-                error = {
-                    "type": "data",
-                    "symmetric": False,
-                    "array": (rows["high"] - rows["value"]).to_numpy(),
-                    "arrayminus": (rows["value"] - rows["low"]).to_numpy(),
-                    "thickness": 1,
-                }
             fig.add_trace(
                 go.Scatter(
                     x=rows["pairs"],
                     y=rows["value"],
-                    error_y=error,
+                    error_y=_error_bars(rows),
                     mode="lines+markers" if source == "corpus" else "markers",
                     name=f"{method} ({direction})" + (", generic texts" if source == "generic" else ""),
                     legendgroup=f"{method} ({direction})",

@@ -218,29 +218,14 @@ def evaluate_migration(
     stage = progress or (lambda _s: None)
     spaces = check_spaces(old, new, task, fit)
     n = len(spaces.Da)
-    fraction = config.fraction_for(spaces.n_generic > 0)
-    fit_rows, held = fit_split(n, fraction, config.seed)
-    n_pairs = len(fit_rows) + spaces.n_generic
-    if n_pairs < MIN_PAIRS:
-        raise InputError(
-            f"{n_pairs} fit pair(s) ({len(fit_rows)} of {n:,} documents at fit fraction {fraction:g}, "
-            f"{spaces.n_generic} generic); an adapter needs at least {MIN_PAIRS}: raise the fit fraction or give fit texts"
-        )
+    fit_rows, held, n_pairs = _fit_rows(spaces, config)
     dims = (spaces.Da.shape[1], spaces.Db.shape[1])
     methods, notes = plan_methods(config, n_pairs, dims)
     ref = _reference(spaces, task, held, config)
     pairs = spaces.fit_pairs(fit_rows)
-    runs, systems = [], [ref.old, ref.new] if task is not None else []
-    step, total, done = stage("fit"), len(methods) * len(config.directions), 0
-    for method in methods:
-        for direction in config.directions:
-            run, made = _adapted(spaces, task, ref, (pairs, fit_rows), (method, direction, n_pairs), config)
-            runs.append(run)
-            systems += made
-            notes += run.notes
-            done += 1
-            if step is not None:
-                step(done, total)
+    runs, made = _fit_all(spaces, task, ref, (pairs, fit_rows), methods, n_pairs=n_pairs, config=config, stage=stage)
+    systems = ([ref.old, ref.new] if task is not None else []) + made
+    notes += [note for run in runs for note in run.notes]
     texts = list(task.documents) if task is not None else list(documents or [f"document {i}" for i in range(n)])
     if len(texts) != n:
         raise InputError(f"{len(texts):,} document texts for {n:,} document vectors")
@@ -267,6 +252,35 @@ def evaluate_migration(
         result.curve_points, curve_notes = draw_curve(spaces, result, ref_top=ref.new_top, progress=stage("curve"))
         result.notes += curve_notes
     return result
+
+
+def _fit_rows(spaces, config: MigrationConfig) -> tuple[np.ndarray, np.ndarray, int]:
+    """The documents the adapters are fitted on, the held-out ones, and the fit pairs in all (generic included)."""
+    n = len(spaces.Da)
+    fraction = config.fraction_for(spaces.n_generic > 0)
+    fit_rows, held = fit_split(n, fraction, config.seed)
+    n_pairs = len(fit_rows) + spaces.n_generic
+    if n_pairs < MIN_PAIRS:
+        raise InputError(
+            f"{n_pairs} fit pair(s) ({len(fit_rows)} of {n:,} documents at fit fraction {fraction:g}, "
+            f"{spaces.n_generic} generic); an adapter needs at least {MIN_PAIRS}: raise the fit fraction or give fit texts"
+        )
+    return fit_rows, held, n_pairs
+
+
+def _fit_all(spaces, task, ref, fit: tuple, methods, *, n_pairs: int, config: MigrationConfig, stage) -> tuple:
+    """Every method in every direction: the adapter runs and the systems they make, in that order."""
+    runs, systems = [], []
+    step, total, done = stage("fit"), len(methods) * len(config.directions), 0
+    for method in methods:
+        for direction in config.directions:
+            run, made = _adapted(spaces, task, ref, fit, (method, direction, n_pairs), config)
+            runs.append(run)
+            systems += made
+            done += 1
+            if step is not None:
+                step(done, total)
+    return runs, systems
 
 
 def _partial_notes(result: MigrationResult) -> list[str]:

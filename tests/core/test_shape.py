@@ -25,13 +25,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "core/sources/build.py::build_spaces": (70, "sources folder: item 2's worker rewrites it"),
     "core/evaluate/sts.py::sts_report": (67, "twin of sts_of_vectors: item 2 merges the pair"),
     "core/evaluate/sts.py::fit_and_save": (65, "twin of fit_and_save_vectors: item 2 merges the pair"),
-    "core/migrate/apply.py::apply_adapter": (69, "not yet broken up (issue 52 item 4, left open)"),
-    "core/migrate/export.py::export_adapter": (75, "not yet broken up (issue 52 item 4, left open)"),
-    "core/migrate/figures.py::curve_figure": (61, "not yet broken up (issue 52 item 4, left open)"),
-    "core/migrate/run.py::evaluate_migration": (68, "not yet broken up (issue 52 item 4, left open)"),
-    "core/retrieval/run.py::evaluate_retrieval": (61, "not yet broken up (issue 52 item 4, left open)"),
-    "core/retrieval/task.py::build_task": (66, "not yet broken up (issue 52 item 4, left open)"),
-    "core/space/report/build.py::build_space_report": (64, "13 keyword options: the signature is 16 lines"),
 }
 
 
