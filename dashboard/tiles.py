@@ -67,7 +67,7 @@ class MapUrls:
     mark: str | None = None
 
 
-def publish(path: str, space: str, colour_by: str, contours: bool, lit: np.ndarray | None = None) -> MapUrls:
+def publish(path: str, space: str, colour_by: str, *, contours: bool, lit: np.ndarray | None = None) -> MapUrls:
     """Make the map of ``space`` of the atlas in ``path`` servable; ``lit`` (m,) rows drawn lit up."""
     with _lock:
         token = _by_path.get(path)

@@ -54,7 +54,7 @@ def to_task1_space(theta_task2: torch.Tensor, theta0: torch.Tensor, n_encoder: i
     return torch.cat([theta_task2[:n_encoder], theta0[n_encoder:]])
 
 
-def task_view_step(run: InitRun, res: dict, eval_set, alphas, betas, *, config: LandscapeConfig, stage) -> dict:
+def task_view_step(run: InitRun, res: dict, eval_set, *, alphas, betas, config: LandscapeConfig, stage) -> dict:
     """The 1D curve along delta1 and the surface on the plane; returns the surface."""
     t = time.perf_counter()
     curve = task_view.cached_curve(

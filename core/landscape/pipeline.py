@@ -323,7 +323,7 @@ def _run_init(
     betas = np.linspace(*(config.range_b or config.range_a), n)
     surface = None
     if config.task_view:
-        surface = measures.task_view_step(run, res, eval_set, alphas, betas, config=config, stage=stage)
+        surface = measures.task_view_step(run, res, eval_set, alphas=alphas, betas=betas, config=config, stage=stage)
     measures.trajectory_step(run, res, surface, reuse=config.reuse)
     measures.rollback_step(run, res, eval_set.key, encoder.num_layers, reuse=config.reuse, stage=stage)
     measures.flatness_step(run, res, surface, (alphas, betas), config=config, eval_key=eval_set.key, stage=stage)

@@ -74,6 +74,7 @@ class Throttle:
         per_client: tuple[int, float],
         overall: tuple[int, float],
         max_wait: float = MAX_WAIT,
+        *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.per_client, self.overall, self.max_wait, self.clock = per_client, overall, max_wait, clock

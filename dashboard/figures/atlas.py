@@ -214,11 +214,11 @@ def map_data(
     name: str,
     grid: dict,
     bounds: tuple[float, float, float, float],
+    *,
     urls: object,
     labels: list[list] | None,
     selected: np.ndarray,
     height: int = MAP_HEIGHT,
-    *,
     fit: tuple[float, float, float, float] | None = None,
 ) -> dict:
     """What the map component (``ui.atlas_map``) draws: the tile pyramid ``grid`` (``TileGrid.to_dict``), the
@@ -258,7 +258,7 @@ def selection_event(result: object) -> tuple[str, object] | None:
 # ------------------------------------------------------------------ the selection
 
 
-def selection_table(atlas: Atlas, space: str, rows: np.ndarray, meta_columns: int = 6) -> pd.DataFrame:
+def selection_table(atlas: Atlas, space: str, rows: np.ndarray, *, meta_columns: int = 6) -> pd.DataFrame:
     """The selected ``rows``: text, cluster, the first metadata columns, norm, length and (with a calibrated
     space) the neighbour overlap raw vs calibrated."""
     sp = atlas.spaces[space]

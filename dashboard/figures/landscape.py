@@ -126,6 +126,7 @@ def contour(
     surface: Mapping,
     metric: str,
     traj: pd.DataFrame | None,
+    *,
     zrange: tuple[float, float],
     title: str,
     axis_titles: tuple[str, str] = TASK_AXES,
@@ -212,7 +213,7 @@ def curves(df: pd.DataFrame, metrics: tuple[str, str], title: str) -> go.Figure:
 
 
 def band_curves(
-    df: pd.DataFrame, x: str, metric: str, title: str, x_title: str, marks: tuple[tuple[float, str], ...] = ()
+    df: pd.DataFrame, x: str, metric: str, *, title: str, x_title: str, marks: tuple[tuple[float, str], ...] = ()
 ) -> go.Figure:
     """Mean line with a ±sd band per initialisation, from columns ``<metric>_mean`` and ``<metric>_sd``."""
     fig = go.Figure()
@@ -240,7 +241,7 @@ def band_curves(
     return fig
 
 
-def bars(df: pd.DataFrame, y: str, title: str, log: bool = False) -> go.Figure:
+def bars(df: pd.DataFrame, y: str, title: str, *, log: bool = False) -> go.Figure:
     """The rollback table (``tables.rollback_table``): ``y`` per group restored, one bar colour per init (group
     and init names come from the results files: escaped, plotly renders HTML in ticks and legends)."""
     fig = go.Figure(

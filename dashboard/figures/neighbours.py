@@ -38,6 +38,7 @@ def neighbour_table(
     corpus: Corpus,
     meta_cols: list[str],
     ids: np.ndarray,
+    *,
     scores: np.ndarray,
     other: np.ndarray,
     k: int,
@@ -68,7 +69,9 @@ def styled(table: pd.DataFrame) -> Styler:
     return table.style.map(shift_colour, subset=["shift"]).format({"score": "{:.4f}"})
 
 
-def changed_table(corpus: Corpus, meta_cols: list[str], ids: np.ndarray, overlap: np.ndarray, k: int) -> pd.DataFrame:
+def changed_table(
+    corpus: Corpus, meta_cols: list[str], ids: np.ndarray, *, overlap: np.ndarray, k: int
+) -> pd.DataFrame:
     """The sentences ``ids`` whose neighbourhoods changed most: row, text, metadata, overlap@k."""
     table = rows_frame(corpus, ids, meta_cols)
     table.insert(0, "row", ids)

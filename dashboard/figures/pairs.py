@@ -24,6 +24,7 @@ def scatter_panels(
     x: np.ndarray,
     panels: Sequence[tuple[str, np.ndarray]],
     hover: Sequence[str],
+    *,
     x_title: str,
     hovertemplate: str,
     y_title: str | None = None,
@@ -81,7 +82,7 @@ def column_widths(frame: pd.DataFrame) -> dict[str, int | str]:
     }
 
 
-def rank_moves(table: pd.DataFrame, raw: np.ndarray, calibrated: np.ndarray, top: int = 10) -> pd.DataFrame:
+def rank_moves(table: pd.DataFrame, raw: np.ndarray, calibrated: np.ndarray, *, top: int = 10) -> pd.DataFrame:
     """The ``top`` pairs of ``table`` (sentence1, sentence2 columns) whose rank by cosine moved most from
     ``raw`` to ``calibrated`` (n,); positive rank shift: more similar after."""
     moved = table[["sentence1", "sentence2"]].copy()

@@ -46,7 +46,9 @@ def per_query_scatter(result: RetrievalResult, variant: str, metric: str) -> go.
     return fig
 
 
-def moved_queries(result: RetrievalResult, variant: str, metric: str, m: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
+def moved_queries(
+    result: RetrievalResult, variant: str, metric: str, *, m: int = 5
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The ``m`` queries that gained most and the ``m`` that lost most (only those that moved; a gain: a change in
     the metric's direction, ``METRICS``)."""
     frame = result.changes(variant, metric)  # largest gain first

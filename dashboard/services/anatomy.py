@@ -90,7 +90,7 @@ def input_spectrum(model: ModelKey):
 
 
 @st.cache_data(show_spinner=False, max_entries=8, hash_funcs=HASH_FUNCS)
-def shrink_curve(model: ModelKey, pairs: Pairs, ranks: tuple[int, ...], pooling: str, max_length: int):
+def shrink_curve(model: ModelKey, pairs: Pairs, ranks: tuple[int, ...], *, pooling: str, max_length: int):
     """STS and neighbour overlap with the input embedding shrunk to each rank (SVD)."""
     from isoscope.anatomy.spectrum import shrink_curve as curve
 

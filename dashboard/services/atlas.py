@@ -292,7 +292,7 @@ def selection_table(path: str, space: str, rows: tuple[int, ...]) -> pd.DataFram
 
 
 @st.cache_data(show_spinner="Anisotropy metrics…", max_entries=16)
-def metrics(path: str, space: str, rows: tuple[int, ...], sample: int = 20_000, seed: int = 0) -> pd.DataFrame:
+def metrics(path: str, space: str, rows: tuple[int, ...], *, sample: int = 20_000, seed: int = 0) -> pd.DataFrame:
     """isoscope.geometry.metrics.all_metrics of the selected rows and of the whole corpus (each a seeded sample of at most
     ``sample`` rows), side by side."""
     from isoscope.geometry.metrics import all_metrics

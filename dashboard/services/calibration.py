@@ -92,6 +92,7 @@ def calibration_table(
     model: ModelKey,
     max_length: int,
     pairs: Pairs,
+    *,
     poolings: tuple[str, ...],
     methods: tuple[str, ...],
     fit_on: Sequence[str] | Texts,
@@ -100,13 +101,14 @@ def calibration_table(
     """Spearman (x100) of every pooling x calibrator on ``pairs``, each fitted on ``fit_on`` (cached pieces)."""
     vecs = embed_many(model, pairs.texts, poolings, max_length)
     fits = embed_many(model, fit_on, poolings, max_length)
-    return spaces_table(pairs, vecs, fits, methods, flow_json)
+    return spaces_table(pairs, vecs, fits, methods=methods, flow_json=flow_json)
 
 
 def spaces_table(
     pairs: Pairs,
     vecs: dict[str, Vectors],
     fits: dict[str, Vectors],
+    *,
     methods: tuple[str, ...],
     flow_json: str = "",
 ) -> pd.DataFrame:

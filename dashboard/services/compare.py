@@ -41,7 +41,7 @@ class Side:
 
     @classmethod
     def of_model(
-        cls, model: ModelKey, init: str, pooling: PoolingSpec | None, calibrate: str, flow_json: str = ""
+        cls, model: ModelKey, init: str, pooling: PoolingSpec | None, *, calibrate: str, flow_json: str = ""
     ) -> Side:
         """A side of ``model`` (the sidebar's key, or ``ModelKey("landscape:...")``): its spec names the model."""
         return cls(SpaceSpec(model.name, init, 0, pooling, calibrate), flow_json, model)
@@ -135,7 +135,7 @@ def file_side_vectors(space: SessionSpace, side: Side, items: Texts) -> SideVect
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
-def comparison(a: Vectors, b: Vectors, k: int, map_method: str, map_points: int) -> ComparisonMetrics:
+def comparison(a: Vectors, b: Vectors, k: int, *, map_method: str, map_points: int) -> ComparisonMetrics:
     """isoscope.comparison.compare_spaces: CKA, exact neighbour overlap, hubness and the Procrustes-aligned maps."""
     bar = st.progress(0.0, text="Comparing the spaces…")
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 
 @st.cache_resource(show_spinner="Measuring this machine's speed (once)…", max_entries=8)
-def throughput(model: ModelKey, hidden: bool, max_length: int, fast: bool = True) -> Throughput:
+def throughput(model: ModelKey, hidden: bool, max_length: int, *, fast: bool = True) -> Throughput:
     """The tokens per second of the engine that embeds for ``model`` (the sidebar's key; ``fast``: its fastest
     engine, else the loaded model itself), with every hidden state pooled (``hidden``: what a pass with layer
     poolings and companions computes) or the last layer only."""
@@ -107,7 +107,7 @@ def flow(n_rows: int, dim: int, flow_json: str = "") -> Cost:
     return flow_cost(n_rows, flow, step)
 
 
-def fits(methods: Sequence[str], n_rows: int, dim: int, flow_json: str = "", cached: bool = False) -> Cost:
+def fits(methods: Sequence[str], n_rows: int, dim: int, *, flow_json: str = "", cached: bool = False) -> Cost:
     """Fitting ``methods`` on ``n_rows`` vectors: the flows' training (the linear methods take well under a
     second); ``FREE`` when ``cached``."""
     if cached or n_rows < 2:
@@ -201,7 +201,7 @@ def atlas(model: ModelKey | None, items: Texts, config: AtlasConfig, dim: int) -
 
 
 def retrieval(
-    model: ModelKey, sides: Sequence[Texts], pooling: str, max_length: int, methods: Sequence[str], dim: int
+    model: ModelKey, sides: Sequence[Texts], pooling: str, *, max_length: int, methods: Sequence[str], dim: int
 ) -> Cost:
     """A retrieval run (``services.retrieval.run_model``): each side's prompted texts embedded with one pooling
     (``FREE`` when the disk cache holds them), and the flows among ``methods`` fitted on the documents."""

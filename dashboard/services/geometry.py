@@ -95,7 +95,7 @@ def layer_metrics_key(model: ModelKey, texts: Texts, max_length: int) -> str:
 
 
 @st.cache_data(show_spinner=False, max_entries=8, hash_funcs=HASH_FUNCS)
-def frequency_result(model: ModelKey, texts: Texts, max_length: int, calibration: str, spaces: tuple[str, ...]):
+def frequency_result(model: ModelKey, texts: Texts, max_length: int, *, calibration: str, spaces: tuple[str, ...]):
     """isoscope.geometry.frequency.frequency_analysis (token norms and kNN distances by frequency bucket), raw and calibrated."""
     from isoscope.geometry.frequency import frequency_analysis
 

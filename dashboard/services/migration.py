@@ -31,6 +31,7 @@ def run(
     old: tuple[Vectors, Vectors, Vectors | None],
     new: tuple[Vectors, Vectors, Vectors | None],
     task: RetrievalTask,
+    *,
     names: tuple[str, str, str],
     settings: MigrationConfig,
 ) -> MigrationResult:

@@ -38,6 +38,7 @@ def query_neighbours(
     raw: Vectors,
     calibrated_space: Vectors,
     raw_query: np.ndarray,
+    *,
     cal_query: np.ndarray,
     k: int,
     row: int | None = None,
@@ -68,7 +69,7 @@ def neighbourhood_change(raw: Vectors, calibrated_space: Vectors, k: int, sample
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
 def overlap_by_calibrator(
-    raw: Vectors, fit: Vectors, methods: tuple[str, ...], flow_json: str, k: int, sample: int
+    raw: Vectors, fit: Vectors, methods: tuple[str, ...], *, flow_json: str, k: int, sample: int
 ) -> pd.DataFrame:
     """Mean overlap@k between raw and calibrated neighbourhoods for each calibrator (fitted on ``fit``).
 

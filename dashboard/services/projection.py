@@ -21,7 +21,7 @@ _MESSAGE = {
 
 @st.cache_data(show_spinner=False, max_entries=32, hash_funcs=HASH_FUNCS)
 def projection(
-    vectors: Vectors, method: str, n_components: int, sample: int, seed: int, params_json: str
+    vectors: Vectors, method: str, n_components: int, *, sample: int, seed: int, params_json: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """isoscope.neighbours.projection.project of a seeded sample of ``vectors``: (rows (m,) int64, coordinates (m, c) float32).
 

@@ -12,7 +12,9 @@ from isoscope.dashboard.services.models import ModelKey, encoder
 @st.cache_data(
     show_spinner="Building the report (metrics, layers, neighbours, a map)…", max_entries=8, hash_funcs=HASH_FUNCS
 )
-def space_report(model: ModelKey, texts: Texts, pooling: str, max_length: int, vs: str, meta: object = None) -> bytes:
+def space_report(
+    model: ModelKey, texts: Texts, pooling: str, *, max_length: int, vs: str, meta: object = None
+) -> bytes:
     """The report of the sidebar's model on ``texts`` against its ``vs`` calibration (fitted on them)."""
     from isoscope.space import embed, space_report
 
@@ -31,7 +33,7 @@ def space_report(model: ModelKey, texts: Texts, pooling: str, max_length: int, v
 
 @st.cache_data(show_spinner="Building the report of both spaces…", max_entries=8, hash_funcs=HASH_FUNCS)
 def comparison_report(
-    a: Vectors, b: Vectors, texts: Texts, labels: tuple[str, str], k: int, map_method: str, map_points: int
+    a: Vectors, b: Vectors, texts: Texts, *, labels: tuple[str, str], k: int, map_method: str, map_points: int
 ) -> bytes:
     """The report of two spaces of the same ``texts`` (their vectors as the Compare page has them)."""
     from isoscope.space import Space, compare, comparison_report

@@ -45,6 +45,7 @@ def run_model(
     model: ModelKey,
     task: RetrievalTask,
     pooling: str,
+    *,
     max_length: int,
     prompts: tuple[str, str],
     variants: tuple[str, ...],

@@ -86,6 +86,7 @@ def parse_upload(
     data: bytes,
     name: str,
     column: str | None,
+    *,
     text_column: str | None,
     texts: bytes | None = None,
     texts_name: str | None = None,

@@ -15,7 +15,7 @@ from isoscope.evaluate.sweep import SweepConfig, SweepPairs, SweepResult, run_sw
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
 def sweep(
-    model: ModelKey, texts: Texts, pairs: Pairs | None, pooling: str, max_length: int, dims: tuple[int, ...], k: int
+    model: ModelKey, texts: Texts, pairs: Pairs | None, *, pooling: str, max_length: int, dims: tuple[int, ...], k: int
 ) -> SweepResult:
     """``isoscope.evaluate.sweep.run_sweep`` of ``texts`` (and ``pairs`` with scores) for ``model``'s fp32 and int8 encoders."""
     items = list(texts.items) + (list(pairs.texts) if pairs is not None else [])
@@ -32,7 +32,7 @@ def sweep(
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
 def sweep_vectors(
-    corpus: Vectors, pairs: Pairs | None, pair_vectors: Vectors | None, dims: tuple[int, ...], k: int
+    corpus: Vectors, pairs: Pairs | None, pair_vectors: Vectors | None, *, dims: tuple[int, ...], k: int
 ) -> SweepResult:
     """``run_sweep`` from vectors computed elsewhere (no int8-model row: there is no model to quantise);
     ``pair_vectors`` (2m, d): the pairs' sentence1 rows then their sentence2 rows."""

@@ -69,7 +69,7 @@ def seed_default(name: str, default: object) -> None:
     st.session_state[remembered] = default
 
 
-def param_box(where, name: str, param: Param, dim: int, components: int) -> float:
+def param_box(where, name: str, param: Param, *, dim: int, components: int) -> float:
     """A number box (widget key ``name``) for the parameter a generic choice leaves open (K of whitening:K, D of
     abtt:D), labelled and bounded by its ``Param`` and the vectors' dimension ``dim``. Its first value: ``components``
     for a count of principal components (what the fit set supports), else the parameter's suggestion."""
@@ -85,7 +85,7 @@ def param_box(where, name: str, param: Param, dim: int, components: int) -> floa
 
 
 def calibration_controls(
-    key: str, default: str = "none", include_none: bool = True, dim: int | None = None, n_fit: int | None = None
+    key: str, default: str = "none", include_none: bool = True, *, dim: int | None = None, n_fit: int | None = None
 ) -> Calibration:
     """Method selector with its parameter (K, D) and, for the flow, its training settings.
 
@@ -106,7 +106,9 @@ def calibration_controls(
     choice = c1.selectbox("Calibration", choices, key=f"{key}_method", help=calibration_help(choices))
     method = choice
     if (param := open_param(choice)) is not None:
-        method = fill_placeholder(choice, param_box(c2, f"{key}_{param.symbol.lower()}", param, dim, default_k))
+        method = fill_placeholder(
+            choice, param_box(c2, f"{key}_{param.symbol.lower()}", param, dim=dim, components=default_k)
+        )
     flow_json = ""
     if choice == "flow":
         base = Flow()
@@ -245,7 +247,9 @@ def fixed_model_download(
         return
     try:
         fit = space_vectors(items, pooling)
-        data = export_service.fixed_model_zip(s.model, pooling, s.max_length, method, flow_json, fit, items)
+        data = export_service.fixed_model_zip(
+            s.model, pooling, s.max_length, method=method, flow_json=flow_json, fit=fit, fit_texts=items
+        )
     except InputError as exc:
         user_error(exc)
         return

@@ -63,9 +63,9 @@ def _upload_box() -> SessionSpace | None:
                     up.getvalue(),
                     up.name,
                     column,
-                    text_column if texts_up is None else None,
-                    None if texts_up is None else texts_up.getvalue(),
-                    None if texts_up is None else texts_up.name,
+                    text_column=text_column if texts_up is None else None,
+                    texts=None if texts_up is None else texts_up.getvalue(),
+                    texts_name=None if texts_up is None else texts_up.name,
                 )
                 loaded = st.session_state["space_loaded"] = SessionSpace(table, "upload")
                 st.session_state["space_request"] = request

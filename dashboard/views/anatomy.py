@@ -88,7 +88,7 @@ if pairs is not None and ranks:
     request = (pairs_key(pairs), tuple(sorted(ranks)), s.pooling, s.model, s.max_length)
     if ui.run_button("Shrink and re-encode", "anat_go", request):
         try:
-            result = anatomy.shrink_curve(s.model, pairs, request[1], s.pooling, s.max_length)
+            result = anatomy.shrink_curve(s.model, pairs, request[1], pooling=s.pooling, max_length=s.max_length)
         except InputError as exc:
             ui.user_error(exc)
             st.stop()

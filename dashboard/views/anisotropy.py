@@ -103,5 +103,7 @@ st.caption(f"All of this (and hubness, what {vs} changes in the neighbourhoods, 
 ui.report_download(
     "anisotropy",
     (s.model, raw.key, s.pooling, vs),
-    lambda: reports.space_report(s.model, keyed_texts(texts), s.pooling, s.max_length, vs, corpus.meta),
+    lambda: reports.space_report(
+        s.model, keyed_texts(texts), s.pooling, max_length=s.max_length, vs=vs, meta=corpus.meta
+    ),
 )

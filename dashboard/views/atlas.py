@@ -215,9 +215,11 @@ chosen = st.session_state.get(SELECTION, {})
 map_rows = np.asarray(chosen.get("rows", []), np.int64) if chosen.get("at") == here else np.zeros(0, np.int64)
 legend = svc.legend(path, space, colour_by)
 tmap = svc.tile_map(path, space)
-urls = tiles.publish(path, space, colour_by, show_contours, filtered)
+urls = tiles.publish(path, space, colour_by, contours=show_contours, lit=filtered)
 labels = figures.map_labels(sp) if show_labels else None
-data = figures.map_data(MAP_KEY, tmap.grid.to_dict(), sp.bounds, urls, labels, sp.xy[map_rows], fit=sp.view)
+data = figures.map_data(
+    MAP_KEY, tmap.grid.to_dict(), sp.bounds, urls=urls, labels=labels, selected=sp.xy[map_rows], fit=sp.view
+)
 result = ui.atlas_map(data, key=MAP_KEY, on_change=_on_map_event)
 if not st.session_state.pop(HANDLED, False) and (event := figures.selection_event(result)) is not None:
     _select(event)  # the trigger reached this run but not the callback's view of the state: apply it, redraw

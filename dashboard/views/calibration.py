@@ -62,7 +62,7 @@ def fit_cost(poolings: list[str], methods: list[str], flow_json: str) -> Cost:
     for p in poolings:
         key = embeddings.vectors_key(s.model, p, s.max_length, fit_on)
         flows = [m for m in methods if m == "flow" and not calibration.calibrator_on_disk(m, flow_json, key)]
-        cost += costs.fits(flows, len(fit_on), s.hidden_size, flow_json)
+        cost += costs.fits(flows, len(fit_on), s.hidden_size, flow_json=flow_json)
     return cost
 
 
@@ -168,11 +168,17 @@ if ui.run_button("Compute table", "calp_table_go", table_request):
     try:
         if space.is_model:
             df = calibration.calibration_table(
-                s.model, s.max_length, pairs, tuple(table_poolings), tuple(methods), fit_on, cal.flow_json
+                s.model,
+                s.max_length,
+                pairs,
+                poolings=tuple(table_poolings),
+                methods=tuple(methods),
+                fit_on=fit_on,
+                flow_json=cal.flow_json,
             )
         else:
             vecs, fits = {space.label: ui.space_vectors(pairs.texts)}, {space.label: ui.space_vectors(fit_on)}
-            df = calibration.spaces_table(pairs, vecs, fits, tuple(methods), cal.flow_json)
+            df = calibration.spaces_table(pairs, vecs, fits, methods=tuple(methods), flow_json=cal.flow_json)
     except InputError as exc:
         ui.user_error(exc)
         st.stop()

@@ -120,7 +120,7 @@ def space_picker(side: str, runs: list[dict]) -> services.Side | None:
         init = "random" if weights == RANDOM else "pretrained"
     pooling = st.selectbox("Pooling", s.pooling_modes, key=f"cmp_{side}_pooling", help=ui.pooling_help(s.pooling_modes))
     cal = ui.calibration_controls(f"cmp_{side}_cal", default="none", include_none=True, dim=s.hidden_size)
-    return services.Side.of_model(model, init, parse_pooling(pooling), cal.method, cal.flow_json)
+    return services.Side.of_model(model, init, parse_pooling(pooling), calibrate=cal.method, flow_json=cal.flow_json)
 
 
 s = ui.settings()
@@ -185,7 +185,7 @@ try:
 except InputError as exc:
     ui.user_error(exc)
     st.stop()
-report = services.comparison(space_a.vectors, space_b.vectors, k, method, points)
+report = services.comparison(space_a.vectors, space_b.vectors, k, map_method=method, map_points=points)
 label_a, label_b = (
     figures.describe(space.name, choice.spec) for space, choice in ((space_a, choice_a), (space_b, choice_b))
 )
@@ -327,5 +327,7 @@ st.caption("Both spaces' metrics, CKA, neighbour overlap, hubness and the aligne
 ui.report_download(
     "compare",
     (space_a.vectors.key, space_b.vectors.key, k, method, points),
-    lambda: reports.comparison_report(space_a.vectors, space_b.vectors, items, (label_a, label_b), k, method, points),
+    lambda: reports.comparison_report(
+        space_a.vectors, space_b.vectors, items, labels=(label_a, label_b), k=k, map_method=method, map_points=points
+    ),
 )

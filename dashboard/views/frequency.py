@@ -42,7 +42,9 @@ space = c1.radio(
 CALIBRATIONS = ("whitening", "sn+abtt:3", "flow", "none")
 calibration = c2.selectbox("Calibration", CALIBRATIONS, key="freq_cal", help=ui.calibration_help(CALIBRATIONS))
 try:
-    result = geometry.frequency_result(s.model, keyed_texts(corpus.texts), s.max_length, calibration, (space,))
+    result = geometry.frequency_result(
+        s.model, keyed_texts(corpus.texts), s.max_length, calibration=calibration, spaces=(space,)
+    )
 except InputError as exc:
     ui.user_error(exc)
     st.stop()

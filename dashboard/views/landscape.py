@@ -258,7 +258,9 @@ for col, init in zip(st.columns(len(inits)), inits, strict=True):
     with col:
         st.markdown(f"**{INIT_LABEL[init]}**")
         if ir.surface is not None:
-            ui.chart(contour(ir.surface, "train_loss", t, loss_range, "train loss"), f"landscape_contour_{init}")
+            ui.chart(
+                contour(ir.surface, "train_loss", t, zrange=loss_range, title="train loss"), f"landscape_contour_{init}"
+            )
 for col, init in zip(st.columns(len(inits)), inits, strict=True):
     ir, t = view.inits[init], traj[traj["init"] == init]
     with col:
@@ -272,7 +274,10 @@ for col, init in zip(st.columns(len(inits)), inits, strict=True):
     with col:
         st.markdown(f"**{INIT_LABEL[init]}**")
         if ir.surface is not None:
-            ui.chart(contour(ir.surface, "heldout_error", t, err_range, "held-out error"), f"landscape_error_{init}")
+            ui.chart(
+                contour(ir.surface, "heldout_error", t, zrange=err_range, title="held-out error"),
+                f"landscape_error_{init}",
+            )
 
 st.subheader("Flatness that compares: filter-normalised directions around θ1")
 st.caption(
@@ -288,10 +293,14 @@ else:
     bands = view.filter_bands
     c1, c2 = st.columns(2)
     with c1:
-        fig = band_curves(bands, "alpha", "train_loss", "training loss", "α in θ1 + α d", ((0.0, "θ1"),))
+        fig = band_curves(
+            bands, "alpha", "train_loss", title="training loss", x_title="α in θ1 + α d", marks=((0.0, "θ1"),)
+        )
         ui.chart(fig, "landscape_filter_curve_loss")
     with c2:
-        fig = band_curves(bands, "alpha", "heldout_acc", "held-out accuracy", "α in θ1 + α d", ((0.0, "θ1"),))
+        fig = band_curves(
+            bands, "alpha", "heldout_acc", title="held-out accuracy", x_title="α in θ1 + α d", marks=((0.0, "θ1"),)
+        )
         ui.chart(fig, "landscape_filter_curve_acc")
     st.caption("Mean over the random directions, band ± one sample sd across directions (first seed).")
     f_range = zrange([ir.filter_surface for ir in view.inits.values()], "train_loss")
@@ -300,7 +309,7 @@ else:
         with col:
             st.markdown(f"**{INIT_LABEL[init]}**")
             if g is not None:
-                fig = contour(g, "train_loss", None, f_range, "train loss", FILTER_AXES)
+                fig = contour(g, "train_loss", None, zrange=f_range, title="train loss", axis_titles=FILTER_AXES)
                 ui.chart(fig, f"landscape_filter_surface_{init}")
     for col, init in zip(st.columns(len(inits)), inits, strict=True):
         fn, over = view.inits[init].filter_normalized, sm.seeds.stats[init] if n_seeds > 1 else None
@@ -353,9 +362,14 @@ if lc.empty:
 else:
     c1, c2 = st.columns(2)
     with c1:
-        ui.chart(band_curves(lc, "epoch", "heldout_loss", "held-out loss", "epoch"), "landscape_learning_loss")
+        ui.chart(
+            band_curves(lc, "epoch", "heldout_loss", title="held-out loss", x_title="epoch"), "landscape_learning_loss"
+        )
     with c2:
-        ui.chart(band_curves(lc, "epoch", "heldout_acc", "held-out accuracy", "epoch"), "landscape_learning_acc")
+        ui.chart(
+            band_curves(lc, "epoch", "heldout_acc", title="held-out accuracy", x_title="epoch"),
+            "landscape_learning_acc",
+        )
     stats = sm.seeds.stats if sm.seeds is not None else {}
     lines = []
     for init in inits:

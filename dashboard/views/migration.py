@@ -163,7 +163,9 @@ try:
     old = (ui.space_vectors(queries), ui.space_vectors(documents), ui.space_vectors(fit_items) if fit_items else None)
     new = tuple(embed(new_key, items, new_pooling, s.max_length) if items is not None else None
                 for items in (queries, documents, fit_items))  # fmt: skip
-    result = service.run(old, new, task, (a_name, "model" if space.is_model else "vectors", new_label), settings)
+    result = service.run(
+        old, new, task, names=(a_name, "model" if space.is_model else "vectors", new_label), settings=settings
+    )
 except InputError as exc:
     ui.user_error(exc)
     st.stop()

@@ -166,7 +166,7 @@ if typed:
         q_cal = calibration.fit_calibrator(cal.method, cal.flow_json, space.fit).transform(q_raw)
 st.markdown(f"**Query:** {ui.literal(query_text)}")
 
-result = neighbours.query_neighbours(raw, calibrated, q_raw, q_cal, k, query_row)
+result = neighbours.query_neighbours(raw, calibrated, q_raw, cal_query=q_cal, k=k, row=query_row)
 k_shown = len(result.before_ids)
 new = int((result.after_rank_before > k_shown).sum())
 m1, m2, m3 = st.columns(3)
@@ -179,10 +179,22 @@ m2.metric("new in the calibrated top-k", f"{new}")
 m3.metric("largest move up", f"{max(int(result.rank_shift.max()), 0):+d}" if k_shown else "0")
 
 raw_table = neighbour_table(
-    corpus, meta_cols, result.before_ids, result.before_scores, result.before_rank_after, k_shown, "raw"
+    corpus,
+    meta_cols,
+    result.before_ids,
+    scores=result.before_scores,
+    other=result.before_rank_after,
+    k=k_shown,
+    space="raw",
 )
 cal_table = neighbour_table(
-    corpus, meta_cols, result.after_ids, result.after_scores, result.after_rank_before, k_shown, "calibrated"
+    corpus,
+    meta_cols,
+    result.after_ids,
+    scores=result.after_scores,
+    other=result.after_rank_before,
+    k=k_shown,
+    space="calibrated",
 )
 left, right = st.columns(2)
 with left:
@@ -218,13 +230,13 @@ st.metric(
     help="Each sentence's own top-k (itself excluded), raw vs calibrated, averaged over the compared sentences.",
 )
 most = change.to_frame().head(20)
-changed = changed_table(corpus, meta_cols, most["id"].to_numpy(), most["overlap"].to_numpy(), change.k)
+changed = changed_table(corpus, meta_cols, most["id"].to_numpy(), overlap=most["overlap"].to_numpy(), k=change.k)
 st.markdown("**Sentences whose neighbourhoods changed most**")
 st.dataframe(changed, width="stretch", hide_index=True)
 ui.download_table(change.to_frame().assign(text=lambda d: [texts[i] for i in d["id"]]), "neighbourhood_change")
 
 methods = tuple(dict.fromkeys([*COMPARED_METHODS, cal.method]))
-by_method = neighbours.overlap_by_calibrator(raw, space.fit, methods, cal.flow_json, k, sample)
+by_method = neighbours.overlap_by_calibrator(raw, space.fit, methods, flow_json=cal.flow_json, k=k, sample=sample)
 skipped = [m for m in methods if m not in set(by_method["calibration"])]
 if skipped:
     st.caption(f"Left out (cannot be fitted on {raw.shape[1]}-dimensional vectors): {', '.join(skipped)}.")

@@ -60,8 +60,8 @@ fig = scatter_panels(
     table["edit_distance"],
     panels,
     pair_hover(pairs),
-    "word edit distance",
-    "edit distance %{x:.2f}<br>%{y:.3f}<br>%{text}<extra></extra>",
+    x_title="word edit distance",
+    hovertemplate="edit distance %{x:.2f}<br>%{y:.3f}<br>%{text}<extra></extra>",
     shared_y=False,  # gold scores 0-5 next to cosines: each panel its own range and title
 )
 ui.chart(fig, "lexical_overlap")

@@ -165,7 +165,9 @@ else:
     for col, (space_name, title, vectors) in zip(st.columns(2), spaces, strict=True):
         with col:
             try:
-                rows, coords = projection.projection(vectors, method, dims, sample, seed, params_json)
+                rows, coords = projection.projection(
+                    vectors, method, dims, sample=sample, seed=seed, params_json=params_json
+                )
             except InputError as exc:
                 ui.user_error(exc)
                 continue

@@ -93,14 +93,16 @@ if space.is_model:
         c2.text_input("Document prompt", "", key="ret_doc_prompt", help="text put before every document"),
     )
     sides = [keyed_texts([prompts[0] + q for q in task.queries]), keyed_texts([prompts[1] + d for d in task.documents])]
-    ui.estimate(costs.retrieval(s.model, sides, s.pooling, s.max_length, fixes, dims))
+    ui.estimate(costs.retrieval(s.model, sides, s.pooling, max_length=s.max_length, methods=fixes, dim=dims))
 request = (task.fingerprint, s.model if space.is_model else space.key, s.pooling, s.max_length, prompts, tuple(fixes))
 if not ui.run_button("Run retrieval", "ret_run", request, type="primary"):
     st.info("Press **Run retrieval**: it embeds the queries and documents (cached), fits each fix and scores it.")
     st.stop()
 try:
     if space.is_model:
-        result = service.run_model(s.model, task, s.pooling, s.max_length, prompts, ("raw", *fixes))
+        result = service.run_model(
+            s.model, task, s.pooling, max_length=s.max_length, prompts=prompts, variants=("raw", *fixes)
+        )
     else:
         result = service.run_vectors(ui.space_vectors(task.queries), ui.space_vectors(task.documents), task,
                                      ("raw", *fixes))  # fmt: skip

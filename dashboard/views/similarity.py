@@ -79,8 +79,8 @@ else:
         pairs.scores,
         variants,
         pair_hover(pairs),
-        "gold score",
-        "gold %{x:.2f}<br>cosine %{y:.3f}<br>%{text}<extra></extra>",
+        x_title="gold score",
+        hovertemplate="gold %{x:.2f}<br>cosine %{y:.3f}<br>%{text}<extra></extra>",
         y_title="cosine",
         margin={"t": 40, "b": 40},
     )

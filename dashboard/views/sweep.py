@@ -80,10 +80,16 @@ if not ui.run_button("Run the sweep", "sweep_run", request, type="primary"):
 try:
     if space.is_model:
         result = sweep_service.sweep(
-            s.model, keyed_texts(corpus.texts), pairs, s.pooling, s.max_length, tuple(sorted(dims)), k
+            s.model,
+            keyed_texts(corpus.texts),
+            pairs,
+            pooling=s.pooling,
+            max_length=s.max_length,
+            dims=tuple(sorted(dims)),
+            k=k,
         )
     else:
-        result = sweep_service.sweep_vectors(space.vectors(), pairs, pair_vectors, tuple(sorted(dims)), k)
+        result = sweep_service.sweep_vectors(space.vectors(), pairs, pair_vectors, dims=tuple(sorted(dims)), k=k)
 except InputError as exc:
     ui.user_error(exc)
     st.stop()

@@ -1,6 +1,6 @@
 """Issue 36: public functions with many parameters take the optional ones keyword-only, so no call reads
 ``sts_of_vectors(a, b, pairs, calibrator, fit, fit_on, name, None, stage, seed)``. Checked by reading the source
-(an AST walk) of every package and module of ``core/``, so it stays true; the few signatures whose positional form
+(an AST walk) of every package and module of ``core/`` and ``dashboard/``, so it stays true; the few signatures whose positional form
 is the natural one are listed in ``POSITIONAL`` with the reason."""
 
 from __future__ import annotations
@@ -8,12 +8,16 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-CORE = Path(__file__).resolve().parents[2] / "core"
+REPO = Path(__file__).resolve().parents[2]
+FOLDERS = ("core", "dashboard")
 MAX_POSITIONAL = 3  # a fourth only when it is required too (calibrated_sts(emb1, emb2, gold, calibrator))
-# "path relative to core/:qualified name" -> why its long positional form is the natural one
+# "path relative to the repository:qualified name" -> why its long positional form is the natural one
+TILE = "a tile address is (z, tx, ty), as in every tile server's URL /z/x/y"
 POSITIONAL = {
-    "atlas/tiles.py:render_tile": "a tile address is (z, tx, ty), as in every tile server's URL /z/x/y",
-    "atlas/tiles.py:highlight_tile": "a tile address is (z, tx, ty), as in every tile server's URL /z/x/y",
+    "core/atlas/tiles.py:render_tile": TILE,
+    "core/atlas/tiles.py:highlight_tile": TILE,
+    "dashboard/tiles.py:tile_png": TILE,
+    "dashboard/tiles.py:highlight_png": TILE,
 }
 
 
@@ -38,11 +42,11 @@ def _too_many_positional(fn: ast.FunctionDef) -> bool:
 
 def test_many_parameters_are_keyword_only() -> None:
     flagged = {}  # "path:name" -> line
-    for path in sorted(CORE.rglob("*.py")):
+    for path in sorted(p for folder in FOLDERS for p in (REPO / folder).rglob("*.py")):
         for name, fn in _public_functions(ast.parse(path.read_text(encoding="utf-8"))):
             if _too_many_positional(fn):
-                flagged[f"{path.relative_to(CORE).as_posix()}:{name}"] = fn.lineno
-    found = [f"core/{key} (line {line})" for key, line in flagged.items() if key not in POSITIONAL]
+                flagged[f"{path.relative_to(REPO).as_posix()}:{name}"] = fn.lineno
+    found = [f"{key} (line {line})" for key, line in flagged.items() if key not in POSITIONAL]
     assert not found, "positional parameters past the third (make them keyword-only with *):\n" + "\n".join(found)
     stale = sorted(set(POSITIONAL) - set(flagged))
     assert not stale, f"POSITIONAL lists signatures that no longer need it: {stale}"

@@ -63,7 +63,7 @@ def rgba(png: bytes) -> np.ndarray:
 
 def test_tiles_and_highlights_are_served_with_the_classroom_headers(served):
     client, path, _ = served
-    urls = tiles.publish(path, "raw", "cluster", True, lit=np.array([0, 5, 9]))
+    urls = tiles.publish(path, "raw", "cluster", contours=True, lit=np.array([0, 5, 9]))
     top = client.get(urls.tiles.format(z=0, x=0, y=0))
     assert top.status_code == 200 and top.headers["content-type"] == "image/png"
     secured(top)
@@ -87,7 +87,7 @@ def test_pick_returns_the_nearest_point_and_its_text(served):
     from isoscope.dashboard.services import atlas as svc
 
     client, path, texts = served
-    urls = tiles.publish(path, "raw", "cluster", False)
+    urls = tiles.publish(path, "raw", "cluster", contours=False)
     xy = svc.open_atlas(path).spaces["raw"].xy
     rng = np.random.default_rng(3)
     for row in rng.choice(len(xy), 5, replace=False):
@@ -116,7 +116,7 @@ def test_pick_names_the_lit_point_whose_yellow_is_under_the_pointer_not_a_nearer
     d = np.hypot(*(xy[:, None] - xy[None]).transpose(2, 0, 1)) + np.diag(np.full(len(xy), np.inf))  # (n, n)
     i, j = np.unravel_index(np.argmin(d), d.shape)  # the closest pair: i lit, j not
     x, y = xy[i] + 0.6 * (xy[j] - xy[i])  # nearer j than i
-    urls = tiles.publish(path, "raw", "cluster", False, lit=np.array([i]))
+    urls = tiles.publish(path, "raw", "cluster", contours=False, lit=np.array([i]))
     r = float(d[i, j])  # a pick radius that reaches both
     for z in range(grid.max_level, -1, -1):  # the deepest level whose yellow disc of i covers the pointer
         tx, ty = (
@@ -141,7 +141,7 @@ def test_pick_names_the_lit_point_whose_yellow_is_under_the_pointer_not_a_nearer
 
 def test_tiles_are_cached_on_disk_checked_on_read_and_keyed_by_the_atlas(served, tmp_path):
     client, path, _ = served
-    urls = tiles.publish(path, "raw", "topic", False)
+    urls = tiles.publish(path, "raw", "topic", contours=False)
     first = client.get(urls.tiles.format(z=1, x=0, y=1)).content
     cached = list((tmp_path / "cache" / "atlas-tiles").rglob("*.png"))
     assert len(cached) == 1
@@ -164,7 +164,7 @@ def test_prerendered_top_tiles_are_served_checked_and_equal_to_drawn_ones(served
     from isoscope.atlas.pyramid import tile_rel
 
     client, path, _ = served
-    urls = tiles.publish(path, "raw", "cluster", True)  # the page's default style: the build rendered its top
+    urls = tiles.publish(path, "raw", "cluster", contours=True)  # the page's default style: the build rendered its top
     own = Path(path) / tile_rel("raw", 2, 1, 2)
     built = own.read_bytes()
     with tiles._lock:
@@ -199,7 +199,7 @@ def test_a_layout_cut_short_under_the_open_atlas_is_refused_in_one_line_not_a_de
     from isoscope.dashboard.services import atlas as svc
 
     client, path, _ = served
-    urls = tiles.publish(path, "raw", "cluster", False)
+    urls = tiles.publish(path, "raw", "cluster", contours=False)
     xy = svc.open_atlas(path).spaces["raw"].xy
     x, y = xy[0].tolist()
     assert client.get(urls.pick, params={"x": x, "y": y, "r": 0.5}).status_code == 200

@@ -124,7 +124,7 @@ def test_tile_coordinates_are_checked_before_conversion(served, z: str) -> None:
     from isoscope.dashboard import tiles
 
     client, path, _ = served
-    urls = tiles.publish(path, "raw", "cluster", True, lit=np.array([0, 1]))
+    urls = tiles.publish(path, "raw", "cluster", contours=True, lit=np.array([0, 1]))
     for template in (urls.tiles, urls.highlight):
         for url in (template.format(z=z, x=0, y=0), template.format(z=0, x=z, y=0), template.format(z=0, x=0, y=z)):
             r = client.get(url)

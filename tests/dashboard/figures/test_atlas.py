@@ -104,13 +104,15 @@ def test_map_data_carries_urls_labels_and_a_bounded_selection():
     grid = {"x0": 0.0, "y0": 0.0, "size": 4.0, "tile": 256, "maxLevel": 10}
     labels = [[0, 0.0, 0.0, 9, "a"], [2, 1.0, 1.0, 3, "b"]]
     selected = np.zeros((fig.SELECTED_MAX + 5, 2))
-    data = fig.map_data("m", grid, (0.0, 0.0, 4.0, 2.0), urls, labels, selected)
+    data = fig.map_data("m", grid, (0.0, 0.0, 4.0, 2.0), urls=urls, labels=labels, selected=selected)
     assert data["tiles"] == "/t/{z}/{x}/{y}.png" and data["pick"] == "/pick" and data["highlight"] is None
     assert data["levels"] == 3 and data["showLabels"] and len(data["selected"]) == fig.SELECTED_MAX
-    hidden = fig.map_data("m", grid, (0.0, 0.0, 4.0, 2.0), urls, None, selected[:0])
+    hidden = fig.map_data("m", grid, (0.0, 0.0, 4.0, 2.0), urls=urls, labels=None, selected=selected[:0])
     assert hidden["labels"] == [] and not hidden["showLabels"] and hidden["levels"] == 0
     assert data["fit"] == data["bounds"] == [0.0, 0.0, 4.0, 2.0]  # no bulk box given: the map fits the bounds
-    fitted = fig.map_data("m", grid, (0.0, 0.0, 4.0, 2.0), urls, None, selected[:0], fit=(1.0, 0.5, 2.0, 1.5))
+    fitted = fig.map_data(
+        "m", grid, (0.0, 0.0, 4.0, 2.0), urls=urls, labels=None, selected=selected[:0], fit=(1.0, 0.5, 2.0, 1.5)
+    )
     assert fitted["fit"] == [1.0, 0.5, 2.0, 1.5] and fitted["bounds"] == [0.0, 0.0, 4.0, 2.0]
     json.dumps(data)  # what the component gets is plain JSON
 

@@ -85,7 +85,7 @@ def test_run_label_names_model_and_tasks_as_told():
 
 def test_contour_transposes_the_grid_and_draws_both_runs():
     values = np.arange(6, dtype=float).reshape(3, 2)  # (n_a, n_b)
-    figure = fig.contour(grid(values), "train_loss", trajectory(), (0.0, 5.0), "train loss")
+    figure = fig.contour(grid(values), "train_loss", trajectory(), zrange=(0.0, 5.0), title="train loss")
     np.testing.assert_array_equal(np.asarray(figure.data[0].z), values.T)  # plotly: rows are y (beta)
     runs = [t.name for t in figure.data[1:]]
     assert runs == [r[1] for r in fig.RUNS]
@@ -98,7 +98,7 @@ def test_band_curves_draw_mean_plus_minus_sd():
     df = pd.DataFrame(
         {"init": ["scratch"] * 3, "epoch": [2, 0, 1], "loss_mean": [3.0, 1.0, 2.0], "loss_sd": [0.5, np.nan, 0.1]}
     )
-    band, line = fig.band_curves(df, "epoch", "loss", "loss", "epoch").data
+    band, line = fig.band_curves(df, "epoch", "loss", title="loss", x_title="epoch").data
     assert list(line.x) == [0, 1, 2] and list(line.y) == [1, 2, 3]
     assert list(band.y) == [1.0, 2.1, 3.5, 2.5, 1.9, 1.0]  # upper edge forward, lower edge back; NaN sd = 0
     assert line.line.color == fig.INIT_COLOUR["scratch"] and line.name == "From scratch"

@@ -93,10 +93,14 @@ def test_the_demo_topics_each_get_their_own_named_colour():
 
 def test_neighbour_tables_name_the_moves():
     c = corpus()
-    raw = neighbours.neighbour_table(c, ["topic"], np.array([1, 2, 3]), np.ones(3), np.array([1, 5, 2]), 3, "raw")
+    raw = neighbours.neighbour_table(
+        c, ["topic"], np.array([1, 2, 3]), scores=np.ones(3), other=np.array([1, 5, 2]), k=3, space="raw"
+    )
     assert raw["shift"].tolist() == ["0", "dropped", "+1"] and raw["calibrated rank"].tolist() == [1, 5, 2]
     assert list(raw.columns) == ["rank", "score", "shift", "text", "topic", "calibrated rank"]
-    cal = neighbours.neighbour_table(c, [], np.array([4, 1]), np.ones(2), np.array([9, 1]), 2, "calibrated")
+    cal = neighbours.neighbour_table(
+        c, [], np.array([4, 1]), scores=np.ones(2), other=np.array([9, 1]), k=2, space="calibrated"
+    )
     assert cal["shift"].tolist() == ["new", "-1"] and "raw rank" in cal.columns
     assert [neighbours.shift_colour(v) for v in ("new", "+2", "-1", "dropped", "0")] == [
         neighbours.UP,
@@ -105,7 +109,7 @@ def test_neighbour_tables_name_the_moves():
         neighbours.DOWN,
         "",
     ]
-    changed = neighbours.changed_table(c, ["topic"], np.array([5, 0]), np.array([0.12345, 1.0]), 4)
+    changed = neighbours.changed_table(c, ["topic"], np.array([5, 0]), overlap=np.array([0.12345, 1.0]), k=4)
     assert changed["row"].tolist() == [5, 0] and changed["overlap@4"].tolist() == [0.123, 1.0]
     bars = neighbours.overlap_bars(pd.DataFrame({"calibration": ["a", "b"], "mean_overlap": [0.5, 0.25]}), "b", 4)
     assert list(bars.data[0].marker.color) == [neighbours.OTHERS, neighbours.CHOSEN]
@@ -133,12 +137,24 @@ def test_the_pairs_table_keeps_the_cosines_in_view_and_whole():
 def test_pair_panels_and_rank_moves():
     p = Pairs(["a <b>", "c", "d"], ["x", "y", "z"], np.array([1.0, 2.0, 3.0]), [], "t")
     assert pairs.pair_hover(p)[0] == "a &lt;b&gt; || x"  # escaped, spaces collapsed
-    fig = pairs.scatter_panels(p.scores, [("raw", np.ones(3)), ("cal", np.zeros(3))], ["h"] * 3, "gold", "%{x}", "cos")
+    fig = pairs.scatter_panels(
+        p.scores,
+        [("raw", np.ones(3)), ("cal", np.zeros(3))],
+        ["h"] * 3,
+        x_title="gold",
+        hovertemplate="%{x}",
+        y_title="cos",
+    )
     assert [t.name for t in fig.data] == ["raw", "cal"] and fig.layout.yaxis.title.text == "cos"
     assert fig.layout.xaxis2.title.text == "gold"
     assert fig.layout.yaxis2.matches == "y"  # issue 26: side-by-side cosine panels on one y range
     apart = pairs.scatter_panels(
-        p.scores, [("gold", p.scores), ("cos", np.ones(3))], ["h"] * 3, "edits", "%{x}", shared_y=False
+        p.scores,
+        [("gold", p.scores), ("cos", np.ones(3))],
+        ["h"] * 3,
+        x_title="edits",
+        hovertemplate="%{x}",
+        shared_y=False,
     )
     assert apart.layout.yaxis2.matches is None  # gold 0-5 next to cosines: each its own range, titled
     assert (apart.layout.yaxis.title.text, apart.layout.yaxis2.title.text) == ("gold", "cos")
