@@ -17,7 +17,6 @@ COMMANDS = Path(__file__).resolve().parents[3] / "core" / "commands"
 
 PENDING = {  # file -> its branches on a space's kind, to be replaced by space_vectors (issue 52 item 2)
     "atlas.py": 3,
-    "common.py": 4,  # vector_input and encoder_for; encoder_for's two are a requirement (a model that runs here)
     "compare.py": 1,
     "embed.py": 1,
     "export.py": 2,
