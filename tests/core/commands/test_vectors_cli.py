@@ -369,3 +369,12 @@ def test_retrieval_through_an_endpoint_sends_each_side_its_prompt(run_json, mode
     assert out["prompts"] == {"query": "q: ", "document": "d: "} and out["model"].startswith("openai:minilm at")
     assert {t[:3] for t in sent} == {"q: ", "d: "}
     assert sum(t.startswith("q: ") for t in sent) == out["task"]["queries"]
+
+
+def test_sts_through_an_endpoint_sends_the_prompt(run_json, model_server) -> None:
+    """The prompt an endpoint gets with sts too (space_vectors' endpoint path, as before it existed)."""
+    since = len(model_server.requests)
+    argv = ["sts", "--pairs", str(DEMO_PAIRS), "--model", "openai:minilm", "--base-url", model_server.url]
+    run_json(*argv, "--prompt-text", "topic: ", "--no-cache")
+    sent = _sent(model_server, since)
+    assert sent and all(t.startswith("topic: ") for t in sent)
