@@ -6,6 +6,7 @@ import isoscope
 space = isoscope.embed(texts)                 # or isoscope.Space(vectors, texts=None, metadata=None, name=None)
 space.geometry(); white = space.calibrate("whitening"); cmp = isoscope.compare(space, white)
 space.map(color="topic"); space.report("report.html")
+isoscope.migrate(new="model=NAME").table()     # switch models without re-embedding? (the package is callable)
 
 These names are imported on first use (PEP 562), so ``import isoscope`` and ``isoscope --help`` stay instant.
 """
@@ -23,14 +24,16 @@ _EXPORTS: dict[str, str] = {
     "embed": "isoscope.space.space",
     "compare": "isoscope.space.space",
     "Comparison": "isoscope.space.comparison",
+    "migrate": "isoscope.migrate",  # a callable package: the name is the module itself
 }
-__all__ = ["Comparison", "Space", "__version__", "compare", "embed"]
+__all__ = ["Comparison", "Space", "__version__", "compare", "embed", "migrate"]
 
 
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
         raise AttributeError(f"module 'isoscope' has no attribute '{name}'")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    module = importlib.import_module(_EXPORTS[name])
+    value = module if module.__name__ == f"isoscope.{name}" else getattr(module, name)
     globals()[name] = value
     return value
 

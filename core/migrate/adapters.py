@@ -125,6 +125,11 @@ class Adapter(FittedMap):
     def n_features_out_(self) -> int:
         return int(self.d_out_)
 
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the fitted arrays (what ``save`` writes, less its JSON)."""
+        return int(sum(np.asarray(v).nbytes for v in self._tensors().values()))
+
     def _fitted(self, X: np.ndarray, Y: np.ndarray) -> None:
         self.n_features_in_, self.d_out_ = int(X.shape[1]), int(Y.shape[1])
         self.n_pairs_ = len(X)
