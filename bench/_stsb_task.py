@@ -1,7 +1,8 @@
 """The STS-B-derived retrieval task of the migration bench, built at run time from the STS-B CSVs (never committed).
 
-Read from ``$ISOSCOPE_STSB`` (default ``/work/shared/data/stsb``): ``stsb-en-{train,dev,test}.csv``, rows
-``sentence1,sentence2,score`` (0-5).
+Read from ``isoscope.paths.stsb_dir()`` (``$ISOSCOPE_STSB_DIR``, else ``../shared/data/stsb`` beside the checkout,
+else where ``isoscope data stsb`` puts it): ``stsb-en-{train,dev,test}.csv``, rows ``sentence1,sentence2,score``
+(0-5).
 
 - The task uses the test pairs (1,379; ``SPLITS``):
   - corpus: every distinct sentence2 of them (the pairs scored below 4 make the distractors);
@@ -18,9 +19,9 @@ test together it would be 2,776 documents and 541 queries (``stsb_task(splits=("
 from __future__ import annotations
 
 import csv
-import os
 from pathlib import Path
 
+from isoscope.paths import stsb_dir
 from isoscope.retrieval.task import RetrievalTask, build_task
 
 RELEVANT_SCORE = 4.0
@@ -32,10 +33,6 @@ DESCRIPTION = (
 )
 
 
-def stsb_folder() -> Path:
-    return Path(os.environ.get("ISOSCOPE_STSB", "/work/shared/data/stsb"))
-
-
 def _pairs(split: str, folder: Path) -> list[tuple[str, str, float]]:
     with open(folder / f"stsb-en-{split}.csv", newline="", encoding="utf-8") as f:
         return [(row[0], row[1], float(row[2])) for row in csv.reader(f) if len(row) == 3]
@@ -43,7 +40,7 @@ def _pairs(split: str, folder: Path) -> list[tuple[str, str, float]]:
 
 def stsb_task(folder: Path | None = None, *, splits: tuple[str, ...] = SPLITS) -> tuple[RetrievalTask, list[str]]:
     """(the task, the generic fit texts), as the module docs say."""
-    folder = folder or stsb_folder()
+    folder = folder or stsb_dir()
     pairs = [p for split in splits for p in _pairs(split, folder)]
     docs = list(dict.fromkeys(s2 for _, s2, _ in pairs))
     doc_id = {t: f"d{i}" for i, t in enumerate(docs)}

@@ -52,14 +52,13 @@ from _stsb_task import DESCRIPTION, stsb_task  # noqa: E402
 from isoscope.errors import InputError  # noqa: E402
 from isoscope.migrate.config import MigrationConfig  # noqa: E402
 from isoscope.migrate.measure import kept_shares, shared_top  # noqa: E402
-from isoscope.migrate.options import NEW_TO_LEGACY, OLD_TO_NEW  # noqa: E402
+from isoscope.migrate.options import DEFAULT_ADAPTERS, NEW_TO_LEGACY, OLD_TO_NEW  # noqa: E402
 from isoscope.migrate.run import evaluate_migration  # noqa: E402
 from isoscope.migrate.spaces import check_spaces, fit_split  # noqa: E402
 from isoscope.retrieval.metrics import per_query  # noqa: E402
 from isoscope.retrieval.search import search  # noqa: E402
 from isoscope.retrieval.stats import paired_test  # noqa: E402
 
-METHODS = ("procrustes", "ridge", "ridge:procrustes", "lowrank:64", "mlp")
 # label -> (share of the corpus sampled as fit pairs, whether the generic texts are fit pairs too)
 SIZES = {
     "1%": (0.01, False),
@@ -277,6 +276,43 @@ def print_rows(rows: list[dict]) -> None:
         )
 
 
+def _cell(share: dict | None) -> str:
+    return "-" if not share else f"{share['value']:.3f} [{share['ci_low']:.3f}, {share['ci_high']:.3f}]"
+
+
+def markdown(reports: list[dict]) -> str:
+    """The results table of one or more runs' JSON objects (bench/RESULTS.md, docs/results.md): one row per task,
+    fit size and system; the old and new models once per task."""
+    lines = [
+        "| task | fit | pairs | system | nDCG@10 | c/b [95% CI] | (c-a)/(b-a) [95% CI] | label-free r@10 | us/query |",
+        "|---|---|---:|---|---:|---|---|---:|---:|",
+    ]
+    for report in reports:
+        for name, task in report["tasks"].items():
+            shown = set()
+            pairs = {z["size"]: z.get("pairs") for z in task["sizes"]}
+            for z in task["sizes"]:
+                if "refused" in z:
+                    lines.append(f"| {name} | {z['size']} | | refused: {z['refused']} | | | | | |")
+            for r in task["rows"]:
+                if r["role"] in ("old", "new"):
+                    if r["role"] in shown:
+                        continue
+                    shown.add(r["role"])
+                    size, n = "", ""
+                else:
+                    size, n = r["size"], f"{pairs.get(r['size']) or '':,}"
+                if "refused" in r:
+                    lines.append(f"| {name} | {size} | {n} | {r['system']}: refused ({r['refused'][:60]}) | | | | | |")
+                    continue
+                us = "" if r.get("added_us_per_query") is None else f"{r['added_us_per_query']:.0f}"
+                lines.append(
+                    f"| {name} | {size} | {n} | {r['system']} | {r['ndcg@10']:.4f} | {_cell(r['c/b'])} | "
+                    f"{_cell(r['recovered'])} | {r['label_free_recall@10']:.3f} | {us} |"
+                )
+    return "\n".join(lines)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="the demo task, 5%% and 25%%, procrustes and ridge, 1k generic")
@@ -288,6 +324,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--verify-texts", type=int, default=None, help="STS-B sentences for the mpnet equality check")
     p.add_argument("--no-peer", action="store_true", help="leave isotrieve out (its venv: make bench-migrate-peers)")
     p.add_argument("--out", type=Path, default=None, help="write the JSON object here too")
+    p.add_argument("--markdown", type=Path, nargs="+", default=None, help="print the table of these --out files")
     return p.parse_args(argv)
 
 
@@ -299,13 +336,17 @@ def main(argv: list[str] | None = None) -> dict:
     from isoscope.retrieval.load import load_task
 
     args = parse_args(argv)
+    if args.markdown:
+        print(markdown([json.loads(p.read_text()) for p in args.markdown]))
+        return {}
     load = LoadSampler()
     started = time.perf_counter()
     peer = not args.no_peer
     if peer and not PEER_PYTHON.exists():
         raise SystemExit(f"{PEER_PYTHON} is missing: run `make bench-migrate-peers` (or pass --no-peer)")
     tasks = args.tasks or (["demo"] if args.quick else ["stsb", "demo"])
-    methods = tuple(args.methods or (("procrustes", "ridge") if args.quick else METHODS))
+    # None: isoscope.migrate's DEFAULT_ADAPTERS, each where the fit pairs allow it (mlp from 20 pairs)
+    methods = tuple(args.methods) if args.methods else ("procrustes", "ridge") if args.quick else None
     generic_n = 1000 if args.quick else args.generic
     chosen = args.sizes or (["5%", "25%"] if args.quick else list(SIZES))
     unknown = [z for z in chosen if z not in SIZES]
@@ -321,14 +362,21 @@ def main(argv: list[str] | None = None) -> dict:
     verify_texts = list(dict.fromkeys(stsb.documents))[:verify_n]
     check = verify_mpnet(folder, verify_texts, encoders["new"])
     print(
-        f"mpnet: Isoscope vs SentenceTransformer.encode on {check['texts']} STS-B sentences: max |diff| "
-        f"{check['max_abs_diff']:.3g} (tolerance {check['tolerance']:g}): {'equal' if check['equal'] else 'NOT EQUAL'}",
+        f"mpnet: Isoscope vs SentenceTransformer.encode on {check['texts']} STS-B sentences, the same batches: max "
+        f"|diff| {check['max_abs_diff']:.3g} (tolerance {check['tolerance']:g}): "
+        f"{'equal' if check['equal'] else 'NOT EQUAL'}; each with its own batching {check['default_batches_diff']:.3g} "
+        f"(sentence-transformers against itself, batch 32 vs one batch: {check['st_batch_floor']:.3g})",
         flush=True,
     )
     cache = ArrayCache()
     sides = {label: model_side(enc, cache=cache) for label, enc in encoders.items()}
     config_args = {"methods": methods, "resamples": args.resamples}
-    report: dict = {"mpnet_check": check, "stsb_task": DESCRIPTION, "methods": list(methods), "tasks": {}}
+    report: dict = {
+        "mpnet_check": check,
+        "stsb_task": DESCRIPTION,
+        "methods": list(methods or DEFAULT_ADAPTERS),
+        "tasks": {},
+    }
     for name in tasks:
         task = stsb if name == "stsb" else load_task(DEMO_RETRIEVAL, "test")
         t = time.perf_counter()
