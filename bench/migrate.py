@@ -280,9 +280,10 @@ def _cell(share: dict | None) -> str:
     return "-" if not share else f"{share['value']:.3f} [{share['ci_low']:.3f}, {share['ci_high']:.3f}]"
 
 
-def markdown(reports: list[dict]) -> str:
-    """The results table of one or more runs' JSON objects (bench/RESULTS.md, docs/results.md): one row per task,
-    fit size and system; the old and new models once per task."""
+def markdown(reports: list[dict], *, brief: bool = False) -> str:
+    """The results table of one or more runs' JSON objects (bench/RESULTS.md; ``brief``, for docs/results.md:
+    without the partly re-embedded rows and isotrieve's refusals): one row per task, fit size and system; the old
+    and new models once per task."""
     lines = [
         "| task | fit | pairs | system | nDCG@10 | c/b [95% CI] | (c-a)/(b-a) [95% CI] | label-free r@10 | us/query |",
         "|---|---|---:|---|---:|---|---|---:|---:|",
@@ -295,6 +296,8 @@ def markdown(reports: list[dict]) -> str:
                 if "refused" in z:
                     lines.append(f"| {name} | {z['size']} | | refused: {z['refused']} | | | | | |")
             for r in task["rows"]:
+                if brief and (r["role"] == "partial" or "refused" in r):
+                    continue
                 if r["role"] in ("old", "new"):
                     if r["role"] in shown:
                         continue
@@ -325,6 +328,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-peer", action="store_true", help="leave isotrieve out (its venv: make bench-migrate-peers)")
     p.add_argument("--out", type=Path, default=None, help="write the JSON object here too")
     p.add_argument("--markdown", type=Path, nargs="+", default=None, help="print the table of these --out files")
+    p.add_argument("--brief", action="store_true", help="with --markdown: leave out partly re-embedded and refusals")
     return p.parse_args(argv)
 
 
@@ -337,7 +341,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     args = parse_args(argv)
     if args.markdown:
-        print(markdown([json.loads(p.read_text()) for p in args.markdown]))
+        print(markdown([json.loads(p.read_text()) for p in args.markdown], brief=args.brief))
         return {}
     load = LoadSampler()
     started = time.perf_counter()
