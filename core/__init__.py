@@ -14,7 +14,9 @@ These names are imported on first use (PEP 562), so ``import isoscope`` and ``is
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from isoscope._lazy import lazy_exports
 
 __version__ = "0.2.0"
 
@@ -24,22 +26,12 @@ _EXPORTS: dict[str, str] = {
     "embed": "isoscope.space.space",
     "compare": "isoscope.space.space",
     "Comparison": "isoscope.space.comparison",
-    "migrate": "isoscope.migrate",  # a callable package: the name is the module itself
 }
 __all__ = ["Comparison", "Space", "__version__", "compare", "embed", "migrate"]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'isoscope' has no attribute '{name}'")
-    module = importlib.import_module(_EXPORTS[name])
-    value = module if module.__name__ == f"isoscope.{name}" else getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(
+    __name__, _EXPORTS, computed={"migrate": lambda: importlib.import_module("isoscope.migrate")}
+)  # isoscope.migrate: a callable package, the name is the module itself
 
 
 if TYPE_CHECKING:

@@ -15,6 +15,7 @@ from typing import BinaryIO
 from isoscope.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout (or site-packages when installed)
+PACKAGE = Path(__file__).resolve().parent  # the isoscope package's own folder (core/ in a checkout)
 ASSETS = Path(str(resources.files("isoscope.assets")))  # assets/ at the top of the checkout, package data in a wheel
 DEMO_CORPUS = ASSETS / "demo_corpus.csv"
 DEMO_PAIRS = ASSETS / "demo_pairs.csv"

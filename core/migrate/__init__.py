@@ -14,7 +14,8 @@ One concept per module:
 - ``spaces``: the same texts in both spaces, checked (``SpacePair``), the seeded fit sample, one adapter fitted in a
   direction; ``measure``: kept shares with bootstrap intervals, the label-free shared top 10, cosines, timings;
   ``run``: ``evaluate_migration`` from vectors; ``recommend``: the label-free choice and the labelled verdict;
-  ``curve``: kept against fit pairs; ``results``: ``MigrationResult``; ``figures``: the curve as a plotly figure.
+  ``curve``: kept against fit pairs; ``results``: ``MigrationResult``; ``figures``: the curve as a plotly figure;
+  ``where``: where an adapter fails (the per-text error as a map's colour, per cluster in a table).
 - ``sides``: where each side's vectors come from (a model, an endpoint, vectors looked up by text) and
   ``run_migration`` from texts; ``costs``: what a run will cost; ``api``: ``isoscope.migrate(...)``.
 

@@ -24,6 +24,7 @@ DEFAULT_ADAPTERS: tuple[str, ...] = ("procrustes", "ridge", "ridge:procrustes", 
 DEFAULT_FIT_FRACTION = 0.05  # of the corpus's documents, when no fit texts are given
 DEFAULT_CURVE: tuple[float, ...] = (0.01, 0.02, 0.05, 0.10, 0.25)  # shares of the corpus on the fit-size curve
 DEFAULT_THRESHOLD = 0.9  # a kept share below this (its 95% lower bound) says re-embed
+HOLDOUT = 0.2  # the share of the fit pairs a ridge penalty or an MLP's early stop is chosen on
 TOP_K = 10  # the label-free measures compare top-10 lists (the papers' recall@10)
 HELDOUT_QUERIES = 2_000  # held-out texts searched for the shared top-10 (a seeded sample beyond)
 CURVE_RESAMPLES = 2_000  # the curve's intervals: each point is one more fit, search and bootstrap
