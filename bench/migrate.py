@@ -318,10 +318,15 @@ def markdown(reports: list[dict], *, brief: bool = False) -> str:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="the demo task, 5%% and 25%%, procrustes and ridge, 1k generic")
+    p.add_argument("--quick", action="store_true", help="the demo task, 5%% and 25%%, procrustes and ridge")
     p.add_argument("--tasks", nargs="+", choices=("stsb", "demo"), default=None)
     p.add_argument("--methods", nargs="+", default=None)
-    p.add_argument("--sizes", nargs="+", default=None, help=f"fit sizes among {', '.join(SIZES)} (default: all)")
+    p.add_argument(
+        "--sizes",
+        nargs="+",
+        default=None,
+        help="fit sizes among " + ", ".join(SIZES).replace("%", "%%") + " (default: all)",
+    )
     p.add_argument("--generic", type=int, default=GENERIC, help="generic fit texts (a prefix; default %(default)s)")
     p.add_argument("--resamples", type=int, default=2000)
     p.add_argument("--verify-texts", type=int, default=None, help="STS-B sentences for the mpnet equality check")
