@@ -288,9 +288,9 @@ def markdown(reports: list[dict], *, brief: bool = False) -> str:
         "| task | fit | pairs | system | nDCG@10 | c/b [95% CI] | (c-a)/(b-a) [95% CI] | label-free r@10 | us/query |",
         "|---|---|---:|---|---:|---|---|---:|---:|",
     ]
+    shown: set[tuple[str, str]] = set()  # (task, old|new): each once across the runs
     for report in reports:
         for name, task in report["tasks"].items():
-            shown = set()
             pairs = {z["size"]: z.get("pairs") for z in task["sizes"]}
             for z in task["sizes"]:
                 if "refused" in z:
@@ -299,9 +299,9 @@ def markdown(reports: list[dict], *, brief: bool = False) -> str:
                 if brief and (r["role"] == "partial" or "refused" in r):
                     continue
                 if r["role"] in ("old", "new"):
-                    if r["role"] in shown:
+                    if (name, r["role"]) in shown:
                         continue
-                    shown.add(r["role"])
+                    shown.add((name, r["role"]))
                     size, n = "", ""
                 else:
                     size, n = r["size"], f"{pairs.get(r['size']) or '':,}"
