@@ -125,7 +125,7 @@ def _splat(flat: np.ndarray, weights: list[np.ndarray | None], side: int, kernel
     ]
 
 
-def _pixels(index: SpatialIndex, grid: TileGrid, z: int, tx: int, ty: int, pad: int):
+def _pixels(index: SpatialIndex, grid: TileGrid, z: int, tx: int, ty: int, *, pad: int):
     """Sorted positions (m,) of the points within ``pad`` pixels of tile (z, tx, ty), and their pixel column
     and row (m,) on the padded canvas (TILE + 2 pad a side)."""
     x0, y0, x1, y1 = grid.world.tile_box(z, tx, ty)
@@ -172,7 +172,7 @@ def render_tile(
     kernel = disc_kernel(radius)
     pad = kernel.shape[0] // 2
     side = TILE + 2 * pad
-    pos, col, row = _pixels(index, grid, z, tx, ty, pad)
+    pos, col, row = _pixels(index, grid, z, tx, ty, pad=pad)
     flat = row * side + col  # (m,)
     picked = _take(colors, pos)  # (m, 3) or (m,)
     rgb = picked if lut is None else lut[picked]  # (m, 3) uint8
@@ -204,7 +204,7 @@ def highlight_tile(index: SpatialIndex, lit: np.ndarray, grid: TileGrid, z: int,
     outer = disc_kernel(radius + 1.2)
     pad = outer.shape[0] // 2
     side = TILE + 2 * pad
-    pos, col, row = _pixels(index, grid, z, tx, ty, pad)
+    pos, col, row = _pixels(index, grid, z, tx, ty, pad=pad)
     lit = np.asarray(lit, np.int64)
     at = np.minimum(np.searchsorted(lit, pos), max(len(lit) - 1, 0))  # (m,)
     lit = (lit[at] == pos) if len(lit) else np.zeros(len(pos), bool)
