@@ -1,4 +1,4 @@
-"""isoscope.atlas.distributed: the ray engine on a two-node Ray cluster on this machine (ray.cluster_utils.Cluster),
+"""isoscope.atlas.distributed and the ray_* modules: the ray engine on a two-node Ray cluster on this machine (ray.cluster_utils.Cluster),
 against the one-machine build of the same vectors: the folder opens alike, the graph's recall against exact
 search, the layout's trustworthiness, and a driver killed mid-build resuming to the same files."""
 
@@ -81,7 +81,7 @@ def test_the_ray_engines_clusters_are_the_ones_computed_in_process(built, tmp_pa
     layout in one block of rows."""
     import shutil
 
-    from isoscope.atlas.pipeline import _clusters
+    from isoscope.atlas.clusters import clusters_stage
 
     root, ray_run, _ = built
     assert "raw_clusters" in ray_run.computed
@@ -90,7 +90,7 @@ def test_the_ray_engines_clusters_are_the_ones_computed_in_process(built, tmp_pa
     names = ("cluster.npy", "density.npy", "grid.npy", "clusters.json")
     for name in names:
         (copy / "raw" / name).unlink()
-    _clusters(copy, copy / "raw", AtlasConfig(**CONFIG))
+    clusters_stage(copy, copy / "raw", AtlasConfig(**CONFIG))
     for name in names:
         assert (copy / "raw" / name).read_bytes() == (root / "ray" / "raw" / name).read_bytes(), name
     assert not (copy / "raw" / "clusters.parts").exists() and not (root / "ray" / "raw" / "clusters.parts").exists()
@@ -104,7 +104,7 @@ def test_the_ray_engines_spatial_index_is_the_one_sorted_in_process(built, tmp_p
     groups, several of them cut inside a shard)."""
     import shutil
 
-    from isoscope.atlas.distributed import ray_index
+    from isoscope.atlas.ray_index import ray_index
     from isoscope.atlas.spatial import INDEX_FILES, World, write_index
 
     root, ray_run, _ = built
