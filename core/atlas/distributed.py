@@ -160,18 +160,29 @@ class Parts:
     def record(self, name: str, files: list[str], inputs: list[Path] = ()) -> None:
         self.ledger.record(name, list(inputs), [self.path(f) for f in files])
 
-    def run(self, jobs: dict[str, tuple[list[str], Callable[[], object]]], inputs: list[Path] = ()) -> list[str]:
+    def run(
+        self,
+        jobs: dict[str, tuple[list[str], Callable[[], object]]],
+        inputs: list[Path] = (),
+        done: Callable[[], None] | None = None,
+    ) -> list[str]:
         """Run the jobs (name -> (files it writes, a function that starts its Ray task and returns the task's
-        ObjectRef)) not yet done; record each as it finishes. Returns the names computed."""
+        ObjectRef)) not yet done; record each as it finishes; ``done()`` after each job, found done or finished
+        (a stage's progress shard by shard). Returns the names computed."""
         import ray
 
         todo = {name: job for name, job in jobs.items() if not self.done(name, job[0], inputs)}
+        for _ in range(len(jobs) - len(todo)):
+            if done is not None:
+                done()
         pending = {start(): name for name, (_, start) in todo.items()}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             name = pending.pop(ready[0])
             ray.get(ready[0])
             self.record(name, todo[name][0], inputs)
+            if done is not None:
+                done()
         return list(todo)
 
 
@@ -202,22 +213,42 @@ def _tally_rows(points_path: str, start: int, stop: int, label_paths: list[str])
     return tally
 
 
-def ray_tally(points_path: Path, label_paths: list[Path], *, groups_per_task: int = TALLY_GROUPS):
-    """``labels.TermTally`` of every labeling (each a .npy (n,) on a filesystem every node sees) over the texts of
-    ``points_path``, counted in tasks of ``groups_per_task`` row groups and merged here in row order: the driver
-    holds clusters x vocabulary counts and the labelings' memory maps, never the texts."""
+def _tally_bounds(points_path: Path, groups_per_task: int) -> list[int]:
+    """The first row of each labels task over ``points_path`` (whole row groups, ``groups_per_task`` a task), and n."""
     import pyarrow.parquet as pq
-    import ray
 
     md = pq.ParquetFile(points_path).metadata
     starts = np.cumsum([0] + [md.row_group(g).num_rows for g in range(md.num_row_groups)])  # (groups + 1,)
-    bounds = starts[::groups_per_task].tolist() + ([] if md.num_row_groups % groups_per_task == 0 else [starts[-1]])
+    return starts[::groups_per_task].tolist() + ([] if md.num_row_groups % groups_per_task == 0 else [starts[-1]])
+
+
+def ray_tally_parts(points_path: Path, *, groups_per_task: int = TALLY_GROUPS) -> int:
+    """How many tasks ``ray_tally`` runs over ``points_path``."""
+    return len(_tally_bounds(points_path, groups_per_task)) - 1
+
+
+def ray_tally(
+    points_path: Path,
+    label_paths: list[Path],
+    *,
+    groups_per_task: int = TALLY_GROUPS,
+    progress: ProgressFn | None = None,
+):
+    """``labels.TermTally`` of every labeling (each a .npy (n,) on a filesystem every node sees) over the texts of
+    ``points_path``, counted in tasks of ``groups_per_task`` row groups and merged here in row order, a part at a
+    time (``progress(done, total)`` after each): the driver holds clusters x vocabulary counts and the labelings'
+    memory maps, never the texts."""
+    import ray
+
+    bounds = _tally_bounds(points_path, groups_per_task)
     paths = [str(p) for p in label_paths]
     task = remote_task(_tally_rows)
-    parts = ray.get([task.remote(str(points_path), int(a), int(b), paths) for a, b in itertools.pairwise(bounds)])
+    refs = [task.remote(str(points_path), int(a), int(b), paths) for a, b in itertools.pairwise(bounds)]
     total = TermTally([load_npy(p) for p in paths])
-    for part in parts:
-        total.merge(part)
+    for i, ref in enumerate(refs):  # merged in row order, one part at a time
+        total.merge(ray.get(ref))
+        refs[i] = None  # its counts may go from the object store
+        report(progress, i + 1, len(refs))
     return total
 
 

@@ -151,3 +151,52 @@ def test_the_list_major_scan_finds_what_faiss_search_finds(tmp_path):
         ray_graph.SCAN_BLOCK_BYTES = old
     np.testing.assert_allclose(blocked[0], whole[0], rtol=0, atol=tol)
     assert np.mean([len(set(a) & set(b)) for a, b in zip(blocked[1], whole[1], strict=True)]) > 8.9
+
+
+def test_a_kmeans_round_in_chunks_is_the_round_on_every_row(tmp_path):
+    """The coarse quantiser's k-means runs as tasks over chunks of the sample (issue 54.1): the driver's sum of the
+    chunks' sums and counts is the round over every row at once, and the next centroids are the unit means."""
+    from isoscope.neighbours.index import as_unit_float32
+
+    x = as_unit_float32(_blobs(3_000, dim=24), "x")  # (n, d)
+    centroids = x[::100].copy()  # (30, d)
+    for i, (s, e) in enumerate(dist.shards(3_000, 1_000)):
+        atomic_save_npy(tmp_path / f"train-{i}.npy", x[s:e])
+    atomic_save_npy(tmp_path / "all.npy", x)
+    whole = ray_graph._kmeans_step(str(tmp_path / "all.npy"), centroids)
+    parts = [ray_graph._kmeans_step(str(tmp_path / f"train-{i}.npy"), centroids) for i in range(3)]
+    np.testing.assert_array_equal(sum(p[1] for p in parts), whole[1])
+    tol = 3_000 * np.finfo(np.float64).eps * 4  # sums of at most 3,000 unit rows, another order
+    np.testing.assert_allclose(sum(p[0] for p in parts), whole[0], rtol=0, atol=tol)
+    nearest = np.argmax(x @ centroids.T, axis=1)
+    np.testing.assert_array_equal(whole[1], np.bincount(nearest, minlength=30))
+    nxt = ray_graph._next_centroids(centroids, *whole)
+    np.testing.assert_allclose(np.linalg.norm(nxt, axis=1), 1, rtol=0, atol=1e-6)
+    mean = x[nearest == 0].mean(axis=0)
+    np.testing.assert_allclose(nxt[0], mean / np.linalg.norm(mean), rtol=0, atol=1e-6)
+    empty = ray_graph._next_centroids(centroids, whole[0], np.where(np.arange(30) == 5, 0, whole[1]))
+    np.testing.assert_array_equal(empty[5], centroids[5])  # a centroid that got no row stays
+
+
+def test_the_ivf_lists_stop_at_max_lists():
+    assert ray_graph.ivf_lists(10**10) == ray_graph.MAX_LISTS
+    assert ray_graph.ivf_lists(10_000_000) == 12_649  # 4 sqrt(n) below the cap
+
+
+def test_a_tally_of_many_parts_holds_one_summed_part_and_the_same_words():
+    """Tallies merged part after part (the ray engine's labels tasks) sum their counts past COMPACT_PARTS batches
+    (issue 54: nothing on the driver grows with n): the words are those of one tally of every text."""
+    from isoscope.atlas.labels import COMPACT_PARTS, TermTally
+    from isoscope.atlas.synthetic import synthetic_corpus
+
+    texts, _ = synthetic_corpus(4_000, seed=2)
+    labels = np.random.default_rng(0).integers(-1, 7, 4_000).astype(np.int32)
+    whole = TermTally([labels])
+    whole.add(texts)
+    total = TermTally([labels])
+    for s in range(0, 4_000, 100):  # 40 parts
+        part = TermTally([labels], start=s)
+        part.add(texts[s : s + 100])
+        total.merge(part)
+        assert len(total.parts[0]) <= COMPACT_PARTS
+    assert total.top_words(0) == whole.top_words(0)
