@@ -22,7 +22,7 @@ import numpy as np
 
 from isoscope.atlas import density as dens
 from isoscope.atlas.config import AtlasConfig
-from isoscope.atlas.distributed import load_npy, map_rows, ray_tally, row_blocks
+from isoscope.atlas.distributed import ProgressFn, load_npy, map_rows, ray_tally, ray_tally_parts, row_blocks
 from isoscope.atlas.labels import TermTally
 from isoscope.cache import NpyBlocks, atomic_save_npy, atomic_write_bytes
 from isoscope.data.sharded import ParquetColumn
@@ -56,22 +56,39 @@ def _centres(xy: np.ndarray, labelings: Sequence[np.ndarray], cmap: dens.Cluster
     return out
 
 
-def clusters_stage(out: Path, d: Path, config: AtlasConfig) -> None:
+class _Steps:
+    """A stage's progress counted in steps: ``done(value)`` after each, passing ``value`` through."""
+
+    def __init__(self, progress: ProgressFn | None, total: int) -> None:
+        self.progress, self.total, self.count = progress, total, 0
+
+    def done(self, value=None):
+        self.count += 1
+        if self.progress is not None:
+            self.progress(min(self.count, self.total), self.total)
+        return value
+
+
+def clusters_stage(out: Path, d: Path, config: AtlasConfig, progress: ProgressFn | None = None) -> None:
     """Density, the cluster levels (the default one in ``cluster.npy``) and their c-TF-IDF labels, from
     ``xy.npy`` in blocks of rows (``density.ClusterMap``: bounds and points per cell summed over blocks, then each
     block's rows labelled), as Ray tasks on that engine; the labels' texts read a row group at a time from
     ``points.parquet``, every level counted in one pass. Every level's labels go to a file, never held whole.
-    ``out``: the atlas folder; ``d``: the space's folder in it."""
+    ``out``: the atlas folder; ``d``: the space's folder in it. ``progress(done, total)`` after each block of each
+    pass (bounds, counts, labels) and each part of the words."""
     xy_path = d / "xy.npy"
     xy = load_npy(xy_path)  # (n, 2)
     n = len(xy)
     engine = config.engine
     ranges = row_blocks(n, engine=engine, shard_rows=config.shard_rows)
-    bounds = dens.bounds_of(list(map_rows(dens.extent, [xy_path], ranges, engine=engine)))
+    tally_parts = ray_tally_parts(out / "points.parquet") if engine == "ray" else 1
+    steps = _Steps(progress, 3 * len(ranges) + tally_parts)
+    bounds = dens.bounds_of([steps.done(e) for e in map_rows(dens.extent, [xy_path], ranges, engine=engine)])
     specs = dens.levels(n)
     counts = None  # per level (G, G), summed block by block
     for block in map_rows(dens.block_counts, [xy_path], ranges, bounds, specs, engine=engine):
         counts = block if counts is None else [a + b for a, b in zip(counts, block, strict=True)]
+        steps.done()
     cmap = dens.ClusterMap.fit(bounds, specs, counts)
     parts = d / "clusters.parts"
     shutil.rmtree(parts, ignore_errors=True)
@@ -83,13 +100,15 @@ def clusters_stage(out: Path, d: Path, config: AtlasConfig) -> None:
             density.write(block_density)
             for f, labels in zip(levels, labelings, strict=True):
                 f.write(labels)
+            steps.done()
     labelings = [load_npy(p) for p in label_paths]  # each (n,)
     if engine == "ray":  # counted in tasks over row groups, merged here
-        tally = ray_tally(out / "points.parquet", label_paths)
+        tally = ray_tally(out / "points.parquet", label_paths, progress=lambda done, total: steps.done())
     else:
         tally = TermTally(labelings)
         for texts in ParquetColumn(out / "points.parquet").batches():
             tally.add(texts)
+        steps.done()
     centres = _centres(xy, labelings, cmap)
     levels = [
         {"grid": level.grid, "clusters": _cluster_info(cmap, i, centres[i], tally.top_words(i))}

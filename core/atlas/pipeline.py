@@ -195,6 +195,12 @@ class _Stages:
             self.progress(name, 1, 1)
         log.info("atlas stage %s: %.1f s", name, self.run.seconds[name])
 
+    def reporter(self, name: str) -> Callable[[int, int], None] | None:
+        """The ``(done, total)`` callback of stage ``name``'s own progress (None without a ``progress``)."""
+        if self.progress is None:
+            return None
+        return lambda done, total: self.progress(name, done, total)
+
     def side_by_side(self, jobs: dict[str, tuple[Sequence[Path], Sequence[Path], Job]], parallel: bool) -> None:
         """Stages (name -> (inputs, outputs, job)) whose jobs may run at once: in worker processes when
         ``parallel`` and more than one is stale (``isoscope.atlas.workers``), else one after the other here.
@@ -370,17 +376,21 @@ def _layout_stages(stage: _Stages, given: BuildInput, spaces: list[str], *, conf
 
 
 def _later_stages(stage: _Stages, spaces: list[str], *, config: AtlasConfig) -> None:
-    """Clusters, extras, the spatial index and the top tiles, from the layouts."""
+    """Clusters, extras, the spatial index and the top tiles, from the layouts; each reports its progress block by
+    block (shard by shard on the ray engine)."""
     out = stage.run.path
     for space in spaces:
         d = out / space
         outputs = [d / f for f in ("grid.npy", "density.npy", "cluster.npy", "clusters.json")]
         inputs = [d / "xy.npy", out / "points.parquet"]
-        stage(f"{space}_clusters", inputs, outputs, lambda d=d: clusters_stage(out, d, config))
+        report = stage.reporter(f"{space}_clusters")
+        stage(f"{space}_clusters", inputs, outputs, lambda d=d, r=report: clusters_stage(out, d, config, r))
     extra_in = [out / "vectors.npy", *([out / s / "knn_ids.npy" for s in spaces] if "cal" in spaces else [])]
     extra_out = [out / f for f in ("norm.npy", "length.npy", "overlap.npy")]
-    stage("extras", [*extra_in, out / "points.parquet"], extra_out, lambda: extras_stage(out, spaces, config))
-    stage("index", *_index_files(out, spaces), lambda: _index(out, spaces, config))
+    report = stage.reporter("extras")
+    stage("extras", [*extra_in, out / "points.parquet"], extra_out, lambda: extras_stage(out, spaces, config, report))
+    report = stage.reporter("index")
+    stage("index", *_index_files(out, spaces), lambda: _index(out, spaces, config, report))
     _, index_out = _index_files(out, spaces)  # the tiles draw the index's points, the clusters' colours and contours
     drawn = [out / s / f for s in spaces for f in ("clusters.json", "cluster.npy", "density.npy", "grid.npy")]
     tile_out = [p for s in spaces for p in stage_files(out, s)]
@@ -405,16 +415,20 @@ def _index_files(out: Path, spaces: Sequence[str]) -> tuple[list[Path], list[Pat
     return inputs, [out / s / f for s in spaces for f in INDEX_FILES]
 
 
-def _index(out: Path, spaces: Sequence[str], config: AtlasConfig) -> None:
+def _index(out: Path, spaces: Sequence[str], config: AtlasConfig, progress: Callable[[int, int], None] | None) -> None:
     """Each space's points in Morton order on disk (``isoscope.atlas.spatial.write_index``) over the world
     around its bounds: the server reads a tile's points from memory maps instead of sorting n points. On the ray
-    engine a sample sort in tasks (``ray_index.ray_index``: the same files, no process sorting n points)."""
-    for s in spaces:
+    engine a sample sort in tasks (``ray_index.ray_index``: the same files, no process sorting n points, resumable
+    task by task). ``progress(done, total)``: task by task on the ray engine, space by space here."""
+    for i, s in enumerate(spaces):
         world = World.around(read_clusters(out / s / "clusters.json", f"{s}/clusters.json")["bounds"])
         if config.engine == "ray":
-            ray_index(out / s, world, shard_rows=config.shard_rows)
+            space_report = None if progress is None else (lambda a, b, i=i: progress(i * b + a, len(spaces) * b))
+            ray_index(out / s, world, shard_rows=config.shard_rows, progress=space_report)
         else:
             write_index(out / s, load_npy(out / s / "xy.npy"), world)
+            if progress is not None:
+                progress(i + 1, len(spaces))
 
 
 def _space_vectors(out: Path, space: str) -> Path:
