@@ -40,6 +40,8 @@ from isoscope.atlas.layout import (
     place_rows,
     umap_layout,
 )
+from isoscope.atlas.ray_index import ROW_MASK, group_keys, sort_by_cell
+from isoscope.atlas.spread import SpreadPlan, spread_cells, spread_layout, spread_plan
 from isoscope.cache import NpyBlocks, atomic_save_npy
 
 log = logging.getLogger(__name__)
@@ -174,18 +176,18 @@ def _place(
         if sum(counts) == 0:
             break
     xy, placed = load_npy(parts.path(f"{current}-xy.npy")), load_npy(parts.path(f"{current}-placed.npy"))
-    islands = np.concatenate([s + np.flatnonzero(~placed[s:e]) for s, e in ranges])  # (r,) sorted
-    at = np.zeros((0, 2), np.float32)
-    if len(islands):
-        log.info("%d rows reach no landmark in the graph; placed by their nearest landmarks", len(islands))
-        k = int(load_npy(ids_path).shape[1])
-        at = place_by_vectors(vectors, islands, anchors=rows, anchor_xy=anchor_xy, k=k - 1)
+    k = int(load_npy(ids_path).shape[1])
+    count = 0
     with NpyBlocks(parts.path("placed.npy"), (n, 2), np.float32) as out:
-        for s, e in ranges:
+        for s, e in ranges:  # a shard at a time, its islands too: nothing of size n on the driver
             block = np.array(xy[s:e])
-            lo, hi = np.searchsorted(islands, [s, e])
-            block[islands[lo:hi] - s] = at[lo:hi]
+            islands = s + np.flatnonzero(~placed[s:e])  # (r,) the shard's rows no landmark reaches
+            if len(islands):
+                block[islands - s] = place_by_vectors(vectors, islands, anchors=rows, anchor_xy=anchor_xy, k=k - 1)
+                count += len(islands)
             out.write(block)
+    if count:
+        log.info("%d rows reach no landmark in the graph; placed by their nearest landmarks", count)
     for name in ("pass-a", "pass-b"):
         for suffix in ("-xy.npy", "-placed.npy"):
             parts.path(name + suffix).unlink(missing_ok=True)
@@ -204,7 +206,7 @@ def ray_layout(vectors_path: Path, space_dir: Path, config, *, progress: Progres
     n, k = ids.shape
     if not 0 < landmarks < n:  # the whole corpus is the sample: UMAP on the driver
         xy = umap_layout(vectors, (np.asarray(ids), np.asarray(load_npy(dist_path))), seed=seed)
-        atomic_save_npy(space_dir / "xy.npy", xy)
+        atomic_save_npy(space_dir / "xy.npy", spread_layout(xy))
         return
     parts = Parts(space_dir / "layout.parts", [vectors_path, ids_path, dist_path])
     if not parts.done("anchors", ["anchors.npy", "anchor_xy.npy"]):
@@ -248,6 +250,61 @@ def ray_layout(vectors_path: Path, space_dir: Path, config, *, progress: Progres
             parts.record(f"refined-{r}", [name], [parts.path(last)])
         last = name
         report(progress, 3, 4)
-    os.replace(parts.path(last), space_dir / "xy.npy")
+    if not parts.done("spread", ["spread.npy"], [parts.path(last)]):
+        _spread(parts, parts.path(last), shard_rows=shard_rows)
+        parts.record("spread", ["spread.npy"], [parts.path(last)])
+    os.replace(parts.path("spread.npy"), space_dir / "xy.npy")
     shutil.rmtree(parts.folder, ignore_errors=True)
     report(progress, 4, 4)
+
+
+# ---------------------------------------------------------------- the deep spread
+
+
+def _spread_group(xy_path: str, key_paths: list[str], cuts: np.ndarray, *, group: int, plan: SpreadPlan, out: str):
+    """Group ``group`` of the layout sorted by cell (whole cells), spread (``spread.spread_cells``): its rows (g,)
+    ascending and their new places (g, 2) float32, into ``out``-rows.npy and ``out``-xy.npy."""
+    keys = group_keys(key_paths, cuts, group)  # (g,) by (cell, row)
+    rows = (keys & ROW_MASK).astype(np.int64)
+    moved = spread_cells(np.asarray(load_npy(xy_path)[rows]), rows, keys >> np.uint64(32), plan)  # (g, 2)
+    by_row = np.argsort(rows)
+    atomic_save_npy(Path(f"{out}-rows.npy"), rows[by_row])
+    atomic_save_npy(Path(f"{out}-xy.npy"), moved[by_row])
+
+
+def _spread_rows(groups: list[str], start: int, stop: int) -> np.ndarray:
+    """The spread places (m, 2) float32 of rows [start, stop), gathered from every group's (row, place) pairs."""
+    xy = np.empty((stop - start, 2), np.float32)
+    for g in groups:
+        rows = load_npy(f"{g}-rows.npy")
+        lo, hi = np.searchsorted(rows, [start, stop])
+        xy[np.asarray(rows[lo:hi]) - start] = load_npy(f"{g}-xy.npy")[lo:hi]
+    return xy
+
+
+def _spread(parts: Parts, xy_path: Path, *, shard_rows: int) -> None:
+    """``spread.npy`` in ``parts``: the layout ``xy_path`` with every cell spread (``isoscope.atlas.spread``), in
+    tasks: the points sorted by cell (``ray_index.sort_by_cell``, whole cells), each group of cells spread in a
+    task, each shard of rows gathered in a task and written here in row order. The same places as
+    ``spread.spread_layout`` in one process."""
+    import ray
+
+    plan = spread_plan(load_npy(xy_path))
+    sub = Parts(parts.path("spread.parts"), [xy_path])
+    n = len(load_npy(xy_path))
+    cells = sort_by_cell(sub, xy_path, plan.world, shard_rows=shard_rows, level=plan.cell_level, whole_cells=True)
+    groups = [str(sub.path(f"group-{g}")) for g in range(cells.groups)]
+    task = remote_task(_spread_group)
+    jobs = {
+        f"group-{g}": (
+            [f"group-{g}-rows.npy", f"group-{g}-xy.npy"],
+            lambda g=g: task.remote(str(xy_path), cells.key_paths, cells.cuts, group=g, plan=plan, out=groups[g]),
+        )
+        for g in range(cells.groups)
+    }
+    sub.run(jobs)
+    task = remote_task(_spread_rows)
+    with NpyBlocks(parts.path("spread.npy"), (n, 2), np.float32) as out:
+        for ref in [task.remote(groups, s, e) for s, e in shards(n, shard_rows)]:  # one shard in memory at a time
+            out.write(ray.get(ref))
+    shutil.rmtree(sub.folder, ignore_errors=True)

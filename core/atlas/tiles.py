@@ -53,9 +53,7 @@ class TileGrid:
     @classmethod
     def build(cls, index: SpatialIndex) -> TileGrid:
         spacing = nearest_spacing(index.xy, index.world.size)
-        px0 = spacing * TILE / index.world.size  # spacing in pixels at level 0
-        deep = math.ceil(math.log2(SPACING_PX / px0)) if px0 < SPACING_PX else 0
-        return cls(index.world, spacing, int(min(MAX_LEVEL, max(MIN_LEVELS, deep + 2))))
+        return cls(index.world, spacing, deepest_level(spacing, index.world.size))
 
     def pixel(self, z: int) -> float:
         """World units per pixel at level ``z``."""
@@ -68,6 +66,14 @@ class TileGrid:
 
     def to_dict(self) -> dict:
         return {**self.world.to_dict(), "tile": TILE, "maxLevel": self.max_level}
+
+
+def deepest_level(spacing: float, size: float) -> int:
+    """The deepest level served for points ``spacing`` apart (typically) in a world of side ``size``: two levels past
+    the one where that spacing spans ``SPACING_PX`` pixels, within ``MIN_LEVELS`` .. ``MAX_LEVEL``."""
+    px0 = spacing * TILE / size  # spacing in pixels at level 0
+    deep = math.ceil(math.log2(SPACING_PX / px0)) if px0 < SPACING_PX else 0
+    return int(min(MAX_LEVEL, max(MIN_LEVELS, deep + 2)))
 
 
 def nearest_spacing(xy: np.ndarray, size: float, *, sample: int = SPACING_SAMPLE, seed: int = 0) -> float:
