@@ -43,8 +43,8 @@ CONTOUR_RGBA = (40, 40, 60, 170)
 @dataclass(frozen=True)
 class TileGrid:
     """The tile pyramid of one layout: its world square, the typical distance between neighbouring points
-    (``spacing``, world units: the median distance from a point to its nearest other point, on a seeded
-    sample) and the deepest level served."""
+    (``spacing``, world units: the median distance from a point to its nearest other point, on a sample
+    chosen by position: ``spacing_sample``) and the deepest level served."""
 
     world: World
     spacing: float
@@ -76,27 +76,56 @@ def deepest_level(spacing: float, size: float) -> int:
     return int(min(MAX_LEVEL, max(MIN_LEVELS, deep + 2)))
 
 
-def nearest_spacing(xy: np.ndarray, size: float, *, sample: int = SPACING_SAMPLE, seed: int = 0) -> float:
+def nearest_spacing(xy: np.ndarray, size: float, *, sample: int = SPACING_SAMPLE) -> float:
     """Median distance from a point of ``xy`` (n, 2) to its nearest point at another position. Above
-    ``sample`` points it is measured on a seeded sample of that many and scaled by sqrt(sample / n) (the
-    nearest-neighbour distance of a point process goes as 1 / sqrt(density)); ``size`` / 65,536 when no two
-    positions differ."""
+    ``sample`` points it is measured on ``sample`` of them (``spacing_sample``: chosen by their positions, so the
+    same whatever the rows' order) and scaled by sqrt(sample / n) (the nearest-neighbour distance of a point process
+    goes as 1 / sqrt(density)); ``size`` / 65,536 when no two positions differ."""
     from scipy.spatial import cKDTree
-
-    from isoscope.sampling import sample_indices
 
     n = len(xy)
     if n < 2:
         return size
     floor = size / (1 << 16)
-    rows = sample_indices(n, sample, seed)  # (s,)
-    part = np.asarray(xy[rows], np.float64)  # (s, 2)
+    part = spacing_sample(xy, sample)  # (s, 2)
     d, _ = cKDTree(part).query(part, k=min(8, len(part)))  # (s, k): self (0) first
     d = np.where(d > floor, d, np.inf).min(axis=1)  # nearest other position (duplicates share one)
     d = d[np.isfinite(d)]
     if len(d) == 0:
         return floor
-    return max(floor, float(np.median(d)) * math.sqrt(len(rows) / n))
+    return max(floor, float(np.median(d)) * math.sqrt(len(part) / n))
+
+
+def _position_hash(block: np.ndarray) -> np.ndarray:
+    """A 64-bit mix (splitmix64's finaliser) of each float32 position of ``block`` (m, 2): (m,) uint64."""
+    bits = np.ascontiguousarray(block, np.float32).view(np.uint32).astype(np.uint64)  # (m, 2)
+    h = (bits[:, 0] << np.uint64(32)) | bits[:, 1]
+    h ^= h >> np.uint64(30)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(27)
+    h *= np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+def spacing_sample(xy: np.ndarray, sample: int, *, block_rows: int = 1 << 20) -> np.ndarray:
+    """``sample`` positions of ``xy`` (n, 2) as float64 (s, 2): all of them up to ``sample``, else those of the
+    smallest hashes of their positions (read ``block_rows`` at a time). A set of points, not of rows: the layout in
+    row order (the spread, ``isoscope.atlas.spread``) and in the index's Morton order (``TileGrid.build``) give the
+    same sample, so the same deepest level (issue 54.6). Ties at the cut are one position (a hash's collisions
+    aside), so which of its rows is taken does not matter."""
+    n = len(xy)
+    if n <= sample:
+        return np.asarray(xy, np.float64)
+    keys = np.empty(0, np.uint64)
+    kept = np.empty((0, 2), np.float32)
+    for s in range(0, n, block_rows):
+        block = np.asarray(xy[s : s + block_rows], np.float32)  # (m, 2)
+        keys = np.concatenate([keys, _position_hash(block)])
+        kept = np.concatenate([kept, block])
+        if len(keys) > sample:
+            best = np.argpartition(keys, sample - 1)[:sample]
+            keys, kept = keys[best], kept[best]
+    return kept.astype(np.float64)
 
 
 def disc_kernel(radius: float) -> np.ndarray:

@@ -148,3 +148,19 @@ def test_spacing_is_the_median_nearest_neighbour_distance_also_when_sampled():
     assert nearest_spacing(cloud, 40.0, sample=10_000) == pytest.approx(exact, rel=0.1)  # sampled, rescaled
     twice = np.concatenate([lattice, lattice])  # duplicates share a position: the spacing is to the next one
     assert nearest_spacing(twice, 150.0, sample=len(twice)) == pytest.approx(0.5)
+
+
+def test_the_spacing_sample_is_a_set_of_positions_whatever_the_rows_order():
+    """Issue 54.6: the spread (rows in layout order) and the served grid (the index's Morton order) must find the
+    same deepest level; the spacing's sample is chosen by the points' positions, so any order gives the same."""
+    from isoscope.atlas.tiles import nearest_spacing, spacing_sample
+
+    cloud = points(120_000, seed=3)
+    shuffled = cloud[np.random.default_rng(1).permutation(len(cloud))]
+    a, b = spacing_sample(cloud, 1_000, block_rows=7_000), spacing_sample(shuffled, 1_000, block_rows=50_000)
+    assert len(a) == 1_000 and np.array_equal(np.unique(a, axis=0), np.unique(b, axis=0))
+    world = World.around((float(cloud[:, 0].min()), float(cloud[:, 1].min()), *cloud.max(axis=0).tolist()))
+    index = SpatialIndex.build(cloud, world)  # its xy in Morton order
+    assert not np.array_equal(index.xy, cloud)
+    grid = TileGrid.build(index)
+    assert grid.spacing == nearest_spacing(cloud, world.size) == nearest_spacing(shuffled, world.size)
