@@ -17,7 +17,7 @@ export TOKENIZERS_PARALLELISM := false
 # pip byte-compiles every file it installs (2 CPU-minutes for torch and the rest); Python compiles what it imports
 PIP_FAST := --no-compile --disable-pip-version-check
 
-.PHONY: run test test-heavy test-ray test-fast test-compat test-remote test-lab test-fresh lint format bench bench-gpu bench-peers bench-renderers bench-widget screenshots browser lock lock-peers clean
+.PHONY: run test wheel-gate test-heavy test-ray test-fast test-compat test-remote test-lab test-fresh lint format bench bench-gpu bench-peers bench-renderers bench-widget screenshots docs-numbers browser lock lock-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,12 @@ test: $(VENV)/.notebook-installed $(LAB)/.installed browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	ISOSCOPE_LAB=$(abspath $(LAB))/bin/jupyter-lab $(BIN)/pytest -n 2 --dist loadgroup -m "not heavy" --durations=40  # the slowest, in every CI log
+	PYTHON=$(PYTHON) PYTEST=$(BIN)/pytest bash scripts/wheel_gate.sh
+
+# the wheel alone in a new venv (the CPU torch first), used from an empty folder: every command, the README's
+# blocks, every page of the app (tests/wheel); its time is its last line. `make test` runs it
+wheel-gate: $(VENV)/.dev-installed
+	PYTHON=$(PYTHON) PYTEST=$(BIN)/pytest bash scripts/wheel_gate.sh
 
 test-heavy: $(VENV)/.notebook-installed browser  # the heavy tier (tests/heavy.py): whole-demo, server, notebook, docs runs
 	$(BIN)/pytest -n 2 --dist loadgroup -m heavy
@@ -79,12 +85,9 @@ test-remote: $(VENV)/.dev-installed requirements-remote.txt  # the endpoint clie
 	$(REMOTE)/bin/pip install -q -r requirements-remote.txt  # infinity-emb pins numpy<2: its own venv
 	ISOSCOPE_TEST_REMOTE=$(abspath $(REMOTE))/bin/infinity_emb $(BIN)/pytest tests/remote -q
 
-test-fresh: $(VENV)/.dev-installed  # the Python of README.md and docs/*.md, and the README's quickstarts, in a new venv holding only `pip install ".[notebook]"`
-	rm -rf $(FRESH) && $(PYTHON) -m venv $(FRESH)
-	$(FRESH)/bin/pip install -q $(PIP_FAST) torch==2.13.0  # the torch of your choice first, as the README says (here the CPU wheel on disk)
-	$(FRESH)/bin/pip install -q $(PIP_FAST) ".[notebook]"  # a wheel built from the checkout, its ranges resolved anew
-	$(FRESH)/bin/pip freeze > $(FRESH)/freeze.txt
-	ISOSCOPE_README_PYTHON=$(abspath $(FRESH))/bin/python $(BIN)/pytest tests/docs/test_readme.py -q
+test-fresh: $(VENV)/.dev-installed  # the Python and bash blocks of README.md and docs/*.md in a new venv holding only the wheel with its notebook extra
+	PYTHON=$(PYTHON) bash scripts/wheel_venv.sh $(FRESH) notebook  # the CPU torch first, as the README says; then the wheel, its ranges resolved anew
+	ISOSCOPE_README_PYTHON=$(abspath $(FRESH))/bin/python $(BIN)/pytest tests/docs/test_readme.py tests/docs/test_bash.py -q
 
 $(LAB)/.installed: requirements-lab.txt
 	test -x $(LAB)/bin/python || $(PYTHON) -m venv $(LAB)
@@ -133,6 +136,9 @@ bench-renderers: $(RENDER)/.installed browser  # the Atlas map's renderers side 
 
 screenshots: $(VENV)/.dev-installed browser
 	CI=true ISOSCOPE_SCREENSHOTS=1 $(BIN)/pytest tests/e2e -q  # CI=true: no browser is a failure, not a skip
+
+docs-numbers: $(VENV)/.installed  # the tables of docs/ that commands print, rerun where docs/numbers.json lacks them (scripts/docs_numbers.py; hours on 2 cores from cold, resumable: ARGS=--list, --rerun NAME, --tables)
+	$(BIN)/python scripts/docs_numbers.py $(ARGS)
 
 lock:  # re-resolve pyproject.toml's ranges and pin them (scripts/lock.sh)
 	PYTHON=$(PYTHON) bash scripts/lock.sh

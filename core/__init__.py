@@ -12,8 +12,9 @@ These names are imported on first use (PEP 562), so ``import isoscope`` and ``is
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from isoscope._lazy import lazy_exports
 
 __version__ = "0.2.0"
 
@@ -26,17 +27,7 @@ _EXPORTS: dict[str, str] = {
 }
 __all__ = ["Comparison", "Space", "__version__", "compare", "embed"]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'isoscope' has no attribute '{name}'")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:

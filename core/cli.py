@@ -72,7 +72,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "data": (
         "isoscope.commands.data",
-        "download a benchmark the documentation's examples use (isoscope data stsb) into the user cache",
+        "the data the examples use: the demo files into a folder (isoscope data demo), STS-B downloaded (data stsb)",
     ),
     "app": (
         "isoscope.commands.app",

@@ -1,5 +1,5 @@
-"""Locations of data: the demo data shipped inside the package, and STS-B (not shipped: ``isoscope data stsb``
-downloads it, ``ISOSCOPE_STSB_DIR`` names a folder of your own);
+"""Locations of data: the demo data shipped inside the package (``isoscope data demo`` copies it into a folder),
+and STS-B (not shipped: ``isoscope data stsb`` downloads it, ``ISOSCOPE_STSB_DIR`` names a folder of your own);
 the one way files are opened for reading: only regular files, never a FIFO, a device or a socket;
 and the one check of a name read from a file (a manifest's entries, a recipe's module folders): ``inside``."""
 
@@ -15,10 +15,18 @@ from typing import BinaryIO
 from isoscope.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout (or site-packages when installed)
+PACKAGE = Path(__file__).resolve().parent  # the isoscope package's own folder (core/ in a checkout)
 ASSETS = Path(str(resources.files("isoscope.assets")))  # assets/ at the top of the checkout, package data in a wheel
 DEMO_CORPUS = ASSETS / "demo_corpus.csv"
 DEMO_PAIRS = ASSETS / "demo_pairs.csv"
 DEMO_RETRIEVAL = ASSETS / "demo_retrieval"  # a BEIR folder: 55 queries written for it, 300 demo-corpus texts
+DEMO_FILES = (  # what `isoscope data demo` copies into a folder of the user's (relative to ASSETS)
+    "demo_corpus.csv",
+    "demo_pairs.csv",
+    "demo_retrieval/corpus.jsonl",
+    "demo_retrieval/queries.jsonl",
+    "demo_retrieval/qrels/test.tsv",
+)
 
 
 ENV_STSB_DIR = "ISOSCOPE_STSB_DIR"  # a folder holding stsb-en-train.csv, stsb-en-dev.csv, stsb-en-test.csv

@@ -3,13 +3,18 @@
 
 GET {PREFIX}/{token}/{space}/t/{style}/{z}/{x}/{y}.png   a tile of the map (isoscope.atlas.tiles)
 GET {PREFIX}/{token}/{space}/h/{mark}/{z}/{x}/{y}.png    the lit-up points of that tile, on transparency
-GET {PREFIX}/{token}/{space}/pick?x=..&y=..&r=..         {"row", "text", "cluster", "x", "y"} ({"row": -1}: none)
+GET {PREFIX}/{token}/{space}/pick?x=..&y=..&r=..&z=..[&lit=mark]   {"row", "text", "cluster", "x", "y"} ({"row": -1}: none)
 
 The Atlas page publishes what its map shows (``publish``) and hands the browser the URLs: ``token`` names an
 atlas folder by a random string (never its path), ``style`` a colouring and ``mark`` a set of lit-up rows.
 Only a session that got past the classroom's access code runs the page, so only it learns a token: the code
 covers these routes too, and the security headers of ``serve.py`` are on their responses like on every
 other. Anything unknown (token, style, mark, a tile outside the pyramid, bad numbers) is a 404.
+
+The pick is the one answer to "which point is under the pointer", for the hover's text and the click's
+selection alike (the browser asks it with the pixel and the view of its gesture, taken once): the point nearest
+(x, y) within r, except that a lit-up point (``lit``: the map's mark) whose yellow disc at the level ``z`` the
+map draws reaches (x, y) comes first, as it is drawn over the others (``isoscope.atlas.tiles.pick_row``).
 
 The top levels of the default style come from the atlas folder when its build rendered them (the ``tiles``
 stage, ``isoscope.atlas.pyramid``), each checked against the size and SHA-256 of the folder's ledger (a missing
@@ -53,11 +58,13 @@ _ledgers: dict[str, tuple[tuple, object]] = {}  # atlas folder -> (its ledger fi
 
 @dataclass(frozen=True)
 class MapUrls:
-    """What the browser fetches for one map: tile and highlight URL templates ({z}, {x}, {y}) and the pick URL."""
+    """What the browser fetches for one map: tile and highlight URL templates ({z}, {x}, {y}), the pick URL, and
+    the lit-up rows' mark (the pick's ``lit``; None: none lit)."""
 
     tiles: str
     highlight: str | None
     pick: str
+    mark: str | None = None
 
 
 def publish(path: str, space: str, colour_by: str, contours: bool, lit: np.ndarray | None = None) -> MapUrls:
@@ -82,6 +89,7 @@ def publish(path: str, space: str, colour_by: str, contours: bool, lit: np.ndarr
         f"{base}/t/{style}/{{z}}/{{x}}/{{y}}.png",
         None if mark is None else f"{base}/h/{mark}/{{z}}/{{x}}/{{y}}.png",
         f"{base}/pick",
+        mark,
     )
 
 
@@ -244,12 +252,18 @@ def highlight_png(path: str, space: str, mark: str, z: int, x: int, y: int) -> b
     return png
 
 
-def pick(path: str, space: str, x: float, y: float, r: float) -> dict:
-    """The point nearest (x, y) within r (world units): its row, text (cut), cluster and position."""
+def pick(path: str, space: str, x: float, y: float, *, r: float, z: int = 0, mark: str | None = None) -> dict:
+    """The point a pointer at (x, y) names on the map drawn at level ``z`` (``isoscope.atlas.tiles.pick_row``: a
+    lit-up point of ``mark`` whose yellow disc reaches it, else the nearest within r world units): its row, text
+    (cut), cluster and position."""
+    from isoscope.atlas.tiles import pick_row
     from isoscope.dashboard.services import atlas as svc
 
     tmap = svc.tile_map(path, space)
-    row = tmap.index.nearest(x, y, r)
+    with _lock:
+        rows = _marks.get(mark) if mark is not None else None
+    lit = None if rows is None else _lit_positions(path, space, mark, rows, tmap)
+    row = pick_row(tmap.index, tmap.grid, x, y, radius=r, z=z, lit=lit)
     if row < 0:
         return {"row": -1}
     atlas = svc.open_atlas(path)
@@ -333,15 +347,23 @@ def _highlight_endpoint(request):
 def _pick_endpoint(request):
     from starlette.responses import JSONResponse, Response
 
+    from isoscope.dashboard.services import atlas as svc
+
     p = request.path_params
     path = _atlas_path(p["token"])
     if path is None or not _space(path, p["space"]):
         return Response(status_code=404)
+    query = request.query_params
     try:
-        x, y, r = _numbers(request.query_params, "x", "y", "r")
+        x, y, r = _numbers(query, "x", "y", "r")
     except (KeyError, ValueError):
         return Response(status_code=404)
-    return JSONResponse(pick(path, p["space"], x, y, min(abs(r), 1e12)), headers={"Cache-Control": "no-store"})
+    z = query.get("z", "0")  # the level the map draws (its lit-up discs' size); checked as a tile's z is
+    if not _COORDINATE.fullmatch(z) or int(z) > svc.tile_map(path, p["space"]).grid.max_level:
+        return Response(status_code=404)
+    z = int(z)
+    hit = pick(path, p["space"], x, y, r=min(abs(r), 1e12), z=z, mark=query.get("lit"))
+    return JSONResponse(hit, headers={"Cache-Control": "no-store"})
 
 
 def _refusing(endpoint):

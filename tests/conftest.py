@@ -16,6 +16,8 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs 2 workers on 2 cor
 ROOT = Path(__file__).resolve().parents[1]
 # tests/remote start a real embeddings server from its own venv: only `make test-remote` sets ISOSCOPE_TEST_REMOTE
 collect_ignore = [] if os.environ.get("ISOSCOPE_TEST_REMOTE") else ["remote"]
+# tests/wheel drive a venv holding only the wheel: `make wheel-gate` (part of `make test`) builds it and sets the variable
+collect_ignore += [] if os.environ.get("ISOSCOPE_WHEEL_VENV") else ["wheel"]
 
 
 @pytest.fixture(scope="session", autouse=True)

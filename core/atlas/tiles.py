@@ -4,6 +4,7 @@ grid = TileGrid.build(index)                                          # levels 0
 rgba = render_tile(index, colors[index.order], grid, z, tx, ty, field)   # (256, 256, 4) uint8
 rgba = render_tile(index, codes[index.order], grid, z, tx, ty, lut=lut)  # colours as uint8 codes of a palette
 rgba = highlight_tile(index, index.positions_of(rows), grid, z, tx, ty)  # the lit-up points alone
+row = pick_row(index, grid, x, y, radius=r, z=z, lit=lit)             # the point a pointer at (x, y) names
 field = ContourField(grid_counts, bounds, levels)                     # density contours, redrawn per tile
 
 Level ``z`` divides the world square (``isoscope.atlas.spatial.World``) into 2^z x 2^z tiles of ``TILE`` pixels,
@@ -36,6 +37,7 @@ FULL_COUNT = 40  # points in a pixel for full opacity
 TOP_MIN_ALPHA = 110  # one point in a pixel of an aggregated level
 DISC_MIN_ALPHA = 215  # one point drawn as a disc
 HIGHLIGHT = (255, 200, 0)
+LIT_MARGIN = 1.5  # pixels: a lit-up point's yellow disc reaches this much past its point's disc (at least 1)
 OUTLINE = (20, 20, 30)
 CONTOUR_RGBA = (40, 40, 60, 170)
 
@@ -166,20 +168,28 @@ def _pixels(index: SpatialIndex, grid: TileGrid, z: int, tx: int, ty: int, *, pa
     x0, y0, x1, y1 = grid.world.tile_box(z, tx, ty)
     pix = grid.pixel(z)
     margin = (pad + 1) * pix
-    exact = np.float64 if z > 10 else np.float32  # float32 resolves 1/64 pixel down to level 10
     side = TILE + 2 * pad
     parts = []
     # each covering cell is one contiguous slice of the (memory-mapped) sorted layout: read as a slice, never
     # gathered; the canvas lies within the queried box, so its test is the only one needed
     for a, b in index.cells(x0 - margin, y0 - margin, x1 + margin, y1 + margin):
-        xy = np.asarray(index.xy[a:b]).astype(exact, copy=False)  # (m, 2)
-        col = np.floor((xy[:, 0] - exact(x0)) / exact(pix)).astype(np.int64) + pad
-        row = np.floor((exact(y1) - xy[:, 1]) / exact(pix)).astype(np.int64) + pad
+        col, row = _canvas_pixels(np.asarray(index.xy[a:b]), x0, y1, z=z, pix=pix)
+        col, row = col + pad, row + pad
         keep = (col >= 0) & (col < side) & (row >= 0) & (row < side)
         parts.append((a + np.flatnonzero(keep), col[keep], row[keep]))
     if not parts:
         return (np.zeros(0, np.int64),) * 3
     return tuple(np.concatenate(x) for x in zip(*parts, strict=True))
+
+
+def _canvas_pixels(xy: np.ndarray, x0: float, y1: float, *, z: int, pix: float) -> tuple[np.ndarray, np.ndarray]:
+    """Pixel column and row (m,) int64 of the points ``xy`` (m, 2) on the tile of level ``z`` whose top-left
+    corner is (x0, y1) (negative or past ``TILE`` outside it): the pixels tiles draw them at."""
+    exact = np.float64 if z > 10 else np.float32  # float32 resolves 1/64 pixel down to level 10
+    xy = xy.astype(exact, copy=False)
+    col = np.floor((xy[:, 0] - exact(x0)) / exact(pix)).astype(np.int64)
+    row = np.floor((exact(y1) - xy[:, 1]) / exact(pix)).astype(np.int64)
+    return col, row
 
 
 def _take(values: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -235,7 +245,7 @@ def render_tile(
 def highlight_tile(index: SpatialIndex, lit: np.ndarray, grid: TileGrid, z: int, tx: int, ty: int) -> np.ndarray:
     """The points at the sorted positions ``lit`` (m,) ascending (``SpatialIndex.positions_of(rows)``) as yellow
     discs with a dark outline on a transparent tile (TILE, TILE, 4) uint8, drawn over ``render_tile``'s tile."""
-    radius = max(grid.point_radius(z), 1.0) + 1.5
+    radius = lit_radius(grid, z)
     outer = disc_kernel(radius + 1.2)
     pad = outer.shape[0] // 2
     side = TILE + 2 * pad
@@ -251,6 +261,50 @@ def highlight_tile(index: SpatialIndex, lit: np.ndarray, grid: TileGrid, z: int,
     out[ring] = (*OUTLINE, 235)
     out[fill] = (*HIGHLIGHT, 255)
     return out
+
+
+def lit_radius(grid: TileGrid, z: int) -> float:
+    """Radius in pixels of a lit-up point's yellow disc at level ``z`` (``highlight_tile``'s fill)."""
+    return max(grid.point_radius(z), 1.0) + LIT_MARGIN
+
+
+def pick_row(
+    index: SpatialIndex, grid: TileGrid, x: float, y: float, *, radius: float, z: int, lit: np.ndarray | None = None
+) -> int:
+    """The row a pointer at world (x, y) names on the map drawn at level ``z`` (hover and click alike): where
+    the pointer's pixel of level ``z`` is yellow, the nearest lit-up point (``lit``: sorted positions, ascending,
+    as ``highlight_tile`` takes them) whose disc paints it, as its yellow is drawn over every other point; else
+    the point nearest the pointer within ``radius`` (world units); -1 when none. Ties: the lowest row."""
+    if lit is not None and len(lit) and (row := _lit_under(index, grid, x, y, z=z, lit=lit)) >= 0:
+        return row
+    return index.nearest(x, y, radius)
+
+
+def _lit_under(index: SpatialIndex, grid: TileGrid, x: float, y: float, *, z: int, lit: np.ndarray) -> int:
+    """The nearest lit-up point whose disc paints the pointer's pixel yellow, or -1: the pixels and disc weights
+    of ``highlight_tile`` (the discs of the points near the pointer summed, filled above one half)."""
+    world, pix, r = grid.world, grid.pixel(z), lit_radius(grid, z)
+    if not (world.x0 <= x < world.x0 + world.size and world.y0 < y <= world.y0 + world.size):
+        return -1  # no tile is drawn there
+    n = 1 << z
+    tx = min(int((x - world.x0) / (TILE * pix)), n - 1)  # the tile under the pointer
+    ty = min(int((world.y0 + world.size - y) / (TILE * pix)), n - 1)
+    x0, _, _, y1 = world.tile_box(z, tx, ty)
+    reach = (math.ceil(r) + 2) * pix
+    pos = index.positions_in_box(x - reach, y - reach, x + reach, y + reach)
+    at = np.minimum(np.searchsorted(lit, pos), len(lit) - 1)  # (m,)
+    pos = pos[lit[at] == pos]
+    if len(pos) == 0:
+        return -1
+    col, row = _canvas_pixels(np.asarray(index.xy[pos]), x0, y1, z=z, pix=pix)  # (m,) each
+    pcol, prow = _canvas_pixels(np.array([[x, y]]), x0, y1, z=z, pix=pix)
+    weight = np.clip(r + 0.5 - np.hypot(col - pcol[0], row - prow[0]), 0.0, 1.0)  # disc_kernel(r) at the pointer
+    if weight.sum() <= 0.5:
+        return -1
+    pos = pos[weight > 0]
+    d2 = ((np.asarray(index.xy[pos], np.float64) - [x, y]) ** 2).sum(axis=1)  # (k,)
+    rows = np.asarray(index.order[pos], np.int64)
+    return int(rows[np.lexsort((rows, d2))[0]])
 
 
 def _cubic_weights(u: np.ndarray, size: int) -> tuple[np.ndarray, int]:

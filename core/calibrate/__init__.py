@@ -35,8 +35,9 @@ import for the command line's help.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from isoscope._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
@@ -86,18 +87,7 @@ __all__ = [
     "safe_method",
 ]  # the names of _EXPORTS (tests/core/calibrate check it)
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'isoscope.calibrate' has no attribute '{name}'")
-    value = getattr(importlib.import_module(f"isoscope.calibrate.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly

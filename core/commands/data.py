@@ -1,5 +1,7 @@
 """``isoscope data stsb``: download a public benchmark the documentation's examples use (STS-B) into the user
-cache (``isoscope.paths.user_stsb_dir``, where every STS-B example looks for it); refused in one line offline."""
+cache (``isoscope.paths.user_stsb_dir``, where every STS-B example looks for it); refused in one line offline.
+``isoscope data demo``: copy the demo files shipped inside the package into a folder (default: the current one),
+where every command reads them by name (``isoscope sts --pairs demo_pairs.csv``)."""
 
 from __future__ import annotations
 
@@ -7,22 +9,31 @@ import argparse
 
 from isoscope.commands.common import add_json_argument, emit, hub_bars, output_from_args, progress_bar
 
-DATASETS = ("stsb",)
+DATASETS = ("stsb", "demo")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dataset", choices=DATASETS, help="stsb: the STS Benchmark (English; 5,749 / 1,500 / 1,379 pairs)")
+    p.add_argument(
+        "dataset",
+        choices=DATASETS,
+        help="stsb: the STS Benchmark (English; 5,749 / 1,500 / 1,379 pairs), downloaded; demo: the demo files "
+        "shipped with Isoscope (demo_corpus.csv, demo_pairs.csv, demo_retrieval/), copied",
+    )
     p.add_argument(
         "--out",
         default=None,
-        help="folder to write it to (default: ISOSCOPE_STSB_DIR when set, else ISOSCOPE_CACHE/data/stsb, "
-        "~/.cache/isoscope/data/stsb)",
+        help="folder to write it to (stsb: ISOSCOPE_STSB_DIR when set, else ISOSCOPE_CACHE/data/stsb, "
+        "~/.cache/isoscope/data/stsb; demo: the current folder)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress (the download's, nor huggingface_hub's)")
     add_json_argument(p)
 
 
 def run(args: argparse.Namespace) -> dict:
+    return _demo(args) if args.dataset == "demo" else _stsb(args)
+
+
+def _stsb(args: argparse.Namespace) -> dict:
     import os
     from pathlib import Path
 
@@ -39,4 +50,20 @@ def run(args: argparse.Namespace) -> dict:
     result = {"dataset": args.dataset, "folder": str(folder), "files": files, "downloaded": not had}
     said = "already there" if had else "downloaded"
     emit(args, result, [f"STS-B {said}: {folder}", *files])
+    return result
+
+
+def _demo(args: argparse.Namespace) -> dict:
+    from pathlib import Path
+
+    from isoscope.data.demo import write_demo
+
+    folder = Path(args.out or ".").expanduser().resolve()
+    written, kept = write_demo(folder)
+    files = sorted(written + kept)
+    result = {"dataset": args.dataset, "folder": str(folder), "files": [str(p) for p in files], "written": len(written)}
+    said = f"{len(written)} written" + (f", {len(kept)} already there" if kept else "")
+    lines = [f"the demo's files in {folder} ({said}):", *(f"  {p.relative_to(folder)}" for p in files)]
+    lines.append("then: isoscope sts --pairs demo_pairs.csv, --input demo_corpus.csv, retrieval --beir demo_retrieval")
+    emit(args, result, lines)
     return result

@@ -19,8 +19,9 @@ Names are imported from their module on first use (PEP 562), so a command's ``--
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from isoscope._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("Corpus", "load_corpus", "stream_texts", "streamable_corpus", "streaming_limits"), "corpus"),
@@ -131,19 +132,11 @@ def _first_limits() -> Any:
         return DecodeLimits()
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LIMITS:
-        value = getattr(_first_limits(), _LIMITS[name])
-    elif name in _EXPORTS:
-        value = getattr(importlib.import_module(f"isoscope.data.{_EXPORTS[name]}"), name)
-    else:
-        raise AttributeError(f"module 'isoscope.data' has no attribute '{name}'")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS, *_LIMITS])
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    _EXPORTS,
+    computed={name: lambda field=field: getattr(_first_limits(), field) for name, field in _LIMITS.items()},
+)
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly

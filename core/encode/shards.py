@@ -169,9 +169,9 @@ def package_for_workers(folder: Path | None = None) -> Path:
     import shutil
     import tempfile
 
-    import isoscope
+    from isoscope.paths import PACKAGE
 
-    source = Path(isoscope.__file__).resolve().parent
+    source = PACKAGE
     target = Path(folder or tempfile.mkdtemp(prefix="isoscope-ray-")) / "isoscope"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "dashboard")
     shutil.copytree(source, target, ignore=ignore, dirs_exist_ok=True)

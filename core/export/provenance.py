@@ -106,9 +106,10 @@ def model_report(
 
 
 def _version() -> str:
-    from isoscope import __version__
+    """The installed distribution's version (its metadata, not the top package: nothing else of it is needed)."""
+    from importlib.metadata import version
 
-    return __version__
+    return version("isoscope")
 
 
 def measure(calibrator: Calibrator, fit_vectors: np.ndarray) -> tuple[dict[str, float], dict[str, float]]:

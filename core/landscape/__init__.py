@@ -32,7 +32,7 @@ The names below are imported lazily, so ``import isoscope.landscape.options`` do
 
 from __future__ import annotations
 
-import importlib
+from isoscope._lazy import lazy_exports
 
 _EXPORTS = {
     "BUILTIN_TASKS": "isoscope.landscape.options",
@@ -54,8 +54,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> object:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'isoscope.landscape' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

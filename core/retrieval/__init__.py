@@ -23,8 +23,9 @@ Space API and the dashboard import it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from isoscope._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("RetrievalTask", "build_task"), "task"),
@@ -58,17 +59,7 @@ __all__ = [
     "side_prompt",
 ]  # the names of _EXPORTS
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'isoscope.retrieval' has no attribute '{name}'")
-    value = getattr(importlib.import_module(f"isoscope.retrieval.{_EXPORTS[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:

@@ -12,8 +12,9 @@ One concept per module:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from isoscope._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("INITS", "SPEC_KEYS", "SpaceSpec", "parse_space"), "spec"),
@@ -34,20 +35,7 @@ __all__ = [
     "random_encoder",
 ]  # the names of _EXPORTS
 
-
-def __getattr__(name: str) -> Any:
-    """Names are imported from their module on first use (PEP 562): ``SpaceSpec`` and ``parse_space`` stay light
-    (the command line's parsers use them), ``build_spaces`` brings numpy and the models."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'isoscope.sources' has no attribute '{name}'")
-    value = getattr(importlib.import_module(f"isoscope.sources.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 if TYPE_CHECKING:

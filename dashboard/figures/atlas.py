@@ -216,9 +216,9 @@ def map_data(
     fit: tuple[float, float, float, float] | None = None,
 ) -> dict:
     """What the map component (``ui.atlas_map``) draws: the tile pyramid ``grid`` (``TileGrid.to_dict``), the
-    layout ``bounds``, the tile/highlight/pick URLs (``tiles.MapUrls``), the labels (None: hidden) and the
-    selected points (m, 2) (the first ``SELECTED_MAX`` are ringed); ``fit``: the box the map opens on (the
-    bulk of the points, ``AtlasSpace.view``; None: the bounds)."""
+    layout ``bounds``, the tile/highlight/pick URLs and the lit-up rows' mark (``tiles.MapUrls``), the labels
+    (None: hidden) and the selected points (m, 2) (the first ``SELECTED_MAX`` are ringed); ``fit``: the box the
+    map opens on (the bulk of the points, ``AtlasSpace.view``; None: the bounds)."""
     return {
         "name": name,
         "world": grid,
@@ -227,6 +227,7 @@ def map_data(
         "tiles": urls.tiles,
         "highlight": urls.highlight,
         "pick": urls.pick,
+        "mark": urls.mark,
         "labels": labels or [],
         "levels": 1 + max((lab[0] for lab in labels or []), default=-1),
         "showLabels": labels is not None,

@@ -61,8 +61,10 @@ def _report_key(model: str, pairs: Pairs, calibrations: tuple[str, ...], max_len
 
 def pooling_report_cost(model: str, pairs: Pairs, calibrations: tuple[str, ...], max_length: int) -> Cost:
     """What ``pooling_report`` will cost: one pass with every pooling over the unique sentences (unless the
-    disk cache holds them) and a flow per pooling when ``flow`` is asked for."""
+    disk cache holds them), per pooling a flow when ``flow`` is asked for and a fit of each linear calibrator,
+    and the uniformity of every pooling x calibration (the unique sentences' pairs: issue 50)."""
     from isoscope.anatomy.poolings import pooling_modes_for, unique_index
+    from isoscope.geometry.costs import covariance_cost, uniformity_cost
 
     if _report_key(model, pairs, calibrations, max_length) in _reported:
         return FREE
@@ -71,7 +73,12 @@ def pooling_report_cost(model: str, pairs: Pairs, calibrations: tuple[str, ...],
     modes = pooling_modes_for(enc)
     rate = lambda hidden: costs.throughput(model, hidden, max_length, fast=False)  # noqa: E731
     embed = embed_texts_cost(enc, texts, modes, max_length=max_length, rate=rate, cache=ArrayCache())
-    return embed + total([costs.fits(calibrations, len(texts), enc.hidden_size) for _ in modes])
+    methods = [m for m in dict.fromkeys(calibrations) if m.strip() not in ("none", "")]
+    linear = sum(m.strip() != "flow" for m in methods)
+    metrics = costs.metrics_rate(enc.hidden_size)
+    scores = uniformity_cost(len(texts), metrics, spaces=len(modes) * (1 + len(methods)))
+    fits = covariance_cost(len(texts), metrics, passes=len(modes) * linear)
+    return embed + total([costs.fits(calibrations, len(texts), enc.hidden_size) for _ in modes]) + scores + fits
 
 
 @st.cache_data(show_spinner="Singular values of the input embedding table…", max_entries=8)

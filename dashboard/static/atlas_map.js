@@ -7,8 +7,12 @@
 // - Hover asks the server for the point under the cursor (one spatial-index lookup) and shows its text as
 //   plain text; a click selects it (shift-click adds), shift-drag (or the box button) selects a region.
 //   Selections go back to Python as trigger values: {"click": {row, add}} and {"box": [x0, y0, x1, y1]}.
+//   Hover and click share one pick path (`pick`), each with the pixel and view of its gesture taken once, at
+//   the event (`gesture`); the tooltip only ever names the pixel and view under the pointer now (a move or a
+//   view change hides it), and a click where it shows selects the row it names.
 // - Cluster labels of the level that suits the zoom, placed largest first, never overlapping.
-// - window.__isoscopeAtlas[name]: the view, the placed labels and frame times, for tests and benchmarks.
+// - window.__isoscopeAtlas[name]: the view, the placed labels, frame times and the last picks (each with its
+//   pixel, view and row), for tests and benchmarks.
 
 const STATE = new WeakMap(); // host element -> map state
 const VIEWS = new Map(); // map name -> last view (kept if the component is torn down and mounted again)
@@ -18,6 +22,7 @@ const MAX_LOADS = 8;
 const CACHE_TILES = 600;
 const HOVER_MS = 40;
 const PICK_PX = 8;
+const PICKS_KEPT = 50; // picks logged for tests
 
 function el(tag, cls, parent) {
   const e = document.createElement(tag);
@@ -43,6 +48,7 @@ function createMap(host) {
   const s = {
     root, canvas, tip, status, data: null, view: null, tiles: new Map(), queue: [], loading: 0,
     dirty: true, drag: null, boxMode: false, placed: [], frames: [], hoverTimer: 0, hoverSeq: 0, raf: 0,
+    pending: null, shown: null, picks: [],
     buttons: {
       zin: button("+", "Zoom in"),
       zout: button("\u2212", "Zoom out"),
@@ -62,9 +68,19 @@ function size(s) {
   return { w: Math.max(50, Math.round(r.width)), h: Math.max(50, Math.round(s.data.height)) };
 }
 
-function scale(s) {
+function scaleAt(s, zoom) {
   // screen pixels per world unit
-  return (s.data.world.tile * Math.pow(2, s.view.zoom)) / s.data.world.size;
+  return (s.data.world.tile * Math.pow(2, zoom)) / s.data.world.size;
+}
+
+function scale(s) {
+  return scaleAt(s, s.view.zoom);
+}
+
+function levelAt(s, zoom) {
+  // the tile level drawn at this zoom: its pixels at least as fine as the screen's
+  const dpr = window.devicePixelRatio || 1;
+  return Math.max(0, Math.min(s.data.world.maxLevel, Math.ceil(zoom + Math.log2(dpr) - 1e-6)));
 }
 
 function toScreen(s, x, y) {
@@ -73,10 +89,15 @@ function toScreen(s, x, y) {
   return [w / 2 + (x - s.view.cx) * k, h / 2 - (y - s.view.cy) * k];
 }
 
+function unproject(s, v, px, py) {
+  // the world point at pixel (px, py) of the view v = {cx, cy, zoom, w, h}
+  const k = scaleAt(s, v.zoom);
+  return [v.cx + (px - v.w / 2) / k, v.cy - (py - v.h / 2) / k];
+}
+
 function toWorld(s, px, py) {
   const { w, h } = size(s);
-  const k = scale(s);
-  return [s.view.cx + (px - w / 2) / k, s.view.cy - (py - h / 2) / k];
+  return unproject(s, { ...s.view, w, h }, px, py);
 }
 
 function boxView(s, b) {
@@ -271,7 +292,7 @@ function frame(s) {
   ctx.imageSmoothingEnabled = true;
   ctx.fillStyle = "#ffffff";
   ctx.fillRect(0, 0, w, h);
-  const z = Math.max(0, Math.min(s.data.world.maxLevel, Math.ceil(s.view.zoom + Math.log2(dpr) - 1e-6)));
+  const z = levelAt(s, s.view.zoom);
   s.queue = []; // only what this view needs is fetched
   let missing = drawTiles(s, s.data.tiles, z);
   if (s.data.highlight) missing += drawTiles(s, s.data.highlight, z);
@@ -293,6 +314,8 @@ function frame(s) {
   const t1 = performance.now();
   s.frames.push([t0, t1 - t0, missing]);
   if (s.frames.length > 600) s.frames.splice(0, s.frames.length - 600);
+  const tipAt = s.shown ? s.shown.at : s.pending;
+  if (tipAt && !sameView(tipAt, gesture(s, tipAt.px, tipAt.py))) hideTip(s); // it named another view's pixel
   expose(s);
 }
 
@@ -323,6 +346,7 @@ function expose(s) {
     loading: s.loading,
     placed: s.placed.map((p) => ({ ...p })),
     frames: s.frames.slice(),
+    picks: s.picks, // [{kind: "hover" | "click", px, py, view: {cx, cy, zoom, w, h, level}, row, named}]
     box: () => {
       const { w, h } = size(s);
       const [x0, y1] = toWorld(s, 0, 0);
@@ -341,42 +365,74 @@ function local(s, e) {
   return [e.clientX - r.left, e.clientY - r.top];
 }
 
-async function pick(s, px, py) {
-  const [x, y] = toWorld(s, px, py);
-  const r = PICK_PX / scale(s);
-  const url = `${s.data.pick}?x=${x}&y=${y}&r=${r}`;
+function gesture(s, px, py) {
+  // A pointer gesture's pixel and the view it was made on, taken once, at the event: its pick reads these, never
+  // the live view, so a view that changes before the answer (a refit, a rerun) cannot move what it names.
+  const { w, h } = size(s);
+  const v = s.view;
+  const level = levelAt(s, v.zoom);
+  return { px, py, cx: v.cx, cy: v.cy, zoom: v.zoom, w, h, level, pick: s.data.pick, mark: s.data.mark || "" };
+}
+
+const VIEW_KEYS = ["cx", "cy", "zoom", "w", "h", "level", "pick", "mark"];
+
+function sameView(a, b) {
+  return VIEW_KEYS.every((k) => a[k] === b[k]);
+}
+
+function samePixel(a, b) {
+  return !!a && !!b && a.px === b.px && a.py === b.py && sameView(a, b);
+}
+
+async function pick(s, at) {
+  // THE pick, for hover and click alike: the row the server names at pixel (px, py) of the gesture's view (the
+  // nearest point within PICK_PX, a lit-up point first where its yellow disc, drawn on top, reaches the pixel)
+  const [x, y] = unproject(s, at, at.px, at.py);
+  const r = PICK_PX / scaleAt(s, at.zoom);
+  const lit = at.mark ? `&lit=${encodeURIComponent(at.mark)}` : "";
   try {
-    const res = await fetch(url, { credentials: "same-origin" });
+    const res = await fetch(`${at.pick}?x=${x}&y=${y}&r=${r}&z=${at.level}${lit}`, { credentials: "same-origin" });
     return res.ok ? await res.json() : null;
   } catch (_err) {
     return null;
   }
 }
 
-function hideTip(s) {
-  s.tip.style.display = "none";
-  s.hoverSeq += 1;
+function logPick(s, kind, at, hit, named) {
+  const { px, py, cx, cy, zoom, w, h, level } = at;
+  s.picks.push({ kind, px, py, view: { cx, cy, zoom, w, h, level }, row: hit ? hit.row : null, named });
+  if (s.picks.length > PICKS_KEPT) s.picks.splice(0, s.picks.length - PICKS_KEPT);
 }
 
-function hover(s, px, py) {
+function hideTip(s) {
+  // the tooltip and any pick on its way for it are dropped
   clearTimeout(s.hoverTimer);
+  s.tip.style.display = "none";
+  s.hoverSeq += 1;
+  s.pending = null;
+  s.shown = null;
+}
+
+function hover(s, at) {
+  if (samePixel(s.shown && s.shown.at, at) || samePixel(s.pending, at)) return; // named, or being named, already
+  hideTip(s); // it named another pixel: never left showing what the pointer has moved off
+  s.pending = at;
   s.hoverTimer = setTimeout(async () => {
     const seq = ++s.hoverSeq;
-    const hit = await pick(s, px, py);
-    if (seq !== s.hoverSeq) return; // the cursor moved on
-    if (!hit || hit.row < 0) {
-      s.tip.style.display = "none";
-      return;
-    }
+    const hit = await pick(s, at);
+    if (seq !== s.hoverSeq) return; // the cursor moved on, or the view changed
+    s.pending = null;
+    logPick(s, "hover", at, hit, null);
+    if (!hit || hit.row < 0) return;
     s.tip.textContent = ""; // user text is only ever text, never HTML
     const head = el("div", "isoscope-atlas-tip-head", s.tip);
     head.textContent = `#${hit.row} \u00b7 ${hit.cluster}`;
     const body = el("div", "isoscope-atlas-tip-text", s.tip);
     body.textContent = hit.text;
-    const { w } = size(s);
     s.tip.style.display = "block";
-    s.tip.style.left = `${Math.min(px + 14, w - 320)}px`;
-    s.tip.style.top = `${py + 14}px`;
+    s.tip.style.left = `${Math.min(at.px + 14, at.w - 320)}px`;
+    s.tip.style.top = `${at.py + 14}px`;
+    s.shown = { at, hit };
   }, HOVER_MS);
 }
 
@@ -401,7 +457,10 @@ function listen(s, args) {
   c.addEventListener("mousedown", (e) => {
     if (e.button !== 0) return;
     const p = local(s, e);
-    s.drag = { start: p, now: p, moved: false, box: s.boxMode || e.shiftKey, shift: e.shiftKey, view: { ...s.view } };
+    const at = gesture(s, ...p); // a click picks at this pixel of this view, whatever happens before mouseup
+    const named = samePixel(s.shown && s.shown.at, at) ? s.shown.hit : null; // what the tooltip names here
+    const box = s.boxMode || e.shiftKey;
+    s.drag = { start: p, now: p, moved: false, box, shift: e.shiftKey, view: { ...s.view }, at, named };
     hideTip(s);
   });
   const onMove = (e) => {
@@ -429,7 +488,8 @@ function listen(s, args) {
       return;
     }
     if (!d.moved && onCanvas(e, c)) {
-      const hit = await pick(s, d.start[0], d.start[1]);
+      const hit = d.named || (await pick(s, d.at)); // the tooltip's row where it named this pixel, else the same pick
+      logPick(s, "click", d.at, hit, d.named ? d.named.row : null);
       if (hit && hit.row >= 0) s.args.setTriggerValue("click", { row: hit.row, add: d.shift });
     }
   };
@@ -437,13 +497,9 @@ function listen(s, args) {
   window.addEventListener("mouseup", onUp);
   c.addEventListener("mousemove", (e) => {
     if (s.drag) return;
-    const [px, py] = local(s, e);
-    hover(s, px, py);
+    hover(s, gesture(s, ...local(s, e)));
   });
-  c.addEventListener("mouseleave", () => {
-    clearTimeout(s.hoverTimer);
-    hideTip(s);
-  });
+  c.addEventListener("mouseleave", () => hideTip(s));
   const centre = () => {
     const { w, h } = size(s);
     return [w / 2, h / 2];

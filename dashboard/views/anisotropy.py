@@ -36,6 +36,8 @@ if len(texts) < 3:
     st.info("Isotropy metrics need at least 3 texts; load a larger corpus.")
     st.stop()
 
+if ui.space().is_model:  # the first visit's work, said before it starts (nothing once it is cached)
+    ui.estimate(geometry.anisotropy_cost(s.model, keyed_texts(texts), s.pooling, s.max_length, methods=tuple(methods)))
 raw = ui.space_vectors(texts)  # (n, d)
 spaces: dict[str, Vectors] = {"raw": raw}
 for m in methods:

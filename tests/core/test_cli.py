@@ -191,6 +191,10 @@ def test_ray_engine_without_ray_names_the_extra(cli, monkeypatch, tmp_path: Path
     assert cli(argv) == 2
     assert 'pip install "isoscope[ray]"' in one_error_line(capsys)
     assert not (tmp_path / "s").exists()
+    # the atlas asks before any work: a corpus that is not there is not even read (it once loaded the model first)
+    argv = ["atlas", "--input", str(tmp_path / "absent.txt"), "--engine", "ray", "--out", str(tmp_path / "a")]
+    assert cli(argv) == 2
+    assert 'pip install "isoscope[ray]"' in one_error_line(capsys)
 
 
 def test_app_binds_localhost_and_carries_the_packaged_config(cli, capsys) -> None:

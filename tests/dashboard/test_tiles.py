@@ -103,6 +103,42 @@ def test_pick_returns_the_nearest_point_and_its_text(served):
         assert client.get(urls.pick, params=params).status_code == 404
 
 
+def test_pick_names_the_lit_point_whose_yellow_is_under_the_pointer_not_a_nearer_neighbour(served):
+    """Issue 50 item 8: the hover's text and the click's selection (one route) at a pixel the served highlight
+    tile paints yellow name that lit-up point, as the map shows it drawn over the others, even where an unlit
+    point lies nearer the pointer; without the map's mark, the nearest point. A bad level is a 404."""
+    from isoscope.atlas.tiles import TILE
+    from isoscope.dashboard.services import atlas as svc
+
+    client, path, _ = served
+    xy = svc.open_atlas(path).spaces["raw"].xy.astype(np.float64)
+    grid = svc.tile_map(path, "raw").grid
+    d = np.hypot(*(xy[:, None] - xy[None]).transpose(2, 0, 1)) + np.diag(np.full(len(xy), np.inf))  # (n, n)
+    i, j = np.unravel_index(np.argmin(d), d.shape)  # the closest pair: i lit, j not
+    x, y = xy[i] + 0.6 * (xy[j] - xy[i])  # nearer j than i
+    urls = tiles.publish(path, "raw", "cluster", False, lit=np.array([i]))
+    r = float(d[i, j])  # a pick radius that reaches both
+    for z in range(grid.max_level, -1, -1):  # the deepest level whose yellow disc of i covers the pointer
+        tx, ty = (
+            int((x - grid.world.x0) // (TILE * grid.pixel(z))),
+            int((grid.world.y0 + grid.world.size - y) // (TILE * grid.pixel(z))),
+        )
+        x0, _, _, y1 = grid.world.tile_box(z, tx, ty)
+        px, py = int((x - x0) // grid.pixel(z)), int((y1 - y) // grid.pixel(z))
+        if (rgba(client.get(urls.highlight.format(z=z, x=tx, y=ty)).content)[py, px, :3] == (255, 200, 0)).all():
+            break
+    else:
+        raise AssertionError("no level paints the pointer yellow")
+    mark = urls.highlight.split("/h/")[1].split("/")[0]  # the lit rows' mark, as the highlight tiles name it
+    lit = client.get(urls.pick, params={"x": x, "y": y, "r": r, "z": z, "lit": mark})
+    secured(lit)
+    assert lit.json()["row"] == i, (int(i), int(j), z)
+    assert urls.mark == mark  # what the map hands its picks
+    assert client.get(urls.pick, params={"x": x, "y": y, "r": r, "z": z}).json()["row"] == j  # nothing lit
+    for z_bad in ("-1", "1.5", "x", str(grid.max_level + 1)):
+        assert client.get(urls.pick, params={"x": x, "y": y, "r": r, "z": z_bad}).status_code == 404
+
+
 def test_tiles_are_cached_on_disk_checked_on_read_and_keyed_by_the_atlas(served, tmp_path):
     client, path, _ = served
     urls = tiles.publish(path, "raw", "topic", False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -78,11 +79,14 @@ def test_library_calls_check_the_same_table(tmp_path) -> None:
 
 
 def _model_with_card(tmp_path: Path, card: dict) -> Path:
-    """The embedded model's files (linked, not copied) with ``card`` as its config_sentence_transformers.json."""
+    """The embedded model's files (linked, not copied; its module folders copied: a module folder must resolve
+    inside the model's folder) with ``card`` as its config_sentence_transformers.json."""
     folder = tmp_path / "prompted-model"
     folder.mkdir()
     for entry in Path(default_model_path()).iterdir():
-        if entry.name != CARD_FILE:
+        if entry.is_dir():
+            shutil.copytree(entry, folder / entry.name)
+        elif entry.name != CARD_FILE:
             (folder / entry.name).symlink_to(entry)
     (folder / CARD_FILE).write_text(json.dumps(card))
     return folder

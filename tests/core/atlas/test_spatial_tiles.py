@@ -164,3 +164,47 @@ def test_the_spacing_sample_is_a_set_of_positions_whatever_the_rows_order():
     assert not np.array_equal(index.xy, cloud)
     grid = TileGrid.build(index)
     assert grid.spacing == nearest_spacing(cloud, world.size) == nearest_spacing(shuffled, world.size)
+
+
+def test_a_pick_names_a_lit_point_exactly_where_its_yellow_is_drawn_else_the_nearest_point():
+    """Issue 50 item 8 (hover and click name one row, ``pick_row``): over the pixels of highlight tiles, at an
+    aggregated level and at a level of discs, the pick at a pixel's centre is the nearest lit point whose disc
+    paints it where the tile is yellow (drawn over every other point, so never a nearer unlit neighbour), and
+    the nearest point within the radius everywhere else."""
+    from isoscope.atlas.tiles import HIGHLIGHT, highlight_tile, lit_radius, pick_row
+
+    xy = points(3_000, seed=5)
+    world = World.around((-15, -15, 15, 15))
+    index = SpatialIndex.build(xy, world)
+    grid = TileGrid.build(index)
+    rng = np.random.default_rng(6)
+    rows = rng.choice(len(xy), 400, replace=False)
+    lit = index.positions_of(rows)
+    lit_xy = xy[rows].astype(np.float64)
+    yellow_unlit_nearer = 0
+    for z in (3, 6):
+        assert (grid.point_radius(z) == 0) == (z == 3)  # an aggregated level, then one of discs
+        pix, r = grid.pixel(z), lit_radius(grid, z)
+        tx = int((lit_xy[0, 0] - world.x0) // (TILE * pix))  # the tile of a lit point
+        ty = int((world.y0 + world.size - lit_xy[0, 1]) // (TILE * pix))
+        x0, _, _, y1 = world.tile_box(z, tx, ty)
+        img = highlight_tile(index, lit, grid, z, tx, ty)
+        yellow = (img[..., :3] == HIGHLIGHT).all(axis=2) & (img[..., 3] == 255)  # (TILE, TILE)
+        assert 20 < yellow.sum() < TILE * TILE / 2
+        f32 = np.float32  # the pixel a tile draws a point at (float32 down to level 10, as render_tile does)
+        col = np.floor((xy[rows, 0] - f32(x0)) / f32(pix)).astype(int)
+        row = np.floor((f32(y1) - xy[rows, 1]) / f32(pix)).astype(int)
+        painted = np.argwhere(yellow)  # (row, column) each
+        pixels = np.concatenate([painted[rng.permutation(len(painted))[:150]], rng.integers(0, TILE, (150, 2))])
+        for py, px in pixels:
+            x, y = x0 + (px + 0.5) * pix, y1 - (py + 0.5) * pix
+            got = pick_row(index, grid, x, y, radius=8 * pix, z=z, lit=lit)
+            nearest = index.nearest(x, y, 8 * pix)
+            if not yellow[py, px]:
+                assert got == nearest, (z, px, py)
+                continue
+            painting = np.hypot(col - px, row - py) < r + 0.5  # the lit discs that reach this pixel
+            d = np.hypot(*(lit_xy[painting] - [x, y]).T)
+            assert got == rows[painting][np.lexsort((rows[painting], d))[0]], (z, px, py)
+            yellow_unlit_nearer += nearest not in rows
+    assert yellow_unlit_nearer > 0  # the case of the issue was met: a yellow pixel nearer an unlit point

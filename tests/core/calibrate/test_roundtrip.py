@@ -13,11 +13,20 @@ import numpy as np
 
 from isoscope.calibrate import Flow, calibration_methods, make_calibrator, method_names, parse_method
 from isoscope.calibrate.methods import fill_placeholder, placeholder
+from isoscope.calibrate.registry import lookup
 from tests.core.calibrate.synthetic import distorted_gaussian
+
+
+def _ours(method: str) -> bool:
+    """A method of Isoscope's own (a test's plugin, such as ``shrink``, registers itself in this process when its
+    module is collected; the grammar covers it, this file does not)."""
+    steps = (step.split(":")[0] for step in method.split("+"))
+    return all(lookup("calibrator", step).__module__.startswith("isoscope.") for step in steps)
+
 
 # every choice of the grammar, its number filled in, and chains of the steps that take none
 METHODS = (
-    *(fill_placeholder(c, 3) if placeholder(c) else c for c in calibration_methods()),
+    *(fill_placeholder(c, 3) if placeholder(c) else c for c in calibration_methods() if _ours(c)),
     "centre+whitening:4",
     "sn+centre",
     "flow+abtt:1",
@@ -32,7 +41,9 @@ np.save(sys.argv[2] + ".npy", load_calibrator(sys.argv[2]).transform(np.load(sys
 
 
 def test_the_methods_cover_the_grammar():
-    assert {step.name for m in METHODS for step in parse_method(m).steps} == set(method_names())
+    assert {step.name for m in METHODS for step in parse_method(m).steps} == {
+        name for name in method_names() if _ours(name)
+    }
 
 
 def test_every_method_round_trips_through_a_new_process(tmp_path):

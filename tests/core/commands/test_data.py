@@ -70,3 +70,38 @@ def test_where_stsb_is_looked_for(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("ISOSCOPE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(paths, "CHECKOUT_STSB", tmp_path / "no-checkout")  # an installed package: no ../shared
     assert paths.stsb_dir() == tmp_path / "cache" / "data" / "stsb" == paths.user_stsb_dir()  # isoscope data's
+
+
+def test_the_demo_is_copied_into_the_current_folder_and_read_by_name(tmp_path: Path, capsys, monkeypatch) -> None:
+    """``isoscope data demo`` (issue 50): after a plain ``pip install`` there is no ``assets/``; the command writes
+    the packaged demo files into the current folder, where every command reads them by name."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["data", "demo", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["written"] == len(paths.DEMO_FILES) and result["folder"] == str(tmp_path.resolve())
+    for name in paths.DEMO_FILES:
+        assert (tmp_path / name).read_bytes() == (paths.ASSETS / name).read_bytes(), name
+    assert load_pairs(Path("demo_pairs.csv")).texts == load_pairs(paths.DEMO_PAIRS).texts  # a relative name
+    # again: the same files are kept, nothing rewritten
+    assert main(["data", "demo", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["written"] == 0
+
+
+def test_the_demo_never_overwrites_a_file_of_the_users(tmp_path: Path, capsys) -> None:
+    (tmp_path / "demo_retrieval").mkdir()
+    (tmp_path / "demo_retrieval" / "queries.jsonl").write_text("mine\n")
+    assert main(["data", "demo", "--out", str(tmp_path)]) == 2
+    line = one_error_line(capsys)
+    assert "queries.jsonl exists and is not the demo's file" in line and "--out" in line
+    assert (tmp_path / "demo_retrieval" / "queries.jsonl").read_text() == "mine\n"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["demo_retrieval", "queries.jsonl"]  # nothing written
+
+
+def test_the_demo_files_are_every_data_file_of_the_assets() -> None:
+    """What ``data demo`` copies is what the package ships as demo data (a new demo file cannot be left out)."""
+    shipped = {
+        p.relative_to(paths.ASSETS).as_posix()
+        for p in paths.ASSETS.rglob("*")
+        if p.is_file() and p.suffix in (".csv", ".jsonl", ".tsv")
+    }
+    assert shipped == set(paths.DEMO_FILES)

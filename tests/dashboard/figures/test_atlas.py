@@ -100,7 +100,7 @@ def test_map_labels_by_level_largest_first_and_named_when_wordless():
 
 
 def test_map_data_carries_urls_labels_and_a_bounded_selection():
-    urls = SimpleNamespace(tiles="/t/{z}/{x}/{y}.png", highlight=None, pick="/pick")
+    urls = SimpleNamespace(tiles="/t/{z}/{x}/{y}.png", highlight=None, pick="/pick", mark=None)
     grid = {"x0": 0.0, "y0": 0.0, "size": 4.0, "tile": 256, "maxLevel": 10}
     labels = [[0, 0.0, 0.0, 9, "a"], [2, 1.0, 1.0, 3, "b"]]
     selected = np.zeros((fig.SELECTED_MAX + 5, 2))

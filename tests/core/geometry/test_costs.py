@@ -1,0 +1,40 @@
+"""isoscope.geometry.costs: the isotropy metrics' cost, uniformity's pairs and the passes over the rows counted
+apart, each at its probe's rate."""
+
+from __future__ import annotations
+
+import pytest
+
+from isoscope.costs import FREE
+from isoscope.geometry.costs import (
+    UNIFORMITY_POINTS,
+    MetricsRate,
+    covariance_cost,
+    measure_metrics,
+    metrics_cost,
+    uniformity_cost,
+)
+
+
+def test_pairs_stop_growing_at_uniformity_s_sample_rows_do_not() -> None:
+    pairs, rows = MetricsRate(8, 1.0, 0.0), MetricsRate(8, 0.0, 1.0)
+    assert metrics_cost(10, pairs).seconds == 45  # 10 rows: 45 pairs
+    m = UNIFORMITY_POINTS
+    assert metrics_cost(m, pairs).seconds == metrics_cost(3 * m, pairs).seconds == m * (m - 1) / 2
+    assert metrics_cost(3 * m, rows).seconds == 3 * metrics_cost(m, rows).seconds == 3 * m
+    assert metrics_cost(100, pairs, spaces=7).seconds == 7 * metrics_cost(100, pairs).seconds
+    assert covariance_cost(100, rows, passes=2).seconds == 200 and covariance_cost(100, pairs).seconds == 0
+    assert metrics_cost(1, rows) == FREE and metrics_cost(100, rows, spaces=0) == FREE
+    both = MetricsRate(8, 1.0, 1.0)
+    assert uniformity_cost(10, both, spaces=3).seconds == 3 * 45  # the pairs alone
+    calls = MetricsRate(8, 0.0, 0.0, call_seconds=2.0)  # the d x d eigendecompositions: the same at any size
+    assert metrics_cost(10, calls, spaces=3).seconds == metrics_cost(10_000, calls, spaces=3).seconds == 6
+    assert covariance_cost(50, calls, passes=2).seconds == 4
+
+
+def test_the_probe_times_both_parts_at_the_asked_dimension() -> None:
+    rate = measure_metrics(16)
+    assert rate.dim == 16 and rate.pair_seconds > 0 and rate.row_seconds > 0 and rate.call_seconds >= 0
+    assert metrics_cost(2_000, rate).seconds == pytest.approx(
+        2_000 * 1_999 / 2 * rate.pair_seconds + 2_000 * rate.row_seconds + rate.call_seconds
+    )
