@@ -20,7 +20,7 @@ HEAVY: tuple[str, ...] = (
     "tests/core/atlas/test_distributed.py::test_texts_are_embedded_by_ray_data_actors_like_the_one_machine_engine",  # 23 s (the real model in a Ray Data actor and on ONNX Runtime)
     "tests/core/atlas/test_distributed.py::test_labels_counted_in_tasks_are_the_labels_counted_here",  # < 2 s on the module's cluster (89 s alone)
     "tests/core/atlas/test_distributed.py::test_a_worker_killed_mid_task_is_retried_and_the_files_are_the_same",  # 15 s on the module's cluster (a third ray build)
-    "tests/core/atlas/test_distributed.py::test_a_driver_killed_in_the_index_stage_resumes_task_by_task",  # a second driver process killed in the index stage, the build resumed (as the killed-driver test above)
+    "tests/core/atlas/test_distributed.py::test_a_driver_killed_in_the_index_stage_resumes_task_by_task",  # 139 s (2026-12-07, load ~20: a second driver process killed in the index stage, the build resumed)
     "tests/core/atlas/test_distributed.py::test_the_clusters_extras_and_index_report_shard_by_shard",  # < 1 s on the module's cluster (89 s alone)
     "tests/core/atlas/test_distributed_200k.py::test_the_200k_ivf_graph_has_recall_at_15_of_095_against_exact_search",  # 139 s (2026-12-05, load 1-2: the module's setup builds 200,000 x 384 on a 2-node Ray cluster and on one machine)
     "tests/core/atlas/test_distributed_200k.py::test_the_200k_ray_layout_is_within_001_of_the_one_machine_layout",  # 1 s on the module's builds

@@ -13,6 +13,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from isoscope.atlas.workers import PARALLEL_LAYOUT_ROWS
 from isoscope.costs import FREE, Cost
 from isoscope.neighbours.costs import UmapRate, umap_cost
 
@@ -117,9 +118,7 @@ def graph_layout_cost(
 ) -> Cost:
     """A one-machine build's kNN graphs (``graph``: one a space, ``k`` neighbours, itself included) and UMAP
     layouts (``umap``: its rate; None for another layout, or when no rate is known: left out); from
-    ``isoscope.atlas.pipeline.PARALLEL_LAYOUT_ROWS`` rows the spaces' layouts run side by side: one's time."""
-    from isoscope.atlas.pipeline import PARALLEL_LAYOUT_ROWS
-
+    ``isoscope.atlas.workers.PARALLEL_LAYOUT_ROWS`` rows the spaces' layouts run side by side: one's time."""
     cost = FREE
     if n_rows < 2:
         return cost

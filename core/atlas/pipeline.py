@@ -86,7 +86,7 @@ from isoscope.atlas.ray_index import ray_index
 from isoscope.atlas.ray_layout import ray_layout
 from isoscope.atlas.spatial import INDEX_FILES, World, write_index
 from isoscope.atlas.vectors import calibrate_stage, embed_stage
-from isoscope.atlas.workers import Job, run_side_by_side
+from isoscope.atlas.workers import PARALLEL_LAYOUT_ROWS, Job, run_side_by_side
 from isoscope.cache import atomic_save_npy, atomic_write_bytes, file_sha256
 from isoscope.data.jsonfile import read_json
 from isoscope.data.sharded import ParquetShards
@@ -128,7 +128,6 @@ STAGES: tuple[str, ...] = (
     "index",
     "tiles",
 )
-PARALLEL_LAYOUT_ROWS = 50_000  # from here the two spaces' UMAP layouts run side by side (isoscope.atlas.workers)
 
 
 def planned_stages(config: AtlasConfig) -> list[str]:
