@@ -41,6 +41,7 @@ PAGES = {
         st.Page("views/projection.py", title="Projection map", icon=":material/map:"),
         st.Page("views/atlas.py", title="Atlas", icon=":material/travel_explore:"),
         st.Page("views/compare.py", title="Compare spaces", icon=":material/difference:"),
+        st.Page("views/migration.py", title="Migration", icon=":material/swap_horiz:"),
     ],
     "Model anatomy": [
         st.Page("views/pooling.py", title="Pooling explorer", icon=":material/layers:"),

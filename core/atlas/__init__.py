@@ -14,7 +14,7 @@ The build:
 - ``isoscope.atlas.clusters``: the clusters stage over blocks of rows (density, levels, labels, centres).
 - ``isoscope.atlas.density``: density grid, density-basin clusters at three levels, the box the map opens on.
 - ``isoscope.atlas.labels``: cluster labels by class-based TF-IDF against the whole corpus.
-- ``isoscope.atlas.extras``: the extras stage (norm, length, neighbour overlap per row).
+- ``isoscope.atlas.extras``: the extras stage (norm, length, neighbour overlap per row); also ``write_extra`` (below).
 - ``isoscope.atlas.spatial``: the layout's spatial index (Morton order: every tile is one slice; box and
   nearest-point queries; ``block_codes``, the one computation of a point's code), written per space by the build's
   ``index`` stage and memory-mapped by the server.
@@ -34,6 +34,8 @@ Reading and serving:
 - ``isoscope.atlas.folder``: the folder on disk: its ledger (every file proved by size and SHA-256), the build
   lock, ``load_atlas`` (every file checked before use; per-point arrays and the spatial index memory-mapped,
   nothing of size n read whole), ``is_complete``.
+- ``isoscope.atlas.extras.write_extra``: a per-point float column added after the build (``extras/NAME.npy``,
+  recorded in the ledger), a colour of the Atlas page (a migration's adapter cosine: ``isoscope.migrate.where``).
 - ``isoscope.atlas.points``: ``points.parquet`` read by row group (texts under the cursor, selected rows,
   search with Arrow's compute, a column for its colours), never whole.
 - ``isoscope.atlas.tiles``: the tile pyramid: every point drawn at every zoom, contours per level.

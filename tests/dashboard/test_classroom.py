@@ -129,3 +129,16 @@ def test_outside_classroom_mode_the_model_box_is_free_text(monkeypatch) -> None:
     at = AppTest.from_file(APP, default_timeout=600).run()
     assert not at.exception and "_settings" in at.session_state  # no gate
     assert at.sidebar.text_input(key="model_input")
+
+
+def test_the_migration_page_offers_the_allowlist_for_model_b(classroom: Path) -> None:
+    """Model B in classroom mode: the allowlist by label, no free-text path; a broken one is named by its label."""
+    at = _enter(AppTest.from_file(APP, default_timeout=600).run(), CODE)
+    at.switch_page("views/migration.py").run()
+    assert not at.exception, at.exception
+    assert "mig_new" not in [t.key for t in at.text_input]  # nothing to probe the disk with
+    box = at.selectbox(key="mig_new_choice")
+    assert box.options == ["all-MiniLM-L6-v2 (embedded)", "minilm-copy", "broken"]
+    box.set_value("broken").run()
+    errors = [e.value for e in at.error]
+    assert errors == ["Could not load broken."], errors

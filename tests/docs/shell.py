@@ -26,6 +26,7 @@ NOT_RUN: dict[str, tuple[str, str]] = {
     "cli-bash-1": ("STS-B and models downloaded, an embeddings endpoint: a network", "a network"),
     "cli-bash-2": ("a GPU and a Ray cluster", "a GPU"),
     "cli-bash-3": ("a Ray cluster of several machines", "ray start --head"),
+    "cli-bash-4": ("placeholders for a model B and files of your own", "placeholders"),
     "classroom-bash-0": ("a model folder downloaded from the Hub (a network)", "downloaded"),
     "results-bash-0": ("STS-B beside a checkout, an hour of work (make docs-numbers runs it)", "../shared/data/stsb"),
     "results-bash-1": ("STS-B beside a checkout, minutes of work (make docs-numbers runs it)", "../shared/data/stsb"),
