@@ -45,6 +45,8 @@ HEAVY: tuple[str, ...] = (
     "tests/core/export/test_st_folder.py::test_tiny_models_round_trip_without_isoscope",  # 26 s (2 cores, 3 helpers)
     "tests/core/landscape/test_pipeline.py::test_every_seed_in_its_folder_and_the_summary_over_them",  # 13 s
     "tests/core/landscape/test_live.py::test_the_default_live_run_shows_the_pages_point",  # 35 s (load 8)
+    "tests/core/migrate/test_apply.py::test_the_ray_engine_maps_each_shard_as_the_local_one",  # 98 s (load 19; a local Ray started, 4 shards mapped by both engines)
+    "tests/core/migrate/test_export.py::test_the_new_models_folder_with_the_adapter_gives_legacy_vectors_without_isoscope",  # 103 s at load 18-22, 33.7 CPU-s (two sentence-transformers folders written and checked, then loaded by a process without Isoscope)
     "tests/core/neighbours/test_projection.py::test_umap_with_another_metric_uses_its_own_neighbour_search",  # 12 s
     "tests/core/space/test_space.py::test_embed_reads_a_corpus_with_its_metadata",  # 49 s
     "tests/core/space/test_space.py::test_sts_is_sts_scores_of_the_pair_vectors",  # 26 s

@@ -27,6 +27,7 @@ from isoscope.costs import FREE, Cost
 
 UNIFORMITY_POINTS = 5_000  # ``isoscope.geometry.metrics.uniformity``'s default ``max_points``
 PROBE_ROWS = 1_000  # rows of the probe: ~0.5M pairs, a fraction of a second on one core
+MIN_ROW_SHARE = 0.1  # the least of the rest of all_metrics that a probe puts per row (measure_metrics)
 REPEATS = 3  # each probe timed three times, the median kept: one sample of a shared machine is noise (issue 50)
 
 
@@ -51,7 +52,7 @@ def measure_metrics(dim: int) -> MetricsRate:
     ``all_metrics`` on a quarter of them (after a small warm-up call; the median of ``REPEATS`` timings each):
     uniformity's seconds over its pairs; the rest of ``all_metrics`` (its time less uniformity's) at the two
     sizes, split into seconds per row and per call (issue 50: all of it per row priced 300 rows' metrics at a
-    third of their time)."""
+    third of their time), the per-row part within [``MIN_ROW_SHARE``, 1] of all of it."""
     import numpy as np
 
     from isoscope.geometry.metrics import all_metrics, uniformity
@@ -63,10 +64,19 @@ def measure_metrics(dim: int) -> MetricsRate:
     for rows in (PROBE_ROWS, PROBE_ROWS // 4):
         every = _median(lambda rows=rows: all_metrics(x[:rows]))
         rests.append(max(every - pairs * _pairs(rows), 0.1 * every))  # separate samples: never a negative share
-    per_row = (rests[0] - rests[1]) / (PROBE_ROWS - PROBE_ROWS // 4)
-    if not 0 < per_row <= rests[0] / PROBE_ROWS:  # noise: the smaller took as long or longer; all of it per row
-        return MetricsRate(dim, pairs, rests[0] / PROBE_ROWS)
-    return MetricsRate(dim, pairs, per_row, rests[0] - per_row * PROBE_ROWS)
+    return MetricsRate(dim, pairs, *split_rest(rests[0], rests[1]))
+
+
+def split_rest(full: float, quarter: float) -> tuple[float, float]:
+    """(seconds per row, seconds per call) of the rest of ``all_metrics`` from its seconds on ``PROBE_ROWS`` rows
+    (``full``) and on a quarter of them (``quarter``): the slope between the two sizes, kept within
+    [``MIN_ROW_SHARE``, 1] of ``full`` per row, the rest per call. Noise (the smaller took as long or longer) gives
+    the least per-row share, not all of it per row: that priced 300 rows' metrics at a third of their time on a
+    loaded machine (issue 50; bench/costs.py's Anisotropy page at 0.3-0.4)."""
+    every_row = full / PROBE_ROWS
+    slope = (full - quarter) / (PROBE_ROWS - PROBE_ROWS // 4)
+    per_row = min(max(slope, MIN_ROW_SHARE * every_row), every_row)
+    return per_row, full - per_row * PROBE_ROWS
 
 
 def _median(fn) -> float:

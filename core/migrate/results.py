@@ -411,10 +411,20 @@ class MigrationResult:
         return out
 
     def export(self, folder: str | Path, method: str | None = None, direction: str | None = None, **options: Any):
-        """Take an adapter home (default: the recommended one) in ``format`` (``options``): delegates to
-        ``isoscope.migrate.export.export_adapter(adapter, folder, format=..., ...)`` (issue 53.4)."""
-        self.adapter(method, direction)  # an adapter this run has, or the one-line refusal naming them
-        raise InputError("export lands with isoscope.migrate.export; until then save it with .adapter().save(folder)")
+        """Take an adapter home (default: the recommended one): ``isoscope.migrate.export.export_adapter(adapter,
+        folder, format=..., ...)`` (``options``: ``format``, ``model``, ``probe``, ...), its direction and both
+        sides' names and fingerprints in the README's provenance."""
+        from isoscope.migrate.export import export_adapter
+
+        run = self.run_of(method, direction)  # an adapter this run has, or the one-line refusal naming them
+        given = {
+            "old_model": self.old.name,
+            "old_fingerprint": self.old.provenance.get("fingerprint"),
+            "new_model": self.new.name,
+            "new_fingerprint": self.new.provenance.get("fingerprint"),
+        }
+        given = {k: v for k, v in given.items() if v} | dict(options.pop("provenance", None) or {})
+        return export_adapter(run.adapter, folder, direction=run.direction, provenance=given, **options)
 
 
 def _share_text(share: Share | None) -> str:

@@ -7,11 +7,14 @@ import pytest
 
 from isoscope.costs import FREE
 from isoscope.geometry.costs import (
+    MIN_ROW_SHARE,
+    PROBE_ROWS,
     UNIFORMITY_POINTS,
     MetricsRate,
     covariance_cost,
     measure_metrics,
     metrics_cost,
+    split_rest,
     uniformity_cost,
 )
 
@@ -38,3 +41,19 @@ def test_the_probe_times_both_parts_at_the_asked_dimension() -> None:
     assert metrics_cost(2_000, rate).seconds == pytest.approx(
         2_000 * 1_999 / 2 * rate.pair_seconds + 2_000 * rate.row_seconds + rate.call_seconds
     )
+
+
+@pytest.mark.parametrize("quarter", [1.0, 1.2, 3.0])
+def test_a_noisy_probe_prices_a_small_corpus_near_the_probe_s_time(quarter) -> None:
+    """Issue 50: the quarter-size probe as slow as the full one (noise on a loaded machine) put all of the rest per
+    row, so 300 rows cost 0.3 of the 1,000-row probe's 1 s although the per-call part dominates; it is now at
+    least 1 - 0.7 x MIN_ROW_SHARE of it, and the two parts add up to the full probe."""
+    per_row, per_call = split_rest(1.0, quarter)
+    assert per_row > 0 and per_call >= 0
+    assert per_row * PROBE_ROWS + per_call == pytest.approx(1.0)
+    assert per_row * 300 + per_call == pytest.approx(1 - 0.7 * MIN_ROW_SHARE)
+
+
+def test_a_clean_probe_splits_at_the_slope() -> None:
+    per_row, per_call = split_rest(1.0, 0.4)  # 0.6 s over 750 rows: 0.8 ms a row, 0.2 s a call
+    assert per_row == pytest.approx(0.6 / 750) and per_call == pytest.approx(0.2)
