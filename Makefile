@@ -17,7 +17,7 @@ export TOKENIZERS_PARALLELISM := false
 # pip byte-compiles every file it installs (2 CPU-minutes for torch and the rest); Python compiles what it imports
 PIP_FAST := --no-compile --disable-pip-version-check
 
-.PHONY: run test wheel-gate test-heavy test-ray test-fast test-compat test-remote test-lab test-fresh lint format bench bench-gpu bench-peers bench-renderers bench-widget screenshots browser lock lock-peers clean
+.PHONY: run test wheel-gate test-heavy test-ray test-fast test-compat test-remote test-lab test-fresh lint format bench bench-gpu bench-peers bench-renderers bench-widget screenshots docs-numbers browser lock lock-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -136,6 +136,9 @@ bench-renderers: $(RENDER)/.installed browser  # the Atlas map's renderers side 
 
 screenshots: $(VENV)/.dev-installed browser
 	CI=true ISOSCOPE_SCREENSHOTS=1 $(BIN)/pytest tests/e2e -q  # CI=true: no browser is a failure, not a skip
+
+docs-numbers: $(VENV)/.installed  # the tables of docs/ that commands print, rerun where docs/numbers.json lacks them (scripts/docs_numbers.py; hours on 2 cores from cold, resumable: ARGS=--list, --rerun NAME, --tables)
+	$(BIN)/python scripts/docs_numbers.py $(ARGS)
 
 lock:  # re-resolve pyproject.toml's ranges and pin them (scripts/lock.sh)
 	PYTHON=$(PYTHON) bash scripts/lock.sh

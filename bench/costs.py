@@ -5,9 +5,21 @@ processes.
 Usage (from the repo root)::
 
     .venv/bin/python bench/costs.py            # embedding (2 sizes, 2 engines), flows, kNN graphs, int8 build,
-                                               # UMAP, a landmark layout, live loss-surface runs
-    .venv/bin/python bench/costs.py --quick    # embedding (200 and 600 texts, fast engine), a flow of 500
-                                               # vectors, an exact kNN graph: under a minute on 2 quiet cores
+                                               # UMAP, a landmark layout, live loss-surface runs; the app's pages
+                                               # that estimate (Anisotropy's first visit on the demo, the Pooling
+                                               # explorer, the sweep, Retrieval, the Calibration page's fit) and
+                                               # `isoscope atlas`'s plan
+    .venv/bin/python bench/costs.py --quick    # embedding (600 texts, fast engine), a flow of 500 vectors, an
+                                               # exact kNN graph, Anisotropy's first visit on 300 demo texts,
+                                               # `isoscope atlas`'s plan on 300 (raw space only)
+    .venv/bin/python bench/costs.py --only pages,atlas_plan   # some groups of cases (GROUPS; PAGES by name)
+
+The pages run in ``streamlit.testing.v1.AppTest``, in this process, each in an empty cache (the ONNX exports
+shared: built once per model) with Streamlit's caches cleared, so every probe is measured again in each phase. What a
+page estimates is read where it says it (``ui.estimate``, wrapped to keep the exact ``Cost`` and the moment it was
+shown); what it measures is the work after that moment: the rest of a first visit that starts by itself, or the run
+its button starts. ``isoscope atlas``'s plan (its graphs and layouts) is read from ``--json`` and set against the
+seconds of those stages of the same run.
 
 For every case the script measures the rate the dashboard measures (the encoder's probe, a flow's two-epoch
 probe, UMAP's probe, the kNN graphs' probe, the int8 probe builds, a loss-surface run's point and step probes)
@@ -35,6 +47,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("STREAMLIT_LOGGER_LEVEL", "error")  # the pages' services called outside a page: bare mode
 
 import numpy as np  # noqa: E402
 
@@ -194,6 +207,142 @@ def landscape_cases(encoder) -> dict:
     return out
 
 
+APP = REPO_ROOT / "dashboard" / "app.py"
+
+
+class EstimateSpy:
+    """The costs the pages pass to ``ui.estimate`` and when (the pages call ``ui.estimate`` through the module:
+    wrapping it there sees every call); the real function still draws the caption."""
+
+    def __enter__(self) -> EstimateSpy:
+        from isoscope.dashboard import ui
+
+        self.ui, self.real, self.seen = ui, ui.estimate, []
+
+        def record(cost, **kwargs):
+            self.seen.append((time.perf_counter(), cost))
+            return self.real(cost, **kwargs)
+
+        ui.estimate = record
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.ui.estimate = self.real
+
+
+def cold_app(folder: Path) -> None:
+    """An empty ``ISOSCOPE_CACHE`` at ``folder`` (the ONNX exports linked from the usual cache: an export is made
+    once per model, not per visit) and Streamlit's caches, and the services' notes of what they hold, emptied."""
+    import streamlit as st
+
+    from isoscope.cache import default_cache_dir
+    from isoscope.dashboard.services import anatomy, geometry
+
+    exports = default_cache_dir() / "onnx"
+    exports.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "onnx").symlink_to(exports, target_is_directory=True)
+    os.environ["ISOSCOPE_CACHE"] = str(folder)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    geometry._computed.clear()  # what metrics_of computed (its cache is cleared above)
+    anatomy._reported.clear()
+
+
+def page_case(page: str, *, data: Path | None = None, button: str | None = None) -> dict:
+    """A page's estimate against the work it estimates, in a cold app (``cold_app``): ``button`` None, the first
+    visit's work after the estimate was shown; else the run that button starts. ``data``: the file given to
+    ``isoscope app`` (the pages' first choice), else the demo."""
+    from streamlit.testing.v1 import AppTest
+
+    from isoscope.dashboard.launch import ENV_DATA_FILE
+
+    saved = {k: os.environ.get(k) for k in ("ISOSCOPE_CACHE", ENV_DATA_FILE)}
+    try:
+        with tempfile.TemporaryDirectory() as tmp, EstimateSpy() as spy:
+            cold_app(Path(tmp) / "cache")
+            os.environ.pop(ENV_DATA_FILE, None)
+            if data is not None:
+                os.environ[ENV_DATA_FILE] = str(data)
+            at = AppTest.from_file(str(APP), default_timeout=1800)
+            at.run()  # the home page: the sidebar loads the model
+            start = time.perf_counter()
+            at.switch_page(f"views/{page}.py").run()
+            if button is not None:
+                shown, cost = spy.seen[0]
+                start = time.perf_counter()
+                at.button(key=button).click().run()
+                measured = time.perf_counter() - start
+            else:
+                shown, cost = spy.seen[0]
+                measured = time.perf_counter() - shown
+            if at.exception:
+                raise RuntimeError(f"{page}: {at.exception[0].message}")
+            return case(cost.seconds, measured, probes_s=round(shown - start, 2) if button is None else None)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def corpus_file(texts: list[str], folder: Path, name: str) -> Path:
+    path = folder / f"{name}.txt"
+    path.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    return path
+
+
+PAGES = {  # page -> the key of the button that starts its job (None: its first visit starts it)
+    "anisotropy": None,
+    "pooling": "pool_go",
+    "sweep": "sweep_run",
+    "retrieval": "ret_run",
+    "calibration": "calp_fit",  # the first estimate on the page: a flow on the pairs and the demo corpus
+}
+
+
+def page_cases(texts: list[str], folder: Path, *, quick: bool, pages: set[str]) -> dict:
+    """The pages that say a cost (``PAGES``, those in ``pages``): Anisotropy's first visit (it starts by itself),
+    and in the full run the Pooling explorer, the Precision & size sweep, Retrieval and the Calibration page's fit
+    (their buttons) on the demo."""
+    if quick:
+        return {"page_anisotropy_300": page_case("anisotropy", data=corpus_file(texts[:300], folder, "c300"))}
+    return {f"page_{name}_demo": page_case(name, button=button) for name, button in PAGES.items() if name in pages}
+
+
+def atlas_plan_case(encoder, texts: list[str], folder: Path, *, spaces: int = 2) -> dict:
+    """``isoscope atlas --json`` on ``texts``: the plan's seconds (its graphs and layouts, timed on probes before
+    the build) against those stages' seconds in the same run (the embedding, the clusters and the tiles are not in
+    the plan: ``build_s`` is the whole build's)."""
+    import contextlib
+    import io
+
+    from isoscope.atlas.pipeline import PARALLEL_LAYOUT_ROWS
+    from isoscope.cli import main
+
+    path = corpus_file(texts, folder, f"atlas{len(texts)}")
+
+    def build(out: str) -> dict:
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            raw_only = ["--calibrate", "none"] if spaces == 1 else []
+            argv = ["atlas", "--input", str(path), "--out", str(folder / out), *raw_only, "--json", "--quiet"]
+            code = main(argv, encoder=encoder)
+        if code != 0:
+            raise RuntimeError(f"isoscope atlas exited {code}")
+        return json.loads(printed.getvalue().strip().splitlines()[-1])
+
+    result = build(f"atlas{len(texts)}")  # its embedding stage is not what the plan estimates
+    seconds = result["seconds"]
+    layouts = [seconds.get(s, 0.0) for s in ("raw_layout", "cal_layout")]
+    measured = seconds.get("raw_knn", 0.0) + seconds.get("cal_knn", 0.0)
+    measured += max(layouts) if len(texts) >= PARALLEL_LAYOUT_ROWS else sum(layouts)
+    return {
+        f"atlas_plan_{len(texts)}": case(result["plan"]["seconds"], measured, build_s=round(sum(seconds.values()), 1))
+    }
+
+
 class Busy:
     """``n`` processes, each burning one CPU core (a Python loop) until the block ends; started and stopped by
     this script only (their own process ids)."""
@@ -219,17 +368,36 @@ class Busy:
                 proc.wait()
 
 
-def phase_cases(encoder, fast, texts: list[str], vectors: np.ndarray, *, quick: bool) -> dict:
-    """Every case of one phase: probes then runs, in the conditions of the phase."""
+GROUPS = ("embedding", "flow", "knn", "pages", "atlas_plan", "int8", "umap", "layout", "landscape")
+
+
+def phase_cases(encoder, fast, texts: list[str], vectors: np.ndarray, *, quick: bool, only: set[str]) -> dict:
+    """Every case of one phase (of the groups in ``only``): probes then runs, in the conditions of the phase."""
     out: dict = {}
-    out.update(embedding_cases(fast, "fast", texts, [200, 600] if quick else [1000, len(texts)]))
-    out.update(flow_cases(vectors, [500] if quick else [2000, len(texts)]))
-    out.update(knn_cases(vectors, [len(texts)] if quick else [len(texts), 60_000]))
-    if not quick:
+    if "embedding" in only:
+        out.update(embedding_cases(fast, "fast", texts, [600] if quick else [1000, len(texts)]))
+    if "flow" in only:
+        out.update(flow_cases(vectors, [500] if quick else [2000, len(texts)]))
+    if "knn" in only:
+        out.update(knn_cases(vectors, [len(texts)] if quick else [len(texts), 60_000]))
+    with tempfile.TemporaryDirectory() as tmp:
+        pages = set(PAGES) if "pages" in only else only & set(PAGES)
+        if pages:
+            out.update(page_cases(texts, Path(tmp), quick=quick, pages=pages))
+        if "atlas_plan" in only:
+            sub = texts[:300] if quick else texts
+            out.update(atlas_plan_case(encoder, sub, Path(tmp), spaces=1 if quick else 2))
+    if quick:
+        return out
+    if "int8" in only:
         out.update(int8_case(encoder))
+    if "embedding" in only:
         out.update(embedding_cases(encoder, "torch", texts, [1000, len(texts)]))
+    if "umap" in only:
         out.update(umap_cases(vectors, [1500, len(texts)]))
+    if "layout" in only:
         out.update(layout_case(vectors, 30_000, 10_000))
+    if "landscape" in only:
         out.update(landscape_cases(encoder))
     return out
 
@@ -238,7 +406,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small embedding, flow and kNN cases")
     parser.add_argument("--phases", default=",".join(PHASES), help="which phases to run (quiet,busy)")
+    parser.add_argument(
+        "--only", default=",".join(GROUPS), help=f"which groups of cases ({','.join(GROUPS)}; or pages by name)"
+    )
     args = parser.parse_args(argv)
+    only = set(args.only.split(","))
     start = time.perf_counter()
     report: dict = {"max_length": MAX_LENGTH, "busy_processes": BUSY_PROCESSES, "cpus": os.cpu_count()}
     texts = load_corpus(DEMO_CORPUS).texts
@@ -251,9 +423,9 @@ def main(argv: list[str] | None = None) -> int:
         load_before = round(os.getloadavg()[0], 2)
         if phase == "busy":
             with Busy(BUSY_PROCESSES):
-                found = phase_cases(encoder, fast, texts, vectors, quick=args.quick)
+                found = phase_cases(encoder, fast, texts, vectors, quick=args.quick, only=only)
         else:
-            found = phase_cases(encoder, fast, texts, vectors, quick=args.quick)
+            found = phase_cases(encoder, fast, texts, vectors, quick=args.quick, only=only)
         report[f"{phase}.load_average_1min"] = [load_before, round(os.getloadavg()[0], 2)]
         for key, value in found.items():
             if isinstance(value, dict):

@@ -6,12 +6,14 @@ import isoscope
 space = isoscope.embed(texts)                 # or isoscope.Space(vectors, texts=None, metadata=None, name=None)
 space.geometry(); white = space.calibrate("whitening"); cmp = isoscope.compare(space, white)
 space.map(color="topic"); space.report("report.html")
+isoscope.migrate(new="model=NAME").table()     # switch models without re-embedding? (the package is callable)
 
 These names are imported on first use (PEP 562), so ``import isoscope`` and ``isoscope --help`` stay instant.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
 from isoscope._lazy import lazy_exports
@@ -25,9 +27,11 @@ _EXPORTS: dict[str, str] = {
     "compare": "isoscope.space.space",
     "Comparison": "isoscope.space.comparison",
 }
-__all__ = ["Comparison", "Space", "__version__", "compare", "embed"]
+__all__ = ["Comparison", "Space", "__version__", "compare", "embed", "migrate"]
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(
+    __name__, _EXPORTS, computed={"migrate": lambda: importlib.import_module("isoscope.migrate")}
+)  # isoscope.migrate: a callable package, the name is the module itself
 
 
 if TYPE_CHECKING:

@@ -5,7 +5,8 @@ pandas inside ``run``, so ``isoscope --help`` and ``isoscope COMMAND --help`` an
 
 Exit status: 0 on success; 2 with one line on stderr for the user's mistakes (``InputError``, unreadable
 or unwritable files, bad options); 1 for anything else, which is a bug in Isoscope: one line that says so,
-and the traceback with ``-v``; 130 on Ctrl-C.
+and the traceback with ``-v``; 130 on Ctrl-C. A command that gates a deployment sets ``args.exit_status`` (1 when
+its check fails, with one ``gate:`` line on stderr: ``isoscope migrate --threshold``).
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "retrieval": (
         "isoscope.commands.retrieval",
         "would a fix help search? nDCG@10 and more for every fix on a retrieval task, tested against raw",
+    ),
+    "migrate": (
+        "isoscope.commands.migrate",
+        "switch embedding models without re-embedding? adapters fitted both ways, what each keeps, a recommendation",
     ),
     "export": (
         "isoscope.commands.export",
@@ -162,4 +167,4 @@ def main(argv: list[str] | None = None, encoder: object | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    return 0
+    return int(getattr(args, "exit_status", 0))

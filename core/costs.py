@@ -15,7 +15,9 @@ estimates:
   process or of a probe);
 - an atlas's kNN graph and layout: ``isoscope.atlas.costs`` (n^2 d exact or n log2 n NN-descent, timed on
   probe vectors; the landmark layout);
-- a landscape live run: ``isoscope.landscape.costs`` (evaluation points x the seconds of one point).
+- a landscape live run: ``isoscope.landscape.costs`` (evaluation points x the seconds of one point);
+- the isotropy metrics of a space: ``isoscope.geometry.costs`` (uniformity's pairs and the passes over the rows,
+  each timed on a probe of the same dimension).
 
 Light to import: nothing but the standard library.
 """

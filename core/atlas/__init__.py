@@ -6,6 +6,8 @@ served as tiles that stay sharp at every zoom.
 - ``isoscope.atlas.folder``: the folder on disk: its ledger (every file proved by size and SHA-256), the build
   lock, ``load_atlas`` (every file checked before use; per-point arrays and the spatial index memory-mapped,
   nothing of size n read whole), ``is_complete``.
+- ``isoscope.atlas.extras``: ``write_extra``: a per-point float column added after the build (``extras/NAME.npy``,
+  recorded in the ledger), a colour of the Atlas page (a migration's adapter cosine: ``isoscope.migrate.where``).
 - ``isoscope.atlas.points``: ``points.parquet`` read by row group (texts under the cursor, selected rows,
   search with Arrow's compute, a column for its colours), never whole.
 - ``isoscope.atlas.graph``: the kNN graph (exact flat, NN-descent beyond 20k rows), neighbour overlap.

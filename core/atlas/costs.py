@@ -49,21 +49,32 @@ def _timed(fn) -> float:
     return time.perf_counter() - start
 
 
-def measure_knn(dim: int, k: int = 16) -> KnnRate:
+def measure_knn(dim: int, k: int = 16, *, approx: bool = True) -> KnnRate:
     """Time the graph of ``KNN_PROBE_ROWS`` probe vectors (``knn_probe_vectors``) of ``dim`` dimensions, once
     exact and once through NN-descent (``knn_graph_chunked``, the atlas's own builder; each warmed on a small
-    graph first, so the probe times the graph, not numba's cache or the first call's set-up)."""
+    graph first, so the probe times the graph, not numba's cache or the first call's set-up). ``approx=False``
+    leaves NN-descent out (its rate is then NaN): for graphs of up to ``EXACT_MAX_ROWS`` rows, all exact."""
     from isoscope.atlas.graph import knn_graph_chunked
 
     n = KNN_PROBE_ROWS
     x = knn_probe_vectors(n, dim)  # (n, d)
     knn_graph_chunked(x[:200], k, exact_max_rows=200)  # warm (issue 41: a cold first call timed 2.2x the run)
     exact = statistics.median(_timed(lambda: knn_graph_chunked(x, k, exact_max_rows=n)) for _ in range(EXACT_REPEATS))
+    if not approx:
+        return KnnRate(max(exact, 1e-6) / (n * n * dim), math.nan)
     knn_graph_chunked(x[:200], k, exact_max_rows=0)
     start = time.perf_counter()
     knn_graph_chunked(x, k, exact_max_rows=0)
-    approx = time.perf_counter() - start
-    return KnnRate(max(exact, 1e-6) / (n * n * dim), max(approx, 1e-6) / (n * math.log2(n)))
+    seconds = time.perf_counter() - start
+    return KnnRate(max(exact, 1e-6) / (n * n * dim), max(seconds, 1e-6) / (n * math.log2(n)))
+
+
+def needs_approx(n_rows: int, landmarks: int) -> bool:
+    """Whether a build of ``n_rows`` rows makes an NN-descent graph (its own, or its landmarks')."""
+    from isoscope.atlas.graph import graph_kind
+
+    sample = landmarks if 0 < landmarks < n_rows else n_rows
+    return graph_kind(n_rows) != "flat" or graph_kind(sample) != "flat"
 
 
 def knn_cost(n_rows: int, dim: int, *, k: int, rate: KnnRate) -> Cost:
@@ -91,6 +102,34 @@ def layout_cost(n_rows: int, dim: int, *, k: int, landmarks: int, umap: UmapRate
         sample = knn_cost(landmarks, dim, k=k, rate=knn) + umap_cost(landmarks, umap)
         return Cost(sample.seconds + umap_cost(n_rows, umap, epochs=REFINE_EPOCHS).seconds, n_rows * 8)
     return Cost(umap_cost(n_rows, umap).seconds, n_rows * 8)  # (n, 2) float32
+
+
+def graph_layout_cost(
+    n_rows: int,
+    dim: int,
+    *,
+    k: int,
+    spaces: int,
+    landmarks: int,
+    graph: bool,
+    knn: KnnRate | None,
+    umap: UmapRate | None,
+) -> Cost:
+    """A one-machine build's kNN graphs (``graph``: one a space, ``k`` neighbours, itself included) and UMAP
+    layouts (``umap``: its rate; None for another layout, or when no rate is known: left out); from
+    ``isoscope.atlas.pipeline.PARALLEL_LAYOUT_ROWS`` rows the spaces' layouts run side by side: one's time."""
+    from isoscope.atlas.pipeline import PARALLEL_LAYOUT_ROWS
+
+    cost = FREE
+    if n_rows < 2:
+        return cost
+    if graph and knn is not None:
+        one = knn_cost(n_rows, dim, k=k, rate=knn)
+        cost += Cost(spaces * one.seconds, spaces * one.disk_bytes)
+    if umap is not None and knn is not None:
+        one = layout_cost(n_rows, dim, k=k, landmarks=landmarks, umap=umap, knn=knn)
+        cost += Cost(one.seconds * (1 if n_rows >= PARALLEL_LAYOUT_ROWS else spaces), one.disk_bytes * spaces)
+    return cost
 
 
 # ---------------------------------------------------------------- the build's plan and its memory
@@ -200,13 +239,23 @@ def atlas_plan(
     shard_rows: int,
     workers: int,
     graph: bool = True,
+    knn: KnnRate | None = None,
+    umap: UmapRate | None = None,
 ) -> AtlasPlan:
     """The plan of an atlas build of ``n_rows`` x ``dim`` (see ``AtlasPlan``); ``workers``: the CPUs Ray gives
-    tasks (the ray engine) or 1; ``graph``: the build makes a kNN graph (not a raw-only PCA map)."""
+    tasks (the ray engine) or 1; ``graph``: the build makes a kNN graph (not a raw-only PCA map). The one-machine
+    engine's seconds are ``graph_layout_cost`` at the rates measured here (``knn``: ``measure_knn``, ``umap``:
+    ``isoscope.neighbours.costs.measure_umap``; None for a layout that is not UMAP) when ``knn`` is given, else
+    ``LOCAL_S_PER_ROW`` (issue 50: fitted to a million rows, it priced 300 rows' graph and layouts at 0.15 s, 14 s
+    taken)."""
     if engine == "local":
         peak = one_machine_peak(n_rows, dim, k=k, spaces=spaces, graph=graph)
         holds = one_machine_rows(available_memory(), dim, k=k, spaces=spaces, graph=graph)
         seconds = spaces * n_rows * LOCAL_S_PER_ROW
+        if knn is not None or (not graph and umap is None):  # measured rates; or no graph, no UMAP: nothing to time
+            seconds = graph_layout_cost(
+                n_rows, dim, k=k + 1, spaces=spaces, landmarks=landmarks, graph=graph, knn=knn, umap=umap
+            ).seconds
         return AtlasPlan(engine, n_rows, dim, spaces, 1, n_rows, 1, peak, peak, seconds, holds)
     count = max(1, math.ceil(n_rows / shard_rows))
     rows = min(shard_rows, n_rows)

@@ -34,6 +34,7 @@ import functools
 import json
 import logging
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -63,6 +64,8 @@ ROOT_FILES = ("points.parquet", "vectors.npy", "norm.npy", "length.npy", "overla
 HASH_ON_LOAD_MAX = 512 * 2**20  # bytes: bigger files (the memory-mapped vectors) are checked by size and header
 CHECK_ROWS = 1 << 20  # rows of a memory-mapped array checked at a time (finite values, id ranges)
 REBUILD = "rerun its isoscope atlas command to rebuild it"
+EXTRAS = "extras"  # extras/<name>.npy: one float per point added after the build (isoscope.atlas.extras), a colour
+EXTRA_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
 # the folder's JSON files, read by the bounded reader (isoscope.data.jsonfile) against these schemas
 LEDGER_SCHEMA = Struct(
     {
@@ -226,6 +229,7 @@ class Atlas:
     manifest: dict
     text_array: np.ndarray | None = None  # (n,) object, the "text" column; None: read on first use
     rows: PointsFile | None = None  # points.parquet, read by row group
+    extras: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (n,) float, memory-mapped (EXTRAS)
 
     @property
     def n(self) -> int:
@@ -527,4 +531,22 @@ def load_atlas(path: str | Path) -> Atlas:
     norm = _finite("norm.npy", _array(path, "norm.npy", ledger, (n,), "f", mmap=True))
     length = _array(path, "length.npy", ledger, (n,), "iu", mmap=True)
     overlap = _finite("overlap.npy", _array(path, "overlap.npy", ledger, (n,), "f", mmap=True))
-    return Atlas(path, None, norm, length, overlap, spaces, manifest, rows=rows)
+    return Atlas(path, None, norm, length, overlap, spaces, manifest, rows=rows, extras=_load_extras(path, n, ledger))
+
+
+def _load_extras(path: Path, n: int, ledger: Ledger) -> dict[str, np.ndarray]:
+    """Every per-point column the ledger records under ``extras/`` (``isoscope.atlas.extras.write_extra``), each
+    checked like the build's arrays ((n,) floats, its SHA-256); NaN allowed: a point without a value."""
+    rels = sorted(
+        {rel for entry in ledger.stages.values() if isinstance(entry, dict) for rel in entry.get("outputs", {})}
+    )
+    out = {}
+    for rel in rels:
+        folder, _, file = rel.partition("/")
+        if folder != EXTRAS:
+            continue
+        name = file.removesuffix(".npy")
+        if not file.endswith(".npy") or not EXTRA_NAME.fullmatch(name):
+            raise AtlasDamaged(f"{rel} is not an extra column's file (extras/NAME.npy)")
+        out[name] = _array(path, rel, ledger, (n,), "f", mmap=True)
+    return out

@@ -170,16 +170,37 @@ def _engine(config, address: str):
     return ray_session(address)
 
 
+def _rates(config, n: int, dim: int):
+    """(kNN, UMAP) rates of this machine for a one-machine build's plan (``isoscope.atlas.costs.measure_knn``,
+    ``isoscope.neighbours.costs.measure_umap``: a few seconds of probes, numba's compile when its disk cache
+    lacks UMAP's kernels, which the build then does not pay); (None, None) when nothing is built that they time."""
+    from isoscope.atlas.costs import measure_knn, needs_approx
+    from isoscope.atlas.folder import needs_graph
+
+    umap = None
+    if config.layout == "umap":
+        from isoscope.neighbours.costs import measure_umap, seen_umap_rate
+        from isoscope.neighbours.umap_jit import layout_kernels_ready
+
+        umap = seen_umap_rate() or measure_umap(repeat=not layout_kernels_ready(), setup=True)
+    if not needs_graph(config.to_dict()) and umap is None:
+        return None, None
+    return measure_knn(dim, config.k + 1, approx=needs_approx(n, config.landmarks)), umap
+
+
 def _plan(config, n: int, dim: int):
-    """The build's plan (``isoscope.atlas.costs.atlas_plan``): the ray engine's workers are the cluster's CPUs."""
+    """The build's plan (``isoscope.atlas.costs.atlas_plan``): the ray engine's workers are the cluster's CPUs; the
+    one-machine engine's time from this machine's rates (``_rates``)."""
     from isoscope.atlas.costs import atlas_plan
     from isoscope.atlas.folder import needs_graph
 
-    workers = 1
+    workers, knn, umap = 1, None, None
     if config.engine == "ray":
         import ray
 
         workers = int(ray.cluster_resources().get("CPU", 1))
+    else:
+        knn, umap = _rates(config, n, dim)
     spaces = 1 if config.calibrate == "none" else 2
     return atlas_plan(
         n,
@@ -191,6 +212,8 @@ def _plan(config, n: int, dim: int):
         shard_rows=config.shard_rows,
         workers=workers,
         graph=needs_graph(config.to_dict()),
+        knn=knn,
+        umap=umap,
     )
 
 

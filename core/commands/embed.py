@@ -271,5 +271,6 @@ def run(args: argparse.Namespace) -> dict:
         config=embed_config(args),
         progress=progress_bar(args, "embed"),
         cache=cache_from_args(args),
+        companions=True,  # the other poolings and layers of the same pass, as the app caches them: its pages read them
     )
     return _write(args, out, vectors, corpus.warnings, {"recipe": recipe_of(args, space, encoder)})

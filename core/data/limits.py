@@ -117,6 +117,7 @@ COUNTS: dict[str, Count] = {
     "chunk_size": Count(1, 1_000_000, "texts embedded and held in memory at once"),
     "shard_rows": Count(1, 10_000_000, "rows one Ray task holds in memory"),
     "prompt_chars": Count(0, 10_000, "a prompt is put before every text"),  # and counted in its max length
+    "chunk_rows": Count(1, 100_000_000, "rows a mapping run records at once; a rerun redoes at most one chunk"),
 }
 
 

@@ -6,6 +6,7 @@ vectors = encode(load_encoder(), ["a sentence", "another"], pooling="mean")  # (
 from __future__ import annotations
 
 import logging
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -93,22 +94,26 @@ def max_tokens(encoder: Encoder, max_length: int) -> int:
 TOKENIZE_TEXTS = 4096  # texts tokenized per call: a prompt is copied before this many texts at most at once
 
 
-def _tokenize_sorted(
-    encoder: Encoder, texts: Sequence[str], max_length: int, prompt: str = ""
-) -> tuple[list, np.ndarray]:
-    """Tokenize once without padding (``prompt`` before every text; the model's own recipe's truncation and
-    lowercasing, as sentence-transformers runs it); return encodings and the order longest-first."""
-    max_length = max_tokens(encoder, max_length)
+def _tokenize(encoder: Encoder, texts: Sequence[str], limit: int, prompt: str = "") -> list:
+    """The token ids of each text, cut at ``limit`` (``prompt`` before every text; the model's own recipe's
+    lowercasing, as sentence-transformers runs it), unpadded."""
     card = encoder.recipe.card if encoder.recipe is not None else None
-    if not texts:
-        return [], np.zeros(0, np.int64)
     ids: list = []
     for start in range(0, len(texts), TOKENIZE_TEXTS):
         items = [prompt + t for t in texts[start : start + TOKENIZE_TEXTS]]
         if card is not None and card.do_lower_case:
             items = [t.lower() for t in items]
-        ids += encoder.tokenizer(items, truncation=True, max_length=max_length, padding=False)["input_ids"]
-    order = np.argsort([-len(x) for x in ids], kind="stable")
+        ids += encoder.tokenizer(items, truncation=True, max_length=limit, padding=False)["input_ids"]
+    return ids
+
+
+def _tokenize_sorted(
+    encoder: Encoder, texts: Sequence[str], max_length: int, prompt: str = ""
+) -> tuple[list, np.ndarray]:
+    """Tokenize once without padding (``_tokenize`` at ``max_tokens``); return encodings and the order
+    longest-first."""
+    ids = _tokenize(encoder, texts, max_tokens(encoder, max_length), prompt)
+    order = np.argsort([-len(x) for x in ids], kind="stable") if ids else np.zeros(0, np.int64)
     return ids, order
 
 
@@ -213,29 +218,47 @@ def encode_many(
 ) -> dict[str, np.ndarray]:
     """Embed ``texts`` once and pool them every requested way. Returns name -> (n, d) float32.
 
-    Sentences are sorted by length so each batch pads only to its own longest sentence; results come
-    back in input order. With a cache, arrays already computed are read instead, and a process computing
-    these texts makes another that asks for them wait and read (``ArrayCache.lock``). With ``companions``
-    (the dashboard and ``isoscope.embed``, where one moves between poolings) the pass also caches every
-    ``companion_poolings``, so that the next pooling or layer of the same texts is read, not computed.
+    Each distinct text is embedded once (``distinct_texts``) and its row copied to every place it occurs;
+    sentences are sorted by length so each batch pads only to its own longest sentence; results come
+    back in input order. With a cache, arrays already computed are read instead (one entry per pooling, a row
+    per distinct text, named by ``CachedTexts``: the command line, the app and the notebook read and write the
+    same entries), and a process computing these texts makes another that asks for them wait and read
+    (``ArrayCache.lock``). With ``companions`` (the dashboard, ``isoscope embed`` and ``isoscope.embed``, where
+    one moves between poolings) the pass also caches every ``companion_poolings``, so that the next pooling or
+    layer of the same texts is read, not computed. ``progress(done, n)`` counts the texts of ``texts``.
     """
     config = config or EmbedConfig()
     _check_config(config)
     specs = [resolve_pooling(p, encoder) for p in poolings]
     n = len(texts)
-    digest = text_digest(texts) if cache is not None else ""
-    out = {} if cache is None else _read_cached(cache, encoder, specs, config, digest, n)
+    unique, rows = distinct_texts(texts)  # (u,) texts and (n,) rows: the model sees each text once
+    weights = None if rows is None else np.bincount(rows, minlength=len(unique))  # (u,) occurrences of each
+    named = None if cache is None or not unique else CachedTexts.of(encoder, unique, config=config, cache=cache)
+    out = {} if named is None else _read_cached(cache, encoder, specs, named, len(unique))
     todo = [s for s in specs if s.name not in out]
-    if todo and n == 0:
+    if todo and not unique:
         out.update({s.name: np.zeros((0, encoder.output_dim(s)), np.float32) for s in todo})
-    elif todo and cache is None:
-        out.update(_encode_uncached(encoder, texts, todo, config, progress))
+    elif todo and named is None:
+        out.update(_encode_uncached(encoder, unique, todo, config, progress, weights))
     elif todo:
-        with cache.lock(make_key("pass", encoder.fingerprint, config.max_length, digest, config.prompt_text(encoder))):
-            out.update(_encode_once(encoder, texts, todo, config, progress, cache, digest, companions))
+        with cache.lock(named.key(encoder, "pass")):
+            run = _Pass(encoder, unique, config, progress, weights)
+            out.update(_encode_once(run, todo, cache, named, companions))
     if progress is not None:
         progress(n, n)
-    return {s.name: out[s.name] for s in specs}
+    return {s.name: out[s.name] if rows is None else out[s.name][rows] for s in specs}  # (n, d) each
+
+
+def distinct_texts(texts: Sequence[str]) -> tuple[list[str], np.ndarray | None]:
+    """Each distinct text of ``texts`` once, sorted, and the (n,) row of each text among them (None when they are
+    ``texts`` itself: sorted, no repeats). ``isoscope sts`` on STS-B's 9,927 pairs embeds their 6,077 distinct
+    sentences, not 19,854; and a list names the same cache entries in any order, with any repeats: the app's
+    distinct sentences of a pairs file read what ``isoscope sts`` wrote."""
+    unique = sorted(set(texts))
+    if len(unique) == len(texts) and all(a == b for a, b in zip(unique, texts, strict=True)):
+        return unique, None
+    row = {t: i for i, t in enumerate(unique)}
+    return unique, np.fromiter((row[t] for t in texts), np.int64, len(texts))  # (n,)
 
 
 COMPANION_BYTES = 128 * 2**20  # what a pass may write besides what was asked: 17 arrays of the demo at d = 384
@@ -255,13 +278,49 @@ def companion_poolings(encoder: Encoder, n: int) -> list[PoolingSpec]:
     return specs[:fits]
 
 
-def _entry_key(encoder: Encoder, name: str, config: EmbedConfig, digest: str) -> str:
-    """A cache entry's key: the model, the pooling (``model`` with its recipe's digest, so a changed Dense layer
-    is recomputed), the truncation, the texts and, when there is one, the prompt."""
-    if name == MODEL_POOLING and encoder.recipe is not None:
-        name = f"{name}@{encoder.recipe.digest}"
-    prompt = config.prompt_text(encoder)
-    return make_key("emb", encoder.fingerprint, name, config.max_length, digest, *([prompt] if prompt else []))
+LENGTHS_FOLDER = "lengths"  # under the embedding cache: the longest text's tokens of each list of texts
+
+
+@dataclass(frozen=True)
+class CachedTexts:
+    """What names a list of distinct texts' entries in the embedding cache, besides the model and the pooling:
+    the texts (``text_digest``), the prompt, and the length they are cut to (``cut``: None when no text is cut).
+
+    The cut, not the run's ``max_length``: two runs whose max lengths both exceed the longest text compute the
+    same vectors, so the app (128 tokens) and ``isoscope embed`` (256) share the entries of short sentences.
+    The longest text's tokens are kept next to the entries (``LENGTHS_FOLDER``, one small entry per model,
+    prompt and texts), so finding the entries of texts seen before tokenizes nothing.
+    """
+
+    digest: str
+    prompt: str
+    cut: int | None
+
+    @classmethod
+    def of(cls, encoder: Encoder, texts: Sequence[str], *, config: EmbedConfig, cache: ArrayCache) -> CachedTexts:
+        """The name of ``texts`` (distinct) embedded with ``config``."""
+        digest, prompt = text_digest(texts), config.prompt_text(encoder)
+        limit = max_tokens(encoder, config.max_length)
+        cap = max_tokens(encoder, sys.maxsize)  # the most any run keeps (this run's limit for an unbounded model)
+        cap = limit if cap == sys.maxsize else cap
+        recipe = encoder.recipe.digest if encoder.recipe is not None else ""
+        lengths = ArrayCache(cache.root / LENGTHS_FOLDER)
+        key = make_key("longest", encoder.fingerprint, recipe, prompt, cap, digest)
+        found = lengths.get(key)
+        if found is not None and found.shape == (1,):
+            longest = int(found[0])
+        else:
+            longest = max((len(ids) for ids in _tokenize(encoder, texts, cap, prompt)), default=0)
+            lengths.put(key, np.array([longest], np.int64))
+        return cls(digest, prompt, limit if longest >= limit else None)
+
+    def key(self, encoder: Encoder, name: str) -> str:
+        """The key of pooling ``name``'s entry (``model`` with its recipe's digest, so a changed Dense layer is
+        recomputed); ``pass`` names the lock of a pass over these texts."""
+        if name == MODEL_POOLING and encoder.recipe is not None:
+            name = f"{name}@{encoder.recipe.digest}"
+        cut = "whole" if self.cut is None else self.cut
+        return make_key("emb", encoder.fingerprint, name, cut, self.digest, *([self.prompt] if self.prompt else []))
 
 
 def uncached_poolings(
@@ -274,47 +333,53 @@ def uncached_poolings(
 ) -> list[str]:
     """The names among ``poolings`` whose arrays for ``texts`` the cache does not hold: what ``encode_many``
     would compute (a cheap look at the entries' files; a damaged one is found, and recomputed, on reading)."""
-    digest = text_digest(texts)
+    unique, _ = distinct_texts(texts)
     names = [resolve_pooling(p, encoder).name for p in poolings]
-    return [name for name in names if not cache.has(_entry_key(encoder, name, config, digest))]
+    if not unique:
+        return names
+    named = CachedTexts.of(encoder, unique, config=config, cache=cache)
+    return [name for name in names if not cache.has(named.key(encoder, name))]
 
 
 def _read_cached(
-    cache: ArrayCache, encoder: Encoder, specs: Sequence[PoolingSpec], config: EmbedConfig, digest: str, n: int
+    cache: ArrayCache, encoder: Encoder, specs: Sequence[PoolingSpec], named: CachedTexts, n: int
 ) -> dict[str, np.ndarray]:
     """name -> (n, d) float32 of the entries the cache holds and verifies (a damaged one is dropped)."""
     out = {}
     for s in specs:
-        key = _entry_key(encoder, s.name, config, digest)
-        hit = cache.get(key, expected_rows=n, expected_cols=encoder.output_dim(s))
+        hit = cache.get(named.key(encoder, s.name), expected_rows=n, expected_cols=encoder.output_dim(s))
         if hit is not None:
             out[s.name] = hit.astype(np.float32, copy=False)
     return out
 
 
+@dataclass(frozen=True)
+class _Pass:
+    """A forward pass over distinct ``texts``; ``weights`` (u,): how often each occurs in what the caller asked."""
+
+    encoder: Encoder
+    texts: list[str]
+    config: EmbedConfig
+    progress: ProgressFn | None
+    weights: np.ndarray | None
+
+
 def _encode_once(
-    encoder: Encoder,
-    texts: Sequence[str],
-    todo: list[PoolingSpec],
-    config: EmbedConfig,
-    progress: ProgressFn | None,
-    cache: ArrayCache,
-    digest: str,
-    companions: bool,
+    run: _Pass, todo: list[PoolingSpec], cache: ArrayCache, named: CachedTexts, companions: bool
 ) -> dict[str, np.ndarray]:
     """Under the pass's lock: what another process computed meanwhile is read, the rest computed in one pass
     (with the companions not cached yet, or damaged), and all of it cached."""
-    n = len(texts)
-    out = _read_cached(cache, encoder, todo, config, digest, n)
+    encoder, n = run.encoder, len(run.texts)
+    out = _read_cached(cache, encoder, todo, named, n)
     missing = [s for s in todo if s.name not in out]
     if not missing:
         return out
     extra = [c for c in companion_poolings(encoder, n) if companions and c not in todo]
-    held = _read_cached(cache, encoder, extra, config, digest, n)
+    held = _read_cached(cache, encoder, extra, named, n)
     extra = [c for c in extra if c.name not in held]
-    computed = _encode_uncached(encoder, texts, missing + extra, config, progress)
+    computed = _encode_uncached(encoder, run.texts, missing + extra, run.config, run.progress, run.weights)
     for s in missing + extra:
-        cache.put(_entry_key(encoder, s.name, config, digest), computed[s.name])
+        cache.put(named.key(encoder, s.name), computed[s.name])
     out.update({s.name: computed[s.name] for s in missing})
     return out
 
@@ -325,8 +390,13 @@ def _encode_uncached(
     specs: Sequence[PoolingSpec],
     config: EmbedConfig,
     progress: ProgressFn | None,
+    weights: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
+    """Every pooling of ``specs`` of ``texts``, name -> (n, d); ``progress(done, total)`` counts texts, each
+    ``weights[i]`` times when given (the occurrences of each distinct text in what the caller asked)."""
     n = len(texts)
+    weights = np.ones(n, np.int64) if weights is None else weights  # (n,)
+    total = int(weights.sum())
     prompt = config.prompt_text(encoder)
     # the prompt tokenized once, and refused when it leaves no room for the text, before the texts are
     prompt_tokens = prompt_length(encoder.tokenizer, prompt, max_tokens(encoder, config.max_length))
@@ -351,9 +421,9 @@ def _encode_uncached(
             if result[name].shape[1] == 0:
                 result[name] = np.empty((n, vec.shape[1]), np.float32)  # (n, d)
             result[name][idx] = vec
-        done += len(idx)
+        done += int(weights[idx].sum())
         if progress is not None:
-            progress(done, n)
+            progress(done, total)
     return result
 
 
@@ -365,11 +435,13 @@ def encode(
     config: EmbedConfig | None = None,
     progress: ProgressFn | None = None,
     cache: ArrayCache | None = None,
+    companions: bool = False,
 ) -> np.ndarray:
     """Embed ``texts`` with one pooling (default: the model's, ``isoscope.encode.pooling.default_pooling``).
-    Returns float32 (n, d)."""
+    Returns float32 (n, d). ``companions``: as ``encode_many``'s."""
     spec = resolve_pooling(pooling, encoder)
-    return encode_many(encoder, texts, [spec], config=config, progress=progress, cache=cache)[spec.name]
+    run = encode_many(encoder, texts, [spec], config=config, progress=progress, cache=cache, companions=companions)
+    return run[spec.name]
 
 
 @dataclass

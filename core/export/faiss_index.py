@@ -16,14 +16,22 @@ if TYPE_CHECKING:
     from isoscope.export.affine import AffineMap
 
 
-def pretransform_index(affine: AffineMap) -> faiss.Index:
-    """An empty ``IndexPreTransform``: the affine map, then L2 normalisation, then ``IndexFlatIP`` (d_out)."""
+def linear_transform(affine: AffineMap) -> faiss.LinearTransform:
+    """FAISS's ``LinearTransform`` ``y = A x + b`` holding ``affine`` (A = W^T, float32), trained."""
     import faiss
 
     linear = faiss.LinearTransform(affine.d_in, affine.d_out, True)
     faiss.copy_array_to_vector(np.ascontiguousarray(affine.weight.T, np.float32).ravel(), linear.A)  # (d_out, d_in)
     faiss.copy_array_to_vector(np.ascontiguousarray(affine.bias, np.float32), linear.b)  # (d_out,)
     linear.is_trained = True
+    return linear
+
+
+def pretransform_index(affine: AffineMap) -> faiss.Index:
+    """An empty ``IndexPreTransform``: the affine map, then L2 normalisation, then ``IndexFlatIP`` (d_out)."""
+    import faiss
+
+    linear = linear_transform(affine)
     index = faiss.IndexPreTransform(faiss.NormalizationTransform(affine.d_out, 2.0), faiss.IndexFlatIP(affine.d_out))
     index.prepend_transform(linear)  # applied first: x -> A x + b -> unit length -> inner product
     return index

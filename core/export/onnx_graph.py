@@ -41,6 +41,7 @@ INT8_FILE = "model_int8.onnx"
 CONFIG_FILE = "isoscope-onnx.json"
 ONNX_POOLINGS: tuple[str, ...] = ("model", "cls", "mean", "max", "enc_first", "enc_mean")
 PROBE_TEXTS = 32  # fit texts the export is checked on
+DEFAULT_PROBE: tuple[str, ...] = ("A short sentence.", "Another, somewhat longer sentence about something else.")
 SPEARMAN_PAIRS = 2000  # random pairs of fit texts whose cosines int8 and fp32 rank
 USAGE = """import json, numpy as np, onnxruntime as ort
 from tokenizers import Tokenizer
@@ -106,9 +107,10 @@ def calibrator_module(calibrator: Calibrator) -> torch.nn.Module:
 
 
 class _Pipeline(torch.nn.Module):
-    """(input_ids, attention_mask) -> calibrated sentence vectors (b, k)."""
+    """(input_ids, attention_mask) -> the sentence vectors through ``head`` (b, k): a calibrator's module, an
+    adapter's."""
 
-    def __init__(self, encoder: Encoder, spec: PoolingSpec, calibrator: Calibrator, prompt_length: int) -> None:
+    def __init__(self, encoder: Encoder, spec: PoolingSpec, head: torch.nn.Module, prompt_length: int) -> None:
         super().__init__()
         from isoscope.encode.onnx_runtime import encoder_body
 
@@ -117,7 +119,7 @@ class _Pipeline(torch.nn.Module):
         self.recipe = encoder.recipe if spec.name == "model" else None
         self.head = torch.nn.ModuleList(self.recipe.modules) if self.recipe is not None else None
         self.prompt_length = prompt_length
-        self.calibrate = calibrator_module(calibrator)
+        self.calibrate = head
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         from isoscope.encode.pooling import pool
@@ -179,6 +181,15 @@ def _pair_spearman(a: np.ndarray, b: np.ndarray, seed: int = 0) -> float:
     return float(spearmanr(cos(a), cos(b)).statistic)
 
 
+def check_onnx_source(encoder: Encoder, spec: PoolingSpec) -> None:
+    """Refuse (one line) a model an ONNX graph cannot hold the way Isoscope ran it: not the fp32 PyTorch model, a
+    pooling with no ONNX form."""
+    if encoder.precision != "fp32" or encoder.engine != "torch":
+        raise InputError(f"export from the fp32 PyTorch model, not {encoder.engine_label}: leave --precision out")
+    if spec.name not in ONNX_POOLINGS:
+        raise InputError(f"pooling {spec.name} is not exported to ONNX; use one of {', '.join(ONNX_POOLINGS)}")
+
+
 def export_onnx(
     encoder: Encoder,
     calibrator: Calibrator,
@@ -196,90 +207,26 @@ def export_onnx(
     a manifest; ``quantize``: ``model_int8.onnx`` too, with its Spearman loss. ``fit_texts`` (the texts of
     ``fit_vectors``) are the probe the export is checked on; without them, a few fixed sentences."""
     from isoscope.encode.embed import EmbedConfig, encode
-    from isoscope.encode.onnx_runtime import OPSET, require_onnxruntime
+    from isoscope.encode.onnx_runtime import require_onnxruntime
     from isoscope.encode.pooling import resolve_pooling
-    from isoscope.encode.precision import FP32_ENGINE_TOLERANCE
-    from isoscope.encode.recipe import prompt_length
-    from isoscope.export.st_folder import max_tokens
 
     require_onnxruntime("--format onnx")
     config = config or EmbedConfig()
     spec = resolve_pooling(pooling, encoder)
-    if encoder.precision != "fp32" or encoder.engine != "torch":
-        raise InputError(f"export from the fp32 PyTorch model, not {encoder.engine_label}: leave --precision out")
-    if spec.name not in ONNX_POOLINGS:
-        raise InputError(f"pooling {spec.name} is not exported to ONNX; use one of {', '.join(ONNX_POOLINGS)}")
+    check_onnx_source(encoder, spec)
     calibrator._check_fitted()
     check_exportable(calibrator, n_fit=len(fit_vectors), dim=encoder.output_dim(spec))
     out = check_destination(out, kind=EXPORT_FOLDER)  # said before the work; checked again at the rename
-    prompt = config.prompt_text(encoder)
-    card = encoder.recipe.card if encoder.recipe is not None else None
-    lower = bool(card and card.do_lower_case)
-    include_prompt = all(getattr(m, "include_prompt", True) for m in (encoder.recipe.modules if card else []))
-    skip = 0 if include_prompt or spec.name != "model" else prompt_length(encoder.tokenizer, prompt)
-    max_length = max_tokens(encoder, config)
-    probe = (fit_texts or ["A short sentence.", "Another, somewhat longer sentence about something else."])[
-        :PROBE_TEXTS
-    ]
+    probe = (fit_texts or list(DEFAULT_PROBE))[:PROBE_TEXTS]
     pooled = encode(encoder, probe, spec, config=config)  # (p, d)
     want = calibrator.transform(pooled)  # (p, k) Isoscope's vectors
     kappa = condition(calibrator, pooled)
     before, after = measure(calibrator, fit_vectors)
     with atomic_folder(out, kind=EXPORT_FOLDER) as new:  # renamed into place once sealed
-        feed = _tokenize(encoder, probe[:2], prompt, max_length, lower)
-        with warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")  # tracer and deprecation warnings of the TorchScript exporter
-            torch.onnx.export(
-                _Pipeline(encoder, spec, calibrator, skip).eval(),
-                (torch.from_numpy(feed["input_ids"]), torch.from_numpy(feed["attention_mask"])),
-                str(new / MODEL_FILE),
-                input_names=["input_ids", "attention_mask"],
-                output_names=["sentence_embedding"],
-                dynamic_axes={
-                    "input_ids": {0: "batch", 1: "sequence"},
-                    "attention_mask": {0: "batch", 1: "sequence"},
-                    "sentence_embedding": {0: "batch"},
-                },
-                opset_version=OPSET,
-                dynamo=False,
-            )
-        got = _run(new / MODEL_FILE, _tokenize(encoder, probe, prompt, max_length, lower))  # (p, k)
-        err = _rel_error(got, want)
-        if not err <= FP32_ENGINE_TOLERANCE * max(1.0, kappa):
-            raise RuntimeError(
-                f"the ONNX graph differs from Isoscope's vectors by {err:.1e} (relative L2; tolerance "
-                f"{FP32_ENGINE_TOLERANCE:.0e} times the calibrator's condition {kappa:.3g})"
-            )
-        checks: dict[str, float] = {"max_rel_error": err, "condition": kappa, "probe_texts": float(len(probe))}
-        if quantize:
-            from isoscope.encode.quantize import quantize_onnx
-
-            quantize_onnx(new / MODEL_FILE, new / INT8_FILE)
-            if fit_texts:
-                feed = _tokenize(encoder, list(fit_texts[:1000]), prompt, max_length, lower)
-                checks["int8_spearman_vs_fp32"] = _pair_spearman(
-                    _run(new / MODEL_FILE, feed), _run(new / INT8_FILE, feed)
-                )
-        with tempfile.TemporaryDirectory(prefix="isoscope-tok-") as tmp:
-            encoder.tokenizer.save_pretrained(tmp)
-            if not (Path(tmp) / "tokenizer.json").is_file():
-                raise InputError(f"{encoder.name} has no fast tokenizer (tokenizer.json); ONNX Runtime users need one")
-            for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
-                if (Path(tmp) / name).is_file():
-                    shutil.copy(Path(tmp) / name, new / name)
-        tok = encoder.tokenizer
-        settings = {
-            "prompt": prompt,
-            "max_length": max_length,
-            "lowercase": lower,
-            "pad_id": int(tok.pad_token_id or 0),
-            "pad_token": str(tok.pad_token or ""),
-            "padding_side": str(getattr(tok, "padding_side", "right")),
-            "inputs": ["input_ids", "attention_mask"],
-            "output": "sentence_embedding",
-            "int8": INT8_FILE if quantize else None,
-        }
-        (new / CONFIG_FILE).write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
+        checks = write_graph(
+            encoder, spec, calibrator_module(calibrator), new, config=config, probe=probe, want=want, kappa=kappa,
+            quantize=quantize, spearman_texts=fit_texts,
+        )  # fmt: skip
         words = (
             encoder.recipe.describe() if encoder.recipe is not None and spec.name == "model" else f"{spec.name} pooling"
         )
@@ -291,3 +238,87 @@ def export_onnx(
         )  # fmt: skip
         seal_folder(new, report, usage=USAGE.format(folder=out.name))
     return report
+
+
+def write_graph(
+    encoder: Encoder,
+    spec: PoolingSpec,
+    head: torch.nn.Module,
+    out: Path,
+    *,
+    config: EmbedConfig,
+    probe: list[str],
+    want: np.ndarray,
+    kappa: float,
+    quantize: bool = False,
+    spearman_texts: list[str] | None = None,
+) -> dict[str, float]:
+    """Write into the folder ``out``: ``model.onnx`` (token ids -> ``head`` of the pooled vectors), the tokenizer
+    files and ``isoscope-onnx.json``; ONNX Runtime's vectors of the ``probe`` texts checked against ``want``
+    (Isoscope's, (p, k)) within ``FP32_ENGINE_TOLERANCE`` times the map's condition ``kappa`` (RuntimeError
+    otherwise); ``quantize``: ``model_int8.onnx`` too, its Spearman loss measured on ``spearman_texts``. Returns the
+    checks (error, condition, probe size, int8's Spearman)."""
+    from isoscope.encode.onnx_runtime import OPSET
+    from isoscope.encode.precision import FP32_ENGINE_TOLERANCE
+    from isoscope.encode.recipe import prompt_length
+    from isoscope.export.st_folder import max_tokens
+
+    prompt = config.prompt_text(encoder)
+    card = encoder.recipe.card if encoder.recipe is not None else None
+    lower = bool(card and card.do_lower_case)
+    include_prompt = all(getattr(m, "include_prompt", True) for m in (encoder.recipe.modules if card else []))
+    skip = 0 if include_prompt or spec.name != "model" else prompt_length(encoder.tokenizer, prompt)
+    max_length = max_tokens(encoder, config)
+    feed = _tokenize(encoder, probe[:2], prompt, max_length, lower)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # tracer and deprecation warnings of the TorchScript exporter
+        torch.onnx.export(
+            _Pipeline(encoder, spec, head, skip).eval(),
+            (torch.from_numpy(feed["input_ids"]), torch.from_numpy(feed["attention_mask"])),
+            str(out / MODEL_FILE),
+            input_names=["input_ids", "attention_mask"],
+            output_names=["sentence_embedding"],
+            dynamic_axes={
+                "input_ids": {0: "batch", 1: "sequence"},
+                "attention_mask": {0: "batch", 1: "sequence"},
+                "sentence_embedding": {0: "batch"},
+            },
+            opset_version=OPSET,
+            dynamo=False,
+        )
+    got = _run(out / MODEL_FILE, _tokenize(encoder, probe, prompt, max_length, lower))  # (p, k)
+    err = _rel_error(got, want)
+    if not err <= FP32_ENGINE_TOLERANCE * max(1.0, kappa):
+        raise RuntimeError(
+            f"the ONNX graph differs from Isoscope's vectors by {err:.1e} (relative L2; tolerance "
+            f"{FP32_ENGINE_TOLERANCE:.0e} times the map's condition {kappa:.3g})"
+        )
+    checks: dict[str, float] = {"max_rel_error": err, "condition": kappa, "probe_texts": float(len(probe))}
+    if quantize:
+        from isoscope.encode.quantize import quantize_onnx
+
+        quantize_onnx(out / MODEL_FILE, out / INT8_FILE)
+        if spearman_texts:
+            feed = _tokenize(encoder, list(spearman_texts[:1000]), prompt, max_length, lower)
+            checks["int8_spearman_vs_fp32"] = _pair_spearman(_run(out / MODEL_FILE, feed), _run(out / INT8_FILE, feed))
+    with tempfile.TemporaryDirectory(prefix="isoscope-tok-") as tmp:
+        encoder.tokenizer.save_pretrained(tmp)
+        if not (Path(tmp) / "tokenizer.json").is_file():
+            raise InputError(f"{encoder.name} has no fast tokenizer (tokenizer.json); ONNX Runtime users need one")
+        for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+            if (Path(tmp) / name).is_file():
+                shutil.copy(Path(tmp) / name, out / name)
+    tok = encoder.tokenizer
+    settings = {
+        "prompt": prompt,
+        "max_length": max_length,
+        "lowercase": lower,
+        "pad_id": int(tok.pad_token_id or 0),
+        "pad_token": str(tok.pad_token or ""),
+        "padding_side": str(getattr(tok, "padding_side", "right")),
+        "inputs": ["input_ids", "attention_mask"],
+        "output": "sentence_embedding",
+        "int8": INT8_FILE if quantize else None,
+    }
+    (out / CONFIG_FILE).write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
+    return checks

@@ -90,8 +90,9 @@ def dense_module(affine: AffineMap) -> Any:
     )
 
 
-def _pipeline(encoder: Encoder, pooling: PoolingSpec, affine: AffineMap, config: EmbedConfig, tmp: Path):
-    """(modules, prompts, default prompt name, the pipeline in words)."""
+def recipe_modules(encoder: Encoder, pooling: PoolingSpec, config: EmbedConfig, tmp: Path):
+    """(the model's modules as Isoscope runs it: ``Transformer`` saved in ``tmp``, then its recipe's head or a
+    ``Pooling``; its prompts, the default prompt name, the pipeline in words): what an export appends to."""
     _, models = _models()
     encoder.model.save_pretrained(tmp, safe_serialization=True)
     encoder.tokenizer.save_pretrained(tmp)
@@ -106,15 +107,22 @@ def _pipeline(encoder: Encoder, pooling: PoolingSpec, affine: AffineMap, config:
     else:
         head = [models.Pooling(encoder.hidden_size, pooling.name)]
         words = f"{pooling.name} pooling of the last layer"
-    normalize = type(head[-1]).__name__ == "Normalize"
-    tail = [dense_module(affine), *([models.Normalize()] if normalize else [])]
-    words += f" -> Dense {affine.d_in}->{affine.d_out} (the calibrator)" + (" -> normalise" if normalize else "")
     prompts = dict(card.prompts) if card is not None else {}
     default = card.default_prompt_name if card is not None else None
     if config.prompt is not None or config.prompt_name is not None:  # the run's own prompt becomes the default
         prompts = {**prompts, "isoscope": config.prompt_text(encoder)}
         default = "isoscope"
-    return [transformer, *head, *tail], prompts, default, words
+    return [transformer, *head], prompts, default, words
+
+
+def _pipeline(encoder: Encoder, pooling: PoolingSpec, affine: AffineMap, config: EmbedConfig, tmp: Path):
+    """(modules, prompts, default prompt name, the pipeline in words)."""
+    _, models = _models()
+    modules, prompts, default, words = recipe_modules(encoder, pooling, config, tmp)
+    normalize = type(modules[-1]).__name__ == "Normalize"
+    tail = [dense_module(affine), *([models.Normalize()] if normalize else [])]
+    words += f" -> Dense {affine.d_in}->{affine.d_out} (the calibrator)" + (" -> normalise" if normalize else "")
+    return [*modules, *tail], prompts, default, words
 
 
 def export_sentence_transformers(

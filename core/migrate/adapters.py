@@ -30,12 +30,12 @@ from isoscope.calibrate import registry
 from isoscope.calibrate.base import FittedMap, Param
 from isoscope.errors import InputError
 from isoscope.linalg import AffineMap
+from isoscope.migrate.options import HOLDOUT
 from isoscope.sampling import sample_indices
 
 registry.add_family("adapter", "isoscope.migrate")
 
 MIN_PAIRS = 4  # below this no adapter is fitted: a held-out part needs pairs too
-HOLDOUT = 0.2  # the share of the pairs a penalty or an early stop is chosen on
 # penalties tried, relative to the mean eigenvalue of the fit vectors' covariance
 ALPHA_GRID: tuple[float, ...] = (0.0, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
 
@@ -124,6 +124,11 @@ class Adapter(FittedMap):
     @property
     def n_features_out_(self) -> int:
         return int(self.d_out_)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the fitted arrays (what ``save`` writes, less its JSON)."""
+        return int(sum(np.asarray(v).nbytes for v in self._tensors().values()))
 
     def _fitted(self, X: np.ndarray, Y: np.ndarray) -> None:
         self.n_features_in_, self.d_out_ = int(X.shape[1]), int(Y.shape[1])

@@ -7,9 +7,10 @@ from __future__ import annotations
 from isoscope.calibrate.methods import choices, parse_method
 from isoscope.errors import InputError
 from isoscope.migrate.adapters import Adapter
+from isoscope.migrate.options import DEFAULT_ADAPTERS
 
 FAMILY = "adapter"
-DEFAULT_ADAPTERS: tuple[str, ...] = ("procrustes", "ridge", "ridge:procrustes", "lowrank:64", "mlp")
+__all__ = ["DEFAULT_ADAPTERS", "FAMILY", "make_adapter"]
 
 
 def make_adapter(method: str, *, seed: int = 0) -> Adapter:

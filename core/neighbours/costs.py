@@ -23,6 +23,7 @@ class UmapRate:
 
     seconds_per_point_epoch: float
     compile_seconds: float
+    setup_seconds: float = 0.0  # what every layout costs whatever its size (the fuzzy graph, the spectral start)
 
 
 def umap_epochs(n_points: int) -> int:
@@ -52,10 +53,12 @@ def seen_umap_rate() -> UmapRate | None:
     return UmapRate(rate, max(s1 - w1 * rate, 0.0))
 
 
-def measure_umap(dim: int = 32, repeat: bool = True) -> UmapRate:
+def measure_umap(dim: int = 32, repeat: bool = True, *, setup: bool = False) -> UmapRate:
     """Time UMAP (``isoscope.neighbours.projection.project``) on ``UMAP_PROBE_ROWS`` seeded random points: the
     first call includes numba's compile when its disk cache lacks the kernels, the second (``repeat``) is the
-    rate; ``repeat=False`` times one call and counts it all as the rate (for kernels known to be cached)."""
+    rate; ``repeat=False`` times one call and counts it all as the rate (for kernels known to be cached).
+    ``setup``: a layout of a quarter of the points is timed too, and the two times split into a cost per layout
+    and one per point-epoch (issue 50: a 300-point layout took 3-5 s, a third of the probe's, not 15% of it)."""
     import numpy as np
 
     from isoscope.neighbours.projection import project
@@ -66,15 +69,27 @@ def measure_umap(dim: int = 32, repeat: bool = True) -> UmapRate:
     project(x, "umap", 2, seed=0)
     first = time.perf_counter() - start
     if not repeat:
-        return UmapRate(max(first, 1e-6) / work, 0.0)
+        second, compile_seconds = max(first, 1e-6), 0.0
+    else:
+        start = time.perf_counter()
+        project(x, "umap", 2, seed=0)
+        second = max(time.perf_counter() - start, 1e-6)
+        compile_seconds = max(first - second, 0.0)
+    if not setup:
+        return UmapRate(second / work, compile_seconds)
+    small = UMAP_PROBE_ROWS // 4
     start = time.perf_counter()
-    project(x, "umap", 2, seed=0)
-    second = max(time.perf_counter() - start, 1e-6)
-    return UmapRate(second / work, max(first - second, 0.0))
+    project(x[:small], "umap", 2, seed=0)
+    quarter = time.perf_counter() - start
+    per = (second - quarter) / (work - small * umap_epochs(small))  # the line through the two timings
+    if not 0 < per <= second / work:  # noise: the smaller layout took as long, or longer; all of it per point
+        return UmapRate(second / work, compile_seconds)
+    return UmapRate(per, compile_seconds, second - per * work)
 
 
 def umap_cost(n_points: int, rate: UmapRate, *, compiled: bool = True, epochs: int | None = None) -> Cost:
     """A UMAP layout of ``n_points`` points for ``epochs`` (default ``umap_epochs``): the measured rate times the
-    point-epochs, plus the compile when not done yet."""
+    point-epochs, plus the layout's setup (``UmapRate.setup_seconds``) and the compile when not done yet."""
     work = n_points * (epochs or umap_epochs(n_points))
-    return Cost(work * rate.seconds_per_point_epoch + (0.0 if compiled else rate.compile_seconds))
+    fixed = rate.setup_seconds + (0.0 if compiled else rate.compile_seconds)
+    return Cost(work * rate.seconds_per_point_epoch + fixed)

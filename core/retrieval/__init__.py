@@ -13,7 +13,8 @@ One concept per module:
   ``csls[:K]``), light to import; ``fixes``: ``fit_variant``, which sees vectors only, never the qrels;
 - ``search``: exact search to depth 100 (``isoscope.neighbours.exact``), CSLS, the documents' hubness;
 - ``metrics``: nDCG@10, Recall@10/100, MRR@10, MAP@100 per query, by pytrec_eval;
-- ``stats``: the paired randomisation test and the bootstrap interval (scipy), and the verdict;
+- ``stats``: the paired randomisation test and the bootstrap interval (scipy; ``bootstrap_interval`` for any
+  statistic of paired per-query scores), and the verdict;
 - ``run``: a run end to end (``retrieval_report``, ``evaluate_retrieval`` -> ``RetrievalResult``);
 - ``clustering``: mini-batch k-means and V-measure over seeds, raw vs each fix (``cluster_scores``).
 
@@ -34,7 +35,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("RetrievalConfig", "RetrievalResult", "evaluate_retrieval", "retrieval_report"), "run"),
     **dict.fromkeys(("ClusteringResult", "cluster_scores"), "clustering"),
     **dict.fromkeys(("METRICS",), "options"),
-    **dict.fromkeys(("PairedTest", "paired_test"), "stats"),
+    **dict.fromkeys(("PairedTest", "bootstrap_interval", "paired_test"), "stats"),
     **dict.fromkeys(("parse_variant",), "variants"),
 }
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "RetrievalConfig",
     "RetrievalResult",
     "RetrievalTask",
+    "bootstrap_interval",
     "build_task",
     "cluster_scores",
     "embed_side",
@@ -68,6 +70,6 @@ if TYPE_CHECKING:
     from isoscope.retrieval.load import load_beir, load_beir_zip, load_task, load_task_table, load_vector_task
     from isoscope.retrieval.options import METRICS
     from isoscope.retrieval.run import RetrievalConfig, RetrievalResult, evaluate_retrieval, retrieval_report
-    from isoscope.retrieval.stats import PairedTest, paired_test
+    from isoscope.retrieval.stats import PairedTest, bootstrap_interval, paired_test
     from isoscope.retrieval.task import RetrievalTask, build_task
     from isoscope.retrieval.variants import parse_variant

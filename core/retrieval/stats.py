@@ -6,15 +6,18 @@
   than ``resamples``, else ``resamples`` seeded draws. It is the test IR papers use for paired runs (Smucker et
   al. 2007).
 - The interval: a seeded bootstrap of the mean difference over queries (``scipy.stats.bootstrap``, BCa, 95%;
-  percentile where BCa is undefined).
-- The verdict is the test's alone: ``better`` or ``worse`` when p < ``ALPHA`` (by the sign of the mean difference),
-  else ``no difference``. Each variant is tested against raw on its own; with several variants, about one in
+  percentile where BCa is undefined); ``bootstrap_interval`` is the same for any statistic of one or more paired
+  per-query arrays (a ratio of two runs' means, a share of a gain).
+- The verdict is the test's alone: ``better`` or ``worse`` when p < ``ALPHA`` (by the sign of the mean difference,
+  and the metric's direction: ``isoscope.retrieval.options.METRICS``), else ``no difference``. Each variant is
+  tested against raw on its own; with several variants, about one in
   twenty of those that change nothing is still called better or worse at this level.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal
 
@@ -55,18 +58,41 @@ def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray
 
 def _interval(diff: np.ndarray, resamples: int, seed: int) -> tuple[float, float]:
     """The 95% bootstrap interval of the mean of ``diff`` (BCa; percentile where BCa is undefined)."""
+    return bootstrap_interval((diff,), np.mean, resamples=resamples, seed=seed)
+
+
+def bootstrap_interval(
+    samples: Sequence[np.ndarray],
+    statistic: Callable[..., np.ndarray],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """The 95% interval of ``statistic(*samples)`` by a seeded bootstrap over the rows (``scipy.stats.bootstrap``;
+    BCa, percentile where BCa is undefined; (nan, nan) where neither is, e.g. a ratio whose denominator can be 0).
+
+    ``samples``: one or more per-query arrays (q,) of the same queries; several are resampled together (paired:
+    a resample draws the same queries from each). ``statistic(*arrays, axis=-1)`` reduces the last axis, as
+    ``np.mean`` does: ``lambda c, b, axis=-1: c.mean(axis) / b.mean(axis)`` is the ratio of two means."""
     from scipy.stats import bootstrap
 
+    arrays = tuple(np.asarray(s, np.float64) for s in samples)  # (q,) each
+    if not arrays or any(a.ndim != 1 or a.shape != arrays[0].shape for a in arrays):
+        raise ValueError(f"paired samples must be vectors of one length, got {[a.shape for a in arrays]}")
+    n = len(arrays[0])
+    if n < 2:
+        return float("nan"), float("nan")
     for method in ("BCa", "percentile"):
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
             warnings.simplefilter("ignore")  # BCa's warning on ties; the percentile interval replaces it
             ci = bootstrap(
-                (diff,),
-                np.mean,
+                arrays,
+                statistic,
                 n_resamples=resamples,
-                batch=_batch(resamples, len(diff)),
+                batch=_batch(resamples, n),
                 confidence_level=CONFIDENCE,
                 method=method,
+                paired=len(arrays) > 1,
                 rng=np.random.default_rng(seed),
             ).confidence_interval
         if np.isfinite(ci.low) and np.isfinite(ci.high):
@@ -75,10 +101,17 @@ def _interval(diff: np.ndarray, resamples: int, seed: int) -> tuple[float, float
 
 
 def paired_test(
-    variant: np.ndarray, baseline: np.ndarray, *, metric: str = "", resamples: int = RESAMPLES, seed: int = 0
+    variant: np.ndarray,
+    baseline: np.ndarray,
+    *,
+    metric: str = "",
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    higher_is_better: bool = True,
 ) -> PairedTest:
     """``variant`` against ``baseline`` (per-query scores, same queries, same order): the mean difference, its
-    95% interval, the randomisation test's p-value and the verdict it gives."""
+    95% interval, the randomisation test's p-value and the verdict it gives (``higher_is_better``: the metric's
+    direction, which a significant difference's sign is read by)."""
     from scipy.stats import permutation_test
 
     x, y = np.asarray(variant, np.float64), np.asarray(baseline, np.float64)  # (q,) each
@@ -101,10 +134,10 @@ def paired_test(
     p = float(test.pvalue)
     # every query moved by the same amount (0 for an identical run): every resample's mean is that amount
     low, high = (mean, mean) if np.ptp(diff) == 0 else _interval(diff, resamples, seed)
-    return PairedTest(metric, mean, low, high, p, _verdict(mean, p), len(diff))
+    return PairedTest(metric, mean, low, high, p, _verdict(mean, p, higher_is_better), len(diff))
 
 
-def _verdict(mean: float, p: float) -> Verdict:
+def _verdict(mean: float, p: float, higher_is_better: bool = True) -> Verdict:
     if p >= ALPHA or mean == 0:
         return "no difference"
-    return "better" if mean > 0 else "worse"
+    return "better" if (mean > 0) == higher_is_better else "worse"

@@ -140,15 +140,26 @@ def projection_map(
                 )
             )
     else:
+        values = np.asarray(colour, dtype=np.float64)[rows]  # (m,)
+        known = np.isfinite(values)  # a value may be missing (NaN): those points are drawn grey, not coloured
+        if not known.all():
+            fig.add_trace(
+                points(
+                    ~known,
+                    name="no value",
+                    hovertemplate="%{text}<extra>no value</extra>",
+                    marker={"size": size, "opacity": 0.5, "color": OTHER_COLOUR},
+                )
+            )
         fig.add_trace(
             points(
-                everything,
+                known,
                 name=html.escape(colour_name),
                 hovertemplate="%{text}<br>value %{marker.color:.4g}<extra></extra>",
                 marker={
                     "size": size,
                     "opacity": 0.85,
-                    "color": colour[rows],
+                    "color": values[known],
                     "colorscale": "Viridis",
                     "showscale": True,
                     "colorbar": {"title": {"text": html.escape(colour_name)}},

@@ -19,6 +19,7 @@ from isoscope.dashboard.text import literal
 MAP_HEIGHT = 640
 SELECTED_MAX = 2_000  # selected points ringed on the map
 SPACE_NAMES = {"raw": "raw", "cal": "calibrated"}
+EXTRA_PREFIX = "extra: "  # a column added after the build (isoscope.atlas.extras): NaN takes the scale's low end
 NUMERIC = {"density": "density", "norm": "norm", "length": "length", "overlap": "neighbour overlap raw vs calibrated"}
 VIRIDIS = np.array([[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]], np.float64)
 Legend = list[tuple[str, str]]  # (label, "#rrggbb"); two entries from a numeric scale = its low and high end
@@ -33,10 +34,11 @@ def hex_colour(rgb: np.ndarray) -> str:
 
 
 def colour_options(atlas: Atlas) -> list[str]:
-    """What the points can be coloured by: cluster, every metadata column, the numeric measures."""
+    """What the points can be coloured by: cluster, every metadata column, the numeric measures, and each column
+    added after the build ("extra: NAME", ``isoscope.atlas.extras``)."""
     meta = atlas.columns
     numeric = [k for k in NUMERIC if k != "overlap" or "cal" in atlas.spaces]
-    return ["cluster", *meta, *numeric]
+    return ["cluster", *meta, *numeric, *(EXTRA_PREFIX + name for name in atlas.extras)]
 
 
 def _coded(code: np.ndarray, names: list[str]) -> tuple[np.ndarray, Legend]:
@@ -74,6 +76,8 @@ def colours(atlas: Atlas, space: str, colour_by: str) -> tuple[np.ndarray, Legen
         shown = min(len(PALETTE), len(names))
         code = np.where(sp.cluster < shown, sp.cluster, -1)  # (n,)
         return _coded(code, [names[c] for c in range(shown)])
+    if colour_by.startswith(EXTRA_PREFIX) and colour_by[len(EXTRA_PREFIX) :] in atlas.extras:
+        return _numeric_codes(_chunks_of(atlas.extras[colour_by[len(EXTRA_PREFIX) :]]), atlas.n)
     if colour_by in NUMERIC:
         values = {"density": sp.density, "norm": atlas.norm, "length": atlas.length, "overlap": atlas.overlap}
         return numeric_colours(values[colour_by])
@@ -163,6 +167,8 @@ def colour_codes(atlas: Atlas, space: str, colour_by: str) -> tuple[np.ndarray, 
         legend = [(names[c], hex_colour(PALETTE[c])) for c in range(shown)]
         legend += [(f"other ({other:,})", hex_colour(OTHER))] if other else []
         return codes, lut, legend
+    if colour_by.startswith(EXTRA_PREFIX) and colour_by[len(EXTRA_PREFIX) :] in atlas.extras:
+        return _numeric_codes(_chunks_of(atlas.extras[colour_by[len(EXTRA_PREFIX) :]]), atlas.n)
     if colour_by in NUMERIC:
         values = {"density": sp.density, "norm": atlas.norm, "length": atlas.length, "overlap": atlas.overlap}
         return _numeric_codes(_chunks_of(values[colour_by]), atlas.n)

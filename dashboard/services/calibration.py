@@ -14,6 +14,7 @@ from isoscope.calibrate.store import CalibratorKey, is_stored, keep, load_stored
 from isoscope.dashboard.services import costs
 from isoscope.dashboard.services.embeddings import embed_many
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
+from isoscope.dashboard.services.models import ModelKey
 from isoscope.data import Pairs
 from isoscope.evaluate.similarity import sts_scores
 
@@ -73,7 +74,12 @@ def _calibrated(method: str, flow_json: str, fit: Vectors, x: Vectors) -> np.nda
 
 def calibrated(method: str, flow_json: str, fit: Vectors, x: Vectors) -> Vectors:
     """``x`` mapped by the calibrator fitted (cached) on ``fit``: (n, d') float32, named for caches."""
-    return Vectors(make_key("cal", x.key, method, flow_json, fit.key), _calibrated(method, flow_json, fit, x))
+    return Vectors(calibrated_key(method, flow_json, fit.key, x.key), _calibrated(method, flow_json, fit, x))
+
+
+def calibrated_key(method: str, flow_json: str, fit_key: str, x_key: str) -> str:
+    """The key of ``calibrated(method, flow_json, fit, x)``'s vectors (known before they are computed)."""
+    return make_key("cal", x_key, method, flow_json, fit_key)
 
 
 def calibrate(method: str, flow_json: str, fit: Vectors, *arrays: np.ndarray) -> tuple[Calibrator, list[np.ndarray]]:
@@ -83,7 +89,7 @@ def calibrate(method: str, flow_json: str, fit: Vectors, *arrays: np.ndarray) ->
 
 
 def calibration_table(
-    model: str,
+    model: ModelKey,
     max_length: int,
     pairs: Pairs,
     poolings: tuple[str, ...],

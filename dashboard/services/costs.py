@@ -20,10 +20,11 @@ from isoscope.cache import ArrayCache
 from isoscope.calibrate.costs import FlowRate, flow_cost
 from isoscope.costs import FREE, Cost, total
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Joined, Texts, texts
-from isoscope.dashboard.services.models import encoder, fast_encoder, fp32_encoder, model_key, split_key
+from isoscope.dashboard.services.models import ModelKey, encoder, fast_encoder, fp32_encoder
 from isoscope.encode.costs import Throughput, embed_texts_cost, embedding_cost
 from isoscope.encode.embed import companion_poolings
 from isoscope.encode.pooling import resolve_pooling
+from isoscope.geometry.costs import MetricsRate
 from isoscope.neighbours.costs import UmapRate
 
 if TYPE_CHECKING:
@@ -31,8 +32,8 @@ if TYPE_CHECKING:
 
 
 @st.cache_resource(show_spinner="Measuring this machine's speed (once)…", max_entries=8)
-def throughput(model: str, hidden: bool, max_length: int, fast: bool = True) -> Throughput:
-    """The tokens per second of the engine that embeds for ``model`` (a ``model_key``; ``fast``: its fastest
+def throughput(model: ModelKey, hidden: bool, max_length: int, fast: bool = True) -> Throughput:
+    """The tokens per second of the engine that embeds for ``model`` (the sidebar's key; ``fast``: its fastest
     engine, else the loaded model itself), with every hidden state pooled (``hidden``: what a pass with layer
     poolings and companions computes) or the last layer only."""
     from isoscope.encode.costs import measure_throughput
@@ -43,7 +44,7 @@ def throughput(model: str, hidden: bool, max_length: int, fast: bool = True) -> 
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH_FUNCS)
-def token_count(model: str, items: Texts, max_length: int) -> int:
+def token_count(model: ModelKey, items: Texts, max_length: int) -> int:
     """``isoscope.encode.costs.token_count`` of ``items`` with ``model``'s tokenizer (a seeded sample, scaled)."""
     from isoscope.encode.costs import token_count as count
 
@@ -65,10 +66,15 @@ def _flow(flow_json: str):
     return Flow(**json.loads(flow_json)) if flow_json else Flow()
 
 
-def embedding(model: str, items: Texts, poolings: Sequence[str], max_length: int) -> Cost:
+def distinct(items: Texts) -> Texts:
+    """``items`` without repeats (first occurrences, in order): what a pass embeds (``encode_many``)."""
+    return items if len(set(items.items)) == len(items) else texts(dict.fromkeys(items.items))
+
+
+def embedding(model: ModelKey, items: Texts, poolings: Sequence[str], max_length: int) -> Cost:
     """What ``services.embeddings.embed_many(model, items, poolings, max_length)`` will cost
     (``isoscope.encode.costs.embed_texts_cost``: ``FREE`` when the disk cache holds every pooling, of every part of a
-    ``Joined`` list)."""
+    ``Joined`` list); each distinct text is embedded once."""
     if isinstance(items, Joined) and len(items.parts) > 1:
         return total([embedding(model, part, poolings, max_length) for part in items.parts])
     return embed_texts_cost(
@@ -79,8 +85,16 @@ def embedding(model: str, items: Texts, poolings: Sequence[str], max_length: int
         rate=lambda hidden: throughput(model, hidden, max_length),
         cache=ArrayCache(),
         companions=True,
-        tokens=lambda: token_count(model, items, max_length),
+        tokens=lambda: token_count(model, distinct(items), max_length),
     )
+
+
+@st.cache_resource(show_spinner="Measuring this machine's speed (once)…", max_entries=4)
+def metrics_rate(dim: int) -> MetricsRate:
+    """The isotropy metrics' rates for ``dim`` dimensions (``isoscope.geometry.costs.measure_metrics``)."""
+    from isoscope.geometry.costs import measure_metrics
+
+    return measure_metrics(dim)
 
 
 def flow(n_rows: int, dim: int, flow_json: str = "") -> Cost:
@@ -105,7 +119,7 @@ def fits(methods: Sequence[str], n_rows: int, dim: int, flow_json: str = "", cac
 def _umap_probe() -> UmapRate:
     from isoscope.neighbours.costs import measure_umap
 
-    return measure_umap(repeat=False)
+    return measure_umap(repeat=False, setup=True)  # and a quarter-size layout: the cost of any layout
 
 
 def umap_rate() -> UmapRate | None:
@@ -130,67 +144,64 @@ def knn_rate(dim: int) -> KnnRate:
 
 
 @st.cache_resource(show_spinner="Measuring this machine's speed (once)…", max_entries=2)
-def int8_build_seconds(model: str) -> float:
+def int8_build_seconds(model: ModelKey) -> float:
     """Seconds to build ``model``'s int8 copy here (``isoscope.encode.costs.measure_int8_build``)."""
     from isoscope.encode.costs import measure_int8_build
 
     return measure_int8_build(fp32_encoder(model))
 
 
-def int8_build(model: str) -> Cost:
+def int8_build(model: ModelKey) -> Cost:
     """Building ``model``'s int8 copy (``services.models``'s int8 encoder): ``FREE`` when the int8 cache holds it."""
     from isoscope.encode.quantize import int8_built
 
-    base = split_key(model)[0]
+    base = model.at("fp32")
     if int8_built(fp32_encoder(base)):
         return FREE
     return Cost(int8_build_seconds(base))
 
 
-def sweep(model: str, items: Texts, pooling: str, max_length: int) -> Cost:
+def sweep(model: ModelKey, items: Texts, pooling: str, max_length: int) -> Cost:
     """The Precision & size sweep of ``items`` (``services.sweep.sweep``): the int8 copy when not built yet, and
     both embeddings; before the int8 copy exists its pass is counted at the fp32 engine's rate (int8 runs faster:
     an upper bound)."""
-    base = split_key(model)[0]
+    base = model.at("fp32")
     build = int8_build(base)
-    cost = build + embedding(model_key(base, "fp32"), items, [pooling], max_length)
+    cost = build + embedding(base, items, [pooling], max_length)
     if build == FREE:
-        return cost + embedding(model_key(base, "int8"), items, [pooling], max_length)
+        return cost + embedding(base.at("int8"), items, [pooling], max_length)
     n_tokens = token_count(base, items, max_length)
     rate = throughput(base, resolve_pooling(pooling, encoder(base)).needs_hidden_states, max_length)
     return cost + embedding_cost(rate, n_tokens)
 
 
-def atlas(model: str | None, items: Texts, config: AtlasConfig, dim: int) -> Cost:
+def atlas(model: ModelKey | None, items: Texts, config: AtlasConfig, dim: int) -> Cost:
     """Building an atlas of ``items`` with ``config``: their embedding (none for a vectors file: ``model`` None),
     each space's kNN graph (when the build needs one) and 2-D layout (UMAP at ``umap_rate``; without a rate
     yet, the layouts are left out)."""
-    from isoscope.atlas.costs import knn_cost, layout_cost
+    from isoscope.atlas.costs import graph_layout_cost
     from isoscope.atlas.folder import needs_graph
-    from isoscope.atlas.pipeline import PARALLEL_LAYOUT_ROWS
 
     n = len(items)
     cost = FREE
     if n < 2:
         return cost
     if model is not None:  # each distinct text is embedded once (atlas.pipeline.distinct_rows)
-        distinct = items if len(set(items.items)) == n else texts(dict.fromkeys(items.items))
         pooling = resolve_pooling(config.pooling, encoder(model))
         rate = throughput(model, pooling.needs_hidden_states, config.max_length)
-        cost += embedding_cost(rate, token_count(model, distinct, config.max_length), n_arrays=1, n_rows=n, dim=dim)
+        n_tokens = token_count(model, distinct(items), config.max_length)
+        cost += embedding_cost(rate, n_tokens, n_arrays=1, n_rows=n, dim=dim)
     spaces = 1 if config.calibrate == "none" else 2
-    if needs_graph(config.to_dict()):  # the kNN probe only when a graph is built
-        cost += total([knn_cost(n, dim, k=config.k + 1, rate=knn_rate(dim))] * spaces)
+    graph = needs_graph(config.to_dict())  # the kNN probe only when a graph or a layout needs it
     umap = umap_rate() if config.layout == "umap" else None
-    if umap is not None:  # from PARALLEL_LAYOUT_ROWS rows the spaces' layouts run side by side: one's time
-        side_by_side = n >= PARALLEL_LAYOUT_ROWS
-        layout = layout_cost(n, dim, k=config.k + 1, landmarks=config.landmarks, umap=umap, knn=knn_rate(dim))
-        cost += total([layout] * (1 if side_by_side else spaces))
+    knn = knn_rate(dim) if graph or umap is not None else None
+    args = {"k": config.k + 1, "spaces": spaces, "landmarks": config.landmarks, "graph": graph}
+    cost += graph_layout_cost(n, dim, **args, knn=knn, umap=umap)
     return cost
 
 
 def retrieval(
-    model: str, sides: Sequence[Texts], pooling: str, max_length: int, methods: Sequence[str], dim: int
+    model: ModelKey, sides: Sequence[Texts], pooling: str, max_length: int, methods: Sequence[str], dim: int
 ) -> Cost:
     """A retrieval run (``services.retrieval.run_model``): each side's prompted texts embedded with one pooling
     (``FREE`` when the disk cache holds them), and the flows among ``methods`` fitted on the documents."""

@@ -14,6 +14,15 @@ from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError
 from isoscope.geometry.options import METRIC_HELP
 
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Geometry",
+    "title": "Anisotropy",
+    "icon": ":material/scatter_plot:",
+    "order": 10,
+    "teaches": "How much of the space the vectors use: average cosine, IsoScore, effective rank, per layer.",
+}
+
 s = ui.settings()
 st.title("Anisotropy")
 st.caption(
@@ -36,6 +45,8 @@ if len(texts) < 3:
     st.info("Isotropy metrics need at least 3 texts; load a larger corpus.")
     st.stop()
 
+if ui.space().is_model:  # the first visit's work, said before it starts (nothing once it is cached)
+    ui.estimate(geometry.anisotropy_cost(s.model, keyed_texts(texts), s.pooling, s.max_length, methods=tuple(methods)))
 raw = ui.space_vectors(texts)  # (n, d)
 spaces: dict[str, Vectors] = {"raw": raw}
 for m in methods:

@@ -1,7 +1,8 @@
 """Projection map: the corpus in 2-D or 3-D (PCA, UMAP, t-SNE), raw and calibrated side by side.
 
-Colour by a metadata column, the vector norm or the length; hover shows the text; select a region (lasso
-or box) to list its points; highlight the texts that contain a search string.
+Colour by a metadata column, the vector norm, the length or (after a Migration run) each text's adapter
+cosine; hover shows the text; select a region (lasso or box) to list its points; highlight the texts that contain
+a search string.
 """
 
 from __future__ import annotations
@@ -18,8 +19,18 @@ from isoscope.dashboard.figures import projection as figures
 from isoscope.dashboard.services import models, projection
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError
+from isoscope.migrate.where import error_column
 from isoscope.neighbours.projection import PROJECTION_DESCRIPTIONS, precomputed_coordinates
 from isoscope.sampling import sample_indices
+
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Neighbours",
+    "title": "Projection map",
+    "icon": ":material/map:",
+    "order": 20,
+    "teaches": "The space as a 2D/3D map (PCA, UMAP, t-SNE), raw and calibrated side by side.",
+}
 
 METHODS = {"PCA": "pca", "UMAP": "umap", "t-SNE": "tsne"}
 PCA_NOTE = (
@@ -29,6 +40,8 @@ PCA_NOTE = (
 )
 PRECOMPUTED = "precomputed (x, y columns)"
 DERIVED = ("norm", "token length", "text length", "none")
+ADAPTER = "adapter cosine"  # offered when the Migration page has run (views/migration.py)
+MIGRATION = "migration_result"
 
 
 def method_words(label: str) -> str:
@@ -97,7 +110,8 @@ elif method == "tsne":
 meta_cols = {str(c): c for c in ui.meta_columns(corpus, exclude=DERIVED)}
 space_is_model = ui.space().is_model
 derived = DERIVED if space_is_model else tuple(d for d in DERIVED if d != "token length")  # needs the model
-options = [*meta_cols, *derived]
+migration = st.session_state.get(MIGRATION)  # the Migration page's last run: each text's adapter cosine
+options = [*meta_cols, *derived] + ([ADAPTER] if migration is not None else [])
 d1, d2 = st.columns(2)
 colour_by = d1.selectbox(
     "Colour by", options, index=options.index("topic") if "topic" in options else 0, key="pj_color"
@@ -111,6 +125,14 @@ elif colour_by == "token length":
     colour, categorical = models.token_lengths(s.model, keyed_texts(texts)), False
 elif colour_by == "text length":
     colour, categorical = np.array([len(t) for t in texts]), False
+elif colour_by == ADAPTER:
+    colour, categorical = error_column(migration, texts), False
+    rec = migration.recommendation
+    st.caption(
+        f"{ADAPTER}: the cosine of each text's vector mapped by {ui.literal(rec.method)} ({rec.direction}) with its "
+        f"true vector (1: exact), for the {int(np.isfinite(colour).sum()):,} texts of this corpus held out of the "
+        "Migration page's last run; grey: no value (a fit pair, or a text not in that run)."
+    )
 else:
     colour, categorical = figures.meta_colours(corpus.meta[meta_cols[colour_by]])
 hits = np.array([search.lower() in t.lower() for t in texts]) if search else np.zeros(n, bool)  # (n,)

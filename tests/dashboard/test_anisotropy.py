@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.conftest import open_page
+from tests.dashboard.conftest import APP, open_page
 
 
 def test_metrics_raw_vs_calibrated_and_layers(app: AppTest) -> None:
@@ -67,3 +67,49 @@ def test_a_corpus_too_small_to_whiten_gets_whitening_k_and_full_whitening_warns(
     at.multiselect(key="ani_methods").set_value(["whitening"]).run()
     want = fit_size_warning(make_calibrator("whitening"), len(texts), 384)
     assert [w.value.replace("\\", "") for w in at.warning] == [want]
+
+
+def test_the_first_visit_says_what_it_computes_then_nothing(tmp_path, monkeypatch) -> None:
+    """Issue 50: the first visit's estimate counted the embedding alone (25 s said, 61 s taken on the demo); the
+    metrics of every space and of every layer, and the calibrators' fits, are the rest of the visit. On 200 demo
+    texts of the session's data, in a cache of their own (only the ONNX exports shared): the estimate is the sum of
+    those parts before the visit, the page says it (the threshold lowered: 200 texts take seconds), and once the
+    page has run the same visit costs nothing."""
+    import os
+    from pathlib import Path
+
+    from isoscope import costs
+    from isoscope.dashboard.services import costs as estimate
+    from isoscope.dashboard.services import geometry
+    from isoscope.dashboard.services.keyed import texts as keyed_texts
+    from isoscope.data import load_corpus
+    from isoscope.geometry.costs import covariance_cost, metrics_cost
+    from isoscope.paths import DEMO_CORPUS
+    from tests.dashboard.test_costs import estimates
+
+    corpus = [f"{t} (issue 50)" for t in load_corpus(DEMO_CORPUS).texts[:200]]  # texts no other test embeds
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(corpus) + "\n", encoding="utf-8")
+    root = tmp_path / "cache"
+    exports = Path(os.environ["ISOSCOPE_CACHE"]) / "onnx"
+    exports.mkdir(parents=True, exist_ok=True)
+    root.mkdir()
+    (root / "onnx").symlink_to(exports, target_is_directory=True)
+    monkeypatch.setenv("ISOSCOPE_CACHE", str(root))
+    monkeypatch.setenv("ISOSCOPE_DATA_FILE", str(path))
+    monkeypatch.setattr(costs, "SHOW_SECONDS", 1e-6)
+    items, methods = keyed_texts(corpus), ("whitening:50", "sn+abtt:3")  # the page's defaults on 200 texts
+    before = geometry.anisotropy_cost("", items, "model", 128, methods=methods)
+    embedding = estimate.embedding("", items, ["model", "mean"], 128)  # one pass: its companions hold the layers
+    rate = estimate.metrics_rate(384)
+    fits_and_spectra = covariance_cost(200, rate, passes=2 + 3)  # 2 calibrators; raw and 2 calibrated spectra
+    parts = [embedding, fits_and_spectra, metrics_cost(200, rate, spaces=4 + 7)]  # 4 spaces, 7 layers
+    assert embedding.seconds > 0 and all(p.seconds > 0 for p in parts)
+    assert before.seconds == pytest.approx(sum(p.seconds for p in parts))
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    assert not at.exception, at.exception
+    at = open_page(at, "anisotropy")
+    assert list(at.dataframe[0].value.index) == ["raw", *methods]
+    (shown,) = estimates(at)
+    assert "about" in shown, shown
+    assert geometry.anisotropy_cost("", items, "model", 128, methods=methods) == costs.FREE

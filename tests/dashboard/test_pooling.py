@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboard.conftest import open_page
@@ -35,3 +36,31 @@ def test_pairs_with_one_score_for_all_get_one_info_line(app: AppTest) -> None:
     at.file_uploader(key="pool_upload").set_value(("flat.csv", flat, "text/csv")).run()
     assert not at.exception and not at.error
     assert any("same score" in i.value for i in at.info), [i.value for i in at.info]
+
+
+def test_the_estimate_counts_every_pooling_s_uniformity_and_fits(tmp_cache) -> None:
+    """Issue 50: the explorer's estimate counted the pass and the flows; its table computes, per pooling (13 of
+    them here) and calibration, the uniformity of the unique sentences' pairs and a fit of each linear method: the
+    estimate is those parts added up (the first 300 demo pairs, an empty cache)."""
+    from isoscope.anatomy.poolings import pooling_modes_for
+    from isoscope.cache import ArrayCache
+    from isoscope.dashboard.services import anatomy, costs
+    from isoscope.dashboard.services.models import encoder
+    from isoscope.data import Pairs, load_pairs
+    from isoscope.encode.costs import embed_texts_cost
+    from isoscope.geometry.costs import covariance_cost, uniformity_cost
+    from isoscope.paths import DEMO_PAIRS
+
+    full = load_pairs(DEMO_PAIRS)
+    pairs = Pairs(full.sentence1[:300], full.sentence2[:300], full.scores[:300])
+    texts = list(dict.fromkeys(pairs.texts))
+    enc = encoder("")
+    modes = pooling_modes_for(enc)
+    rate = costs.metrics_rate(enc.hidden_size)
+    speed = lambda hidden: costs.throughput("", hidden, 128, fast=False)  # noqa: E731
+    embed = embed_texts_cost(enc, texts, modes, max_length=128, rate=speed, cache=ArrayCache())
+    parts = embed.seconds + uniformity_cost(len(texts), rate, spaces=2 * len(modes)).seconds
+    parts += covariance_cost(len(texts), rate, passes=len(modes)).seconds  # whitening:64 on each pooling
+    got = anatomy.pooling_report_cost("", pairs, ("whitening:64",), 128)
+    assert len(modes) == 13 and embed.seconds > 0  # 6 poolings and 7 layers
+    assert got.seconds == pytest.approx(parts)

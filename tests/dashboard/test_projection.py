@@ -131,3 +131,39 @@ def test_precomputed_xy_columns(app: AppTest) -> None:
     names = trace_names(fig)
     assert len(names) == MAX_CATEGORIES and names[-1] == "other"
     assert all(n.startswith("&lt;i&gt;g") for n in names[:-1])
+
+
+def test_colour_by_adapter_cosine_after_a_migration_run(app: AppTest) -> None:
+    """With a migration result in the session (the Migration page keeps its last run there), the map colours each
+    text by its adapter cosine: an identity adapter (B = A) maps every held-out text exactly (cosine 1); the fit
+    pairs and the corpus's texts not in the run are drawn grey as "no value"."""
+    from isoscope.migrate.config import MigrationConfig
+    from isoscope.migrate.run import evaluate_migration
+    from isoscope.retrieval.task import build_task
+
+    demo = load_corpus(DEMO_CORPUS)
+    docs = list(dict.fromkeys(demo.texts))[:80]
+    rng = np.random.default_rng(0)
+    D = rng.normal(size=(len(docs), 12))
+    Q = D[:20] + 0.3 * rng.normal(size=(20, 12))
+    task = build_task(
+        "identity",
+        [(f"q{i}", f"query {i}") for i in range(20)],
+        [(f"d{i}", t) for i, t in enumerate(docs)],
+        [(f"q{i}", f"d{i}", 1) for i in range(20)],
+    )
+    config = MigrationConfig(methods=("procrustes",), fit_fraction=0.25, curve=(), resamples=200)
+    result = evaluate_migration((Q, D), (Q, D), task, config=config)
+    app.session_state["migration_result"] = result
+    app.session_state["pj_projection"] = "PCA"
+    at = open_page(app, "projection")
+    assert "adapter cosine" in at.selectbox(key="pj_color").options
+    at.number_input(key="pj_sample").set_value(len(demo.texts)).run()
+    at.selectbox(key="pj_color").set_value("adapter cosine").run()
+    assert not at.exception, at.exception
+    fig = figures(at)[0]
+    assert trace_names(fig) == ["no value", "adapter cosine"]
+    coloured = values(fig["data"][1]["marker"]["color"])
+    assert len(coloured) == len(docs) - len(result.fit_rows)  # the held-out texts, each once in the demo corpus
+    np.testing.assert_allclose(coloured, 1.0, atol=1e-5)  # float32 search vectors: d x 6e-8 of round-off
+    assert any("held out of the Migration page's last run" in c.value for c in at.caption)

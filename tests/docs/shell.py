@@ -26,10 +26,14 @@ NOT_RUN: dict[str, tuple[str, str]] = {
     "cli-bash-1": ("STS-B and models downloaded, an embeddings endpoint: a network", "a network"),
     "cli-bash-2": ("a GPU and a Ray cluster", "a GPU"),
     "cli-bash-3": ("a Ray cluster of several machines", "ray start --head"),
+    "cli-bash-4": ("placeholders for a model B and files of your own", "placeholders"),
     "classroom-bash-0": ("a model folder downloaded from the Hub (a network)", "downloaded"),
-    "results-bash-0": ("STS-B beside a checkout (../shared), minutes of work", "../shared/data/stsb"),
-    "results-bash-1": ("a checkout's script and STS-B beside it, minutes of work", "scripts/stsb_retrieval.py"),
-    "results-bash-2": ("STS-B (a network) and tens of minutes of training", "--task stsb"),
+    "results-bash-0": ("STS-B beside a checkout, an hour of work (make docs-numbers runs it)", "../shared/data/stsb"),
+    "results-bash-1": ("STS-B beside a checkout, minutes of work (make docs-numbers runs it)", "../shared/data/stsb"),
+    "results-bash-2": ("STS-B beside a checkout, 45 minutes (make docs-numbers runs it)", "../shared/data/stsb"),
+    "results-bash-3": ("STS-B beside a checkout, minutes of work (make docs-numbers runs it)", "../shared/data/stsb"),
+    "results-bash-4": ("a checkout's script and STS-B beside it, minutes of work", "scripts/stsb_retrieval.py"),
+    "results-bash-5": ("STS-B (a network) and tens of minutes of training", "--task stsb"),
 }
 # a page's Python blocks a bash block reads the output of (models.md's writes cls.parquet), run before it
 PYTHON_FIRST: dict[str, tuple[int, ...]] = {"models": (0,)}

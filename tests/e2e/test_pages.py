@@ -264,6 +264,7 @@ PAGES: tuple[PageCase, ...] = (
     PageCase("neighbours", "Neighbours", "Neighbours", 1, neighbours_interaction),
     PageCase("projection", "Projection map", "Projection map", 2, projection_interaction),
     PageCase("compare", "Compare spaces", "Compare spaces", 4, compare_interaction),
+    PageCase("migration", "Migration", "Migration", 0),
     PageCase("pooling", "Pooling explorer", "Pooling explorer", 0, pooling_interaction, shot_after=True),
     PageCase("anatomy", "Embedding anatomy", "Embedding anatomy", 2, anatomy_interaction),
     PageCase("landscape", "Loss surfaces", "Loss surfaces", 0, landscape_interaction),

@@ -4,6 +4,7 @@ that opens offline and can be mailed to a colleague (``content``: what it says; 
 
 space.report("report.html", vs="whitening", pairs="stsb-en-test.csv")   # or isoscope report --model ... --out
 isoscope.compare(a, b).report("compare.html")
+isoscope.migrate(new="model=NAME").report("migration.html")           # or space.report(..., migration=result)
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from isoscope.space.comparison import Comparison
     from isoscope.space.space import Space
 
-__all__ = ["comparison_report", "space_report", "write"]
+__all__ = ["comparison_report", "migration_report", "space_report", "write"]
 
 
 def write(html: str, path: str | Path, *, force: bool = False) -> Path:
@@ -42,4 +43,14 @@ def comparison_report(comparison: Comparison, path: str | Path | None = None, **
     from isoscope.space.report.render import render
 
     html = render(build_comparison_report(comparison, **options))
+    return html if path is None else write(html, path)
+
+
+def migration_report(result: Any, path: str | Path | None = None, **options: Any) -> Path | str:
+    """The report of a migration run (``isoscope.migrate(...)``; options: command, title), written to ``path`` or
+    returned. The run is read through its own methods (this package never imports ``isoscope.migrate``)."""
+    from isoscope.space.report.build import build_migration_report
+    from isoscope.space.report.render import render
+
+    html = render(build_migration_report(result, **options))
     return html if path is None else write(html, path)

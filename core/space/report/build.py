@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from isoscope.retrieval.options import HEADLINE, metric_label
 from isoscope.retrieval.variants import parse_variant
 from isoscope.space.report import content as c
 
@@ -150,22 +151,82 @@ def _retrieval(space: Space, task: Any, vs: str, progress: bool) -> tuple[c.Sect
     """Raw, centring, the report's ``vs`` and CSLS on a retrieval task (``Space.retrieval``), each against raw."""
     report = space.retrieval(task, list(dict.fromkeys(["centre", vs, "csls"])), progress=progress)
     result = report.result
-    task_ = result.task
+    task_, label = result.task, metric_label(HEADLINE)
     words = [
         f"{task_.name}: {task_.n_queries:,} queries, {task_.n_documents:,} documents. Exact cosine search to depth "
         f"{result.raw.ranking.depth}, scored by pytrec_eval; each fix fitted on the documents without labels. Raw "
-        f"nDCG@10 {result.raw.means()['ndcg@10']:.3f}."
+        f"{label} {result.raw.means()[HEADLINE]:.3f}."
     ]
     for row in result.rows[1:]:
-        t = row.tests["ndcg@10"]
+        t = row.tests[HEADLINE]
         words.append(
-            f"{row.variant}: nDCG@10 {row.means()['ndcg@10']:.3f}, change {t.mean_difference:+.3f} (95% CI "
+            f"{row.variant}: {label} {row.means()[HEADLINE]:.3f}, change {t.mean_difference:+.3f} (95% CI "
             f"{t.ci_low:+.3f} to {t.ci_high:+.3f}, paired randomisation test p = {t.p_value:.3f}): {t.verdict}."
         )
     section = c.Section("retrieval", "Retrieval: would a fix help search?", words)
-    section.tables.append(("Every fix against raw (nDCG@10's change, interval, test; geometry of the documents)",
+    section.tables.append((f"Every fix against raw ({label}'s change, interval, test; geometry of the documents)",
                            report.table.round(4)))  # fmt: skip
     return section, result
+
+
+def _migration(result: Any) -> c.Section:
+    """A migration run (``isoscope.migrate``'s result, read through its own methods: this package never imports
+    ``isoscope.migrate``): the verdict, the curve, every system, what each adapter costs, the losing queries."""
+    rec, config = result.recommendation, result.config
+    words = [
+        f"Old: {result.old.name} ({result.old.dims} dimensions); new: {result.new.name} ({result.new.dims}). Fit on "
+        f"{result.n_pairs:,} pairs ({len(result.fit_rows):,} corpus documents, a seeded sample, and "
+        f"{result.n_generic:,} generic texts). new->legacy maps the new model's queries into the old index (left "
+        "untouched); old->new maps every stored old vector into the new space (no text re-embedded).",
+        f"Verdict: {rec.words}.",
+        f"Chosen by {rec.chosen_by}.",
+        f"Two measures side by side: agreement@{config.k} is the label-free ratio the papers report (the share of "
+        f"the new model's own top {config.k} the adapted search returns); c/b and the recovered fraction "
+        "(c - a) / (b - a) read the relevance labels, the second only where the new model's gain is real. They can "
+        "disagree.",
+        *result.notes,
+    ]
+    section = c.Section("migration", "Migration: switch models without re-embedding?", words)
+    if result.curve_points:
+        section.figures.append(result.plot())
+    table = result.table().drop(columns=["role", "method", "direction"])
+    section.tables.append(("Every system: old (a), new (b), each adapter (c), tested against new", table.round(4)))
+    import pandas as pd
+
+    costs = pd.DataFrame([a.to_dict() for a in result.adapters]).drop(columns=["notes"])
+    section.tables.append(("What each adapter costs, and its label-free measures on held-out texts", costs.round(4)))
+    if result.labelled:
+        section.tables.append((f"The queries {rec.method} ({rec.direction}) loses most on", result.losers(10).round(4)))
+    if result.curve_points:
+        section.tables.append(("The curve: kept against fit pairs", result.curve().round(4)))
+    return section
+
+
+def build_migration_report(result: Any, *, command: str | None = None, title: str | None = None) -> c.Report:
+    """A report of one migration run alone (``Migration.report``, ``isoscope migrate --report``)."""
+    rec, h = result.recommendation, result.config.headline
+    tiles = [
+        ("verdict", rec.verdict, f"{rec.method} ({rec.direction})"),
+        (rec.measure, f"{rec.kept.value:.3f}", f"95% CI {rec.kept.low:.3f} to {rec.kept.high:.3f}"),
+        ("fit pairs", f"{result.n_pairs:,}", f"{len(result.fit_rows):,} corpus, {result.n_generic:,} generic"),
+    ]
+    if result.labelled:
+        adapted = result.adapted()
+        tiles += [(f"{h} {s.name}", f"{s.mean(h):.3f}", "") for s in (result.system("old"), result.system("new"))]
+        tiles.append((f"{h} adapted", f"{adapted.mean(h):.3f}", adapted.name))
+    provenance = {"old": result.old.name, "old dims": result.old.dims, "new": result.new.name,
+                  "new dims": result.new.dims}  # fmt: skip
+    return c.Report(
+        title=title or f"Isoscope migration: {result.old.name} -> {result.new.name}",
+        subtitle=(f"{result.task.name}: {result.task.n_queries:,} queries, " if result.labelled else "corpus: ")
+        + f"{len(result.documents):,} documents",
+        verdict=[rec.words],
+        tiles=tiles,
+        sections=[_migration(result)],
+        made=c.made_by(command, result.config.to_dict(), provenance, 0.0),
+        data={"migration": result.to_dict()},
+        warnings=list(result.warnings),
+    )
 
 
 def build_space_report(
@@ -182,9 +243,11 @@ def build_space_report(
     command: str | None = None,
     title: str | None = None,
     progress: bool = True,
+    migration: Any = None,
 ) -> c.Report:
     """Measure ``space`` and its ``vs`` calibration (fitted on the space, no labels) for a report (module docs);
     ``retrieval``: a task (a BEIR folder or zip, a table, a ``RetrievalTask``) for a retrieval section;
+    ``migration``: a migration run (``isoscope.migrate(...)``) for a migration section;
     ``progress=False``: no progress bars (the command line's ``--quiet``)."""
     start, clock = time.perf_counter(), {}
     other = space.calibrate(vs, progress=progress)
@@ -207,6 +270,8 @@ def build_space_report(
         section, ranked = _retrieval(space, retrieval, vs, progress)
         sections.append(section)
         c.timed(clock, "retrieval", t)
+    if migration is not None:
+        sections.append(_migration(migration))
     t = time.perf_counter()
     method = c.map_method(map, min(len(space), map_points))
     colour_of = lambda rows: c.map_colour(space, rows, cmp.overlap[rows], k)  # noqa: E731
@@ -229,8 +294,8 @@ def build_space_report(
         tiles.append(("STS Spearman", f"{sts[0].spearman:.2f}", f"{other.label}: {sts[1].spearman:.2f}"))
     if ranked is not None:
         fixed = ranked.row(str(parse_variant(vs)))
-        tiles.append(("nDCG@10", f"{ranked.raw.means()['ndcg@10']:.3f}",
-                      f"{fixed.variant}: {fixed.means()['ndcg@10']:.3f} ({fixed.tests['ndcg@10'].verdict})"))  # fmt: skip
+        tiles.append((metric_label(HEADLINE), f"{ranked.raw.means()[HEADLINE]:.3f}",
+                      f"{fixed.variant}: {fixed.means()[HEADLINE]:.3f} ({fixed.tests[HEADLINE].verdict})"))  # fmt: skip
     verdict = [
         c.anisotropy_words(raw),
         c.calibration_words(
@@ -250,6 +315,8 @@ def build_space_report(
     data = {"metrics": metrics, "comparison": cmp.to_dict(), "sts": None if sts is None else [r.to_dict() for r in sts]}
     if ranked is not None:
         data["retrieval"] = ranked.to_dict()
+    if migration is not None:
+        data["migration"] = migration.to_dict()
     data["comparison"].pop("most_changed", None)
     return c.Report(
         title=title or f"Isoscope report: {space.name}",

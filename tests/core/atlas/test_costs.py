@@ -96,3 +96,20 @@ def test_the_ray_plan_bounds_each_task_by_its_shard():
     assert "100 shard(s) of 100,000 rows on 32 worker CPU(s)" in lines[1]
     local = costs.atlas_plan(50_000, 384, k=15, spaces=2, landmarks=100_000, engine="local", shard_rows=1, workers=1)
     assert local.holds_rows > 0 and "this machine holds about" in local.lines()[1]
+
+
+def test_the_one_machine_plan_times_graphs_and_layouts_at_the_measured_rates():
+    """Issue 50: the one-machine plan priced 300 rows' graphs and layouts at 0.15 s (a per-row constant fitted to a
+    million rows); 14 s were taken. With this machine's rates it is each space's exact graph (n^2 d) and full
+    UMAP (n x 500 epochs); a raw-only PCA map has neither."""
+    from isoscope.neighbours.costs import UmapRate
+
+    knn, umap = (
+        costs.KnnRate(exact=1e-9, approx=float("nan")),
+        UmapRate(seconds_per_point_epoch=1e-5, compile_seconds=9),
+    )
+    args = {"k": 15, "landmarks": 100_000, "engine": "local", "shard_rows": 1, "workers": 1}
+    plan = costs.atlas_plan(300, 384, spaces=2, **args, knn=knn, umap=umap)
+    assert plan.seconds == pytest.approx(2 * 300 * 300 * 384 * 1e-9 + 2 * 300 * 500 * 1e-5)
+    assert costs.atlas_plan(300, 384, spaces=1, **args, graph=False).seconds == 0  # PCA of the raw space only
+    assert not costs.needs_approx(300, 100_000) and costs.needs_approx(30_000, 0)

@@ -41,7 +41,9 @@ np.save(sys.argv[2] + ".npy", load_calibrator(sys.argv[2]).transform(np.load(sys
 
 
 def test_the_methods_cover_the_grammar():
-    assert {step.name for m in METHODS for step in parse_method(m).steps} == {name for name in method_names() if _ours(name)}
+    assert {step.name for m in METHODS for step in parse_method(m).steps} == {
+        name for name in method_names() if _ours(name)
+    }
 
 
 def test_every_method_round_trips_through_a_new_process(tmp_path):

@@ -35,6 +35,7 @@ def test_the_probe_measures_the_encoder_on_its_own_batches(tiny, rate):
     texts = costs.probe_texts(EmbedConfig().batch_tokens)
     assert rate.probe_tokens == costs.token_count(tiny, texts, 64, sample=None)
     assert rate.probe_tokens >= costs.PROBE_BATCHES * EmbedConfig().batch_tokens  # two full batches at least
+    assert len(set(texts)) == len(texts)  # each timed: a repeated text is embedded once (issue 50)
 
 
 def test_token_counts_come_from_the_tokenizer_and_scale_with_n(tiny):
@@ -65,6 +66,20 @@ def test_embedding_cost_grows_with_the_texts_and_is_free_once_cached(tiny, rate,
     encode_many(tiny, large, ["mean"], config=EmbedConfig(max_length=64), cache=cache, companions=True)
     assert cost(large) == FREE  # read from the cache, not computed
     assert cost(small).seconds > 0  # other texts are not
+
+
+def test_an_embedding_cost_counts_each_distinct_text_once(tiny, rate, tmp_path):
+    """``encode_many`` embeds each distinct text once (issue 50): texts repeated three times cost one copy's pass
+    and write one copy's rows, and once that copy is cached the repeated list costs nothing."""
+    cache = ArrayCache(tmp_path)
+    once = corpus(300)
+
+    def cost(texts: list[str]) -> Cost:
+        return costs.embed_texts_cost(tiny, texts, ["mean"], max_length=64, rate=lambda hidden: rate, cache=cache)
+
+    assert cost(once * 3) == cost(once) and cost(once).seconds > 0
+    encode_many(tiny, once, ["mean"], config=EmbedConfig(max_length=64), cache=cache)
+    assert cost([*reversed(once), *once]) == FREE
 
 
 def test_the_int8_probe_builds_small_copies_elsewhere_and_the_cache_says_when_it_is_built(tiny, tmp_path):

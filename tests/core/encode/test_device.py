@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 import torch
 
-from isoscope.cache import text_digest
 from isoscope.encode.device import (
     DTYPES,
     available_devices,
@@ -24,7 +23,7 @@ from isoscope.encode.device import (
     parse_dtype,
     resolve_device,
 )
-from isoscope.encode.embed import EmbedConfig, _entry_key, encode
+from isoscope.encode.embed import CachedTexts, EmbedConfig, encode
 from isoscope.encode.engines import fastest_fp32_encoder
 from isoscope.encode.models import default_model_path, load_encoder, parameter_count, with_precision
 from isoscope.encode.quantize import quantize_encoder
@@ -134,8 +133,8 @@ def test_dtype_is_in_the_cache_key(encoder, tmp_cache):
     bf16 = load_encoder(None, device="cpu", dtype="bfloat16")
     assert bf16.dtype == "bfloat16" and bf16.model.dtype == torch.bfloat16 and bf16.device == "cpu"
     assert bf16.fingerprint == encoder.fingerprint + "+bfloat16"
-    config, digest = EmbedConfig(), text_digest(TEXTS)
-    assert _entry_key(bf16, "mean", config, digest) != _entry_key(encoder, "mean", config, digest)
+    named = CachedTexts.of(encoder, TEXTS, config=EmbedConfig(), cache=tmp_cache)
+    assert named.key(bf16, "mean") != named.key(encoder, "mean")
     fp32 = encode(encoder, TEXTS, "mean", cache=tmp_cache)  # cached first
     cached_bf16 = encode(bf16, TEXTS, "mean", cache=tmp_cache)
     fresh_bf16 = encode(bf16, TEXTS, "mean")

@@ -28,6 +28,7 @@ TEXTS = [
     "Hi",  # duplicate
     "What is the capital of France? Paris, of course.",
 ]
+DISTINCT = len(set(TEXTS))  # the rows of a cache entry of TEXTS
 SMALL = EmbedConfig(batch_size=4, batch_tokens=0)  # fixed batches of 4 texts: several padded batches
 
 
@@ -159,7 +160,9 @@ def test_progress_callback(encoder) -> None:
     assert all(t == n for _, t in calls)
     done = [d for d, _ in calls]
     assert done == sorted(done) and done[0] == 4
-    assert (8, n) in calls
+    # 10 distinct texts in batches of 4, 4 and 2; the batch holding "Hi" counts it twice (it occurs twice)
+    steps = np.diff([0, *done[:-1]])
+    assert sorted((steps - [4, 4, 2]).tolist()) == [0, 0, 1], steps
 
 
 def test_empty_list(encoder) -> None:
@@ -295,9 +298,11 @@ def test_cache_second_call_is_a_hit(encoder, tmp_cache: ArrayCache) -> None:
     assert files[0].stat().st_mtime_ns == mtime
 
     # proof that the file is what is read: replace its content with a marker array (written through the
-    # cache, so its checksum is valid)
-    tmp_cache.put(files[0].stem, np.full_like(first, 0.25))
-    np.testing.assert_array_equal(encode(encoder, TEXTS, "mean", cache=tmp_cache), np.full_like(first, 0.25))
+    # cache, so its checksum is valid): a row per distinct text, the repeated "Hi" read twice from its one row
+    marker = np.arange(len(set(TEXTS)), dtype=np.float32)[:, None] * np.ones((1, first.shape[1]), np.float32)
+    tmp_cache.put(files[0].stem, marker)
+    got = encode(encoder, TEXTS, "mean", cache=tmp_cache)
+    np.testing.assert_array_equal(got[:, 0], [sorted(set(TEXTS)).index(t) for t in TEXTS])  # the rows, sorted
 
 
 def test_cache_key_depends_on_texts_pooling_and_max_length(encoder, tmp_cache: ArrayCache) -> None:
@@ -331,10 +336,10 @@ def _write_pickled(path: Path) -> None:
 CORRUPT = {
     "truncated": lambda p: p.write_bytes(p.read_bytes()[:100]),
     "wrong_rows": lambda p: np.save(p, np.ones((3, 384), np.float32)),
-    "wrong_cols": lambda p: np.save(p, np.ones((len(TEXTS), 10), np.float32)),
+    "wrong_cols": lambda p: np.save(p, np.ones((DISTINCT, 10), np.float32)),
     "pickled_object_array": _write_pickled,
     "raw_pickle": lambda p: p.write_bytes(pickle.dumps({"payload": 1})),
-    "nan": lambda p: np.save(p, np.full((len(TEXTS), 384), np.nan, np.float32)),
+    "nan": lambda p: np.save(p, np.full((DISTINCT, 384), np.nan, np.float32)),
 }
 
 
@@ -348,13 +353,14 @@ def test_corrupt_cache_file_is_dropped_and_recomputed(encoder, tmp_cache: ArrayC
     assert len(calls) > 1  # recomputed, not read
     np.testing.assert_allclose(again, good, atol=1e-6)
     assert again.dtype == np.float32
-    np.testing.assert_array_equal(np.load(path, allow_pickle=False), again)  # the bad file was replaced
+    first = [TEXTS.index(t) for t in sorted(set(TEXTS))]  # an entry holds a row per distinct text, sorted
+    np.testing.assert_array_equal(np.load(path, allow_pickle=False), again[first])  # the bad file was replaced
 
 
 def test_float64_cache_file_comes_back_float32(encoder, tmp_cache: ArrayCache) -> None:
     good = encode(encoder, TEXTS, "mean", cache=tmp_cache)
     (path,) = tmp_cache.root.glob("*.npy")
-    np.save(path, good.astype(np.float64))
+    np.save(path, np.load(path).astype(np.float64))
     again = encode(encoder, TEXTS, "mean", cache=tmp_cache)
     assert again.dtype == np.float32
     np.testing.assert_array_equal(again, good)
@@ -425,3 +431,73 @@ def test_a_second_caller_waits_for_the_pass_and_reads_it(encoder, tmp_cache: Arr
     a.join()
     assert len(first_calls) > 2 and second_calls == [(len(texts), len(texts))]  # the second ran no batch
     np.testing.assert_array_equal(b, out["a"])
+
+
+# ---------------------------------------------------------------- each distinct text once; the entries' names
+
+
+class ForwardRows:
+    """The rows (texts) of every forward pass through ``model``, counted by a forward hook on the real module."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.rows: list[int] = []
+        self.handle = model.register_forward_hook(self.record, with_kwargs=True)
+
+    def record(self, module, args, kwargs, output) -> None:
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        self.rows.append(int(ids.shape[0]))
+
+    def __enter__(self) -> ForwardRows:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.remove()
+
+
+def test_each_distinct_text_reaches_the_forward_pass_once(encoder, tmp_cache: ArrayCache) -> None:
+    """Pairs repeat their sentences (``isoscope sts`` on STS-B: 19,854 texts, 6,077 distinct): the model embeds
+    each distinct text once, every occurrence gets its row, and the cache holds a row per distinct text, which
+    the distinct texts in any order read."""
+    distinct = list(dict.fromkeys(TEXTS))
+    texts = [*TEXTS, *reversed(TEXTS), TEXTS[2]]  # every text two or more times
+    with ForwardRows(encoder.model) as seen:
+        got = encode_many(encoder, texts, ["mean", "cls"], config=SMALL)
+    assert sum(seen.rows) == len(distinct) < len(texts)
+    own = encode_many(encoder, distinct, ["mean", "cls"], config=SMALL)  # the same batches: the same arithmetic
+    for name in ("mean", "cls"):
+        np.testing.assert_array_equal(got[name], own[name][[distinct.index(t) for t in texts]])
+    with ForwardRows(encoder.model) as seen:
+        encode(encoder, texts, "mean", config=SMALL, cache=tmp_cache)
+    assert sum(seen.rows) == len(distinct)
+    (entry,) = tmp_cache.root.glob("*.npy")
+    assert np.load(entry).shape == (len(distinct), encoder.hidden_size)
+    with ForwardRows(encoder.model) as seen:  # the distinct texts alone are the same entry
+        np.testing.assert_array_equal(encode(encoder, distinct, "mean", cache=tmp_cache), own["mean"])
+    assert seen.rows == []
+
+
+def test_entries_are_named_by_the_cut_not_the_max_length(encoder, tmp_cache: ArrayCache) -> None:
+    """Two max lengths above the longest text compute the same vectors: the second reads the first's entry (the
+    app's 128 tokens and the command line's 256, on short sentences). Where a text is cut, each max length has
+    its own entry."""
+    short = TEXTS[:2]  # under 16 tokens
+    longest = max(len(ids) for ids in encoder.tokenizer(TEXTS)["input_ids"])
+    assert longest < 128
+    first = encode(encoder, TEXTS, "mean", config=EmbedConfig(max_length=128), cache=tmp_cache)
+    with ForwardRows(encoder.model) as seen:
+        again = encode(encoder, TEXTS, "mean", config=EmbedConfig(max_length=256), cache=tmp_cache)
+        np.testing.assert_array_equal(again, first)
+        encode(encoder, TEXTS, "mean", config=EmbedConfig(max_length=longest + 1), cache=tmp_cache)
+    assert seen.rows == []
+    with ForwardRows(encoder.model) as seen:  # the longest text fills the limit: cut, or maybe: its own entry
+        at_limit = encode(encoder, TEXTS, "mean", config=EmbedConfig(max_length=longest), cache=tmp_cache)
+        cut = encode(encoder, TEXTS, "mean", config=EmbedConfig(max_length=16), cache=tmp_cache)
+        encode(encoder, short, "mean", config=EmbedConfig(max_length=16), cache=tmp_cache)
+    assert len(seen.rows) == 3
+    np.testing.assert_allclose(at_limit, first, atol=1e-5)  # nothing was cut at its own length
+    assert not np.allclose(cut, first, atol=1e-3)
+    with ForwardRows(encoder.model) as seen:
+        np.testing.assert_array_equal(encode(encoder, TEXTS, "mean", config=EmbedConfig(max_length=16)), cut)
+        encode(encoder, short, "mean", config=EmbedConfig(max_length=64), cache=tmp_cache)
+    assert len(seen.rows) > 0 and sum(seen.rows) == len(set(TEXTS))  # no cache, then a hit for the short ones
+    assert len(list(tmp_cache.root.glob("*.npy"))) == 4  # whole, cut at the longest, cut at 16, the short ones

@@ -25,3 +25,15 @@ def test_the_rate_of_layouts_seen_here_leaves_out_the_first_compile(monkeypatch)
     costs.record_umap(20_000, 8.0)  # 4,000,000 point-epochs in 8 s
     rate = costs.seen_umap_rate()
     assert rate.seconds_per_point_epoch == pytest.approx(2e-6) and rate.compile_seconds == pytest.approx(30.0)
+
+
+def test_every_layout_pays_its_setup_once():
+    """Issue 50: a 300-point layout took a third of a 1,000-point one's time, not 15% (its point-epochs' share):
+    the probe splits its timings into a setup per layout and a rate per point-epoch, and a layout costs both."""
+    rate = costs.UmapRate(seconds_per_point_epoch=2e-6, compile_seconds=30.0, setup_seconds=1.5)
+    assert costs.umap_cost(300, rate).seconds == pytest.approx(300 * 500 * 2e-6 + 1.5)
+    assert costs.umap_cost(300, rate, compiled=False).seconds == pytest.approx(300 * 500 * 2e-6 + 31.5)
+    measured = costs.measure_umap(repeat=False, setup=True)
+    assert measured.seconds_per_point_epoch > 0 and measured.setup_seconds >= 0
+    whole = costs.UMAP_PROBE_ROWS * costs.umap_epochs(costs.UMAP_PROBE_ROWS) * measured.seconds_per_point_epoch
+    assert whole + measured.setup_seconds > 0  # the probe's own layout, rebuilt from its two parts
