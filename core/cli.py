@@ -12,78 +12,42 @@ its check fails, with one ``gate:`` line on stderr: ``isoscope migrate --thresho
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import logging
 import os
+import re
 import sys
 import traceback
+from pathlib import Path
 from typing import NoReturn
 
 from isoscope.errors import InputError, first_line, printable
 
 PROG = "isoscope"
 
+COMMANDS_FOLDER = Path(__file__).resolve().parent / "commands"
+_DECLARATION = re.compile(r"^COMMAND = (\{.*?\})\n", re.M | re.S)
+
+
+def _declared(path: Path) -> dict | None:
+    """A command module's ``COMMAND = {"order": N, "help": "..."}``, read as a literal (the module is not imported:
+    ``isoscope --help`` stays instant), or None for a helper module."""
+    found = _DECLARATION.search(path.read_text(encoding="utf-8"))
+    return None if found is None else ast.literal_eval(found.group(1))
+
+
+def _commands(*folders: Path) -> dict[str, tuple[str, str]]:
+    """name -> (its module, its one-line help), in ``order``: every module of ``isoscope/commands/`` (or of
+    ``folders``, on the package's path) that declares ``COMMAND``; a command is its file."""
+    paths = (path for folder in folders or (COMMANDS_FOLDER,) for path in sorted(folder.glob("*.py")))
+    found = {path.stem: _declared(path) for path in paths}
+    ranked = sorted((d["order"], name, d["help"]) for name, d in found.items() if d is not None)
+    return {name.replace("_", "-"): (f"isoscope.commands.{name}", help_) for _, name, help_ in ranked}
+
+
 # name -> (module defining add_arguments(parser) and run(args) -> dict, one-line help)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "embed": (
-        "isoscope.commands.embed",
-        "embed a corpus (one text per line, or a table with a text column) to a .npy file",
-    ),
-    "sts": (
-        "isoscope.commands.sts",
-        "Spearman/Pearson (x100) of cosine similarity against gold scores on a pairs file",
-    ),
-    "calibrate": (
-        "isoscope.commands.calibrate",
-        "fit a calibrator (flow, whitening, ...) on the embeddings of a corpus and save it",
-    ),
-    "landscape": (
-        "isoscope.commands.landscape",
-        "loss surfaces of fine-tuning from pre-trained weights vs training from scratch (Hao et al. 2019)",
-    ),
-    "pooling": ("isoscope.commands.pooling", "STS Spearman for every pooling mode and every layer, raw and calibrated"),
-    "params": ("isoscope.commands.params", "parameter budget: embedding vs transformer, pre-training vs fine-tuning"),
-    "geometry": (
-        "isoscope.commands.geometry",
-        "isotropy metrics, word-frequency bias and lexical-overlap bias of a corpus or pairs file (raw and calibrated)",
-    ),
-    "compare": (
-        "isoscope.commands.compare",
-        "compare two spaces of the same texts: CKA, neighbour overlap, hubness and aligned maps (and CKA per layer)",
-    ),
-    "atlas": (
-        "isoscope.commands.atlas",
-        "map a whole corpus (up to 1,000,000 texts) in 2-D: layout, density, clusters",
-    ),
-    "sweep": (
-        "isoscope.commands.sweep",
-        "geometry and STS score as vectors shrink: fp32, int8, binary, first-k and PCA-k",
-    ),
-    "retrieval": (
-        "isoscope.commands.retrieval",
-        "would a fix help search? nDCG@10 and more for every fix on a retrieval task, tested against raw",
-    ),
-    "migrate": (
-        "isoscope.commands.migrate",
-        "switch embedding models without re-embedding? adapters fitted both ways, what each keeps, a recommendation",
-    ),
-    "export": (
-        "isoscope.commands.export",
-        "take the fix home: a calibrated sentence-transformers folder, ONNX graph, vectors file or FAISS index",
-    ),
-    "report": (
-        "isoscope.commands.report",
-        "write one self-contained HTML report of a space: anisotropy, layers, hubness, what whitening changes, a map",
-    ),
-    "data": (
-        "isoscope.commands.data",
-        "the data the examples use: the demo files into a folder (isoscope data demo), STS-B downloaded (data stsb)",
-    ),
-    "app": (
-        "isoscope.commands.app",
-        "start the dashboard (optionally on a data file, like `isoscope app corpus.parquet`)",
-    ),
-}
+COMMANDS: dict[str, tuple[str, str]] = _commands()
 
 
 class _Parser(argparse.ArgumentParser):

@@ -20,6 +20,9 @@ from isoscope.dashboard.launch import (
 )
 from isoscope.errors import InputError
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {"order": 160, "help": "start the dashboard (optionally on a data file, like `isoscope app corpus.parquet`)"}
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(

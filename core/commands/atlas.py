@@ -25,6 +25,9 @@ from isoscope.commands.common import (
 from isoscope.data.limits import count_option
 from isoscope.encode.precision import FP32_ENGINE_TOLERANCE
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {"order": 90, "help": "map a whole corpus (up to 1,000,000 texts) in 2-D: layout, density, clusters"}
+
 if TYPE_CHECKING:
     from isoscope.sources import SpaceSpec
 
@@ -95,6 +98,10 @@ STAGE_UNITS = {
     "cal_knn": "text",
     "raw_layout": "step",
     "cal_layout": "step",
+    "raw_clusters": "step",
+    "cal_clusters": "step",
+    "extras": "step",
+    "index": "step",
 }
 
 

@@ -31,6 +31,9 @@ from isoscope.commands.common import (
 )
 from isoscope.errors import InputError
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {"order": 30, "help": "fit a calibrator (flow, whitening, ...) on the embeddings of a corpus and save it"}
+
 if TYPE_CHECKING:
     from isoscope.calibrate import Calibrator
 
@@ -110,22 +113,13 @@ def run(args: argparse.Namespace) -> dict:
     space = space_from_args(args, "calibrate")
     given = vector_input(args, space, args.input, kind="corpus")
     if given is not None:
-        from isoscope.evaluate.sts import fit_and_save_vectors
-
         fitted_on = {"model": given.name, "model_fingerprint": given.fingerprint, "pooling": None}
         if given.origin is not None:
             fitted_on["vectors"] = given.origin.to_dict()
         name = given.texts.name or given.name
         stage = lambda s: _progress(args, s)  # noqa: E731
-        result = fit_and_save_vectors(
-            given.vectors,
-            name,
-            calibrator,
-            out,
-            space=fitted_on,
-            warnings=given.texts.warnings,
-            progress=stage,
-            seed=args.seed,
+        result = fit_and_save(
+            given.vectors, given.texts, calibrator, out, space=fitted_on, progress=stage, seed=args.seed
         ).to_dict()
         n_texts = len(given)
     else:

@@ -27,6 +27,12 @@ from isoscope.commands.common import (
 from isoscope.data.inputs import INPUT_KINDS
 from isoscope.errors import InputError
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {
+    "order": 80,
+    "help": "compare two spaces of the same texts: CKA, neighbour overlap, hubness and aligned maps (and CKA per layer)",
+}
+
 MAP_CHOICES: tuple[str, ...] = ("pca", "umap", "tsne", "none")
 SPEC_HELP = (
     "comma-separated key=value: model= (folder, hub id, landscape:FOLDER[:INIT[:EPOCH[:TASK]]] or openai:NAME; "

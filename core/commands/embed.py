@@ -33,6 +33,9 @@ from isoscope.commands.common import (
 from isoscope.data.limits import count_option
 from isoscope.errors import InputError
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {"order": 10, "help": "embed a corpus (one text per line, or a table with a text column) to a .npy file"}
+
 if TYPE_CHECKING:
     from isoscope.sources import SpaceSpec
 

@@ -35,6 +35,12 @@ from isoscope.commands.common import (
 )
 from isoscope.errors import InputError
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {
+    "order": 130,
+    "help": "take the fix home: a calibrated sentence-transformers folder, ONNX graph, vectors file or FAISS index",
+}
+
 FORMATS = ("sentence-transformers", "onnx")  # isoscope.export.run.EXPORT_FORMATS (a test keeps the two equal)
 
 

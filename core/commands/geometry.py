@@ -3,7 +3,7 @@
 Parses the options, reads the input (``isoscope.data.load_input``: a corpus or a pairs file, auto-detected)
 and prints ``isoscope.geometry.report.analyse_geometry``'s report (its ``to_dict()`` with ``--json``). With
 ``--vectors FILE[:COLUMN]`` (or ``--model openai:NAME``) the vectors come from the file (or the endpoint) and
-``analyse_vectors`` measures them: the same report without the per-layer metrics and the frequency table.
+``analyse_geometry`` measures them: the same report without the per-layer metrics and the frequency table.
 """
 
 from __future__ import annotations
@@ -32,6 +32,12 @@ from isoscope.commands.common import (
 from isoscope.data.inputs import INPUT_KINDS
 from isoscope.errors import InputError
 from isoscope.geometry.options import CONTEXTUAL_MODES, EDIT_LEVELS, FREQUENCY_CHOICES
+
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {
+    "order": 70,
+    "help": "isotropy metrics, word-frequency bias and lexical-overlap bias of a corpus or pairs file (raw and calibrated)",
+}
 
 if TYPE_CHECKING:
     from isoscope.geometry.report import GeometryConfig
@@ -131,10 +137,11 @@ def _progress(args: argparse.Namespace, stage: str):
 
 
 def _run_vectors(args: argparse.Namespace, space: SpaceSpec) -> dict:
-    """The report of a vectors file or an endpoint: ``analyse_vectors`` (no layers, no token vectors)."""
+    """The report of a vectors file or an endpoint: ``analyse_geometry`` of their vectors (no layers, no token
+    vectors)."""
     import dataclasses
 
-    from isoscope.geometry.report import analyse_vectors
+    from isoscope.geometry.report import analyse_geometry
 
     for option, value in (("--layers", args.layers), ("--frequency-input", args.frequency_input)):
         if value:
@@ -145,7 +152,7 @@ def _run_vectors(args: argparse.Namespace, space: SpaceSpec) -> dict:
     given = vector_input(args, space, args.input, kind=args.kind)
     assert given is not None
     origin = given.origin.to_dict() if given.origin is not None else None
-    report = analyse_vectors(
+    report = analyse_geometry(
         given.vectors, given.texts, config, name=given.name, progress=lambda s: _progress(args, s), origin=origin
     )
     result = report.to_dict()

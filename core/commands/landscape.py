@@ -29,6 +29,12 @@ from isoscope.commands.common import (
 from isoscope.errors import InputError
 from isoscope.landscape.options import BUILTIN_TASKS, DIRECTIONS, HEAD_POOLINGS, INITS, default_task2
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {
+    "order": 40,
+    "help": "loss surfaces of fine-tuning from pre-trained weights vs training from scratch (Hao et al. 2019)",
+}
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     tasks = "|".join(BUILTIN_TASKS)

@@ -44,6 +44,12 @@ from isoscope.migrate.options import (
     directions_help,
 )
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {
+    "order": 120,
+    "help": "switch embedding models without re-embedding? adapters fitted both ways, what each keeps, a recommendation",
+}
+
 SPEC_HELP = (
     "model=NAME[,pooling=P] (a folder or hub id; a bare NAME too), vectors=FILE[:COLUMN][,text=COLUMN] (vectors "
     "computed elsewhere, looked up by text), or model=openai:NAME (an endpoint)"

@@ -8,6 +8,9 @@ from isoscope.anatomy.budget import PRESET_NAMES, Architecture, ParameterBudget,
 from isoscope.commands.common import add_json_argument, emit
 from isoscope.errors import InputError
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {"order": 60, "help": "parameter budget: embedding vs transformer, pre-training vs fine-tuning"}
+
 SIZE_OPTIONS = ("vocab_size", "hidden_size", "layers", "intermediate_size")
 
 

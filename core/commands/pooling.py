@@ -16,6 +16,9 @@ from isoscope.commands.common import (
     space_from_args,
 )
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {"order": 50, "help": "STS Spearman for every pooling mode and every layer, raw and calibrated"}
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pairs", required=True, help="pairs file: sentence1, sentence2, score (CSV/TSV/JSONL/Parquet)")

@@ -25,6 +25,12 @@ from isoscope.commands.common import (
 from isoscope.data.inputs import INPUT_KINDS
 from isoscope.errors import InputError
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {
+    "order": 140,
+    "help": "write one self-contained HTML report of a space: anisotropy, layers, hubness, what whitening changes, a map",
+}
+
 if TYPE_CHECKING:
     from isoscope.sources import SpaceSpec
 

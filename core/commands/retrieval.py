@@ -37,6 +37,12 @@ from isoscope.errors import InputError
 from isoscope.retrieval.options import DEPTH, HEADLINE, METRICS, check_split
 from isoscope.retrieval.variants import variants_help
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {
+    "order": 110,
+    "help": "would a fix help search? nDCG@10 and more for every fix on a retrieval task, tested against raw",
+}
+
 
 def _split(text: str) -> str:
     """``--split``'s type: a split name (``isoscope.retrieval.options.check_split``), never a path."""
@@ -155,14 +161,15 @@ def _evaluate(args: argparse.Namespace, task, config):
 
 def _lines(result) -> list[str]:
     task = result.task
+    width = {m: max(11, len(m) + 2) for m in METRICS}  # a column per metric of the table, 11 wide or its name's
     lines = [
         f"{task.name}: {task.n_queries:,} queries, {task.n_documents:,} documents, {task.n_judgements:,} judgements; "
         f"{result.model}" + (f", pooling {result.pooling}" if result.pooling else ""),
-        f"{'variant':<24}" + "".join(f"{m:>11}" for m in METRICS) + f"  Δ {HEADLINE} [95% CI]  p       verdict",
+        f"{'variant':<24}" + "".join(f"{m:>{width[m]}}" for m in METRICS) + f"  Δ {HEADLINE} [95% CI]  p       verdict",
     ]
     for r in result.rows:
         means = r.means()
-        row = f"{r.variant:<24}" + "".join(f"{means[m]:>11.4f}" for m in METRICS)
+        row = f"{r.variant:<24}" + "".join(f"{means[m]:>{width[m]}.4f}" for m in METRICS)
         test = r.tests.get(HEADLINE)
         if test is not None:
             row += f"  {test.mean_difference:+.4f} [{test.ci_low:+.4f}, {test.ci_high:+.4f}]  {test.p_value:.4f}  {test.verdict}"

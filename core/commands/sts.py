@@ -22,18 +22,20 @@ from isoscope.commands.common import (
     cache_from_args,
     embed_config,
     emit,
-    encoder_for,
-    endpoint_cache,
-    endpoint_from_args,
+    encoder_loader,
     epoch_bar,
     progress_bar,
-    recipe_of,
     space_from_args,
+    space_sources,
 )
 from isoscope.errors import InputError
 
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {"order": 20, "help": "Spearman/Pearson (x100) of cosine similarity against gold scores on a pairs file"}
+
 if TYPE_CHECKING:
-    from isoscope.sources import SpaceSpec
+    from isoscope.data import Pairs
+    from isoscope.sources import SpaceSpec, SpaceVectors
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -72,59 +74,43 @@ def _progress(args: argparse.Namespace, stage: str):
     return epoch_bar(args) if stage == "fit" else progress_bar(args, stage)
 
 
-def _given(args: argparse.Namespace, space: SpaceSpec, pairs, corpus, calibrator) -> dict:
-    """The report of a vectors file or an endpoint: their vectors of the pairs (and of the fit corpus)."""
+def _pair_vectors(args: argparse.Namespace, space: SpaceSpec, pairs: Pairs, build: dict) -> SpaceVectors:
+    """Both sides' vectors in the space, the sentence1 rows then the sentence2 rows (``Pairs.texts`` order):
+    ``space_vectors`` of the pairs' texts, or the rows ``--vectors-b`` / ``--pair-ids`` name
+    (``isoscope.data.load_pair_vectors``; the fit corpus is then looked up in the first file). ``build``:
+    ``space_vectors``' options."""
+    from isoscope.sources import SpaceVectors, space_vectors
+
+    if not (args.vectors_b or args.pair_ids):
+        return space_vectors(space, pairs.texts, progress=progress_bar(args, "embed"), **build)
+    import numpy as np
+
     from isoscope.data import load_pair_vectors
-    from isoscope.evaluate.sts import sts_of_vectors
 
-    stage = lambda s: _progress(args, s)  # noqa: E731
-    fit_on = None if corpus is None else (corpus.name, corpus.warnings)
-    if space.kind == "vectors":
-        given = load_pair_vectors(pairs, space.vectors_ref, args.vectors_b, pair_ids=args.pair_ids)
-        fit = None if corpus is None else given.table.vectors_for(corpus.texts)  # (m, d), the file read once
-        result = sts_of_vectors(
-            given.a,
-            given.b,
-            pairs,
-            calibrator,
-            fit_vectors=fit,
-            fit_on=fit_on,
-            model=given.name,
-            progress=stage,
-            seed=args.seed,
-        ).to_dict()
-        result["vectors"] = given.origin.to_dict()
-        result["warnings"] = [*given.warnings, *result["warnings"]]
-        return result
-    from isoscope.encode.remote import embed_endpoint
+    given = load_pair_vectors(pairs, space.vectors_ref, args.vectors_b, pair_ids=args.pair_ids)
+    build["readers"].tables = lambda _spec: given.table
+    both = np.concatenate([given.a, given.b])  # (2n, d)
+    return SpaceVectors(space, given.name, both, both, warnings=list(given.warnings), origin=given.origin)
 
-    endpoint, store = endpoint_from_args(args, space.model, space.base_url or None), endpoint_cache(args)
-    both = embed_endpoint(endpoint, pairs.texts, progress=progress_bar(args, "embed"), cache=store)  # (2n, d)
-    fit = (
-        None
-        if corpus is None
-        else embed_endpoint(endpoint, corpus.texts, progress=progress_bar(args, "embed corpus"), cache=store)
-    )
-    n = len(pairs)
-    return sts_of_vectors(
-        both[:n],
-        both[n:],
-        pairs,
-        calibrator,
-        fit_vectors=fit,
-        fit_on=fit_on,
-        model=endpoint.name,
-        progress=stage,
-        seed=args.seed,
-    ).to_dict()
+
+def _build_options(args: argparse.Namespace) -> dict:
+    """``space_vectors``' options from the command's: its endpoints and their cache, its model loader (``--device``,
+    ``--precision``...), ``--max-length`` and the prompt, the embedding cache."""
+    return {
+        "readers": space_sources(args),
+        "loader": encoder_loader(args),
+        "config": embed_config(args),
+        "cache": cache_from_args(args),
+    }
 
 
 def run(args: argparse.Namespace) -> dict:
     from isoscope.data import load_corpus, load_pairs
     from isoscope.evaluate.sts import check_fit_corpus, check_scored_pairs, sts_report
+    from isoscope.sources import space_vectors
 
     space = space_from_args(args, "sts")
-    if (args.vectors_b or args.pair_ids) and space.kind != "vectors":
+    if (args.vectors_b or args.pair_ids) and not space.vectors:
         raise InputError("--vectors-b and --pair-ids go with --vectors")
     calibrator = calibrator_from_args(args, args.calibrate)  # bad method: fail before loading anything
     pairs = load_pairs(args.pairs)
@@ -132,22 +118,26 @@ def run(args: argparse.Namespace) -> dict:
     corpus = None if args.fit_on == "target" else load_corpus(args.fit_on)
     if corpus is not None:
         check_fit_corpus(corpus)
-    if space.kind != "model":
-        result = _given(args, space, pairs, corpus, calibrator)
-    else:
-        encoder = encoder_for(args, space)
-        result = sts_report(
-            encoder,
-            pairs,
-            calibrator,
-            fit_corpus=corpus,
-            pooling=space.pooling,
-            embed_config=embed_config(args),
-            cache=cache_from_args(args),
-            progress=lambda stage: _progress(args, stage),
-            seed=args.seed,
-        ).to_dict()
-        result["recipe"] = recipe_of(args, space, encoder)
+    build = _build_options(args)
+    both = _pair_vectors(args, space, pairs, build)
+    fit = None
+    if corpus is not None:
+        bar = progress_bar(args, "embed corpus")
+        fit = space_vectors(space, corpus.texts, progress=bar, **build).raw  # (m, d)
+    result = sts_report(
+        both,
+        pairs,
+        calibrator,
+        fit_vectors=fit,
+        fit_on=None if corpus is None else (corpus.name, corpus.warnings),
+        progress=lambda stage: _progress(args, stage),
+        seed=args.seed,
+    ).to_dict()
+    if both.origin is not None:
+        result["vectors"] = both.origin.to_dict()
+    result["warnings"] = [*both.warnings, *result["warnings"]]
+    if both.recipe:
+        result["recipe"] = both.recipe
     pooling = f", pooling {result['pooling']}" if result["pooling"] else ""
     lines = [
         f"{pairs.name}: {result['n_pairs']} pairs, {result['model']}{pooling}",

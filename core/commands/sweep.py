@@ -21,13 +21,15 @@ from isoscope.commands.common import (
     embed_config,
     emit,
     encoder_for,
-    endpoint_cache,
-    endpoint_from_args,
     progress_bar,
     space_from_args,
+    space_sources,
     vector_input,
 )
 from isoscope.errors import InputError
+
+# isoscope --help's line for this command, read from the file (isoscope.cli imports only the chosen command)
+COMMAND = {"order": 100, "help": "geometry and STS score as vectors shrink: fp32, int8, binary, first-k and PCA-k"}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -64,28 +66,17 @@ def _lines(result: dict) -> list[str]:
 
 
 def _given_pairs(args: argparse.Namespace, space, pairs):
-    """SweepPairs of --vectors (looked up by text) or of the endpoint."""
+    """SweepPairs of --vectors (looked up by text) or of the endpoint (``isoscope.sources.space_vectors``)."""
     import numpy as np
 
     from isoscope.evaluate.sweep import SweepPairs
+    from isoscope.sources import space_vectors
 
     if pairs is None:
         return None
     gold = np.asarray(pairs.scores, np.float64)
-    if space.kind == "vectors":
-        from isoscope.data import load_pair_vectors
-
-        given = load_pair_vectors(pairs, space.vectors_ref)
-        return SweepPairs(given.a, given.b, gold)
-    from isoscope.encode.remote import embed_endpoint
-
-    both = embed_endpoint(
-        endpoint_from_args(args, space.model, space.base_url or None),
-        pairs.texts,
-        progress=progress_bar(args, "embed pairs"),
-        cache=endpoint_cache(args),
-    )
-    return SweepPairs(both[: len(pairs)], both[len(pairs) :], gold)
+    both = space_vectors(space, pairs.texts, readers=space_sources(args), progress=progress_bar(args, "embed pairs"))
+    return SweepPairs(both.raw[: len(pairs)], both.raw[len(pairs) :], gold)
 
 
 def run(args: argparse.Namespace) -> dict:

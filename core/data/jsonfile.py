@@ -354,10 +354,20 @@ def _read(path: Path, what: str, max_bytes: int, hint: str, error: type[InputErr
         raise error(_say(what, f"a {exc.kind}, not a regular file", fix)) from None
     with f:
         size = os.fstat(f.fileno()).st_size
-        data = f.read(max_bytes + 1) if size <= max_bytes else b""
+        data = _read_at_most(f, max_bytes + 1) if size <= max_bytes else b""
     if size > max_bytes or len(data) > max_bytes:
         raise error(_say(what, f"{max(size, len(data)):,} bytes, more than the {max_bytes:,} allowed{hint}", fix))
     return data
+
+
+def _read_at_most(f, limit: int, block: int = 1 << 16) -> bytes:
+    """Up to ``limit`` bytes of ``f``, a block at a time: memory follows what the file holds, never the limit (a
+    single ``f.read(limit)`` sets aside the whole limit for a file of a few bytes)."""
+    blocks, total = [], 0
+    while total < limit and (chunk := f.read(min(block, limit - total))):
+        blocks.append(chunk)
+        total += len(chunk)
+    return b"".join(blocks)
 
 
 def read_json(

@@ -3,6 +3,7 @@
 
 result = calibrated_sts(emb1, emb2, gold, make_calibrator("whitening"))  # CalibratedSTS: Spearman x100 raw, calibrated
 report = sts_report(encoder, load_pairs("stsb-en-test.csv"), make_calibrator("flow"))  # STSReport; .to_dict(): `sts`
+report = sts_report(space_vectors(spec, pairs.texts), pairs, make_calibrator("whitening"))  # any space's vectors
 saved = fit_and_save(encoder, load_corpus("corpus.txt"), make_calibrator("flow"), "calibrators/flow")  # FitReport
 """
 
@@ -22,10 +23,11 @@ from isoscope.evaluate.similarity import sts_scores
 
 if TYPE_CHECKING:
     from isoscope.cache import ArrayCache
-    from isoscope.data import Corpus, Pairs
+    from isoscope.data import Corpus, Pairs, TextInput
     from isoscope.encode.embed import EmbedConfig
     from isoscope.encode.models import Encoder
     from isoscope.encode.pooling import Pooling
+    from isoscope.sources import SpaceVectors
 
 MIN_FIT_TEXTS = 2
 # stage -> progress callback: "embed" and "embed corpus" get (done, total) texts, "fit" (epoch, epochs, bits/dim)
@@ -119,7 +121,7 @@ def check_fit_corpus(corpus: Corpus) -> None:
 
 @dataclass
 class STSReport:
-    """STS of scored pairs, raw and calibrated (``sts_report``, ``sts_of_vectors``); ``to_dict()`` is the JSON of
+    """STS of scored pairs, raw and calibrated (``sts_report``); ``to_dict()`` is the JSON of
     ``isoscope sts``."""
 
     n_pairs: int
@@ -164,68 +166,53 @@ class STSReport:
 
 
 def sts_report(
-    encoder: Encoder,
+    source: Encoder | SpaceVectors | np.ndarray,
     pairs: Pairs,
     calibrator: Calibrator,
     *,
     fit_corpus: Corpus | None = None,
+    fit_vectors: np.ndarray | None = None,
+    fit_on: tuple[str, list[str]] | None = None,
     pooling: Pooling = None,
     embed_config: EmbedConfig | None = None,
     cache: ArrayCache | None = None,
     progress: StageProgress | None = None,
     seed: int = 0,
+    model: str = "vectors",
 ) -> STSReport:
-    """Embed the pairs (and ``fit_corpus``), fit ``calibrator`` without labels on the pairs' sentences ("target")
-    or on ``fit_corpus``, and score both (``STSReport``: ``to_dict()`` is what ``isoscope sts`` prints)."""
-    from isoscope.encode.embed import encode
-    from isoscope.encode.pooling import resolve_pooling
+    """Score ``pairs`` in a space before and after ``calibrator``, fitted without labels on the pairs' sentences
+    ("target") or on a corpus (``STSReport``: ``to_dict()`` is what ``isoscope sts`` prints).
 
+    ``source`` is the space: an ``Encoder`` embeds the pairs and ``fit_corpus`` (with ``pooling``,
+    ``embed_config``, ``cache``); or the pairs' vectors computed elsewhere, sentence1's rows then sentence2's
+    (``Pairs.texts`` order): ``SpaceVectors`` of ``pairs.texts`` (``isoscope.sources.space_vectors``, which names
+    the model and pooling) or a (2n, d) array named ``model``; then ``fit_vectors`` (m, d) are what to fit on
+    (default: the pairs' sentences) and ``fit_on`` their (name, warnings)."""
     check_scored_pairs(pairs)
     if fit_corpus is not None:
         check_fit_corpus(fit_corpus)
-    pooling = resolve_pooling(pooling, encoder)
     stage = progress or (lambda _: None)
-    vectors = encode(
-        encoder, pairs.texts, pooling, config=embed_config, progress=stage("embed"), cache=cache
-    )  # (2n, d)
-    n = len(pairs)
-    fit_vectors: np.ndarray | None = None
+    pooling_name: str | None = None
+    if isinstance(source, np.ndarray):
+        vectors = source  # (2n, d)
+    elif hasattr(source, "raw"):  # SpaceVectors
+        vectors, model = source.raw, source.model_name
+        pooling_name = source.spec.pooling.name if source.spec.pooling is not None else None
+    else:
+        from isoscope.encode.embed import encode
+        from isoscope.encode.pooling import resolve_pooling
+
+        spec = resolve_pooling(pooling, source)
+        vectors = encode(source, pairs.texts, spec, config=embed_config, progress=stage("embed"), cache=cache)
+        if fit_corpus is not None:
+            fit_vectors = encode(
+                source, fit_corpus.texts, spec, config=embed_config, progress=stage("embed corpus"), cache=cache
+            )
+        model, pooling_name = source.name, spec.name
     if fit_corpus is not None:
-        fit_vectors = encode(
-            encoder, fit_corpus.texts, pooling, config=embed_config, progress=stage("embed corpus"), cache=cache
-        )
-    fit_on = None if fit_corpus is None else (fit_corpus.name, fit_corpus.warnings)
-    return sts_of_vectors(
-        vectors[:n],
-        vectors[n:],
-        pairs,
-        calibrator,
-        fit_vectors=fit_vectors,
-        fit_on=fit_on,
-        model=encoder.name,
-        pooling=pooling.name,
-        progress=stage,
-        seed=seed,
-    )
-
-
-def sts_of_vectors(
-    a: np.ndarray,
-    b: np.ndarray,
-    pairs: Pairs,
-    calibrator: Calibrator,
-    *,
-    fit_vectors: np.ndarray | None = None,
-    fit_on: tuple[str, list[str]] | None = None,
-    model: str = "vectors",
-    pooling: str | None = None,
-    progress: StageProgress | None = None,
-    seed: int = 0,
-) -> STSReport:
-    """``sts_report`` on vectors computed elsewhere: ``a`` and ``b`` (n, d) the two sides of ``pairs``,
-    ``fit_vectors`` what to fit on (default: both sides), ``fit_on`` its (name, warnings); ``model`` names them."""
-    check_scored_pairs(pairs)
+        fit_on = (fit_corpus.name, fit_corpus.warnings)
     n = len(pairs)
+    a, b = vectors[:n], vectors[n:]
     if a.shape != b.shape or len(a) != n:
         raise InputError(
             f"{model}: the two sides of the pairs have vectors of shape {a.shape} and {b.shape} for {n} pairs; "
@@ -236,12 +223,11 @@ def sts_of_vectors(
             f"{model}: the fit vectors have {fit_vectors.shape[1]} dimensions and the pairs {a.shape[1]}; "
             "fit on vectors of the same space"
         )
-    stage = progress or (lambda _: None)
     cal = calibrated_sts(a, b, pairs.scores, calibrator, fit_vectors=fit_vectors, progress=stage("fit"), seed=seed)
     return STSReport(
         n_pairs=n,
         model=model,
-        pooling=pooling,
+        pooling=pooling_name,
         calibrated=cal,
         fit_on="target" if fit_on is None else fit_on[0],
         warnings=[*pairs.warnings, *(fit_on[1] if fit_on is not None else []), *cal.warnings],
@@ -250,7 +236,7 @@ def sts_of_vectors(
 
 @dataclass
 class FitReport:
-    """A calibrator fitted and saved (``fit_and_save``, ``fit_and_save_vectors``); ``to_dict()`` is the JSON of
+    """A calibrator fitted and saved (``fit_and_save``); ``to_dict()`` is the JSON of
     ``isoscope calibrate``."""
 
     method: str
@@ -271,58 +257,51 @@ class FitReport:
 
 
 def fit_and_save(
-    encoder: Encoder,
-    corpus: Corpus,
+    source: Encoder | np.ndarray,
+    corpus: Corpus | TextInput,
     calibrator: Calibrator,
     out: str | Path,
     *,
+    space: dict[str, Any] | None = None,
     pooling: Pooling = None,
     embed_config: EmbedConfig | None = None,
     cache: ArrayCache | None = None,
     progress: StageProgress | None = None,
     seed: int = 0,
 ) -> FitReport:
-    """Embed ``corpus``, fit ``calibrator`` on it and save it to the folder ``out`` (safetensors + JSON, with the
-    model, pooling and corpus it was fitted on): ``FitReport``, whose ``to_dict()`` ``isoscope calibrate`` prints."""
-    from isoscope.encode.embed import EmbedConfig, encode
-    from isoscope.encode.pooling import resolve_pooling
+    """Fit ``calibrator`` on the vectors of ``corpus`` in a space and save it to the folder ``out`` (safetensors +
+    JSON, with what the vectors came from and the corpus): ``FitReport``, whose ``to_dict()`` ``isoscope calibrate``
+    prints.
 
-    check_fit_corpus(corpus)
-    pooling = resolve_pooling(pooling, encoder)
-    embed_config = embed_config or EmbedConfig()
+    ``source`` is the space: an ``Encoder`` embeds ``corpus`` (``pooling``, ``embed_config``, ``cache``; its
+    model, fingerprint, pooling and max length are saved); or the corpus's vectors computed elsewhere, an (n, d)
+    array, with ``space`` what they came from (``model``, ``model_fingerprint``, ``pooling``, a vectors file's
+    provenance), saved as it is (the corpus is named by ``space["model"]`` when it has no name)."""
     stage = progress or (lambda _: None)
-    vectors = encode(
-        encoder, corpus.texts, pooling, config=embed_config, progress=stage("embed"), cache=cache
-    )  # (n, d)
-    space = {"model": encoder.name, "model_fingerprint": encoder.fingerprint, "pooling": pooling.name}
-    space["max_length"] = embed_config.max_length
-    return fit_and_save_vectors(
-        vectors, corpus.name, calibrator, out, space=space, warnings=corpus.warnings, progress=stage, seed=seed
-    )
+    if isinstance(source, np.ndarray):
+        if space is None:
+            raise ValueError("vectors computed elsewhere need space= (what they came from)")
+        vectors, name = source, corpus.name or space["model"]
+    else:
+        from isoscope.encode.embed import EmbedConfig, encode
+        from isoscope.encode.pooling import resolve_pooling
 
-
-def fit_and_save_vectors(
-    vectors: np.ndarray,
-    name: str,
-    calibrator: Calibrator,
-    out: str | Path,
-    *,
-    space: dict[str, Any],
-    warnings: list[str] | None = None,
-    progress: StageProgress | None = None,
-    seed: int = 0,
-) -> FitReport:
-    """Fit ``calibrator`` on ``vectors`` (n, d), the vectors of ``name``, and save it to ``out`` with ``space`` (what
-    the vectors came from: ``model``, ``model_fingerprint`` and ``pooling``, or a vectors file's provenance) in
-    its metadata: the ``FitReport`` of ``isoscope calibrate``. ``out`` is written whole, beside its name and renamed
-    in (``isoscope.data.outputs``): it must be absent, empty or an earlier calibrator folder holding nothing else."""
+        check_fit_corpus(corpus)
+        spec = resolve_pooling(pooling, source)
+        embed_config = embed_config or EmbedConfig()
+        vectors = encode(
+            source, corpus.texts, spec, config=embed_config, progress=stage("embed"), cache=cache
+        )  # (n, d)
+        space = {"model": source.name, "model_fingerprint": source.fingerprint, "pooling": spec.name}
+        space["max_length"] = embed_config.max_length
+        name = corpus.name
+    warnings = corpus.warnings
     if len(vectors) < MIN_FIT_TEXTS:
         raise InputError(f"{name}: need at least {MIN_FIT_TEXTS} texts to fit a calibrator")
     out = Path(out)
-    stage = progress or (lambda _: None)
     fit_seconds = fit_timed(calibrator, vectors, stage("fit"))
     metadata = {**space, "fit_on": name, "n_fit": len(vectors), "fit_seconds": fit_seconds}
-    warnings = [*(warnings or []), *[w for w in [fit_size_warning(calibrator, len(vectors), vectors.shape[1])] if w]]
+    warnings = [*warnings, *[w for w in [fit_size_warning(calibrator, len(vectors), vectors.shape[1])] if w]]
     from isoscope.data.outputs import CALIBRATOR_FOLDER, atomic_folder
 
     with atomic_folder(out, kind=CALIBRATOR_FOLDER) as new:  # both files, then one rename: never a torn pair

@@ -2,7 +2,7 @@
 
 report = analyse_geometry(encoder, load_input("pairs.csv"), GeometryConfig(calibrate="whitening", layers=True))
 report.to_dict()  # the keys of ``isoscope geometry --json``
-report = analyse_vectors(table.vectors, texts, GeometryConfig(calibrate="whitening", frequency="none"), name=table.name)
+report = analyse_geometry(table.vectors, texts, GeometryConfig(calibrate="whitening", frequency="none"), name=table.name)
 
 - ``raw`` / ``calibrated``: avg cosine, IsoScore, partition isotropy, effective rank, ... of the sentence
   vectors (``isoscope.geometry.metrics.all_metrics``); the calibrator is fitted on those sentence vectors;
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from isoscope.encode.embed import EmbedConfig
     from isoscope.encode.models import Encoder
     from isoscope.encode.pooling import PoolingSpec
+    from isoscope.sources import SpaceVectors
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,6 @@ __all__ = [
     "GeometryReport",
     "StageProgress",
     "analyse_geometry",
-    "analyse_vectors",
     "check_input",
 ]
 
@@ -177,7 +177,7 @@ def check_input(texts: TextInput) -> None:
 
 
 def analyse_geometry(
-    encoder: Encoder,
+    source: Encoder | SpaceVectors | np.ndarray,
     texts: TextInput,
     config: GeometryConfig | None = None,
     *,
@@ -185,16 +185,26 @@ def analyse_geometry(
     cache: ArrayCache | None = None,
     progress: StageProgress | None = None,
     frequency_texts: TextInput | None = None,
+    name: str = "vectors",
+    origin: dict[str, Any] | None = None,
 ) -> GeometryReport:
-    """Embed ``texts`` (``isoscope.data.load_input``) with ``encoder`` and measure their geometry (module docs).
+    """The geometry of ``texts`` (``isoscope.data.load_input``) in a space (module docs).
 
-    ``frequency_texts`` give the token counts and contextual vectors (default: ``texts``); ``cache`` is the
-    embedding cache; ``progress(stage)`` returns the callback of one stage (``StageProgress``).
+    ``source`` is the space: an ``Encoder`` embeds the texts (``embed_config``, ``cache``: the embedding cache;
+    ``frequency_texts`` give the token counts and contextual vectors, default ``texts``); or their vectors
+    computed elsewhere, one row per text: ``SpaceVectors`` (``isoscope.sources.space_vectors``: a vectors file,
+    an endpoint) or an (n, d) array that ``name`` stands for, ``origin`` (e.g. ``VectorOrigin.to_dict()``) reported
+    as ``vectors``. Vectors give the same report without what needs a model's layers or token vectors (``layers``
+    and ``frequency`` must be off: InputError otherwise). ``progress(stage)`` returns the callback of one stage
+    (``StageProgress``).
     """
+    if isinstance(source, np.ndarray) or hasattr(source, "raw"):
+        return _of_vectors(source, texts, config, name=name, progress=progress, origin=origin)
     from isoscope.encode.embed import encode_many
     from isoscope.encode.pooling import layer_pooling, resolve_pooling
     from isoscope.geometry.metrics import per_layer_metrics
 
+    encoder = source
     config = (config or GeometryConfig()).validate()
     check_input(texts)
     stage = progress or (lambda _: None)  # type: ignore[return-value]
@@ -215,21 +225,23 @@ def analyse_geometry(
     return report
 
 
-def analyse_vectors(
-    vectors: np.ndarray,
+def _of_vectors(
+    source: SpaceVectors | np.ndarray,
     texts: TextInput,
-    config: GeometryConfig | None = None,
+    config: GeometryConfig | None,
     *,
-    name: str = "vectors",
-    progress: StageProgress | None = None,
-    origin: dict[str, Any] | None = None,
+    name: str,
+    progress: StageProgress | None,
+    origin: dict[str, Any] | None,
 ) -> GeometryReport:
-    """The geometry of vectors computed elsewhere (a vectors file, an endpoint), one row per text of ``texts``.
-
-    The same report as ``analyse_geometry`` without what needs a model's layers or token vectors (``layers``
-    and ``frequency`` must be off: InputError otherwise); ``name`` stands for the model, ``origin`` (e.g.
-    ``VectorOrigin.to_dict()``) is reported as ``vectors``.
-    """
+    """``analyse_geometry`` of vectors computed elsewhere."""
+    pooling = None
+    if not isinstance(source, np.ndarray):  # SpaceVectors: its name, pooling and file say what it is
+        name, vectors = source.model_name, source.raw
+        pooling = source.spec.pooling.name if source.spec.pooling is not None else None
+        origin = source.origin.to_dict() if source.origin is not None else origin
+    else:
+        vectors = source
     config = (config or GeometryConfig()).validate()
     if config.layers:
         raise InputError(f"{name}: the per-layer metrics need a model's layers; a vectors space has none")
@@ -239,7 +251,7 @@ def analyse_vectors(
         raise ValueError(f"{len(vectors)} vectors for {len(texts)} texts")
     if len(vectors) < MIN_TEXTS:
         raise InputError(f"{texts.name or name}: {len(vectors)} vector(s); geometry needs at least {MIN_TEXTS}")
-    report = _measure(np.asarray(vectors), texts, config, progress or (lambda _: None), name, None)  # type: ignore[arg-type]
+    report = _measure(np.asarray(vectors), texts, config, progress or (lambda _: None), name, pooling)  # type: ignore[arg-type]
     report.vectors = origin
     return report
 

@@ -9,6 +9,7 @@ directions, 32 held-out examples per learning-curve point) and runs it. Its seco
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -40,7 +41,7 @@ LIVE_DEFAULTS: dict = {  # see default_live_run
 class LiveRun:
     """One live experiment: what to train, on what, and how finely to measure (one seed)."""
 
-    model: str  # the caller's name for the encoder ("" = the embedded default); run_live takes the loaded one
+    model: Hashable  # the caller's name for the encoder ("" = the embedded default; the dashboard's ModelKey)
     task: str  # the first axis's task: a built-in task (isoscope.landscape.tasks.available_tasks)
     n_train: int  # training examples per task
     epochs: int

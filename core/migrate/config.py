@@ -24,7 +24,7 @@ from isoscope.migrate.options import (
     Direction,
     parse_direction,
 )
-from isoscope.retrieval.options import DEPTH, HEADLINE, METRICS
+from isoscope.retrieval.options import COVERAGE, DEPTH, HEADLINE, METRICS
 from isoscope.retrieval.stats import RESAMPLES
 
 
@@ -64,7 +64,7 @@ class MigrationConfig:
     resamples: int = RESAMPLES
     curve_resamples: int = CURVE_RESAMPLES
     threshold: float = DEFAULT_THRESHOLD
-    tested: tuple[str, ...] = (HEADLINE, "recall@100")
+    tested: tuple[str, ...] = (HEADLINE, COVERAGE)
     depth: int = DEPTH
     k: int = TOP_K
     heldout_queries: int = HELDOUT_QUERIES

@@ -148,7 +148,8 @@ class RetrievalResult:
         return pd.concat(parts, ignore_index=True)
 
     def changes(self, variant: str, metric: str = HEADLINE) -> pd.DataFrame:
-        """Each query's ``metric`` under raw and under ``variant`` and the change, largest gain first."""
+        """Each query's ``metric`` under raw and under ``variant`` and the change, largest gain first (a gain: a
+        change in the metric's direction, ``METRICS``)."""
         raw, fixed = self.raw.scores[metric], self.row(variant).scores[metric]
         frame = pd.DataFrame(
             {
@@ -159,7 +160,10 @@ class RetrievalResult:
             }
         )
         frame["change"] = frame["fixed"] - frame["raw"]
-        return frame.sort_values(["change", "query_id"], ascending=[False, True], kind="stable").reset_index(drop=True)
+        sign = METRICS[metric].sign
+        by_gain = lambda column: column * sign if column.name == "change" else column  # noqa: E731
+        frame = frame.sort_values(["change", "query_id"], ascending=[False, True], key=by_gain, kind="stable")
+        return frame.reset_index(drop=True)
 
     def top_documents(self, variant: str, query_id: str, k: int = 5) -> pd.DataFrame:
         """A query's first ``k`` documents under ``variant``: rank, id, score, grade (0: not judged relevant), text."""
@@ -238,7 +242,14 @@ def evaluate_retrieval(
         if rows:
             raw = rows[0].scores
             tests = {
-                m: paired_test(scores[m], raw[m], metric=m, resamples=config.resamples, seed=config.seed)
+                m: paired_test(
+                    scores[m],
+                    raw[m],
+                    metric=m,
+                    resamples=config.resamples,
+                    seed=config.seed,
+                    higher_is_better=METRICS[m].higher_is_better,
+                )
                 for m in config.tested
             }
         rows.append(

@@ -8,8 +8,9 @@
 - The interval: a seeded bootstrap of the mean difference over queries (``scipy.stats.bootstrap``, BCa, 95%;
   percentile where BCa is undefined); ``bootstrap_interval`` is the same for any statistic of one or more paired
   per-query arrays (a ratio of two runs' means, a share of a gain).
-- The verdict is the test's alone: ``better`` or ``worse`` when p < ``ALPHA`` (by the sign of the mean difference),
-  else ``no difference``. Each variant is tested against raw on its own; with several variants, about one in
+- The verdict is the test's alone: ``better`` or ``worse`` when p < ``ALPHA`` (by the sign of the mean difference,
+  and the metric's direction: ``isoscope.retrieval.options.METRICS``), else ``no difference``. Each variant is
+  tested against raw on its own; with several variants, about one in
   twenty of those that change nothing is still called better or worse at this level.
 """
 
@@ -100,10 +101,17 @@ def bootstrap_interval(
 
 
 def paired_test(
-    variant: np.ndarray, baseline: np.ndarray, *, metric: str = "", resamples: int = RESAMPLES, seed: int = 0
+    variant: np.ndarray,
+    baseline: np.ndarray,
+    *,
+    metric: str = "",
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    higher_is_better: bool = True,
 ) -> PairedTest:
     """``variant`` against ``baseline`` (per-query scores, same queries, same order): the mean difference, its
-    95% interval, the randomisation test's p-value and the verdict it gives."""
+    95% interval, the randomisation test's p-value and the verdict it gives (``higher_is_better``: the metric's
+    direction, which a significant difference's sign is read by)."""
     from scipy.stats import permutation_test
 
     x, y = np.asarray(variant, np.float64), np.asarray(baseline, np.float64)  # (q,) each
@@ -126,10 +134,10 @@ def paired_test(
     p = float(test.pvalue)
     # every query moved by the same amount (0 for an identical run): every resample's mean is that amount
     low, high = (mean, mean) if np.ptp(diff) == 0 else _interval(diff, resamples, seed)
-    return PairedTest(metric, mean, low, high, p, _verdict(mean, p), len(diff))
+    return PairedTest(metric, mean, low, high, p, _verdict(mean, p, higher_is_better), len(diff))
 
 
-def _verdict(mean: float, p: float) -> Verdict:
+def _verdict(mean: float, p: float, higher_is_better: bool = True) -> Verdict:
     if p >= ALPHA or mean == 0:
         return "no difference"
-    return "better" if mean > 0 else "worse"
+    return "better" if (mean > 0) == higher_is_better else "worse"

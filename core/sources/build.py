@@ -45,6 +45,7 @@ class SpaceVectors:
     warnings: list[str] = field(default_factory=list)
     fingerprint: str = ""  # of the raw vectors: encoder + pooling + max length, the file's origin, the endpoint
     origin: VectorOrigin | None = None  # a vectors file's provenance (file, column, dtype, digest)
+    recipe: str = ""  # a model's run in words (``describe_run``; ``space_vectors``), "" for given vectors
 
     @property
     def layer_names(self) -> list[str]:
@@ -65,6 +66,13 @@ class SourceReaders:
     endpoints: Callable[[SpaceSpec], Endpoint] | None = None
     endpoint_cache: EndpointCache | None = None
     _read: dict[tuple, VectorTable] = field(default_factory=dict, repr=False)
+    _encoders: dict[tuple, Encoder] = field(default_factory=dict, repr=False)
+
+    def encoder(self, spec: SpaceSpec, loader: Loader | None) -> Encoder:
+        """The encoder of a model spec (``load_space_encoder`` with ``loader``), loaded on first use."""
+        if spec.encoder_key not in self._encoders:
+            self._encoders[spec.encoder_key] = load_space_encoder(spec, loader)
+        return self._encoders[spec.encoder_key]
 
     def table(self, spec: SpaceSpec) -> VectorTable:
         """The table of a vectors spec, read on first use."""
@@ -139,6 +147,47 @@ def _given(
         store = EndpointCache(cache.root.parent / "endpoints.sqlite")
     bar = progress(f"embed {endpoint.name}") if progress else None
     return _Given(embed_endpoint(endpoint, texts, progress=bar, cache=store), endpoint.name, endpoint.fingerprint)
+
+
+def space_vectors(
+    spec: SpaceSpec,
+    texts: Sequence[str],
+    *,
+    readers: SourceReaders | None = None,
+    loader: Loader | None = None,
+    config=None,
+    cache: ArrayCache | None = None,
+    progress: ProgressFn | None = None,
+    rows: Sequence[int] | None = None,
+    n_input: int | None = None,
+) -> SpaceVectors:
+    """The vectors of ``texts`` in the space ``spec``, whatever it comes from: a model embeds them (loaded by
+    ``loader``, pooled as the spec says or by the model's default, ``config``'s length and prompt, ``cache``), a
+    vectors file gives their rows (``readers.tables``; by text, or row by row as ``build_spaces`` says of ``rows``
+    and ``n_input``), an endpoint is called (``readers.endpoints``, its cache); then the spec's calibration.
+    ``progress(done, total)`` follows the embedding. ``readers`` keeps what it loaded (a file, an encoder): pass the
+    same one for several lists of texts. The one function a command calls for a space's vectors: it
+    never asks what kind of space it has."""
+    from isoscope.encode.embed import EmbedConfig, describe_run, encode
+
+    readers = readers or SourceReaders()
+    if spec.has_model:
+        enc = readers.encoder(spec, loader)
+        pooling = resolve_pooling(spec.pooling, enc)
+        spec = replace(spec, pooling=pooling)
+        raw = encode(enc, texts, pooling, config=config, progress=progress, cache=cache)  # (n, d)
+        max_length = (config or EmbedConfig()).max_length
+        fingerprint = make_key("space", enc.fingerprint, pooling.name, max_length)
+        given = _Given(raw, enc.name, fingerprint)
+        recipe = describe_run(enc, pooling, config)
+    else:
+        given = _given(spec, texts, readers, cache, lambda _stage: progress, rows, n_input)
+        recipe = ""
+    calibrated, cal_warnings = calibrate_space(spec, given.raw)
+    warnings = [*given.warnings, *cal_warnings]
+    return SpaceVectors(
+        spec, given.name, given.raw, calibrated, None, warnings, given.fingerprint, given.origin, recipe
+    )
 
 
 def build_spaces(

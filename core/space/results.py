@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from isoscope.retrieval.options import HEADLINE as RETRIEVAL_HEADLINE
+from isoscope.retrieval.options import METRICS
 from isoscope.space.cards import Card, CardStat
 from isoscope.space.html import bars_svg, fmt, line_svg, scatter_svg
 
@@ -187,9 +189,10 @@ class RetrievalReport:
         return self.result.to_dict()
 
     def _repr_html_(self) -> str:
-        t, task = self.table, self.result.task
-        best = t.iloc[int(t["ndcg@10"].to_numpy().argmax())]
-        columns = ["variant", "ndcg@10", "Δ ndcg@10", "ci_low", "ci_high", "verdict", "hubness_skew"]
+        t, task, name = self.table, self.result.task, RETRIEVAL_HEADLINE
+        headline = METRICS[name]
+        best = t.iloc[int((t[name].to_numpy() * headline.sign).argmax())]
+        columns = ["variant", name, f"Δ {name}", "ci_low", "ci_high", "verdict", "hubness_skew"]
         rows = [
             [variant, ndcg, delta, f"[{fmt(low)}, {fmt(high)}]", verdict, hubs]
             for variant, ndcg, delta, low, high, verdict, hubs in t.reindex(columns=columns).itertuples(index=False)
@@ -198,12 +201,12 @@ class RetrievalReport:
             title=f"Retrieval · {task.name}",
             subtitle=f"{task.n_queries:,} queries, {task.n_documents:,} documents · {self.space}",
             stats=[
-                CardStat("nDCG@10 raw", fmt(t["ndcg@10"].iloc[0]), "pytrec_eval, mean over queries"),
-                CardStat("best", f"{best.variant} {fmt(best['ndcg@10'])}", f"its verdict: {best.verdict}"),
+                CardStat(f"{headline.label} raw", fmt(t[name].iloc[0]), "pytrec_eval, mean over queries"),
+                CardStat("best", f"{best.variant} {fmt(best[name])}", f"its verdict: {best.verdict}"),
             ],
-            figure=bars_svg(t["ndcg@10"].to_numpy(), label="nDCG@10 per variant"),
-            caption="nDCG@10, raw first",
-            table=(["variant", "nDCG@10", "Δ", "95% CI", "vs raw", "hub skew"], rows),
+            figure=bars_svg(t[name].to_numpy(), label=f"{headline.label} per variant"),
+            caption=f"{headline.label}, raw first",
+            table=(["variant", headline.label, "Δ", "95% CI", "vs raw", "hub skew"], rows),
             notes=self.warnings,
             kind="retrieval",
         ).html()

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 
 from isoscope.dashboard.text import plot_text
 from isoscope.retrieval.clustering import ClusteringResult
+from isoscope.retrieval.options import METRICS
 from isoscope.retrieval.run import RetrievalResult
 
 GEOMETRY_LABELS = {"avg_cosine": "avg cosine", "isoscore": "IsoScore", "hubness_skew": "hubness skew"}
@@ -20,9 +21,10 @@ def variant_table(result: RetrievalResult, metric: str) -> pd.DataFrame:
 
 
 def per_query_scatter(result: RetrievalResult, variant: str, metric: str) -> go.Figure:
-    """Each query's ``metric`` under raw (across) and under ``variant`` (up); above the diagonal it gained."""
+    """Each query's ``metric`` under raw (across) and under ``variant`` (up); green where it gained (above the
+    diagonal for a metric where higher is better), red where it lost."""
     frame = result.changes(variant, metric)
-    colour = np.sign(frame["change"]).map({1.0: "#109618", -1.0: "#dc3912", 0.0: "#888888"})
+    colour = np.sign(frame["change"] * METRICS[metric].sign).map({1.0: "#109618", -1.0: "#dc3912", 0.0: "#888888"})
     fig = go.Figure(
         go.Scatter(
             x=frame["raw"],
@@ -45,10 +47,13 @@ def per_query_scatter(result: RetrievalResult, variant: str, metric: str) -> go.
 
 
 def moved_queries(result: RetrievalResult, variant: str, metric: str, m: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The ``m`` queries that gained most and the ``m`` that lost most (only those that moved)."""
-    frame = result.changes(variant, metric)
-    gained = frame[frame["change"] > 0].head(m)
-    lost = frame[frame["change"] < 0].sort_values(["change", "query_id"], kind="stable").head(m)
+    """The ``m`` queries that gained most and the ``m`` that lost most (only those that moved; a gain: a change in
+    the metric's direction, ``METRICS``)."""
+    frame = result.changes(variant, metric)  # largest gain first
+    sign = METRICS[metric].sign
+    gained = frame[frame["change"] * sign > 0].head(m)
+    by_gain = lambda column: column * sign if column.name == "change" else column  # noqa: E731
+    lost = frame[frame["change"] * sign < 0].sort_values(["change", "query_id"], key=by_gain, kind="stable").head(m)
     return gained.reset_index(drop=True), lost.reset_index(drop=True)
 
 

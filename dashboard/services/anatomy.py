@@ -9,14 +9,14 @@ from isoscope.calibrate import Calibrator, make_calibrator
 from isoscope.costs import FREE, Cost, total
 from isoscope.dashboard.services import costs
 from isoscope.dashboard.services.keyed import HASH_FUNCS, pairs_key
-from isoscope.dashboard.services.models import encoder, private_encoder
+from isoscope.dashboard.services.models import ModelKey, encoder, private_encoder
 from isoscope.data import Pairs
 from isoscope.encode.costs import embed_texts_cost
 from isoscope.encode.embed import EmbedConfig
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
-def pooling_report(model: str, pairs: Pairs, calibrations: tuple[str, ...], max_length: int):
+def pooling_report(model: ModelKey, pairs: Pairs, calibrations: tuple[str, ...], max_length: int):
     """isoscope.anatomy.poolings.explore_poolings: every pooling and layer, raw and calibrated, one forward pass."""
     from isoscope.anatomy.poolings import RAW, explore_poolings, pooling_modes_for
 
@@ -55,11 +55,11 @@ def pooling_report(model: str, pairs: Pairs, calibrations: tuple[str, ...], max_
 _reported: set[str] = set()  # the reports pooling_report holds (its calibrators are kept in memory only)
 
 
-def _report_key(model: str, pairs: Pairs, calibrations: tuple[str, ...], max_length: int) -> str:
-    return make_key("pooling-report", model, pairs_key(pairs), calibrations, max_length)
+def _report_key(model: ModelKey, pairs: Pairs, calibrations: tuple[str, ...], max_length: int) -> str:
+    return make_key("pooling-report", str(model), pairs_key(pairs), calibrations, max_length)
 
 
-def pooling_report_cost(model: str, pairs: Pairs, calibrations: tuple[str, ...], max_length: int) -> Cost:
+def pooling_report_cost(model: ModelKey, pairs: Pairs, calibrations: tuple[str, ...], max_length: int) -> Cost:
     """What ``pooling_report`` will cost: one pass with every pooling over the unique sentences (unless the
     disk cache holds them), per pooling a flow when ``flow`` is asked for and a fit of each linear calibrator,
     and the uniformity of every pooling x calibration (the unique sentences' pairs: issue 50)."""
@@ -82,7 +82,7 @@ def pooling_report_cost(model: str, pairs: Pairs, calibrations: tuple[str, ...],
 
 
 @st.cache_data(show_spinner="Singular values of the input embedding table…", max_entries=8)
-def input_spectrum(model: str):
+def input_spectrum(model: ModelKey):
     """Singular values and effective rank of the model's input embedding table."""
     from isoscope.anatomy.spectrum import embedding_spectrum, input_embedding_weight
 
@@ -90,7 +90,7 @@ def input_spectrum(model: str):
 
 
 @st.cache_data(show_spinner=False, max_entries=8, hash_funcs=HASH_FUNCS)
-def shrink_curve(model: str, pairs: Pairs, ranks: tuple[int, ...], pooling: str, max_length: int):
+def shrink_curve(model: ModelKey, pairs: Pairs, ranks: tuple[int, ...], pooling: str, max_length: int):
     """STS and neighbour overlap with the input embedding shrunk to each rank (SVD)."""
     from isoscope.anatomy.spectrum import shrink_curve as curve
 

@@ -10,6 +10,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -33,6 +34,9 @@ from isoscope.dashboard.services.space import SessionSpace
 from isoscope.data import Corpus, load_corpus
 from isoscope.errors import InputError
 from isoscope.neighbours.costs import record_umap
+
+if TYPE_CHECKING:  # services.models loads models: imported where one is loaded
+    from isoscope.dashboard.services.models import ModelKey
 
 ATLAS_DIR_ENV = ENV_ATLAS_DIR  # a finished atlas folder (isoscope atlas --out DIR; isoscope app DIR) to open
 STAGE_TEXT = {
@@ -110,7 +114,7 @@ def atlas_folder(model_fingerprint: str, corpus: Corpus, config: AtlasConfig) ->
     return default_cache_dir() / "atlas" / key
 
 
-def ensure_atlas(model: str, corpus: Corpus, config: AtlasConfig) -> str:
+def ensure_atlas(model: ModelKey, corpus: Corpus, config: AtlasConfig) -> str:
     """The folder of a finished atlas of ``corpus``: found in the cache (and checked), or built (or repaired)
     now with a progress bar; a build another session started is waited for and shared."""
     from isoscope.dashboard.services import models
@@ -132,7 +136,7 @@ def _built(
     path: Path,
     config: AtlasConfig,
     vectors: np.ndarray | None = None,
-    model: str | None = None,
+    model: ModelKey | None = None,
 ) -> str:
     """``path`` when it holds a finished atlas, else built now (``vectors``: nothing is embedded) with a bar,
     and, when it will take long, what it will cost (said before the build starts, cleared when it is done)."""

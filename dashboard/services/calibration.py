@@ -14,6 +14,7 @@ from isoscope.calibrate.store import CalibratorKey, is_stored, keep, load_stored
 from isoscope.dashboard.services import costs
 from isoscope.dashboard.services.embeddings import embed_many
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
+from isoscope.dashboard.services.models import ModelKey
 from isoscope.data import Pairs
 from isoscope.evaluate.similarity import sts_scores
 
@@ -88,7 +89,7 @@ def calibrate(method: str, flow_json: str, fit: Vectors, *arrays: np.ndarray) ->
 
 
 def calibration_table(
-    model: str,
+    model: ModelKey,
     max_length: int,
     pairs: Pairs,
     poolings: tuple[str, ...],

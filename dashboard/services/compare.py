@@ -1,7 +1,8 @@
 """Two spaces of the same texts: their encoders, vectors (layers included), CKA, neighbour overlap, hubness and maps.
 
-A space's encoder is the sidebar-style model name, a loss-surface checkpoint (``landscape:FOLDER:INIT:EPOCH``)
-or a seeded random init of the model (``isoscope.sources``). Every vector travels with its key
+A space's encoder is the sidebar's model (its ``ModelKey``), a loss-surface checkpoint
+(``landscape:FOLDER:INIT:EPOCH``, its base model fp32 on the CPU) or a seeded random init of the model
+(``isoscope.sources``). Every vector travels with its key
 (``keyed.Vectors``); each long step shows an ``st.progress`` bar and is cached.
 """
 
@@ -15,13 +16,14 @@ from isoscope.cache import ArrayCache, make_key
 from isoscope.comparison import CKAMatrix, ComparisonMetrics, cka_matrix, compare_spaces
 from isoscope.dashboard.services.calibration import calibrated
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
+from isoscope.dashboard.services.models import ModelKey
 from isoscope.dashboard.services.models import encoder as base_encoder
 from isoscope.dashboard.services.space import SessionSpace, vectors_for
 from isoscope.dashboard.text import literal
 from isoscope.encode.costs import Throughput, embed_texts_cost, measure_throughput
 from isoscope.encode.embed import EmbedConfig, companion_poolings, encode_many
 from isoscope.encode.models import Encoder
-from isoscope.encode.pooling import layer_names
+from isoscope.encode.pooling import PoolingSpec, layer_names
 from isoscope.sources import SpaceSpec, load_space_encoder
 
 VECTORS_FILE = "session vectors file"  # SpaceSpec.vectors of a side that is the session's vectors file
@@ -30,11 +32,19 @@ VECTORS_FILE = "session vectors file"  # SpaceSpec.vectors of a side that is the
 @dataclass(frozen=True)
 class Side:
     """What the page picked for one side: where its space comes from (``SpaceSpec``: the sidebar's model or a
-    landscape checkpoint, its init, pooling and calibration, or the session's vectors file) and, when it is
-    calibrated with a flow, the flow's settings."""
+    landscape checkpoint, its init, pooling and calibration, or the session's vectors file), when it is
+    calibrated with a flow, the flow's settings, and the key of its model (None for the file)."""
 
     spec: SpaceSpec
     flow_json: str = ""
+    model: ModelKey | None = None  # spec.model's key: the sidebar's, or a checkpoint's name
+
+    @classmethod
+    def of_model(
+        cls, model: ModelKey, init: str, pooling: PoolingSpec | None, calibrate: str, flow_json: str = ""
+    ) -> Side:
+        """A side of ``model`` (the sidebar's key, or ``ModelKey("landscape:...")``): its spec names the model."""
+        return cls(SpaceSpec(model.name, init, 0, pooling, calibrate), flow_json, model)
 
     @property
     def is_file(self) -> bool:
@@ -52,20 +62,24 @@ class SideVectors:
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=4)
-def space_encoder(model: str, init: str, seed: int) -> Encoder:
+def space_encoder(model: ModelKey, init: str, seed: int) -> Encoder:
     """The encoder of a space (InputError for a model, checkpoint or init that cannot be loaded)."""
-    return load_space_encoder(SpaceSpec(model, init, seed), loader=base_encoder)
+
+    def loader(name: str) -> Encoder:  # the key's own model, or a checkpoint's base model (fp32 on the CPU)
+        return base_encoder(model if name == model.name else ModelKey(name))
+
+    return load_space_encoder(SpaceSpec(model.name, init, seed), loader=loader)
 
 
 @st.cache_resource(show_spinner="Measuring this machine's speed (once)…", max_entries=8)
-def _throughput(model: str, init: str, seed: int, hidden: bool, max_length: int) -> Throughput:
+def _throughput(model: ModelKey, init: str, seed: int, hidden: bool, max_length: int) -> Throughput:
     """``isoscope.encode.costs.measure_throughput`` of a space's encoder (every hidden state pooled, or the last layer)."""
     enc = space_encoder(model, init, seed)
     return measure_throughput(enc, companion_poolings(enc, 1) if hidden else None, max_length)
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
-def _embed(model: str, init: str, seed: int, items: Texts, poolings: tuple[str, ...], max_length: int) -> dict:
+def _embed(model: ModelKey, init: str, seed: int, items: Texts, poolings: tuple[str, ...], max_length: int) -> dict:
     enc = space_encoder(model, init, seed)
     rate = lambda hidden: _throughput(model, init, seed, hidden, max_length)  # noqa: E731
     cost = embed_texts_cost(
@@ -103,12 +117,13 @@ def side_vectors(side: Side, items: Texts, max_length: int) -> SideVectors:
     fitted on the space's own vectors (no labels). InputError for a pooling the model lacks, or a bad fit."""
     from isoscope.sources import check_pooling
 
-    spec = side.spec
-    enc = space_encoder(spec.model, spec.init, spec.seed)
+    spec, model = side.spec, side.model
+    assert model is not None, "a vectors file's side has no model: file_side_vectors"
+    enc = space_encoder(model, spec.init, spec.seed)
     pooling = check_pooling(spec, enc).name
     layers = layer_names(enc.num_layers)
     poolings = tuple(dict.fromkeys((pooling, *layers)))
-    arrays = _embed(spec.model, spec.init, spec.seed, items, poolings, max_length)
+    arrays = _embed(model, spec.init, spec.seed, items, poolings, max_length)
     keyed = {p: Vectors(make_key("cmp-emb", enc.fingerprint, p, max_length, items.key), arrays[p]) for p in poolings}
     return SideVectors(enc.name, enc.num_layers, _calibrated(side, keyed[pooling]), tuple(keyed[p] for p in layers))
 

@@ -20,7 +20,7 @@ from isoscope.cache import ArrayCache
 from isoscope.calibrate.costs import FlowRate, flow_cost
 from isoscope.costs import FREE, Cost, total
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Joined, Texts, texts
-from isoscope.dashboard.services.models import encoder, fast_encoder, fp32_encoder, model_key, split_key
+from isoscope.dashboard.services.models import ModelKey, encoder, fast_encoder, fp32_encoder
 from isoscope.encode.costs import Throughput, embed_texts_cost, embedding_cost
 from isoscope.encode.embed import companion_poolings
 from isoscope.encode.pooling import resolve_pooling
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 
 
 @st.cache_resource(show_spinner="Measuring this machine's speed (once)…", max_entries=8)
-def throughput(model: str, hidden: bool, max_length: int, fast: bool = True) -> Throughput:
-    """The tokens per second of the engine that embeds for ``model`` (a ``model_key``; ``fast``: its fastest
+def throughput(model: ModelKey, hidden: bool, max_length: int, fast: bool = True) -> Throughput:
+    """The tokens per second of the engine that embeds for ``model`` (the sidebar's key; ``fast``: its fastest
     engine, else the loaded model itself), with every hidden state pooled (``hidden``: what a pass with layer
     poolings and companions computes) or the last layer only."""
     from isoscope.encode.costs import measure_throughput
@@ -44,7 +44,7 @@ def throughput(model: str, hidden: bool, max_length: int, fast: bool = True) -> 
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH_FUNCS)
-def token_count(model: str, items: Texts, max_length: int) -> int:
+def token_count(model: ModelKey, items: Texts, max_length: int) -> int:
     """``isoscope.encode.costs.token_count`` of ``items`` with ``model``'s tokenizer (a seeded sample, scaled)."""
     from isoscope.encode.costs import token_count as count
 
@@ -71,7 +71,7 @@ def distinct(items: Texts) -> Texts:
     return items if len(set(items.items)) == len(items) else texts(dict.fromkeys(items.items))
 
 
-def embedding(model: str, items: Texts, poolings: Sequence[str], max_length: int) -> Cost:
+def embedding(model: ModelKey, items: Texts, poolings: Sequence[str], max_length: int) -> Cost:
     """What ``services.embeddings.embed_many(model, items, poolings, max_length)`` will cost
     (``isoscope.encode.costs.embed_texts_cost``: ``FREE`` when the disk cache holds every pooling, of every part of a
     ``Joined`` list); each distinct text is embedded once."""
@@ -144,38 +144,38 @@ def knn_rate(dim: int) -> KnnRate:
 
 
 @st.cache_resource(show_spinner="Measuring this machine's speed (once)…", max_entries=2)
-def int8_build_seconds(model: str) -> float:
+def int8_build_seconds(model: ModelKey) -> float:
     """Seconds to build ``model``'s int8 copy here (``isoscope.encode.costs.measure_int8_build``)."""
     from isoscope.encode.costs import measure_int8_build
 
     return measure_int8_build(fp32_encoder(model))
 
 
-def int8_build(model: str) -> Cost:
+def int8_build(model: ModelKey) -> Cost:
     """Building ``model``'s int8 copy (``services.models``'s int8 encoder): ``FREE`` when the int8 cache holds it."""
     from isoscope.encode.quantize import int8_built
 
-    base = split_key(model)[0]
+    base = model.at("fp32")
     if int8_built(fp32_encoder(base)):
         return FREE
     return Cost(int8_build_seconds(base))
 
 
-def sweep(model: str, items: Texts, pooling: str, max_length: int) -> Cost:
+def sweep(model: ModelKey, items: Texts, pooling: str, max_length: int) -> Cost:
     """The Precision & size sweep of ``items`` (``services.sweep.sweep``): the int8 copy when not built yet, and
     both embeddings; before the int8 copy exists its pass is counted at the fp32 engine's rate (int8 runs faster:
     an upper bound)."""
-    base = split_key(model)[0]
+    base = model.at("fp32")
     build = int8_build(base)
-    cost = build + embedding(model_key(base, "fp32"), items, [pooling], max_length)
+    cost = build + embedding(base, items, [pooling], max_length)
     if build == FREE:
-        return cost + embedding(model_key(base, "int8"), items, [pooling], max_length)
+        return cost + embedding(base.at("int8"), items, [pooling], max_length)
     n_tokens = token_count(base, items, max_length)
     rate = throughput(base, resolve_pooling(pooling, encoder(base)).needs_hidden_states, max_length)
     return cost + embedding_cost(rate, n_tokens)
 
 
-def atlas(model: str | None, items: Texts, config: AtlasConfig, dim: int) -> Cost:
+def atlas(model: ModelKey | None, items: Texts, config: AtlasConfig, dim: int) -> Cost:
     """Building an atlas of ``items`` with ``config``: their embedding (none for a vectors file: ``model`` None),
     each space's kNN graph (when the build needs one) and 2-D layout (UMAP at ``umap_rate``; without a rate
     yet, the layouts are left out)."""
@@ -201,7 +201,7 @@ def atlas(model: str | None, items: Texts, config: AtlasConfig, dim: int) -> Cos
 
 
 def retrieval(
-    model: str, sides: Sequence[Texts], pooling: str, max_length: int, methods: Sequence[str], dim: int
+    model: ModelKey, sides: Sequence[Texts], pooling: str, max_length: int, methods: Sequence[str], dim: int
 ) -> Cost:
     """A retrieval run (``services.retrieval.run_model``): each side's prompted texts embedded with one pooling
     (``FREE`` when the disk cache holds them), and the flows among ``methods`` fitted on the documents."""

@@ -15,14 +15,14 @@ import streamlit as st
 from isoscope.cache import ArrayCache, make_key
 from isoscope.dashboard.services.costs import embedding as embedding_cost
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Joined, Texts, Vectors, texts
-from isoscope.dashboard.services.models import fast_encoder
+from isoscope.dashboard.services.models import ModelKey, fast_encoder
 from isoscope.encode.embed import EmbedConfig, encode_many
 from isoscope.encode.engines import engine_in_use
 from isoscope.encode.pooling import resolve_pooling
 
 
-def engine_label(model: str, poolings: Sequence[str] = ()) -> str:
-    """What embeds for ``model`` (a ``model_key``) with these poolings (none: the model's own): ``ONNX Runtime
+def engine_label(model: ModelKey, poolings: Sequence[str] = ()) -> str:
+    """What embeds for ``model`` (the sidebar's key) with these poolings (none: the model's own): ``ONNX Runtime
     fp32``, ``PyTorch fp32``, ..."""
     enc = fast_encoder(model)
     hidden = any(resolve_pooling(p, enc).needs_hidden_states for p in poolings or [None])
@@ -30,7 +30,7 @@ def engine_label(model: str, poolings: Sequence[str] = ()) -> str:
 
 
 @st.cache_data(show_spinner=False, max_entries=64, hash_funcs=HASH_FUNCS)
-def _embed_many(model: str, items: Texts, poolings: tuple[str, ...], max_length: int) -> dict[str, np.ndarray]:
+def _embed_many(model: ModelKey, items: Texts, poolings: tuple[str, ...], max_length: int) -> dict[str, np.ndarray]:
     enc = fast_encoder(model)
     label = engine_label(model, poolings)
     cost = embedding_cost(model, items, poolings, max_length)  # the disk cache may hold it: then FREE
@@ -49,7 +49,7 @@ def _embed_many(model: str, items: Texts, poolings: tuple[str, ...], max_length:
         bar.empty()
 
 
-def _embed_joined(model: str, items: Joined, poolings: tuple[str, ...], max_length: int) -> dict[str, np.ndarray]:
+def _embed_joined(model: ModelKey, items: Joined, poolings: tuple[str, ...], max_length: int) -> dict[str, np.ndarray]:
     """Each part embedded as itself (cached), then the rows of each text's first occurrence."""
     parts = [_embed_many(model, part, poolings, max_length) for part in items.parts]
     first: dict[str, int] = {}
@@ -60,7 +60,7 @@ def _embed_joined(model: str, items: Joined, poolings: tuple[str, ...], max_leng
 
 
 def embed_many(
-    model: str, items: Sequence[str] | Texts, poolings: Sequence[str], max_length: int
+    model: ModelKey, items: Sequence[str] | Texts, poolings: Sequence[str], max_length: int
 ) -> dict[str, Vectors]:
     """Pooled embeddings of ``items``, one (n, d) float32 ``Vectors`` per pooling, from one forward pass."""
     items = items if isinstance(items, Texts) else texts(items)
@@ -71,11 +71,12 @@ def embed_many(
     return {p: Vectors(vectors_key(model, p, max_length, items), a) for p, a in arrays.items()}
 
 
-def vectors_key(model: str, pooling: str, max_length: int, items: Texts) -> str:
-    """The key of ``embed_many``'s vectors of ``items`` (known before they are computed)."""
-    return make_key("emb", model, pooling, max_length, items.key)
+def vectors_key(model: ModelKey, pooling: str, max_length: int, items: Texts) -> str:
+    """The key of ``embed_many``'s vectors of ``items`` (known before they are computed; ``str(model)``: the
+    key's string, so these keys are the ones written before the key was typed)."""
+    return make_key("emb", str(model), pooling, max_length, items.key)
 
 
-def embed(model: str, items: Sequence[str] | Texts, pooling: str, max_length: int) -> Vectors:
+def embed(model: ModelKey, items: Sequence[str] | Texts, pooling: str, max_length: int) -> Vectors:
     """Pooled embeddings (n, d) float32 of ``items`` for one pooling mode."""
     return embed_many(model, items, [pooling], max_length)[pooling]

@@ -16,7 +16,7 @@ from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
 
 @st.cache_data(show_spinner="Writing the fixed model…", max_entries=4, hash_funcs=HASH_FUNCS)
 def fixed_model_zip(
-    model: str, pooling: str, max_length: int, method: str, flow_json: str, fit: Vectors, fit_texts: Texts
+    model: models.ModelKey, pooling: str, max_length: int, method: str, flow_json: str, fit: Vectors, fit_texts: Texts
 ) -> bytes:
     """A zip of the sentence-transformers folder (one top folder, ``fixed-<method>``): ``model``'s fp32 weights,
     ``pooling``, and the calibrator ``method`` fitted (cached) on ``fit``, the vectors of ``fit_texts``.

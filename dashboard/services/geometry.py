@@ -15,7 +15,7 @@ from isoscope.dashboard.services import costs
 from isoscope.dashboard.services.calibration import calibrated_key, calibrator_on_disk
 from isoscope.dashboard.services.embeddings import embed_many, vectors_key
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
-from isoscope.dashboard.services.models import encoder, fast_encoder
+from isoscope.dashboard.services.models import ModelKey, encoder, fast_encoder
 from isoscope.encode.embed import EmbedConfig, companion_poolings
 from isoscope.encode.pooling import layer_names, resolve_pooling
 from isoscope.geometry.costs import covariance_cost, metrics_cost
@@ -69,7 +69,7 @@ def singular_values_of(vectors: Vectors) -> np.ndarray:
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
-def layer_metrics(model: str, texts: Texts, max_length: int) -> pd.DataFrame:
+def layer_metrics(model: ModelKey, texts: Texts, max_length: int) -> pd.DataFrame:
     """all_metrics of mean pooling at every layer, one row per layer: the ``layers`` of ``isoscope geometry``
     (``isoscope.geometry.metrics.per_layer_metrics``, which ``isoscope.geometry.report.analyse_geometry`` calls)."""
     from isoscope.geometry.metrics import per_layer_metrics
@@ -89,13 +89,13 @@ def layer_metrics(model: str, texts: Texts, max_length: int) -> pd.DataFrame:
     return pd.DataFrame(rows).rename_axis("layer")
 
 
-def layer_metrics_key(model: str, texts: Texts, max_length: int) -> str:
+def layer_metrics_key(model: ModelKey, texts: Texts, max_length: int) -> str:
     """The name ``computed`` knows ``layer_metrics(model, texts, max_length)`` by."""
-    return make_key("layer-metrics", model, texts.key, max_length)
+    return make_key("layer-metrics", str(model), texts.key, max_length)
 
 
 @st.cache_data(show_spinner=False, max_entries=8, hash_funcs=HASH_FUNCS)
-def frequency_result(model: str, texts: Texts, max_length: int, calibration: str, spaces: tuple[str, ...]):
+def frequency_result(model: ModelKey, texts: Texts, max_length: int, calibration: str, spaces: tuple[str, ...]):
     """isoscope.geometry.frequency.frequency_analysis (token norms and kNN distances by frequency bucket), raw and calibrated."""
     from isoscope.geometry.frequency import frequency_analysis
 
@@ -121,7 +121,7 @@ def overlap(sentence1: tuple[str, ...], sentence2: tuple[str, ...], similarities
     return overlap_analysis(sentence1, sentence2, similarities)
 
 
-def anisotropy_cost(model: str, items: Texts, pooling: str, max_length: int, *, methods: tuple[str, ...]) -> Cost:
+def anisotropy_cost(model: ModelKey, items: Texts, pooling: str, max_length: int, *, methods: tuple[str, ...]) -> Cost:
     """What the Anisotropy page computes for ``items`` with the model: the embedding (``pooling``, the raw last
     layer's ``mean`` beside the model's recipe, every layer: one pass with its companions, a second for the layers
     it does not cache), each calibrator of ``methods`` fitted on the raw vectors, the metrics of every space shown

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from isoscope.costs import FREE, Cost
-from isoscope.dashboard.services.models import fp32_encoder, trainable_encoder, training_device
+from isoscope.dashboard.services.models import ModelKey, fp32_encoder, trainable_encoder, training_device
 from isoscope.errors import InputError
 from isoscope.landscape.costs import LandscapeRates, landscape_cost
 from isoscope.landscape.live import LiveRun
@@ -56,7 +56,7 @@ def _landscape_run(run: LiveRun, root: str) -> str:
         update(0, 1)
         return update
 
-    try:  # float32 weights on the sidebar's device, whatever its precision and dtype (run.model: the sidebar's key)
+    try:  # float32 weights on the sidebar's device, whatever its precision and dtype (run.model: the sidebar's ModelKey)
         return run_live(trainable_encoder(run.model), run, root, progress=factory)
     finally:
         bar.empty()
@@ -90,7 +90,7 @@ def landscape_view(out_dir: str) -> ResultTables:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def parameter_count(model: str) -> int:
+def parameter_count(model: ModelKey) -> int:
     """Parameters of ``model``'s fp32 encoder (what a live run trains and checkpoints)."""
     return sum(p.numel() for p in fp32_encoder(model).model.parameters())
 

@@ -70,7 +70,7 @@ def mlp_cost(settings: MigrationConfig, n_pairs: int, dims: tuple[int, int]) -> 
     if n_pairs < MIN_MLP_PAIRS:
         return total
     for method in settings.methods or ():
-        if method.split(":")[0] == "mlp":
+        if method == "mlp" or method.startswith("mlp:"):
             mlp = make_adapter(method)
             rate = _mlp_rate(dims[0], dims[1], mlp.hidden)
             total = total + cost_of(n_pairs, rate, epochs=mlp.epochs, directions=len(settings.directions))

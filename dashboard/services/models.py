@@ -1,19 +1,21 @@
 """Loaded models: shared, cached once per server process.
 
-The sidebar names the encoder with one string, ``model_key(model, precision, device, dtype)``: the model path or hub
-id ("" for the embedded default), prefixed with ``DEVICE@`` when it runs elsewhere than on the CPU (``cuda:0@``,
-``mps@``: ``isoscope.encode.device``), ``DEVICE+DTYPE@`` when it runs there in a half dtype (``cuda:0+bfloat16@``;
-the CPU runs float32 here), and with ``int8:`` for the int8 copy (isoscope.encode.quantize), which always runs on
-the CPU in float32. Every service takes that key,
-so every cached result keyed by it (and every on-disk cache, keyed by the encoder's fingerprint) keeps the two
-precisions (and dtypes) apart. ``encoder(key)`` gives the encoder at the key's precision (what encodes);
-``fp32_encoder(key)`` the fp32 model on the CPU (what is counted or edited: parameter budgets, rank-k shrinking);
-``trainable_encoder(key)`` the float32 model on the key's device (what the loss surfaces train there).
+The sidebar names the encoder with one typed value, ``ModelKey`` (the model, its precision, the device and the
+dtype), built once by ``ui.settings()`` and passed to every service. Streamlit's caches hash a frozen dataclass by
+its fields (``dataclasses.asdict``), so each distinct key loads its model once and every cached result keyed by it
+(and every on-disk cache, keyed by the encoder's fingerprint) keeps precisions, devices and dtypes apart.
+``str(key)`` is the key as one string for the keys of arrays (``make_key``): the string these keys were written as
+before they were typed (``int8:`` + ``DEVICE[+DTYPE]@`` + the name, the CPU and float32 adding nothing), so arrays
+and the calibrators kept on disk under them keep their keys. It is written, never parsed back.
+
+``encoder(key)`` gives the encoder at the key's precision (what encodes); ``fp32_encoder(key)`` the fp32 model on
+the CPU (what is counted or edited: parameter budgets, rank-k shrinking); ``trainable_encoder(key)`` the float32
+model on the key's device (what the loss surfaces train there).
 """
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass, replace
 
 import numpy as np
 import streamlit as st
@@ -23,67 +25,75 @@ from isoscope.encode.device import parse_device, parse_dtype
 from isoscope.encode.models import Encoder, load_encoder
 from isoscope.encode.precision import parse_precision
 
-INT8_PREFIX = "int8:"
-DEVICE_SEP = "@"
-DTYPE_SEP = "+"
-_DEVICE_PREFIX = re.compile(r"^(cuda(?::\d{1,3})?|mps)(?:\+(float16|bfloat16))?@")
 
+@dataclass(frozen=True)
+class ModelKey:
+    """The sidebar's model as every service takes it: which model, at which precision, where and in which dtype.
 
-def model_key(model: str, precision: str = "fp32", device: str = "cpu", dtype: str = "float32") -> str:
-    """The string that names ``model`` at ``precision`` on ``device`` in ``dtype`` in every service (the CPU and
-    float32 add nothing: those keys are the ones written before devices)."""
-    device, dtype = parse_device(device), parse_dtype(dtype)
-    if device in ("cpu", "auto"):
-        where = ""
-    else:
-        where = device + (f"{DTYPE_SEP}{dtype}" if dtype != "float32" else "") + DEVICE_SEP
-    return (INT8_PREFIX if parse_precision(precision) == "int8" else "") + where + model
+    Normalised when built, so two keys of the same encoder are equal: the device is parsed (``auto`` is the CPU,
+    as the sidebar offers what ``auto`` picks first), the CPU runs float32 whatever ``dtype`` says. An int8 key
+    keeps the sidebar's device and dtype (the loss surfaces train there), though the int8 model itself runs on
+    the CPU in float32 (``runs_on``).
+    """
 
+    name: str = ""  # "" = the embedded default, else a path or hub id
+    precision: str = "fp32"  # isoscope.encode.precision.PRECISIONS
+    device: str = "cpu"  # isoscope.encode.device: cpu, cuda, cuda:N, mps
+    dtype: str = "float32"  # isoscope.encode.device.DTYPES; float32 on the CPU
 
-def split_placement(model: str) -> tuple[str, str, str]:
-    """(device, dtype, model) of a model string that may start with ``DEVICE@`` or ``DEVICE+DTYPE@``: ``cpu`` and
-    ``float32`` when it does not."""
-    found = _DEVICE_PREFIX.match(model)
-    if found is None:
-        return "cpu", "float32", model
-    return found.group(1), found.group(2) or "float32", model[found.end() :]
+    def __post_init__(self) -> None:
+        device = parse_device(self.device)
+        device = "cpu" if device == "auto" else device
+        object.__setattr__(self, "precision", parse_precision(self.precision))
+        object.__setattr__(self, "device", device)
+        object.__setattr__(self, "dtype", "float32" if device == "cpu" else parse_dtype(self.dtype))
 
+    def __str__(self) -> str:
+        """The key as one string, for the keys of arrays (see the module docstring); never parsed."""
+        where = (
+            "" if self.device == "cpu" else self.device + ("" if self.dtype == "float32" else f"+{self.dtype}") + "@"
+        )
+        return ("int8:" if self.precision == "int8" else "") + where + self.name
 
-def split_device(model: str) -> tuple[str, str]:
-    """(device, model) of a model string that may start with ``DEVICE@`` (its dtype dropped): ``cpu`` when it does
-    not."""
-    device, _dtype, name = split_placement(model)
-    return device, name
+    def at(self, precision: str) -> ModelKey:
+        """The same model, device and dtype at ``precision``."""
+        return replace(self, precision=precision)
 
+    @property
+    def runs_on(self) -> tuple[str, str]:
+        """(device, dtype) the key's encoder runs in: the CPU in float32 for int8, else the key's own."""
+        return ("cpu", "float32") if self.precision == "int8" else (self.device, self.dtype)
 
-def split_key(key: str) -> tuple[str, str]:
-    """(model, precision) of a ``model_key``."""
-    if key.startswith(INT8_PREFIX):
-        return key[len(INT8_PREFIX) :], "int8"
-    return key, "fp32"
+    @property
+    def on_cpu(self) -> ModelKey:
+        """The fp32 model on the CPU, in float32 (what is counted or edited)."""
+        return ModelKey(self.name)
+
+    @property
+    def trainable(self) -> ModelKey:
+        """The fp32 model in float32 on the key's device (what the loss surfaces train)."""
+        return ModelKey(self.name, "fp32", self.device)
 
 
 @st.cache_resource(show_spinner="Loading model…", max_entries=3)
-def _fp32(model: str) -> Encoder:
-    device, dtype, name = split_placement(model)
-    return load_encoder(name or None, device, dtype=dtype)
+def _fp32(key: ModelKey) -> Encoder:
+    return load_encoder(key.name or None, key.device, dtype=key.dtype)
 
 
 @st.cache_resource(show_spinner="Building the int8 model (once per model)…", max_entries=2)
-def _int8(model: str) -> Encoder:
+def _int8(key: ModelKey) -> Encoder:
     from isoscope.encode.quantize import quantize_encoder
 
-    return quantize_encoder(_fp32(split_device(model)[1]))  # a copy on the CPU: the shared fp32 encoder stays as it is
+    return quantize_encoder(_fp32(key.on_cpu))  # a copy on the CPU: the shared fp32 encoder stays as it is
 
 
-def encoder(key: str) -> Encoder:
-    """A loaded encoder at the key's precision; ``key`` is a ``model_key`` ("" for the embedded default)."""
-    model, precision = split_key(key)
-    return _int8(model) if precision == "int8" else _fp32(model)
+def encoder(key: ModelKey) -> Encoder:
+    """A loaded encoder at the key's precision (on its device, in its dtype; int8 on the CPU)."""
+    return _int8(key) if key.precision == "int8" else _fp32(key)
 
 
 @st.cache_resource(show_spinner="Preparing the fast engine (once per model)…", max_entries=2)
-def fast_encoder(key: str) -> Encoder:
+def fast_encoder(key: ModelKey) -> Encoder:
     """The encoder that embeds for ``key``: the fastest fp32 engine of its model (``isoscope.encode.engines``:
     the same vectors within the fp32 tolerance), or the int8 copy as it is."""
     from isoscope.encode.engines import fastest_fp32_encoder
@@ -91,43 +101,40 @@ def fast_encoder(key: str) -> Encoder:
     return fastest_fp32_encoder(encoder(key))
 
 
-def fp32_encoder(key: str) -> Encoder:
+def fp32_encoder(key: ModelKey) -> Encoder:
     """The fp32 encoder of ``key``'s model on the CPU, whatever its precision, device and dtype (for counting or
     editing weights: parameter budgets, the anatomy of the model)."""
-    return _fp32(split_device(split_key(key)[0])[1])
+    return _fp32(key.on_cpu)
 
 
-def trainable_encoder(key: str) -> Encoder:
+def trainable_encoder(key: ModelKey) -> Encoder:
     """The float32 weights of ``key``'s model on the sidebar's device, whatever the key's precision and dtype (what
     the loss surfaces train and evaluate there, ``isoscope.landscape.placement``). On the CPU it is
     ``fp32_encoder(key)``; on a GPU in float32, the sidebar's own encoder."""
-    device, _dtype, name = split_placement(split_key(key)[0])
-    return _fp32(model_key(name, "fp32", device))
+    return _fp32(key.trainable)
 
 
-def training_device(key: str) -> str:
+def training_device(key: ModelKey) -> str:
     """Where ``trainable_encoder(key)`` runs, in words for a caption: ``the CPU``, ``cuda:0``, ``mps``."""
-    device = split_placement(split_key(key)[0])[0]
-    return "the CPU" if device == "cpu" else device
+    return "the CPU" if key.device == "cpu" else key.device
 
 
 @st.cache_resource(show_spinner="Loading a private copy of the model…", max_entries=1)
-def _private(model: str) -> Encoder:
-    device, name = split_device(model)
-    return load_encoder(name or None, device)
+def _private(key: ModelKey) -> Encoder:
+    return load_encoder(key.name or None, key.device)
 
 
-def private_encoder(key: str) -> Encoder:
+def private_encoder(key: ModelKey) -> Encoder:
     """A second fp32 copy of the model whose weights may be swapped temporarily (rank-k shrink), so the shared
     cached encoder that other pages use is never touched. Always fp32: the int8 model's graph holds its own
     copy of the weights, which a swap would not reach."""
-    return _private(split_device(split_key(key)[0])[1])  # on the CPU, like fp32_encoder
+    return _private(key.on_cpu)  # on the CPU, like fp32_encoder
 
 
 @st.cache_data(show_spinner="Counting tokens…", max_entries=16, hash_funcs=HASH_FUNCS)
-def token_lengths(model: str, texts: Texts) -> np.ndarray:
+def token_lengths(key: ModelKey, texts: Texts) -> np.ndarray:
     """Number of tokens of each text (n,) with the model's tokenizer, special tokens included, untruncated."""
-    tok = fp32_encoder(model).tokenizer
+    tok = fp32_encoder(key).tokenizer
     items = texts.items
     out = np.empty(len(items), np.int64)
     for s in range(0, len(items), 1024):

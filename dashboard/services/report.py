@@ -6,13 +6,13 @@ from __future__ import annotations
 import streamlit as st
 
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
-from isoscope.dashboard.services.models import encoder
+from isoscope.dashboard.services.models import ModelKey, encoder
 
 
 @st.cache_data(
     show_spinner="Building the report (metrics, layers, neighbours, a map)…", max_entries=8, hash_funcs=HASH_FUNCS
 )
-def space_report(model: str, texts: Texts, pooling: str, max_length: int, vs: str, meta: object = None) -> bytes:
+def space_report(model: ModelKey, texts: Texts, pooling: str, max_length: int, vs: str, meta: object = None) -> bytes:
     """The report of the sidebar's model on ``texts`` against its ``vs`` calibration (fitted on them)."""
     from isoscope.space import embed, space_report
 

@@ -8,7 +8,7 @@ import streamlit as st
 
 from isoscope.cache import ArrayCache
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Vectors
-from isoscope.dashboard.services.models import fast_encoder
+from isoscope.dashboard.services.models import ModelKey, fast_encoder
 from isoscope.encode.embed import EmbedConfig
 from isoscope.retrieval.clustering import ClusteringResult, cluster_scores
 from isoscope.retrieval.embedding import embed_side
@@ -42,7 +42,7 @@ def _bar(text: str):
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_TASKS)
 def run_model(
-    model: str,
+    model: ModelKey,
     task: RetrievalTask,
     pooling: str,
     max_length: int,
@@ -61,7 +61,7 @@ def run_model(
         finally:
             bar.empty()
     result = _evaluate(sides[0], sides[1], task, variants)
-    result.model, result.pooling = model, pooling
+    result.model, result.pooling = str(model), pooling  # the key as one string, as before it was typed
     result.prompts = {"query": prompts[0], "document": prompts[1]}
     return result
 

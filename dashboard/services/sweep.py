@@ -8,20 +8,19 @@ import streamlit as st
 
 from isoscope.dashboard.services import embeddings
 from isoscope.dashboard.services.keyed import HASH_FUNCS, Texts, Vectors
-from isoscope.dashboard.services.models import model_key, split_key
+from isoscope.dashboard.services.models import ModelKey
 from isoscope.data import Pairs
 from isoscope.evaluate.sweep import SweepConfig, SweepPairs, SweepResult, run_sweep
 
 
 @st.cache_data(show_spinner=False, max_entries=16, hash_funcs=HASH_FUNCS)
 def sweep(
-    model: str, texts: Texts, pairs: Pairs | None, pooling: str, max_length: int, dims: tuple[int, ...], k: int
+    model: ModelKey, texts: Texts, pairs: Pairs | None, pooling: str, max_length: int, dims: tuple[int, ...], k: int
 ) -> SweepResult:
     """``isoscope.evaluate.sweep.run_sweep`` of ``texts`` (and ``pairs`` with scores) for ``model``'s fp32 and int8 encoders."""
-    base = split_key(model)[0]
     items = list(texts.items) + (list(pairs.texts) if pairs is not None else [])
-    full = embeddings.embed(model_key(base, "fp32"), items, pooling, max_length).array  # (n + 2m, d)
-    full8 = embeddings.embed(model_key(base, "int8"), items, pooling, max_length).array  # (n + 2m, d)
+    full = embeddings.embed(model.at("fp32"), items, pooling, max_length).array  # (n + 2m, d)
+    full8 = embeddings.embed(model.at("int8"), items, pooling, max_length).array  # (n + 2m, d)
     n = len(texts)
     swept = None
     if pairs is not None:

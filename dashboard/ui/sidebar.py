@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import streamlit as st
 
 from isoscope.dashboard import classroom
+from isoscope.dashboard.services.models import ModelKey
 from isoscope.dashboard.services.models import encoder as load_model
-from isoscope.dashboard.services.models import model_key
 from isoscope.dashboard.text import glossary, literal
 from isoscope.dashboard.ui.errors import bug_report, user_error
 from isoscope.encode.device import DTYPE_DESCRIPTIONS, DTYPES, available_devices, resolve_device
@@ -51,19 +51,31 @@ def pooling_help(modes: list[str], lead: str = POOLING_LEAD) -> str:
 class Settings:
     """What the sidebar chose; shared by every page."""
 
-    model: str  # services.models.model_key: "" = embedded default, else a path or hub id; "int8:" + it for int8
+    model: ModelKey  # the model, precision, device and dtype: every service's key (services.models)
     model_label: str
     pooling: str  # the selector's value: one of ``pooling_modes``
     max_length: int
     num_layers: int
     hidden_size: int
     is_encoder_decoder: bool
-    precision: str = "fp32"
     pooling_spec: PoolingSpec | None = None  # ``pooling`` parsed, once, by the sidebar
     has_recipe: bool = False  # the model has its own recipe (the pooling ``model``)
     recipe: str = ""  # that recipe in words (``Recipe.describe``)
-    device: str = "cpu"  # where the model runs (``isoscope.encode.device``); part of ``model``
-    dtype: str = "float32"  # its float type (``isoscope.encode.device.DTYPES``); part of ``model`` off float32
+
+    @property
+    def precision(self) -> str:
+        """``fp32`` or ``int8`` (``isoscope.encode.precision.PRECISIONS``): the key's."""
+        return self.model.precision
+
+    @property
+    def device(self) -> str:
+        """Where the model runs (``isoscope.encode.device``): the key's device, the CPU for int8."""
+        return self.model.runs_on[0]
+
+    @property
+    def dtype(self) -> str:
+        """Its float type (``isoscope.encode.device.DTYPES``): the key's dtype, float32 for int8 and on the CPU."""
+        return self.model.runs_on[1]
 
     @property
     def spec(self) -> PoolingSpec:
@@ -134,8 +146,9 @@ def sidebar() -> Settings:
         model, label = _model_box()
         device = _device_box()
         dtype = _dtype_box(device)
-        try:
-            enc = load_model(model_key(model, "fp32", device, dtype))
+        try:  # the key is built here, once: every page reads it from the Settings
+            key = ModelKey(model, "fp32", device, dtype)
+            enc = load_model(key)
         except Exception as exc:  # a model that fails to load falls back to the default, so every page works
             if classroom.enabled():  # the loader's message may name server files: the label only, details logged
                 log.error("could not load the allowed model %s: %s", model, "".join(traceback.format_exception(exc)))
@@ -145,8 +158,8 @@ def sidebar() -> Settings:
             else:
                 bug_report(exc)
             st.caption("Using the embedded default instead.")
-            model, label, device, dtype = "", None, "cpu", "float32"
-            enc = load_model("")
+            key, label = ModelKey(), None
+            enc = load_model(key)
         label = label or enc.name
         where = enc.device if enc.dtype == "float32" else f"{enc.device} · {enc.dtype}"
         st.caption(f"{literal(label)} · {enc.num_layers} layers · d = {enc.hidden_size} · {where}")
@@ -159,7 +172,7 @@ def sidebar() -> Settings:
             st.caption(f"The model's recipe: {literal(enc.recipe.describe())}")
         max_length = st.select_slider("Max tokens per text", MAX_LENGTHS, value=128, key="max_length")
     settings = Settings(
-        model=model_key(model, precision, device, dtype),
+        model=key.at(precision),
         model_label=label,
         pooling=pooling,
         max_length=int(max_length),
@@ -168,10 +181,7 @@ def sidebar() -> Settings:
         is_encoder_decoder=enc.is_encoder_decoder,
         has_recipe=enc.has_recipe,
         recipe=enc.recipe.describe() if enc.recipe is not None else "",
-        precision=precision,
         pooling_spec=parse_pooling(pooling),
-        device="cpu" if precision == "int8" else device,
-        dtype="float32" if precision == "int8" else dtype,
     )
     st.session_state["_settings"] = settings
     return settings

@@ -12,6 +12,15 @@ from isoscope.dashboard.services.keyed import pairs_key
 from isoscope.dashboard.services.models import fp32_encoder
 from isoscope.errors import InputError
 
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Model anatomy",
+    "title": "Embedding anatomy",
+    "icon": ":material/grid_on:",
+    "order": 20,
+    "teaches": "How many parameters are embeddings, and how much of the input table a model needs.",
+}
+
 s = ui.settings()
 st.title("Embedding anatomy")
 ui.needs_model("Embedding anatomy")

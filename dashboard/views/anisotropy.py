@@ -14,6 +14,15 @@ from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError
 from isoscope.geometry.options import METRIC_HELP
 
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Geometry",
+    "title": "Anisotropy",
+    "icon": ":material/scatter_plot:",
+    "order": 10,
+    "teaches": "How much of the space the vectors use: average cosine, IsoScore, effective rank, per layer.",
+}
+
 s = ui.settings()
 st.title("Anisotropy")
 st.caption(

@@ -19,6 +19,15 @@ from isoscope.data import CORPUS_FORMATS
 from isoscope.errors import InputError
 from isoscope.neighbours.projection import PROJECTION_DESCRIPTIONS
 
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Neighbours",
+    "title": "Atlas",
+    "icon": ":material/travel_explore:",
+    "order": 30,
+    "teaches": "Every text of a corpus on one map, with clusters, labels and search; open a text in Neighbours.",
+}
+
 PRELOADED = ui.PRELOADED  # "File given to isoscope app"
 FOLDER = "Atlas folder"
 SPACE = "The session's vectors file"  # the space is a vectors file: its rows, its vectors

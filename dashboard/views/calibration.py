@@ -23,6 +23,15 @@ from isoscope.errors import InputError
 from isoscope.evaluate.similarity import sts_scores
 from isoscope.geometry.metrics import avg_cosine
 
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Similarity",
+    "title": "Calibration",
+    "icon": ":material/tune:",
+    "order": 20,
+    "teaches": "Fit a flow or whitening without labels; watch it train; every pooling x calibrator.",
+}
+
 s = ui.settings()
 st.title("Calibration")
 st.caption(

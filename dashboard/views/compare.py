@@ -15,11 +15,21 @@ from isoscope.dashboard.figures import compare as figures
 from isoscope.dashboard.services import compare as services
 from isoscope.dashboard.services import report as reports
 from isoscope.dashboard.services.keyed import texts as keyed_texts
+from isoscope.dashboard.services.models import ModelKey
 from isoscope.encode.pooling import canonical_pooling, layer_names, parse_pooling
 from isoscope.errors import InputError
 from isoscope.neighbours.projection import PROJECTION_DESCRIPTIONS
 from isoscope.sources.checkpoints import landscape_checkpoints
 from isoscope.sources.spec import SpaceSpec
+
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Neighbours",
+    "title": "Compare spaces",
+    "icon": ":material/difference:",
+    "order": 40,
+    "teaches": "Two models, layers, poolings or calibrations on the same texts: CKA, neighbours kept, hubs, aligned maps.",
+}
 
 SIDEBAR, CHECKPOINT, FILE = "Sidebar model", "Loss-surface checkpoint", "Vectors file (the session's space)"
 TRAINED, RANDOM = "trained", "random (seed 0)"
@@ -98,7 +108,7 @@ def space_picker(side: str, runs: list[dict]) -> services.Side | None:
         if st.session_state.get(f"cmp_{side}_epoch") not in epochs:
             st.session_state[f"cmp_{side}_epoch"] = epochs[-1]
         epoch = st.select_slider("Epoch (0 = before training)", epochs, key=f"cmp_{side}_epoch")
-        model = f"landscape:{run['out_dir']}:{which}:{epoch}"
+        model = ModelKey(f"landscape:{run['out_dir']}:{which}:{epoch}")
     else:
         weights = st.radio(
             "Weights",
@@ -110,7 +120,7 @@ def space_picker(side: str, runs: list[dict]) -> services.Side | None:
         init = "random" if weights == RANDOM else "pretrained"
     pooling = st.selectbox("Pooling", s.pooling_modes, key=f"cmp_{side}_pooling", help=ui.pooling_help(s.pooling_modes))
     cal = ui.calibration_controls(f"cmp_{side}_cal", default="none", include_none=True, dim=s.hidden_size)
-    return services.Side(SpaceSpec(model, init, 0, parse_pooling(pooling), cal.method), cal.flow_json)
+    return services.Side.of_model(model, init, parse_pooling(pooling), cal.method, cal.flow_json)
 
 
 s = ui.settings()

@@ -10,6 +10,15 @@ from isoscope.dashboard.services import geometry
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError
 
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Geometry",
+    "title": "Frequency bias",
+    "icon": ":material/bar_chart:",
+    "order": 20,
+    "teaches": "Frequent tokens sit near the origin and close together; rare ones far out and apart.",
+}
+
 s = ui.settings()
 st.title("Word-frequency bias")
 ui.needs_model("Frequency bias")

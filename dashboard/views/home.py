@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from isoscope.dashboard import tour
+from isoscope.dashboard import navigation, tour
+
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Start",
+    "title": "Home",
+    "icon": ":material/home:",
+    "order": 10,
+    "default": True,
+}
 
 st.title("Isoscope")
 st.markdown(
@@ -16,26 +25,7 @@ st.markdown(
 )
 
 st.subheader("Pages")
-st.markdown(
-    """
-| Page | What it teaches |
-|---|---|
-| **Sentence pairs** | Cosine per pair against gold scores (Spearman), several poolings and a calibrator side by side. |
-| **Calibration** | Fit a flow or whitening without labels; watch it train; every pooling x calibrator. |
-| **Retrieval** | Would a fix help search? nDCG@10 per fix with a significance test, and clustering V-measure. |
-| **Anisotropy** | How much of the space the vectors use: average cosine, IsoScore, effective rank, per layer. |
-| **Frequency bias** | Frequent tokens sit near the origin and close together; rare ones far out and apart. |
-| **Lexical overlap** | Does similarity just count shared words? Gold vs raw vs calibrated. |
-| **Precision & size** | How far the vectors can shrink (int8, bits, fewer dimensions) before neighbours and scores change. |
-| **Neighbours** | Who is whose nearest neighbour, before and after calibration. |
-| **Projection map** | The space as a 2D/3D map (PCA, UMAP, t-SNE), raw and calibrated side by side. |
-| **Atlas** | Every text of a corpus on one map, with clusters, labels and search; open a text in Neighbours. |
-| **Compare spaces** | Two models, layers, poolings or calibrations on the same texts: CKA, neighbours kept, hubs, aligned maps. |
-| **Pooling explorer** | CLS, mean, max, layer averages and every single layer, scored on the same pairs. |
-| **Embedding anatomy** | How many parameters are embeddings, and how much of the input table a model needs. |
-| **Loss surfaces** | Why pre-training helps: fine-tuning vs training from scratch on the same loss landscape. |
-"""
-)
+st.markdown(navigation.home_table())  # each page's own line (its PAGE), in the sidebar's order
 
 st.subheader("A guided tour (20 minutes, for a class)")
 st.markdown(tour.STEPS)

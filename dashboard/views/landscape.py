@@ -31,6 +31,15 @@ from isoscope.errors import InputError
 from isoscope.landscape.live import LIVE_DEFAULTS, LiveRun
 from isoscope.landscape.tasks import available_tasks
 
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Model anatomy",
+    "title": "Loss surfaces",
+    "icon": ":material/landscape:",
+    "order": 30,
+    "teaches": "Why pre-training helps: fine-tuning vs training from scratch on the same loss landscape.",
+}
+
 N_TRAIN = (16, 32, 64, 128)
 GRIDS = (3, 5, 7, 9)
 EVAL_SIZES = (8, 16, 32, 64)

@@ -25,6 +25,14 @@ from isoscope.encode.pooling import default_pooling, parse_pooling, pooling_choi
 from isoscope.errors import InputError
 from isoscope.migrate.options import DEFAULT_THRESHOLD, NEW_TO_LEGACY
 
+PAGE = {
+    "section": "Neighbours",
+    "title": "Migration",
+    "icon": ":material/swap_horiz:",
+    "order": 50,
+    "teaches": "Switch model A to model B without re-embedding the corpus: adapters fitted both ways, what you keep.",
+}
+
 DEMO, UPLOAD = "Demo task", "Upload a BEIR zip"
 SAMPLE, GENERIC = "A share of the task's documents", "Generic texts (a corpus), embedded by both"
 METHODS = ("procrustes", "ridge", "ridge:procrustes", "lowrank:64", "mlp", "local:4")
@@ -51,7 +59,7 @@ def pick_task():
         return None
 
 
-def pick_new() -> tuple[str, str, str, int]:
+def pick_new() -> tuple[models.ModelKey, str, str, int]:
     """Model B: (its key, its pooling, its label, its dimensions); a typed path or hub id, or (classroom) the
     allowlist."""
     if classroom.enabled():
@@ -67,7 +75,7 @@ def pick_new() -> tuple[str, str, str, int]:
         ).strip()
         label = name or "all-MiniLM-L6-v2 (embedded)"
     try:
-        enc = models.encoder(models.model_key(name))
+        enc = models.encoder(models.ModelKey(name))
     except Exception as exc:  # as the sidebar: in classroom mode the label only (a loader's message names files)
         if classroom.enabled():
             log.error("could not load the allowed model %s: %s", name, exc)
@@ -81,7 +89,7 @@ def pick_new() -> tuple[str, str, str, int]:
     if st.session_state.get("mig_new_pooling") not in modes:
         st.session_state["mig_new_pooling"] = default_pooling(enc).name
     pooling = st.selectbox("Pooling of B", modes, key="mig_new_pooling", help=ui.pooling_help(modes))
-    return models.model_key(name), pooling, label, enc.output_dim(parse_pooling(pooling))
+    return models.ModelKey(name), pooling, label, enc.output_dim(parse_pooling(pooling))
 
 
 s = ui.settings()

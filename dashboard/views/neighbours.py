@@ -18,6 +18,15 @@ from isoscope.dashboard.services.keyed import Vectors, vectors_of
 from isoscope.data import CORPUS_FORMATS, Corpus
 from isoscope.errors import InputError
 
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Neighbours",
+    "title": "Neighbours",
+    "icon": ":material/hub:",
+    "order": 10,
+    "teaches": "Who is whose nearest neighbour, before and after calibration.",
+}
+
 VECTORS_SOURCE = "Upload vectors (.npy)"  # next to ui.CORPUS_SOURCES
 COMPARED_METHODS = ("whitening", "sn+abtt:3", "abtt:3")
 META_COLUMNS = 3  # metadata columns shown next to each neighbour

@@ -9,6 +9,15 @@ from isoscope.dashboard.figures.pairs import pair_hover, scatter_panels
 from isoscope.dashboard.services import embeddings, geometry
 from isoscope.geometry.pairs import cosine_pairs
 
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Geometry",
+    "title": "Lexical overlap",
+    "icon": ":material/join_inner:",
+    "order": 30,
+    "teaches": "Does similarity just count shared words? Gold vs raw vs calibrated.",
+}
+
 s = ui.settings()
 st.title("Lexical overlap")
 st.caption(

@@ -10,6 +10,15 @@ from isoscope.dashboard.services import anatomy
 from isoscope.dashboard.services.keyed import pairs_key
 from isoscope.errors import InputError
 
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Model anatomy",
+    "title": "Pooling explorer",
+    "icon": ":material/layers:",
+    "order": 10,
+    "teaches": "CLS, mean, max, layer averages and every single layer, scored on the same pairs.",
+}
+
 s = ui.settings()
 st.title("Pooling explorer")
 ui.needs_model("The Pooling explorer")

@@ -23,6 +23,15 @@ from isoscope.migrate.where import error_column
 from isoscope.neighbours.projection import PROJECTION_DESCRIPTIONS, precomputed_coordinates
 from isoscope.sampling import sample_indices
 
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Neighbours",
+    "title": "Projection map",
+    "icon": ":material/map:",
+    "order": 20,
+    "teaches": "The space as a 2D/3D map (PCA, UMAP, t-SNE), raw and calibrated side by side.",
+}
+
 METHODS = {"PCA": "pca", "UMAP": "umap", "t-SNE": "tsne"}
 PCA_NOTE = (
     "PCA draws the two directions of largest variance, and in a sentence space those are rarely the topics: its "

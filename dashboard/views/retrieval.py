@@ -16,11 +16,23 @@ from isoscope.dashboard.services import costs
 from isoscope.dashboard.services import retrieval as service
 from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError
-from isoscope.retrieval.options import METRICS
+from isoscope.retrieval.options import HEADLINE, METRICS, describe_metric, metric_label
 from isoscope.retrieval.variants import QUERY_SIDE, describe_variant, parse_variant
+
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Similarity",
+    "title": "Retrieval",
+    "icon": ":material/search:",
+    "order": 30,
+    "teaches": "Would a fix help search? nDCG@10 per fix with a significance test, and clustering V-measure.",
+}
 
 DEMO, UPLOAD = "Demo task", "Upload a BEIR zip"
 CLUSTER_FIXES = ("centre", "whitening:64", "sn", "abtt")
+SCORED = ", ".join(  # the metrics in the caption: the headline first
+    [f"{metric_label(HEADLINE)}, as model cards report", *(metric_label(m) for m in METRICS if m != HEADLINE)]
+)
 
 
 def fix_options(n_queries: int, n_documents: int, dims: int) -> tuple[list[str], list[str]]:
@@ -59,9 +71,9 @@ space = ui.space()
 st.title("Retrieval")
 st.caption(
     "Would a fix help search? Each query's documents are found by exact cosine search (depth 100) and scored by "
-    "pytrec_eval (nDCG@10, as model cards report, Recall@10/100, MRR@10, MAP@100). Every fix is fitted without "
-    "labels on the documents (METHOD@queries: on the queries); CSLS changes the search, not the vectors. A fix is "
-    "called better or worse only when a paired randomisation test over the queries says so (p < 0.05)."
+    f"pytrec_eval ({SCORED}). Every fix is fitted without labels on the documents (METHOD@queries: on the "
+    "queries); CSLS changes the search, not the vectors. A fix is called better or worse only when a paired "
+    "randomisation test over the queries says so (p < 0.05)."
 )
 task = pick_task()
 if task is None:
@@ -97,7 +109,9 @@ except InputError as exc:
     st.stop()
 ui.show_warnings(result.warnings)
 
-metric = st.radio("Metric", list(METRICS), horizontal=True, key="ret_metric")
+metric = st.radio(
+    "Metric", list(METRICS), horizontal=True, key="ret_metric", help=ui.glossary(METRICS, describe_metric)
+)
 table = variant_table(result, metric)
 st.dataframe(table, width="stretch", hide_index=True)
 ui.download_table(table, "retrieval")

@@ -10,6 +10,15 @@ from isoscope.dashboard.figures.pairs import column_widths, pair_hover, pairs_ta
 from isoscope.dashboard.services import embeddings
 from isoscope.geometry.pairs import correlations, cosine_pairs
 
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Similarity",
+    "title": "Sentence pairs",
+    "icon": ":material/compare_arrows:",
+    "order": 10,
+    "teaches": "Cosine per pair against gold scores (Spearman), several poolings and a calibrator side by side.",
+}
+
 s = ui.settings()
 st.title("Sentence-pair similarity")
 st.caption(

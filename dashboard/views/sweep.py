@@ -12,6 +12,15 @@ from isoscope.dashboard.services.keyed import texts as keyed_texts
 from isoscope.errors import InputError, first_line
 from isoscope.evaluate.sweep import default_dims
 
+# its place in the navigation and its line on the Home page (dashboard/navigation.py)
+PAGE = {
+    "section": "Geometry",
+    "title": "Precision & size",
+    "icon": ":material/compress:",
+    "order": 40,
+    "teaches": "How far the vectors can shrink (int8, bits, fewer dimensions) before neighbours and scores change.",
+}
+
 s = ui.settings()
 st.title("Precision & size")
 st.caption(

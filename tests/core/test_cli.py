@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from isoscope.cli import COMMANDS
+from isoscope.cli import COMMANDS, COMMANDS_FOLDER
 from isoscope.data import load_pairs
 from isoscope.encode.embed import encode
 from isoscope.geometry.pairs import correlations, cosine_pairs
@@ -241,3 +241,36 @@ def app_args(argv: list[str]):
     from isoscope.cli import build_parser
 
     return build_parser(argv).parse_args(argv)
+
+
+def test_a_command_is_its_file(tmp_path: Path, monkeypatch, capsys) -> None:
+    """CONVENTIONS' "Add a command": a module of isoscope/commands/ that declares COMMAND is listed by
+    ``isoscope --help`` at its order and runs, with nothing else edited (a module without it is a helper)."""
+    import isoscope.cli
+    import isoscope.commands
+
+    (tmp_path / "hello.py").write_text(
+        "from isoscope.commands.common import add_json_argument, emit\n"
+        'COMMAND = {"order": 15, "help": "say hello to a name"}\n'
+        "def add_arguments(p):\n"
+        '    p.add_argument("--name", required=True)\n'
+        "    add_json_argument(p)\n"
+        "def run(args):\n"
+        '    emit(args, {"hello": args.name}, [f"hello {args.name}"])\n'
+    )
+    (tmp_path / "helpers.py").write_text("X = 1\n")
+    monkeypatch.setattr(isoscope.commands, "__path__", [*isoscope.commands.__path__, str(tmp_path)])
+    table = isoscope.cli._commands(isoscope.cli.COMMANDS_FOLDER, tmp_path)
+    assert list(table)[:3] == ["embed", "hello", "sts"] and "helpers" not in table and "common" not in table
+    monkeypatch.setattr(isoscope.cli, "COMMANDS", table)
+    with pytest.raises(SystemExit):
+        isoscope.cli.main(["--help"])
+    assert "say hello to a name" in capsys.readouterr().out
+    assert isoscope.cli.main(["hello", "--name", "Ada", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1]) == {"hello": "Ada"}
+
+
+def test_the_commands_are_the_files_that_declare_one() -> None:
+    declared = {p.stem for p in COMMANDS_FOLDER.glob("*.py") if "\nCOMMAND = {" in p.read_text()}
+    assert set(COMMANDS) == declared and len(COMMANDS) == 16
+    assert [COMMANDS[n][0] for n in ("embed", "app")] == ["isoscope.commands.embed", "isoscope.commands.app"]

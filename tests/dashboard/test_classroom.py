@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from isoscope.dashboard.launch import code_hash
 from isoscope.dashboard.services import geometry
+from isoscope.dashboard.services.models import ModelKey
 from isoscope.encode.models import default_model_path
 from tests.dashboard.conftest import APP
 
@@ -90,7 +91,7 @@ def test_model_box_offers_the_allowlist_and_reveals_nothing_on_disk(classroom: P
     assert errors == ["Could not load broken."], errors  # the label, not the path or the loader's message
     shown = _texts(at)
     assert "secret-folder" not in shown and str(classroom) not in shown and "config.json" not in shown
-    assert at.session_state["_settings"].model == ""  # fell back to the embedded model
+    assert at.session_state["_settings"].model == ModelKey()  # fell back to the embedded model
     at.sidebar.selectbox(key="model_choice").set_value("minilm-copy").run()
     assert not at.error and at.session_state["_settings"].model_label == "minilm-copy"
     assert default_model_path() not in _texts(at)
@@ -104,7 +105,7 @@ def test_a_typed_path_is_ignored(classroom: Path, probe: str) -> None:
     at.session_state["model_input"] = probe
     at.run()
     assert not at.exception and not at.error
-    assert at.session_state["_settings"].model == ""
+    assert at.session_state["_settings"].model == ModelKey()
 
 
 def _bug(*args, **kwargs):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from isoscope.dashboard.services.models import ModelKey
 from isoscope.dashboard.ui import ESTIMATE_PREFIX
 from tests.dashboard.conftest import APP
 from tests.dashboard.test_glossary import small_pairs
@@ -73,10 +74,10 @@ def test_the_sweep_says_what_the_int8_build_and_both_passes_cost_before_it_start
     (shown,) = estimates(at)
     assert "about" in shown, shown
     assert not at.get("plotly_chart"), "nothing ran"
-    build = estimate.int8_build("")
+    build = estimate.int8_build(ModelKey())
     assert build.seconds > 0, "no int8 model in this cache: its build is part of the cost"
     demo = texts(load_corpus(DEMO_CORPUS).texts)
-    total = estimate.sweep("", demo, "mean", 128)
+    total = estimate.sweep(ModelKey(), demo, "mean", 128)
     assert total.seconds > build.seconds
     assert not (root / "int8").exists() or not any((root / "int8").iterdir()), "the estimate built nothing"
 
@@ -125,7 +126,7 @@ def test_an_atlas_estimate_counts_each_distinct_text_once() -> None:
 
     once = load_corpus(DEMO_CORPUS).texts[:600]
     config = AtlasConfig(layout="pca", calibrate="none")  # no graph, no layout: the embedding alone
-    single = estimate.atlas("", texts(once), config, 384)
-    double = estimate.atlas("", texts(once + once), config, 384)
+    single = estimate.atlas(ModelKey(), texts(once), config, 384)
+    double = estimate.atlas(ModelKey(), texts(once + once), config, 384)
     assert single.seconds > 0 and double.seconds == pytest.approx(single.seconds)
     assert double.disk_bytes == pytest.approx(2 * single.disk_bytes)

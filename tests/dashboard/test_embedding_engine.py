@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from isoscope.dashboard.services import embeddings
-from isoscope.dashboard.services.models import model_key
+from isoscope.dashboard.services.models import ModelKey
 from isoscope.encode.embed import EmbedConfig, encode
 from isoscope.encode.models import load_encoder
 from isoscope.encode.precision import FP32_ENGINE_TOLERANCE
@@ -20,9 +20,9 @@ TEXTS = [
 
 
 def test_the_app_embeds_on_onnx_runtime_within_the_fp32_tolerance(tmp_cache) -> None:
-    assert embeddings.engine_label("") == "ONNX Runtime fp32"
-    assert embeddings.engine_label("", ["layer:3"]) == "ONNX Runtime fp32"  # the all-layers export passes too
-    got = embeddings.embed_many("", TEXTS, ["mean", "layer:3"], 128)
+    assert embeddings.engine_label(ModelKey()) == "ONNX Runtime fp32"
+    assert embeddings.engine_label(ModelKey(), ["layer:3"]) == "ONNX Runtime fp32"  # the all-layers export passes too
+    got = embeddings.embed_many(ModelKey(), TEXTS, ["mean", "layer:3"], 128)
     torch_fp32 = load_encoder()
     for pooling, vectors in got.items():
         want = encode(torch_fp32, TEXTS, pooling, config=EmbedConfig(max_length=128))  # (4, 384)
@@ -31,4 +31,4 @@ def test_the_app_embeds_on_onnx_runtime_within_the_fp32_tolerance(tmp_cache) -> 
 
 
 def test_int8_stays_int8(tmp_cache) -> None:
-    assert embeddings.engine_label(model_key("", "int8")) == "ONNX Runtime int8"
+    assert embeddings.engine_label(ModelKey("", "int8")) == "ONNX Runtime int8"

@@ -43,3 +43,29 @@ def test_clustering_on_the_demo_topics(app: AppTest) -> None:
     assert not at.exception, at.exception
     table = _frame(at, "v_measure")
     assert list(table["variant"]) == ["raw", "whitening:64"] and table["v_measure"].between(0, 100).all()
+
+
+def test_a_row_added_to_the_metrics_table_reaches_the_page(app: AppTest, monkeypatch) -> None:
+    """The page reads ``isoscope.retrieval.options.METRICS``: a row added there is in the Metric selector (with its
+    words in the help), the caption and the table (the run cached without it is dropped first, and after)."""
+    from isoscope.dashboard.services import retrieval as service
+    from isoscope.retrieval.options import METRICS, Metric
+
+    monkeypatch.setitem(
+        METRICS, "precision@10", Metric("P@10", True, "share of the first 10 that are relevant", "P_10")
+    )
+    service.run_model.clear()
+    try:
+        at = open_page(app, "retrieval")
+        assert any("P@10" in c.value for c in at.caption)
+        at.multiselect(key="ret_fixes").set_value(["centre"]).run()
+        at.button(key="ret_run").click().run()
+        assert not at.exception, at.exception
+        radio = at.radio(key="ret_metric")
+        assert radio.label == "Metric" and list(radio.options) == list(METRICS)
+        assert radio.options[-1] == "precision@10" and "share of the first 10 that are relevant" in radio.help
+        assert "precision@10" in _frame(at, "verdict").columns
+        radio.set_value("precision@10").run()
+        assert not at.exception and "Δ precision@10" in _frame(at, "verdict").columns
+    finally:
+        service.run_model.clear()  # no later page sees a run with the extra row

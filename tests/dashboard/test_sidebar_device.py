@@ -5,17 +5,19 @@ from __future__ import annotations
 import torch
 from streamlit.testing.v1 import AppTest
 
-from isoscope.dashboard.services.models import model_key, split_device, split_key
+from isoscope.dashboard.services.models import ModelKey
 from isoscope.dashboard.ui.sidebar import device_choices
 
 
-def test_device_in_the_model_key_round_trip() -> None:
-    assert model_key("org/name", "fp32", "cpu") == "org/name" == model_key("org/name")  # CPU keys are unchanged
-    key = model_key("org/name", "fp32", "cuda:1")
-    assert key == "cuda:1@org/name" and split_key(key) == ("cuda:1@org/name", "fp32")
-    assert split_device(split_key(key)[0]) == ("cuda:1", "org/name")
-    assert split_device(split_key(model_key("", "int8", "mps"))[0]) == ("mps", "")
-    assert split_device("/models/a@b") == ("cpu", "/models/a@b")  # an @ inside a path is no device
+def test_the_device_is_part_of_the_model_key() -> None:
+    assert str(ModelKey("org/name", "fp32", "cpu")) == "org/name" == str(ModelKey("org/name"))  # CPU keys unchanged
+    key = ModelKey("org/name", "fp32", "cuda:1")
+    assert str(key) == "cuda:1@org/name" and (key.name, key.precision, key.device) == ("org/name", "fp32", "cuda:1")
+    assert key != ModelKey("org/name") and key.on_cpu == ModelKey("org/name")
+    int8 = ModelKey("", "int8", "mps")
+    assert (int8.device, int8.runs_on, str(int8)) == ("mps", ("cpu", "float32"), "int8:mps@")
+    assert ModelKey("/models/a@b").device == "cpu"  # an @ inside a path is no device
+    assert ModelKey("org/name", device="auto") == ModelKey("org/name")  # auto is the CPU, as in the keys before
 
 
 def test_device_choices_are_this_machines() -> None:
@@ -30,7 +32,7 @@ def test_sidebar_shows_the_device_and_the_settings_carry_it(app: AppTest) -> Non
     assert box.label == "Device" and list(box.options) == device_choices()
     settings = app.session_state["_settings"]
     assert settings.device == box.value == device_choices()[0]
-    assert settings.model == model_key("", "fp32", settings.device)
+    assert settings.model == ModelKey("", "fp32", settings.device)
     assert any(settings.device in c.value for c in app.sidebar.caption)
 
 
@@ -39,8 +41,9 @@ def test_the_loss_surfaces_train_in_float32_on_the_sidebars_device() -> None:
     its dtype and precision; on this machine's CPU, the one fp32 encoder every page shares."""
     from isoscope.dashboard.services.models import fp32_encoder, trainable_encoder, training_device
 
-    assert training_device(model_key("", "fp32", "cpu")) == "the CPU"
-    assert training_device(model_key("", "int8", "cuda:1", "bfloat16")) == "cuda:1"
-    assert training_device(model_key("", "fp32", "mps", "float16")) == "mps"
-    encoder = trainable_encoder(model_key("", "int8", "cpu"))
-    assert encoder is fp32_encoder("") and encoder.device == "cpu" and encoder.dtype == "float32"
+    assert training_device(ModelKey("", "fp32", "cpu")) == "the CPU"
+    assert training_device(ModelKey("", "int8", "cuda:1", "bfloat16")) == "cuda:1"
+    assert training_device(ModelKey("", "fp32", "mps", "float16")) == "mps"
+    assert ModelKey("", "int8", "cuda:1", "bfloat16").trainable == ModelKey("", "fp32", "cuda:1")  # float32 there
+    encoder = trainable_encoder(ModelKey("", "int8", "cpu"))
+    assert encoder is fp32_encoder(ModelKey()) and encoder.device == "cpu" and encoder.dtype == "float32"

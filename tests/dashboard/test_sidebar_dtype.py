@@ -6,22 +6,28 @@ from __future__ import annotations
 import torch
 from streamlit.testing.v1 import AppTest
 
-from isoscope.dashboard.services.models import model_key, split_device, split_key, split_placement
+from isoscope.dashboard.services.models import ModelKey
 from isoscope.encode.device import DTYPE_DESCRIPTIONS, DTYPES
 
 
-def test_dtype_in_the_model_key_round_trip() -> None:
-    assert model_key("org/name", "fp32", "cpu", "float32") == "org/name" == model_key("org/name")  # CPU keys as before
-    assert model_key("org/name", "fp32", "cuda:1", "float32") == "cuda:1@org/name"  # float32 GPU keys as before
-    key = model_key("org/name", "fp32", "cuda:1", "bfloat16")
-    assert key == "cuda:1+bfloat16@org/name" and split_key(key) == (key, "fp32")
-    assert split_placement(key) == ("cuda:1", "bfloat16", "org/name")
-    assert split_device(key) == ("cuda:1", "org/name")  # what the CPU's fp32 copies read: the name
-    assert split_placement(model_key("", "fp32", "mps", "float16")) == ("mps", "float16", "")
-    int8 = model_key("org/name", "int8", "cuda:0", "float16")
-    assert split_key(int8) == ("cuda:0+float16@org/name", "int8")
-    assert split_placement("/models/a+bfloat16@b") == ("cpu", "float32", "/models/a+bfloat16@b")  # a path's @
-    assert model_key("org/name", "fp32", "cpu", "bfloat16") == "org/name"  # the sidebar runs the CPU in float32
+def test_the_dtype_is_part_of_the_model_key() -> None:
+    assert str(ModelKey("org/name", "fp32", "cpu", "float32")) == "org/name" == str(ModelKey("org/name"))  # as before
+    assert str(ModelKey("org/name", "fp32", "cuda:1", "float32")) == "cuda:1@org/name"  # float32 GPU keys as before
+    key = ModelKey("org/name", "fp32", "cuda:1", "bfloat16")
+    assert str(key) == "cuda:1+bfloat16@org/name" and key.precision == "fp32"
+    assert (key.name, key.device, key.dtype) == ("org/name", "cuda:1", "bfloat16") and key.runs_on == (
+        "cuda:1",
+        "bfloat16",
+    )
+    assert key.on_cpu == ModelKey("org/name")  # what the CPU's fp32 copies load: the name
+    assert key != ModelKey("org/name", "fp32", "cuda:1")  # a half dtype is a model of its own
+    assert ModelKey("", "fp32", "mps", "float16").runs_on == ("mps", "float16")
+    int8 = ModelKey("org/name", "int8", "cuda:0", "float16")
+    assert str(int8) == "int8:cuda:0+float16@org/name" and int8.runs_on == ("cpu", "float32")
+    assert int8.at("fp32") == ModelKey("org/name", "fp32", "cuda:0", "float16")
+    path = ModelKey("/models/a+bfloat16@b")  # a path's @ and + are part of its name, never read as a device
+    assert (path.name, path.device, path.dtype, str(path)) == ("/models/a+bfloat16@b", "cpu", "float32", path.name)
+    assert ModelKey("org/name", "fp32", "cpu", "bfloat16") == ModelKey("org/name")  # the CPU runs float32
 
 
 def _gpu_box() -> None:
@@ -53,6 +59,6 @@ def test_on_the_cpu_the_box_is_float32_disabled_with_why(app: AppTest) -> None:
     assert not [b for b in app.sidebar.selectbox if b.key == "dtype"]  # no live box on the CPU
     settings = app.session_state["_settings"]
     assert settings.device == "cpu" and settings.dtype == "float32"
-    assert settings.model == model_key("", "fp32", "cpu") == ""  # the CPU's keys are the ones before dtypes
+    assert settings.model == ModelKey("", "fp32", "cpu") and str(settings.model) == ""  # the keys before dtypes
     labels = [b.label for b in app.sidebar.selectbox]
     assert labels.index("Device") < labels.index("Dtype") < labels.index("Pooling")  # boxes read by label

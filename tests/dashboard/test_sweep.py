@@ -5,16 +5,17 @@ from __future__ import annotations
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from isoscope.dashboard.services.models import model_key, split_key
+from isoscope.dashboard.services.models import ModelKey
 from tests.dashboard.conftest import open_page
 
 VARIANTS = ["fp32", "int8-model", "int8-vectors", "binary"]
 
 
-def test_model_key_round_trip() -> None:
-    assert model_key("", "fp32") == "" and model_key("/m", "int8") == "int8:/m"
-    assert split_key(model_key("org/name", "int8")) == ("org/name", "int8")
-    assert split_key("org/name") == ("org/name", "fp32")
+def test_the_precision_is_part_of_the_model_key() -> None:
+    assert str(ModelKey("", "fp32")) == "" and str(ModelKey("/m", "int8")) == "int8:/m"
+    key = ModelKey("org/name", "int8")
+    assert (key.name, key.precision) == ("org/name", "int8") and key.at("fp32") == ModelKey("org/name")
+    assert ModelKey("org/name", " INT8 ") == key  # the precision is parsed as the sidebar's radio names it
 
 
 def test_sweep_page_on_the_demo_corpus(app: AppTest) -> None:

@@ -118,6 +118,21 @@ def test_a_json_file_over_its_size_is_refused_unread(tmp_path: Path) -> None:
         read_json(path, what="huge.json")
 
 
+def test_a_small_json_file_costs_memory_by_its_size_not_by_the_limit(tmp_path: Path) -> None:
+    """Reading a few bytes under a 16 MiB limit once set aside the whole 16 MiB (``f.read(limit + 1)``)."""
+    import tracemalloc
+
+    path = tmp_path / "small.json"
+    path.write_text('{"a": 1}')
+    tracemalloc.start()
+    try:
+        assert read_json(path, what="small.json") == {"a": 1}
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak  # a 64 KiB read block and the parse, nowhere near the 16 MiB limit
+
+
 def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     path = tmp_path / "ledger.json"
     os.mkfifo(path)

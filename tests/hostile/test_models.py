@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from isoscope.dashboard.services.models import ModelKey
 from isoscope.encode.models import default_model_path, load_encoder
 from isoscope.errors import InputError
 from tests.dashboard.conftest import APP
@@ -155,7 +156,7 @@ def test_app_bad_model_keeps_default(default_metrics, case: str, make, tmp_path:
     assert_one_line(errors[0])
     assert any("embedded default" in c.value for c in at.sidebar.caption)
     settings = at.session_state["_settings"]
-    assert settings.model == "" and "all-MiniLM-L6-v2" in settings.model_label
+    assert settings.model == ModelKey() and "all-MiniLM-L6-v2" in settings.model_label
     assert at.title[0].value == "Isoscope"
     at.switch_page("views/similarity.py").run()
     assert not at.exception

@@ -99,7 +99,7 @@ def test_the_readme_runs_as_written(folder: Path, env: dict[str, str]) -> None:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(f"\n  README: CPU {after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime:.0f} s", end="")
     assert ran == ["README-bash-2", "README-bash-3"], ran
-    RAN.update({"data", "app", "atlas", "sts", "geometry", "compare", "report"})
+    RAN.update({"data", "app", "atlas", "sts", "geometry", "compare", "report", "migrate"})
     assert (folder / "work" / "report.html").stat().st_size > 10_000
 
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from isoscope.retrieval.options import HEADLINE, metric_label
 from isoscope.retrieval.variants import parse_variant
 from isoscope.space.report import content as c
 
@@ -150,20 +151,20 @@ def _retrieval(space: Space, task: Any, vs: str, progress: bool) -> tuple[c.Sect
     """Raw, centring, the report's ``vs`` and CSLS on a retrieval task (``Space.retrieval``), each against raw."""
     report = space.retrieval(task, list(dict.fromkeys(["centre", vs, "csls"])), progress=progress)
     result = report.result
-    task_ = result.task
+    task_, label = result.task, metric_label(HEADLINE)
     words = [
         f"{task_.name}: {task_.n_queries:,} queries, {task_.n_documents:,} documents. Exact cosine search to depth "
         f"{result.raw.ranking.depth}, scored by pytrec_eval; each fix fitted on the documents without labels. Raw "
-        f"nDCG@10 {result.raw.means()['ndcg@10']:.3f}."
+        f"{label} {result.raw.means()[HEADLINE]:.3f}."
     ]
     for row in result.rows[1:]:
-        t = row.tests["ndcg@10"]
+        t = row.tests[HEADLINE]
         words.append(
-            f"{row.variant}: nDCG@10 {row.means()['ndcg@10']:.3f}, change {t.mean_difference:+.3f} (95% CI "
+            f"{row.variant}: {label} {row.means()[HEADLINE]:.3f}, change {t.mean_difference:+.3f} (95% CI "
             f"{t.ci_low:+.3f} to {t.ci_high:+.3f}, paired randomisation test p = {t.p_value:.3f}): {t.verdict}."
         )
     section = c.Section("retrieval", "Retrieval: would a fix help search?", words)
-    section.tables.append(("Every fix against raw (nDCG@10's change, interval, test; geometry of the documents)",
+    section.tables.append((f"Every fix against raw ({label}'s change, interval, test; geometry of the documents)",
                            report.table.round(4)))  # fmt: skip
     return section, result
 
@@ -293,8 +294,8 @@ def build_space_report(
         tiles.append(("STS Spearman", f"{sts[0].spearman:.2f}", f"{other.label}: {sts[1].spearman:.2f}"))
     if ranked is not None:
         fixed = ranked.row(str(parse_variant(vs)))
-        tiles.append(("nDCG@10", f"{ranked.raw.means()['ndcg@10']:.3f}",
-                      f"{fixed.variant}: {fixed.means()['ndcg@10']:.3f} ({fixed.tests['ndcg@10'].verdict})"))  # fmt: skip
+        tiles.append((metric_label(HEADLINE), f"{ranked.raw.means()[HEADLINE]:.3f}",
+                      f"{fixed.variant}: {fixed.means()[HEADLINE]:.3f} ({fixed.tests[HEADLINE].verdict})"))  # fmt: skip
     verdict = [
         c.anisotropy_words(raw),
         c.calibration_words(

@@ -223,6 +223,15 @@ def test_sts_from_vectors_equals_the_model_path(run_json, pair_files) -> None:
     assert ids["spearman"] == same[0]
 
 
+def test_sweep_scores_the_pairs_of_a_vectors_file_as_sts_does(run_json, pair_files) -> None:
+    """The sweep's fp32 Spearman of --pairs looked up in --vectors (``space_vectors``) is the sts command's on the
+    same file (the same cosines; the tolerance as in the test above)."""
+    sts = run_json("sts", "--pairs", str(DEMO_PAIRS), "--vectors", str(pair_files["texts"]))
+    out = run_json("sweep", "--vectors", str(pair_files["texts"]), "--pairs", str(DEMO_PAIRS), "--dims", "16")
+    rows = {r["variant"]: r for r in out["rows"]}
+    assert out["n_pairs"] == sts["n_pairs"] and rows["fp32"]["spearman"] == pytest.approx(sts["spearman"], abs=1e-2)
+
+
 def test_sts_dimension_mismatch_between_a_and_b(run_json, pair_files) -> None:
     msg = run_json(
         "sts",

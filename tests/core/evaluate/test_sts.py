@@ -130,6 +130,29 @@ def test_sts_report_is_calibrated_sts_of_the_embeddings(encoder, pairs, fit_corp
     assert list(doc["calibrated"])[7] == "fit_on"  # between avg_cosine_after and n_fit, as the CLI always wrote
 
 
+def test_sts_report_takes_a_space_or_its_vectors(encoder, pairs, fit_corpus) -> None:
+    """One entry point: the report of an encoder is the report of that space's vectors (``space_vectors``) and of
+    a bare (2n, d) array, which is named ``model``; vectors of two spaces are refused."""
+    from isoscope.encode.embed import encode
+    from isoscope.evaluate.sts import sts_report
+    from isoscope.sources import parse_space, space_vectors
+
+    spec = parse_space("pooling=cls")
+    cal = "whitening:4"
+    by_encoder = sts_report(encoder, pairs, make_calibrator(cal), fit_corpus=fit_corpus, pooling="cls").to_dict()
+    both = space_vectors(spec, pairs.texts, loader=lambda _name: encoder)
+    fit = encode(encoder, fit_corpus.texts, "cls")  # (40, d)
+    fit_on = (fit_corpus.name, fit_corpus.warnings)
+    by_space = sts_report(both, pairs, make_calibrator(cal), fit_vectors=fit, fit_on=fit_on).to_dict()
+    for doc in (by_encoder, by_space):
+        doc["calibrated"]["fit_seconds"] = 0.0
+    assert by_space == by_encoder and by_space["model"] == encoder.name and by_space["pooling"] == "cls"
+    bare = sts_report(both.raw, pairs, make_calibrator("none"), model="mine.npy")
+    assert (bare.model, bare.pooling, bare.spearman) == ("mine.npy", None, by_encoder["spearman"])
+    with pytest.raises(InputError, match="fit vectors have 3 dimensions"):
+        sts_report(both.raw, pairs, make_calibrator(cal), fit_vectors=fit[:, :3])
+
+
 def test_sts_report_refuses_pairs_without_a_defined_correlation(encoder, pairs) -> None:
     from isoscope.data import Corpus, Pairs
     from isoscope.evaluate.sts import check_fit_corpus, sts_report
@@ -160,3 +183,13 @@ def test_fit_and_save_writes_a_calibrator_that_loads_and_maps_alike(encoder, fit
     np.testing.assert_array_equal(loaded.transform(X), fresh.transform(X))
     assert result.avg_cosine_after < result.avg_cosine_before and result.warnings == ["c: a note"]
     assert list(result.to_dict())[:4] == ["method", "out", "n_texts", "dim"]
+    # one entry point: the same vectors given as an array, with what they came from, fit and save alike
+    space = {"model": "mine.npy", "model_fingerprint": "f00d", "pooling": None}
+    given = fit_and_save(X, fit_corpus, make_calibrator("sn+abtt:2"), tmp_path / "given", space=space)
+    np.testing.assert_array_equal(load_calibrator(tmp_path / "given").transform(X), fresh.transform(X))
+    doc, want = given.to_dict(), result.to_dict()
+    assert (doc["model"], doc["pooling"], doc["out"]) == ("mine.npy", None, str(tmp_path / "given"))
+    keep = ("method", "n_texts", "dim", "avg_cosine_before", "avg_cosine_after", "warnings")
+    assert {k: doc[k] for k in keep} == {k: want[k] for k in keep}
+    saved = load_calibrator(tmp_path / "given").metadata_
+    assert {k: saved[k] for k in space} == space and saved["fit_on"] == fit_corpus.name

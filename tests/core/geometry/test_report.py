@@ -57,6 +57,26 @@ def test_pairs_report_equals_its_parts(encoder, pairs_input: TextInput) -> None:
     assert report.frequency is None and report.layers is None
 
 
+def test_one_entry_point_takes_the_space_or_its_vectors(encoder, pairs_input: TextInput) -> None:
+    """The report of an encoder is the report of that space's vectors (``space_vectors``, which names the model
+    and pooling) and of the bare array (named ``name``); vectors have no layers to measure."""
+    from isoscope.sources import SpaceSpec, space_vectors
+
+    config = GeometryConfig(calibrate="whitening:16", frequency="none", seed=3)
+    by_encoder = analyse_geometry(encoder, pairs_input, config).to_dict()
+    given = space_vectors(SpaceSpec(), pairs_input.texts, loader=lambda _name: encoder)
+    by_space = analyse_geometry(given, pairs_input, config).to_dict()
+    bare = analyse_geometry(given.raw, pairs_input, config, name="mine.npy").to_dict()
+    for doc in (by_encoder, by_space, bare):
+        doc["calibrated"].pop("fit_seconds")
+    same = lambda doc: json.dumps({k: v for k, v in doc.items() if k != "model"}, sort_keys=True)  # noqa: E731
+    assert same(by_space) == same(by_encoder) and by_space["model"] == by_encoder["model"]  # NaN == NaN in JSON
+    assert (bare["model"], bare["pooling"]) == ("mine.npy", None)
+    assert same({**bare, "pooling": by_encoder["pooling"]}) == same(by_encoder)
+    with pytest.raises(InputError, match="per-layer metrics need a model's layers"):
+        analyse_geometry(given.raw, pairs_input, GeometryConfig(frequency="none", layers=True))
+
+
 def test_to_dict_has_the_keys_of_geometry_json_in_order(encoder, pairs_input: TextInput) -> None:
     report = analyse_geometry(encoder, pairs_input, GeometryConfig(frequency="static", layers=True))
     out = report.to_dict()

@@ -13,7 +13,15 @@ from isoscope.encode.embed import encode, encode_many
 from isoscope.encode.pooling import layer_pooling
 from isoscope.errors import InputError
 from isoscope.paths import DEMO_CORPUS
-from isoscope.sources import SpaceSpec, build_spaces, load_space_encoder, parse_space, random_encoder
+from isoscope.sources import (
+    SourceReaders,
+    SpaceSpec,
+    build_spaces,
+    load_space_encoder,
+    parse_space,
+    random_encoder,
+    space_vectors,
+)
 from isoscope.sources.spec import parse_landscape_ref
 from tests.tiny_models import tiny_bert
 
@@ -123,6 +131,35 @@ def test_build_spaces_refuses_what_the_model_lacks(tiny) -> None:
         build_spaces([parse_space("pooling=layer:5")], TEXTS, loader=lambda name: tiny)
     with pytest.raises(InputError, match="at least 2 texts"):
         build_spaces([SpaceSpec()], TEXTS[:1], loader=lambda name: tiny)
+
+
+def test_space_vectors_is_one_space_whatever_it_comes_from(tiny, tmp_path: Path) -> None:
+    """A model space embeds (its pooling resolved, its run in words, the same fingerprint as ``build_spaces``), the
+    encoder loaded once per readers; a vectors file gives the rows of the texts by its text column; no kind asked."""
+    import pandas as pd
+
+    from isoscope.encode.embed import describe_run
+
+    calls: list[str] = []
+    readers = SourceReaders()
+
+    def loader(name: str):
+        calls.append(name)
+        return tiny
+
+    model = space_vectors(SpaceSpec(), TEXTS, readers=readers, loader=loader)
+    again = space_vectors(SpaceSpec(), TEXTS[:4], readers=readers, loader=loader)
+    assert calls == [""]  # the readers keep the encoder
+    built = build_spaces([SpaceSpec()], TEXTS, loader=loader)[0]
+    np.testing.assert_array_equal(model.raw, encode(tiny, TEXTS, model.spec.pooling))
+    np.testing.assert_array_equal(again.raw, model.raw[:4])
+    assert model.spec.pooling == built.spec.pooling and model.fingerprint == built.fingerprint
+    assert model.model_name == tiny.name and model.recipe == describe_run(tiny, model.spec.pooling)
+    rows = np.arange(len(TEXTS) * 3, dtype=np.float32).reshape(len(TEXTS), 3)
+    pd.DataFrame({"text": TEXTS, "emb": list(rows)}).to_parquet(tmp_path / "v.parquet")
+    given = space_vectors(SpaceSpec(vectors=str(tmp_path / "v.parquet"), column="emb"), TEXTS[::-1][:5])
+    np.testing.assert_array_equal(given.raw, rows[::-1][:5])  # looked up by text
+    assert given.recipe == "" and given.origin is not None and given.spec.pooling is None
 
 
 # ---------------------------------------------------------------- landscape checkpoints

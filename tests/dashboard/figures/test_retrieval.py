@@ -10,7 +10,7 @@ from isoscope.retrieval.run import RetrievalConfig, evaluate_retrieval
 from isoscope.retrieval.task import build_task
 
 
-def _result():
+def _result(variant: str = "centre"):
     rng = np.random.default_rng(0)
     D = rng.normal(size=(80, 8)).astype(np.float32) + 2
     Q = (D[:12] + rng.normal(scale=1.5, size=(12, 8))).astype(np.float32)
@@ -20,7 +20,7 @@ def _result():
         [(f"d{i}", f"document {i}") for i in range(80)],
         [(f"q{i}", f"d{i}", 1) for i in range(12)],
     )
-    return evaluate_retrieval(Q, D, task, config=RetrievalConfig(variants=("centre",), resamples=200))
+    return evaluate_retrieval(Q, D, task, config=RetrievalConfig(variants=(variant,), resamples=200))
 
 
 def test_the_scatter_escapes_queries_and_the_moved_lists_are_ordered() -> None:
@@ -40,3 +40,29 @@ def test_the_clustering_bars_carry_their_spread() -> None:
     got = cluster_scores(X, [str(i % 3) for i in range(60)], variants=("centre",), seeds=(0, 1))
     fig = clustering_figure(got)
     assert list(fig.data[0].x) == ["raw", "centre"] and len(fig.data[0].error_y.array) == 2
+
+
+def test_the_moved_lists_read_the_metrics_direction(monkeypatch) -> None:
+    """Where lower is better (a row of ``METRICS`` that says so), a fall is a gain: the lists swap, each ordered by
+    its gain; a side no query moved to is empty, not rows of NaN."""
+    from isoscope.retrieval.options import HEADLINE, METRICS, Metric
+
+    result = _result("whitening")  # one query gains, one loses
+    up, down = moved_queries(result, "whitening", HEADLINE, m=12)
+    before = _colours(result, HEADLINE)
+    row = METRICS[HEADLINE]
+    monkeypatch.setitem(METRICS, HEADLINE, Metric(row.label, False, row.what, row.measure, row.cutoff))
+    gained, lost = moved_queries(result, "whitening", HEADLINE, m=12)
+    assert len(up) and len(down)  # both ways, so the swap shows
+    assert set(gained["query_id"]) == set(down["query_id"]) and set(lost["query_id"]) == set(up["query_id"])
+    assert list(gained["change"]) == sorted(gained["change"]) and list(lost["change"]) == sorted(lost["change"])[::-1]
+    swap = {"#109618": "#dc3912", "#dc3912": "#109618", "#888888": "#888888"}  # green: gained, red: lost
+    assert _colours(result, HEADLINE) == {q: swap[c] for q, c in before.items()}
+    monkeypatch.setitem(METRICS, HEADLINE, row)
+    assert [len(side) for side in moved_queries(result, "raw", HEADLINE)] == [0, 0]  # raw against itself
+
+
+def _colours(result, metric: str) -> dict[str, str]:
+    """query id -> its colour on the scatter (drawn in the order of ``changes``)."""
+    order = result.changes("whitening", metric)["query_id"]
+    return dict(zip(order, per_query_scatter(result, "whitening", metric).data[0].marker.color, strict=True))
