@@ -98,6 +98,10 @@ STAGE_UNITS = {
     "cal_knn": "text",
     "raw_layout": "step",
     "cal_layout": "step",
+    "raw_clusters": "step",
+    "cal_clusters": "step",
+    "extras": "step",
+    "index": "step",
 }
 
 
