@@ -6,6 +6,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8501
 COMPAT := .venv-compat
 PEERS  := .venv-peers
+MPEERS := .venv-migrate-peers
 REMOTE := .venv-remote
 LAB    := .venv-lab
 RENDER := .venv-renderers
@@ -17,7 +18,7 @@ export TOKENIZERS_PARALLELISM := false
 # pip byte-compiles every file it installs (2 CPU-minutes for torch and the rest); Python compiles what it imports
 PIP_FAST := --no-compile --disable-pip-version-check
 
-.PHONY: run test wheel-gate test-heavy test-ray test-fast test-compat test-remote test-lab test-fresh lint format bench bench-gpu bench-peers bench-renderers bench-widget screenshots docs-numbers browser lock lock-peers clean
+.PHONY: run test wheel-gate test-heavy test-ray test-fast test-compat test-remote test-lab test-fresh lint format bench bench-gpu bench-peers bench-migrate-peers bench-renderers bench-widget screenshots docs-numbers browser lock lock-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -124,6 +125,14 @@ $(PEERS)/.installed: bench/peers/requirements.lock pyproject.toml  # its own ven
 bench-peers: $(PEERS)/.installed  # Isoscope against sentence-transformers' ONNX backends and fastembed (not in make test)
 	$(PEERS)/bin/python bench/encode_peers.py $(ARGS)
 
+$(MPEERS)/.installed: bench/migrate_peers/requirements.lock  # its own venv: isotrieve is no dependency of Isoscope
+	test -x $(MPEERS)/bin/python || $(PYTHON) -m venv $(MPEERS)
+	$(MPEERS)/bin/pip install -q $(PIP_FAST) -r bench/migrate_peers/requirements.lock
+	@touch $@
+
+bench-migrate-peers: $(VENV)/.dev-installed $(MPEERS)/.installed  # the model-migration bench with isotrieve's maps side by side (not in make test)
+	$(BIN)/python bench/migrate.py $(ARGS)
+
 $(RENDER)/.installed: bench/renderers/requirements.txt requirements.txt requirements-dev.txt pyproject.toml  # its own venv: datashader is not a dependency
 	test -x $(RENDER)/bin/python || $(PYTHON) -m venv $(RENDER)
 	$(RENDER)/bin/pip install -q $(PIP_FAST) torch==2.13.0  # the CPU wheel on disk first: nothing may resolve a CUDA build
@@ -147,4 +156,4 @@ lock-peers:  # re-resolve bench/peers/requirements.in (bench/peers/lock.sh)
 	PYTHON=$(PYTHON) bash bench/peers/lock.sh
 
 clean:
-	rm -rf $(VENV) $(COMPAT) $(PEERS) $(REMOTE) $(LAB) $(RENDER) $(FRESH) .pytest_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) $(COMPAT) $(PEERS) $(MPEERS) $(REMOTE) $(LAB) $(RENDER) $(FRESH) .pytest_cache .ruff_cache build *.egg-info

@@ -628,9 +628,9 @@ def main() -> None:
     out = Path(args.out) if args.out else default_cache_dir() / "bench-atlas-v2" / f"{kind}-{n}"
     t0 = time.perf_counter()
     if args.quick or args.tiles:
-        from isoscope.atlas import pipeline
+        from isoscope.atlas import inputs
 
-        pipeline.MAX_ATLAS_ROWS = max(pipeline.MAX_ATLAS_ROWS, n)  # this process only, for a render past 1M points
+        inputs.MAX_ATLAS_ROWS = max(inputs.MAX_ATLAS_ROWS, n)  # this process only, for a render past 1M points
         synthetic_atlas(out, n)  # (the Ray engine lifts the cap; the folder the app serves is the same)
     elif args.precomputed:
         _, run = synthetic_atlas(out, n, dim=384, layout="umap", calibrate="whitening")

@@ -123,10 +123,29 @@ class Sampler:
         self.thread.join()
 
 
+def keep_unspread(target: Path) -> None:
+    """Before the layout's deep spread (``isoscope.atlas.spread``) on the ray engine, a copy of the layout it spreads
+    into ``target`` (beside the atlas): the deep zoom measured before and after on one build (this process only)."""
+    import shutil as _shutil
+
+    from isoscope.atlas import ray_layout
+
+    spread = ray_layout._spread
+
+    def copying(parts, xy_path, **kwargs):
+        _shutil.copyfile(xy_path, target)
+        return spread(parts, xy_path, **kwargs)
+
+    ray_layout._spread = copying
+
+
 def child(args: argparse.Namespace) -> None:
     """The driver: build the atlas from the Parquet shards; print its seconds as JSON."""
     from isoscope.atlas.pipeline import AtlasConfig, build_atlas
     from isoscope.data.sharded import ParquetShards
+
+    if args.child == "ray":
+        keep_unspread(args.out.with_name(args.out.name + "-xy-unspread.npy"))
 
     corpus = ParquetShards.open(args.data / "shards", vector_column="embedding")  # read a batch at a time
     config = AtlasConfig(calibrate="none", landmarks=args.landmarks, engine=args.child, shard_rows=args.shard_rows)
@@ -238,6 +257,15 @@ def main() -> None:
     result["recall"] = recall["recall"]
     result["nprobe"], result["nlist"] = recall["nprobe"], recall["nlist"]
     result["trustworthiness_ray"] = trust(vectors, work / f"ray-{args.n}", rows)
+    from bench.atlas_deep_zoom import deep_zoom
+    from bench.atlas_deep_zoom import trust as trust_of
+
+    result["deep_zoom_after"] = deep_zoom(np.load(work / f"ray-{args.n}" / "raw" / "xy.npy", mmap_mode="r"))
+    unspread = work / f"ray-{args.n}-xy-unspread.npy"
+    if unspread.exists():  # the same build's layout before its deep spread
+        before = np.load(unspread, mmap_mode="r")
+        result["deep_zoom_before"] = deep_zoom(before)
+        result["trustworthiness_before_spread"] = trust_of(vectors, before)
     from isoscope.atlas.pipeline import MAX_ATLAS_ROWS
 
     fits = one_machine_peak(args.n, args.dim, k=15, spaces=1) < available_memory() and args.n <= MAX_ATLAS_ROWS
@@ -261,6 +289,13 @@ def main() -> None:
         print(f"{key:24}{a if isinstance(a, str) else round(a, 2):>16}{b if isinstance(b, str) else round(b, 2):>16}")
     print(f"recall@15 {result['recall']:.4f} (nprobe {result['nprobe']} of {result['nlist']} lists)")
     print(f"trustworthiness ray {result['trustworthiness_ray']:.4f} vs single {result.get('trustworthiness_single')}")
+    for when in ("before", "after"):
+        if f"deep_zoom_{when}" in result:
+            z = result[f"deep_zoom_{when}"]
+            print(
+                f"deep zoom {when} the spread: level {z['level']}, {z['crowded_blobs']} blobs of {z['crowded_points']}"
+                f" points ({z['sharp']}), views resolved {z['views_resolved']}"
+            )
     print(json.dumps(result))
 
 

@@ -68,10 +68,10 @@ def rss() -> tuple[float, float]:
 
 def build(out: Path, n: int) -> float:
     """The folder of ``n`` synthetic points (reused when complete); seconds spent building."""
-    from isoscope.atlas import pipeline
+    from isoscope.atlas import inputs
     from isoscope.atlas.synthetic import synthetic_atlas
 
-    pipeline.MAX_ATLAS_ROWS = max(pipeline.MAX_ATLAS_ROWS, n)  # this process only: the Ray engine lifts it
+    inputs.MAX_ATLAS_ROWS = max(inputs.MAX_ATLAS_ROWS, n)  # this process only: the Ray engine lifts it
     t0 = time.perf_counter()
     synthetic_atlas(out, n, DIM, seed=SEED)
     return time.perf_counter() - t0

@@ -13,6 +13,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from isoscope.atlas.workers import PARALLEL_LAYOUT_ROWS
 from isoscope.costs import FREE, Cost
 from isoscope.neighbours.costs import UmapRate, umap_cost
 
@@ -117,9 +118,7 @@ def graph_layout_cost(
 ) -> Cost:
     """A one-machine build's kNN graphs (``graph``: one a space, ``k`` neighbours, itself included) and UMAP
     layouts (``umap``: its rate; None for another layout, or when no rate is known: left out); from
-    ``isoscope.atlas.pipeline.PARALLEL_LAYOUT_ROWS`` rows the spaces' layouts run side by side: one's time."""
-    from isoscope.atlas.pipeline import PARALLEL_LAYOUT_ROWS
-
+    ``isoscope.atlas.workers.PARALLEL_LAYOUT_ROWS`` rows the spaces' layouts run side by side: one's time."""
     cost = FREE
     if n_rows < 2:
         return cost
@@ -196,6 +195,7 @@ class AtlasPlan:
     driver_bytes: int
     seconds: float
     holds_rows: int = 0  # the one-machine engine: the rows it can hold in the memory available now
+    driver_bounded: bool = True  # the ray engine's driver holds a fixed sample of landmarks, not every row
 
     def lines(self) -> list[str]:
         from isoscope.costs import duration_text, size_text
@@ -211,7 +211,8 @@ class AtlasPlan:
         return [
             head,
             f"  {self.shards} shard(s) of {self.shard_rows:,} rows on {self.workers} worker CPU(s); each task about "
-            f"{size_text(self.task_bytes)}, the driver about {size_text(self.driver_bytes)}",
+            f"{size_text(self.task_bytes)}, the driver at most {size_text(self.driver_bytes)}"
+            + (" whatever the rows" if self.driver_bounded else " (UMAP of every row on the driver)"),
             f"  about {duration_text(self.seconds)} (graph and layout; embedding not included)",
         ]
 
@@ -219,6 +220,29 @@ class AtlasPlan:
         from dataclasses import asdict
 
         return asdict(self)
+
+
+# The ray engine's driver (issue 54.1): its interpreter with numpy, pyarrow, pandas, FAISS, umap's compiled kernels and
+# Ray's client: 0.75 GiB, the driver's anonymous peak at 50,000 and 200,000 rows (bench/RESULTS.md, 2026-12-05: 0.94
+# and 1.02 GiB) less the coarse k-means's sample and its unit copy it then held (57,216 and 114,432 rows x 384 x 8).
+RAY_DRIVER_BASE_BYTES = 3 * GIB // 4
+
+
+def ray_driver_bytes(dim: int, *, k: int, landmarks: int, shard_rows: int) -> int:
+    """The ray engine's driver peak whatever the rows (beyond ``landmarks``): ``RAY_DRIVER_BASE_BYTES`` and the most
+    one stage holds at once: the landmarks' own graph and UMAP (landmarks x (4 d + (k + 1) ``EDGE_BYTES``)), the
+    coarse k-means (at most ``ray_graph.MAX_LISTS`` centroids, their float64 sums and one task's: lists x d x 20
+    bytes), or a shard on its way to disk (graph rows, layout snapshots: shard_rows x ((k + 1) x 12 + 16) bytes).
+    Everything else the driver does is a fixed sample (the recall's 1,000 queries, the cluster centres' 200,000
+    rows, the spacing's 50,000) or a memory map's pages."""
+    from isoscope.atlas.ray_graph import MAX_LISTS
+
+    stages = (
+        landmarks * (4 * dim + (k + 1) * EDGE_BYTES),
+        MAX_LISTS * dim * 20,
+        shard_rows * ((k + 1) * 12 + 16),
+    )
+    return int(RAY_DRIVER_BASE_BYTES + max(stages))
 
 
 def ray_task_bytes(shard_rows: int, dim: int, *, k: int) -> int:
@@ -262,9 +286,10 @@ def atlas_plan(
     sample = min(landmarks, n_rows) if landmarks > 0 else n_rows
     per_row = RAY_GRAPH_CORE_S * dim * math.sqrt(n_rows) + RAY_LAYOUT_CORE_S
     seconds = spaces * (n_rows * per_row / max(1, workers) + sample * LANDMARK_S_PER_ROW + 2 * RAY_STAGE_OVERHEAD_S)
-    driver = int(PEAK_BASE_BYTES + sample * (4 * dim + (k + 1) * EDGE_BYTES) + rows * 9)  # the landmarks, a shard
+    driver = ray_driver_bytes(dim, k=k, landmarks=sample, shard_rows=rows)  # full UMAP on the driver: sample = n
     task = ray_task_bytes(rows, dim, k=k)
-    return AtlasPlan(engine, n_rows, dim, spaces, count, rows, workers, task, driver, seconds)
+    bounded = 0 < landmarks < n_rows
+    return AtlasPlan(engine, n_rows, dim, spaces, count, rows, workers, task, driver, seconds, driver_bounded=bounded)
 
 
 def check_fits(n_rows: int, dim: int, *, k: int, spaces: int, available: int | None = None, graph: bool = True) -> None:

@@ -382,7 +382,7 @@ def _verified(path: Path, rel: str, ledger: Ledger) -> Path:
     return p
 
 
-def _array(path: Path, rel: str, ledger: Ledger, shape: tuple, kinds: str, mmap: bool = False) -> np.ndarray:
+def _array(path: Path, rel: str, ledger: Ledger, *, shape: tuple, kinds: str, mmap: bool = False) -> np.ndarray:
     """A checked .npy: its header's shape must match ``shape`` (None = any) and its dtype kind ``kinds``."""
     p = _verified(path, rel, ledger)
     with open_regular(p) as f:
@@ -418,10 +418,10 @@ def _load_index(path: Path, s: str, n: int, ledger: Ledger, bounds: tuple) -> Sp
     if all(ledger.output(rel) is None for rel in rels):
         log.info("atlas %s: no spatial index on disk (an older build); the map builds one in memory", path.name)
         return None
-    codes = _array(path, rels[0], ledger, (n,), "u", mmap=True)
-    order = _array(path, rels[1], ledger, (n,), "i", mmap=True)
-    rank = _array(path, rels[2], ledger, (n,), "i", mmap=True)
-    xy = _finite(rels[3], _array(path, rels[3], ledger, (n, 2), "f", mmap=True))
+    codes = _array(path, rels[0], ledger, shape=(n,), kinds="u", mmap=True)
+    order = _array(path, rels[1], ledger, shape=(n,), kinds="i", mmap=True)
+    rank = _array(path, rels[2], ledger, shape=(n,), kinds="i", mmap=True)
+    xy = _finite(rels[3], _array(path, rels[3], ledger, shape=(n, 2), kinds="f", mmap=True))
     if codes.dtype != np.uint32 or xy.dtype != np.float32:
         raise AtlasDamaged(f"{s}/{INDEX_FILES[0]} or {INDEX_FILES[3]} holds the wrong number type")
     last = None
@@ -443,21 +443,21 @@ def _load_space(path: Path, s: str, n: int, ledger: Ledger, graph: bool) -> Atla
     bounds = tuple(float(b) for b in meta["bounds"])
     clusters = list(meta["clusters"])
     levels = [list(lv["clusters"]) for lv in meta.get("levels", [])]
-    xy = _finite(f"{s}/xy.npy", _array(path, f"{s}/xy.npy", ledger, (n, 2), "f", mmap=True))
-    density = _finite(f"{s}/density.npy", _array(path, f"{s}/density.npy", ledger, (n,), "f", mmap=True))
-    cluster = _array(path, f"{s}/cluster.npy", ledger, (n,), "iu", mmap=True)
+    xy = _finite(f"{s}/xy.npy", _array(path, f"{s}/xy.npy", ledger, shape=(n, 2), kinds="f", mmap=True))
+    density = _finite(f"{s}/density.npy", _array(path, f"{s}/density.npy", ledger, shape=(n,), kinds="f", mmap=True))
+    cluster = _array(path, f"{s}/cluster.npy", ledger, shape=(n,), kinds="iu", mmap=True)
     lo, hi = _id_range(cluster)
     if len(cluster) and (lo < -1 or hi >= len(clusters)):
         raise AtlasDamaged(f"{s}/cluster.npy numbers clusters beyond the {len(clusters)} of clusters.json")
-    grid = _finite(f"{s}/grid.npy", _array(path, f"{s}/grid.npy", ledger, (None, None), "f"))
+    grid = _finite(f"{s}/grid.npy", _array(path, f"{s}/grid.npy", ledger, shape=(None, None), kinds="f"))
     ids = None
     if graph:
-        ids = _array(path, f"{s}/knn_ids.npy", ledger, (n, None), "iu", mmap=True)
+        ids = _array(path, f"{s}/knn_ids.npy", ledger, shape=(n, None), kinds="iu", mmap=True)
         lo, hi = _id_range(ids)
         if lo < 0 or hi >= n:
             raise AtlasDamaged(f"{s}/knn_ids.npy names rows outside 0..{n - 1}")
     if s != "raw":
-        _array(path, f"{s}/vectors.npy", ledger, (n, None), "f", mmap=True)
+        _array(path, f"{s}/vectors.npy", ledger, shape=(n, None), kinds="f", mmap=True)
     index = _load_index(path, s, n, ledger, bounds)
     return AtlasSpace(xy, density, cluster, grid, bounds, clusters, ids, levels, index)  # type: ignore[arg-type]
 
@@ -526,11 +526,11 @@ def load_atlas(path: str | Path) -> Atlas:
         raise AtlasDamaged(str(exc)) from None
     if "text" not in rows.columns:
         raise AtlasDamaged("points.parquet has no text column")
-    _array(path, "vectors.npy", ledger, (n, None), "f", mmap=True)
+    _array(path, "vectors.npy", ledger, shape=(n, None), kinds="f", mmap=True)
     spaces = {s: _load_space(path, s, n, ledger, needs_graph(config)) for s in space_names(config)}
-    norm = _finite("norm.npy", _array(path, "norm.npy", ledger, (n,), "f", mmap=True))
-    length = _array(path, "length.npy", ledger, (n,), "iu", mmap=True)
-    overlap = _finite("overlap.npy", _array(path, "overlap.npy", ledger, (n,), "f", mmap=True))
+    norm = _finite("norm.npy", _array(path, "norm.npy", ledger, shape=(n,), kinds="f", mmap=True))
+    length = _array(path, "length.npy", ledger, shape=(n,), kinds="iu", mmap=True)
+    overlap = _finite("overlap.npy", _array(path, "overlap.npy", ledger, shape=(n,), kinds="f", mmap=True))
     return Atlas(path, None, norm, length, overlap, spaces, manifest, rows=rows, extras=_load_extras(path, n, ledger))
 
 
@@ -548,5 +548,5 @@ def _load_extras(path: Path, n: int, ledger: Ledger) -> dict[str, np.ndarray]:
         name = file.removesuffix(".npy")
         if not file.endswith(".npy") or not EXTRA_NAME.fullmatch(name):
             raise AtlasDamaged(f"{rel} is not an extra column's file (extras/NAME.npy)")
-        out[name] = _array(path, rel, ledger, (n,), "f", mmap=True)
+        out[name] = _array(path, rel, ledger, shape=(n,), kinds="f", mmap=True)
     return out

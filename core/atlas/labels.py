@@ -23,6 +23,7 @@ import numpy as np
 
 LABEL_WORDS = 3
 MIN_TEXTS = 3
+COMPACT_PARTS = 16  # batches of (cluster, word, texts) triples a tally keeps before summing them into one
 _OURS = """also among another around became become could else etc even ever every get gets got however
     just like made make many may might much must near need never one really said say says seem seemed since
     still such take than thing things though thus today told too two upon use used uses using via want way
@@ -84,6 +85,7 @@ class TermTally:
         self.corpus = grown
         for mine, theirs in zip(self.parts, other.parts, strict=True):
             mine.extend((r, remap[c], d) for r, c, d in theirs)
+            _compact(mine)
         self.row = other.row
         return self
 
@@ -110,6 +112,7 @@ class TermTally:
             onehot = csr_matrix((np.ones(len(rows), np.int64), (lab[rows], rows)), shape=(int(lab.max()) + 1, b))
             held = coo_matrix(onehot @ x)  # (C_batch, v): texts of each cluster holding each word
             parts.append((held.row, held.col, held.data))
+            _compact(parts)
         self.row += b
 
     def top_words(self, which: int, top: int = LABEL_WORDS) -> dict[int, list[str]]:
@@ -145,6 +148,19 @@ class TermTally:
             best = np.lexsort((vocab[cols], -score))[:top]
             out[k] = [str(vocab[cols[j]]) for j in best]
         return out
+
+
+def _compact(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+    """Past ``COMPACT_PARTS`` batches of (cluster, word, texts) triples, their sum as one (the same counts), so a
+    tally holds clusters x vocabulary numbers however many batches or parts were added."""
+    from scipy.sparse import coo_matrix
+
+    if len(parts) <= COMPACT_PARTS:
+        return
+    r, c, d = (np.concatenate([p[i] for p in parts]) for i in range(3))
+    held = coo_matrix((d, (r, c)), shape=(int(r.max()) + 1, int(c.max()) + 1))
+    held.sum_duplicates()
+    parts[:] = [(held.row, held.col, held.data)]
 
 
 def _sizes(labels: np.ndarray, chunk: int = 1 << 20) -> np.ndarray:

@@ -22,6 +22,7 @@ from typing import Literal, get_args
 
 import numpy as np
 
+from isoscope.atlas.spread import spread_layout
 from isoscope.errors import InputError
 from isoscope.threads import torch_threads_kept
 
@@ -240,12 +241,15 @@ def layout(
     progress: ProgressFn | None = None,
 ) -> np.ndarray:
     """A 2-D layout (n, 2) float32 of ``vectors`` (n, d) with ``method`` in ``LAYOUT_METHODS``; UMAP above
-    ``landmarks`` rows (0: never) is ``landmark_layout``."""
+    ``landmarks`` rows (0: never) is ``landmark_layout``; a UMAP layout's crowded points are spread apart at the
+    deepest zoom (``isoscope.atlas.spread``)."""
     check_method(method)
     if method == "pca":
         return pca_layout(vectors)
     if knn is None:
         raise ValueError("the umap layout needs the kNN graph (ids, dist)")
     if 0 < landmarks < len(knn[0]):
-        return landmark_layout(vectors, knn, seed=seed, landmarks=landmarks, progress=progress)
-    return umap_layout(vectors, knn, seed=seed)
+        xy = landmark_layout(vectors, knn, seed=seed, landmarks=landmarks, progress=progress)
+    else:
+        xy = umap_layout(vectors, knn, seed=seed)
+    return spread_layout(xy)  # the deepest zoom level resolves every point

@@ -7,7 +7,7 @@ rows.take(rows_, ["topic"])               # a frame of the rows asked, in their 
 rows.search("storm")                      # rows (m,) whose text contains it, ignoring case
 for start, values in rows.chunks("topic"): ...   # the column, one row group (a pandas Series) at a time
 
-The build writes ``points.parquet`` in row groups of ``ROW_GROUP_ROWS`` (``isoscope.atlas.pipeline``), so a
+The build writes ``points.parquet`` in row groups of ``ROW_GROUP_ROWS`` (``isoscope.atlas.inputs``), so a
 hover decodes one group of texts (a few MB), and the groups last read stay cached (``CACHE_BYTES``). Search
 runs Arrow's ``match_substring`` (``ignore_case``) over each group's text column in turn: pyarrow is already
 how Parquet is read here (a kept dependency), and DuckDB is not one; only the matching row numbers are kept.
@@ -33,7 +33,7 @@ import numpy as np
 from isoscope.data.limits import DecodeLimits, MiB
 from isoscope.errors import InputError
 
-ROW_GROUP_ROWS = 65_536  # rows per row group of points.parquet (pipeline._save_points)
+ROW_GROUP_ROWS = 65_536  # rows per row group of points.parquet (inputs.save_points)
 CACHE_BYTES = 32 * MiB  # decoded column chunks kept for the next hover (a row group's texts: a few MB)
 BYTES_PER_CHAR = 4  # UTF-8
 

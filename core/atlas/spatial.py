@@ -81,14 +81,22 @@ def position_dtype(n: int) -> type:
     return np.int32 if n < 2**31 else np.int64
 
 
+def block_codes(block: np.ndarray, world: World) -> np.ndarray:
+    """The Morton codes (m,) uint32 of a block of points (m, 2) (any float type, memory-mapped rows too), quantised
+    as float32 over ``world``: the one computation of a point's code (the index here, the ray engine's sample
+    sort)."""
+    block = np.asarray(block, np.float32)  # (m, 2)
+    return morton(*SpatialIndex._quantise(world, block[:, 0], block[:, 1]))
+
+
 def sort_points(xy: np.ndarray, world: World) -> tuple[np.ndarray, np.ndarray]:
     """(codes (n,) uint32 in Morton order, order (n,) int64: sorted position -> row) of a layout ``xy`` (n, 2),
     quantised ``CHUNK`` points at a time (``xy`` may be memory-mapped)."""
     n = len(xy)
     codes = np.empty(n, np.uint32)  # (n,)
     for s in range(0, n, CHUNK):
-        block = np.asarray(xy[s : s + CHUNK], np.float32)  # (m, 2)
-        codes[s : s + len(block)] = morton(*SpatialIndex._quantise(world, block[:, 0], block[:, 1]))
+        block = xy[s : s + CHUNK]  # (m, 2)
+        codes[s : s + len(block)] = block_codes(block, world)
     order = np.argsort(codes, kind="stable")  # (n,) int64
     return codes[order], order
 

@@ -45,8 +45,8 @@ CONTOUR_RGBA = (40, 40, 60, 170)
 @dataclass(frozen=True)
 class TileGrid:
     """The tile pyramid of one layout: its world square, the typical distance between neighbouring points
-    (``spacing``, world units: the median distance from a point to its nearest other point, on a seeded
-    sample) and the deepest level served."""
+    (``spacing``, world units: the median distance from a point to its nearest other point, on a sample
+    chosen by position: ``spacing_sample``) and the deepest level served."""
 
     world: World
     spacing: float
@@ -55,9 +55,7 @@ class TileGrid:
     @classmethod
     def build(cls, index: SpatialIndex) -> TileGrid:
         spacing = nearest_spacing(index.xy, index.world.size)
-        px0 = spacing * TILE / index.world.size  # spacing in pixels at level 0
-        deep = math.ceil(math.log2(SPACING_PX / px0)) if px0 < SPACING_PX else 0
-        return cls(index.world, spacing, int(min(MAX_LEVEL, max(MIN_LEVELS, deep + 2))))
+        return cls(index.world, spacing, deepest_level(spacing, index.world.size))
 
     def pixel(self, z: int) -> float:
         """World units per pixel at level ``z``."""
@@ -72,27 +70,64 @@ class TileGrid:
         return {**self.world.to_dict(), "tile": TILE, "maxLevel": self.max_level}
 
 
-def nearest_spacing(xy: np.ndarray, size: float, *, sample: int = SPACING_SAMPLE, seed: int = 0) -> float:
-    """Median distance from a point of ``xy`` (n, 2) to its nearest point at another position. Above
-    ``sample`` points it is measured on a seeded sample of that many and scaled by sqrt(sample / n) (the
-    nearest-neighbour distance of a point process goes as 1 / sqrt(density)); ``size`` / 65,536 when no two
-    positions differ."""
-    from scipy.spatial import cKDTree
+def deepest_level(spacing: float, size: float) -> int:
+    """The deepest level served for points ``spacing`` apart (typically) in a world of side ``size``: two levels past
+    the one where that spacing spans ``SPACING_PX`` pixels, within ``MIN_LEVELS`` .. ``MAX_LEVEL``."""
+    px0 = spacing * TILE / size  # spacing in pixels at level 0
+    deep = math.ceil(math.log2(SPACING_PX / px0)) if px0 < SPACING_PX else 0
+    return int(min(MAX_LEVEL, max(MIN_LEVELS, deep + 2)))
 
-    from isoscope.sampling import sample_indices
+
+def nearest_spacing(xy: np.ndarray, size: float, *, sample: int = SPACING_SAMPLE) -> float:
+    """Median distance from a point of ``xy`` (n, 2) to its nearest point at another position. Above
+    ``sample`` points it is measured on ``sample`` of them (``spacing_sample``: chosen by their positions, so the
+    same whatever the rows' order) and scaled by sqrt(sample / n) (the nearest-neighbour distance of a point process
+    goes as 1 / sqrt(density)); ``size`` / 65,536 when no two positions differ."""
+    from scipy.spatial import cKDTree
 
     n = len(xy)
     if n < 2:
         return size
     floor = size / (1 << 16)
-    rows = sample_indices(n, sample, seed)  # (s,)
-    part = np.asarray(xy[rows], np.float64)  # (s, 2)
+    part = spacing_sample(xy, sample)  # (s, 2)
     d, _ = cKDTree(part).query(part, k=min(8, len(part)))  # (s, k): self (0) first
     d = np.where(d > floor, d, np.inf).min(axis=1)  # nearest other position (duplicates share one)
     d = d[np.isfinite(d)]
     if len(d) == 0:
         return floor
-    return max(floor, float(np.median(d)) * math.sqrt(len(rows) / n))
+    return max(floor, float(np.median(d)) * math.sqrt(len(part) / n))
+
+
+def _position_hash(block: np.ndarray) -> np.ndarray:
+    """A 64-bit mix (splitmix64's finaliser) of each float32 position of ``block`` (m, 2): (m,) uint64."""
+    bits = np.ascontiguousarray(block, np.float32).view(np.uint32).astype(np.uint64)  # (m, 2)
+    h = (bits[:, 0] << np.uint64(32)) | bits[:, 1]
+    h ^= h >> np.uint64(30)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(27)
+    h *= np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+def spacing_sample(xy: np.ndarray, sample: int, *, block_rows: int = 1 << 20) -> np.ndarray:
+    """``sample`` positions of ``xy`` (n, 2) as float64 (s, 2): all of them up to ``sample``, else those of the
+    smallest hashes of their positions (read ``block_rows`` at a time). A set of points, not of rows: the layout in
+    row order (the spread, ``isoscope.atlas.spread``) and in the index's Morton order (``TileGrid.build``) give the
+    same sample, so the same deepest level (issue 54.6). Ties at the cut are one position (a hash's collisions
+    aside), so which of its rows is taken does not matter."""
+    n = len(xy)
+    if n <= sample:
+        return np.asarray(xy, np.float64)
+    keys = np.empty(0, np.uint64)
+    kept = np.empty((0, 2), np.float32)
+    for s in range(0, n, block_rows):
+        block = np.asarray(xy[s : s + block_rows], np.float32)  # (m, 2)
+        keys = np.concatenate([keys, _position_hash(block)])
+        kept = np.concatenate([kept, block])
+        if len(keys) > sample:
+            best = np.argpartition(keys, sample - 1)[:sample]
+            keys, kept = keys[best], kept[best]
+    return kept.astype(np.float64)
 
 
 def disc_kernel(radius: float) -> np.ndarray:
@@ -127,7 +162,7 @@ def _splat(flat: np.ndarray, weights: list[np.ndarray | None], side: int, kernel
     ]
 
 
-def _pixels(index: SpatialIndex, grid: TileGrid, z: int, tx: int, ty: int, pad: int):
+def _pixels(index: SpatialIndex, grid: TileGrid, z: int, tx: int, ty: int, *, pad: int):
     """Sorted positions (m,) of the points within ``pad`` pixels of tile (z, tx, ty), and their pixel column
     and row (m,) on the padded canvas (TILE + 2 pad a side)."""
     x0, y0, x1, y1 = grid.world.tile_box(z, tx, ty)
@@ -182,7 +217,7 @@ def render_tile(
     kernel = disc_kernel(radius)
     pad = kernel.shape[0] // 2
     side = TILE + 2 * pad
-    pos, col, row = _pixels(index, grid, z, tx, ty, pad)
+    pos, col, row = _pixels(index, grid, z, tx, ty, pad=pad)
     flat = row * side + col  # (m,)
     picked = _take(colors, pos)  # (m, 3) or (m,)
     rgb = picked if lut is None else lut[picked]  # (m, 3) uint8
@@ -214,7 +249,7 @@ def highlight_tile(index: SpatialIndex, lit: np.ndarray, grid: TileGrid, z: int,
     outer = disc_kernel(radius + 1.2)
     pad = outer.shape[0] // 2
     side = TILE + 2 * pad
-    pos, col, row = _pixels(index, grid, z, tx, ty, pad)
+    pos, col, row = _pixels(index, grid, z, tx, ty, pad=pad)
     lit = np.asarray(lit, np.int64)
     at = np.minimum(np.searchsorted(lit, pos), max(len(lit) - 1, 0))  # (m,)
     lit = (lit[at] == pos) if len(lit) else np.zeros(len(pos), bool)

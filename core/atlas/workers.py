@@ -25,6 +25,8 @@ from typing import Any
 
 from isoscope.errors import InputError
 
+PARALLEL_LAYOUT_ROWS = 50_000  # from here the two spaces' UMAP layouts run side by side (one worker process each)
+
 log = logging.getLogger(__name__)
 
 Job = tuple[Callable[..., None], tuple[Any, ...]]  # (module-level function, its arguments before ``report``)

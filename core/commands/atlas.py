@@ -98,6 +98,10 @@ STAGE_UNITS = {
     "cal_knn": "text",
     "raw_layout": "step",
     "cal_layout": "step",
+    "raw_clusters": "step",
+    "cal_clusters": "step",
+    "extras": "step",
+    "index": "step",
 }
 
 
@@ -148,7 +152,7 @@ def _shards(args: argparse.Namespace, space: SpaceSpec):
     from isoscope.data.sharded import ParquetShards, is_shard_folder
     from isoscope.errors import InputError
 
-    if space.kind == "vectors":
+    if space.vectors:  # the file given may be a folder of shards
         from isoscope.data.vectors import parse_vectors_ref
 
         path, column = parse_vectors_ref(space.vectors_ref)
@@ -157,7 +161,7 @@ def _shards(args: argparse.Namespace, space: SpaceSpec):
         if args.input is not None:
             raise InputError("--vectors is a folder of Parquet shards holding the texts too; drop --input")
         return ParquetShards.open(path, text_column=args.text_column, vector_column=column or "embedding")
-    if space.kind == "model" and args.input is not None and is_shard_folder(args.input):
+    if space.has_model and args.input is not None and is_shard_folder(args.input):
         return ParquetShards.open(args.input, text_column=args.text_column)
     return None
 
@@ -262,7 +266,7 @@ def run(args: argparse.Namespace) -> dict:
         encoder = None if shards.vector is not None else encoder_for(args, space)
         dim = scan.dims if shards.vector is not None else encoder.hidden_size
         n = scan.n
-    elif space.kind != "model":
+    elif not space.has_model:  # vectors built elsewhere (vector_input: space_vectors)
         texts, vectors, meta, load_warnings = _given(args, space)
         encoder, dim = None, vectors.shape[1]
         n = len(texts)

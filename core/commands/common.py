@@ -11,6 +11,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from isoscope.encode.device import DEVICE_HELP, DTYPES, dtype_help, parse_device
@@ -212,24 +213,27 @@ def space_sources(args: argparse.Namespace) -> SourceReaders:
 def vector_input(
     args: argparse.Namespace, space: SpaceSpec, source: str | None, *, kind: InputKind = "auto", desc: str = "embed"
 ) -> VectorInput | None:
-    """The texts and vectors of a vectors-file space (``isoscope.data.load_vector_input``, ``--text-column``) or of
-    an endpoint (``source``'s texts through it, with a progress bar); None for a model this process runs."""
-    from isoscope.data.inputs import VectorInput, load_input, load_vector_input
+    """The texts of ``source`` (``--text-column``) and their vectors in a space this process runs no model for
+    (``isoscope.sources.space_vectors``: a vectors file's rows, an endpoint's answers to the texts with
+    ``--prompt-text`` before them, with a progress bar), or without ``source`` a vectors file's own rows; None for
+    a model this process runs (the command needs its passes: ``encoder_for``)."""
+    from isoscope.data.inputs import VectorInput, load_input, rows_input
+    from isoscope.encode.embed import EmbedConfig
+    from isoscope.sources import space_vectors
 
-    if space.kind == "vectors":
-        return load_vector_input(space.vectors_ref, source, kind=kind, text_column=args.text_column)
-    if space.kind == "model":
+    if space.has_model:
         return None
-    from isoscope.encode.remote import embed_endpoint
-
-    endpoint = endpoint_from_args(args, space.model, space.base_url or None)
+    readers = space_sources(args)
     if source is None:
-        raise InputError(f"--model {space.model} embeds texts: give --input")
+        table = readers.rows_of(replace(space, text_column=args.text_column))
+        if table is None:
+            raise InputError(f"--model {space.model} embeds texts: give --input")
+        return rows_input(table)
     texts = load_input(source, kind, args.text_column)
-    prompt = getattr(args, "prompt_text", None) or ""  # an endpoint is sent the texts as the model should see them
-    items = [prompt + t for t in texts.texts] if prompt else texts.texts
-    vectors = embed_endpoint(endpoint, items, progress=progress_bar(args, desc), cache=endpoint_cache(args))
-    return VectorInput(texts, vectors, endpoint.name, endpoint.fingerprint)
+    config = EmbedConfig(prompt=getattr(args, "prompt_text", None))
+    got = space_vectors(space, texts.texts, readers=readers, config=config, progress=progress_bar(args, desc))
+    texts.warnings = [*got.warnings, *texts.warnings]
+    return VectorInput(texts, got.raw, got.model_name, got.fingerprint, got.origin, True, readers.rows_of(space))
 
 
 def option_name(field: str) -> str:
@@ -247,12 +251,8 @@ def encoder_for(args: argparse.Namespace, space: SpaceSpec) -> Encoder:
     (so tests and notebooks load the model once). InputError for a space this process cannot run."""
     from isoscope.sources import load_space_encoder
 
-    if space.kind == "endpoint":
-        raise InputError(
-            f"{space.model} is an embeddings endpoint; this needs a model that runs here (its layers or tokens)"
-        )
-    if space.kind == "vectors":
-        raise InputError(f"{space.vectors_ref} holds vectors; this needs a model that runs here (its layers or tokens)")
+    if not space.has_model:
+        raise InputError(f"{space.what()}; this needs a model that runs here (its layers or tokens)")
     return load_space_encoder(space, encoder_loader(args))
 
 

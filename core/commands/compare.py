@@ -132,10 +132,9 @@ def _texts(args: argparse.Namespace, specs: list, sources):
 
     if args.input is not None:
         return load_input(args.input, args.kind, args.text_column), args.input  # a pairs file gives its sentences
-    files = [s for s in specs if s.kind == "vectors"]
-    if not files:
+    table = next((t for s in specs if (t := sources.rows_of(s)) is not None), None)  # the first file's rows
+    if table is None:
         raise InputError("give --input: the texts to embed in both spaces (optional only when a space is vectors=)")
-    table = sources.table(files[0])
     texts = table.texts if table.texts is not None else [f"row {i}" for i in range(len(table))]
     return TextInput(list(texts), None, [], table.origin.file), table.name
 

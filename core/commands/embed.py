@@ -238,7 +238,7 @@ def run(args: argparse.Namespace) -> dict:
         if args.engine == "ray" or args.chunk_size is not None:
             raise InputError("--calibrate needs every vector in memory: drop --engine ray and --chunk-size")
     space = space_from_args(args, "embed")
-    if space.kind != "model":
+    if not space.has_model:  # vectors built elsewhere (a file, an endpoint): written whole
         if out is None:
             raise InputError("--out is required (a .npy file)")
         if args.engine == "ray" or args.chunk_size is not None:

@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> dict:
     from isoscope.export.run import fit_and_export
 
     space = space_from_args(args, "export")
-    if space.kind == "vectors":
+    if space.vectors:  # a file to export calibrated; else a model to export with its calibration
         result = _vectors(args, space)
     else:
         if args.faiss:
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> dict:
     before, after = result["before"], result["after"]
     lines = [
         f"{result['method']} ({result['dim_in']} -> {result['dim_out']} dims) fitted on {result['n_fit']} "
-        f"{'rows' if space.kind == 'vectors' else 'texts'} of {result['corpus']}",
+        f"{'rows' if space.vectors else 'texts'} of {result['corpus']}",
         f"wrote {result['format']} to {result['out']}",
         f"avg cosine of random pairs {before['avg_cosine']:.3f} -> {after['avg_cosine']:.3f}, "
         f"IsoScore {before['isoscore']:.3f} -> {after['isoscore']:.3f}",

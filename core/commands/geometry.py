@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> dict:
     from isoscope.geometry.report import analyse_geometry, check_input
 
     space = space_from_args(args, "geometry")
-    if space.kind != "model":
+    if not space.has_model:  # no layers, no token vectors: the report of the space's vectors
         return _run_vectors(args, space)
     if args.input is None:
         raise InputError("give --input (a corpus or a pairs file), or --vectors")

@@ -82,7 +82,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _check(args: argparse.Namespace, source: SpaceSpec) -> None:
     from isoscope.calibrate import make_calibrator
 
-    if args.input is None and args.pairs is None and source.kind != "vectors":
+    if args.input is None and args.pairs is None and not source.vectors:
         raise InputError("give the texts with --input (a corpus or a pairs file) or --pairs, or --vectors")
     if args.k < 1:
         raise InputError(f"--k must be >= 1; got {args.k}")
@@ -106,9 +106,9 @@ def run(args: argparse.Namespace) -> dict:
     pairs = load_pairs(args.pairs) if args.pairs else None
     if pairs is not None and pairs.scores is None:
         raise InputError(f"{pairs.name}: no score column; --pairs needs gold scores")
-    space = _vectors_space(args, source) if source.kind == "vectors" else _model_space(args, source, pairs)
+    space = _vectors_space(args, source) if source.vectors else _model_space(args, source, pairs)
     if len(space) < args.k + 1:
-        what = "vectors" if source.kind == "vectors" else "distinct texts"
+        what = "vectors" if source.vectors else "distinct texts"
         raise InputError(f"--k {args.k} needs at least {args.k + 1} {what}, got {len(space)}")
     command = "isoscope " + " ".join(shlex.quote(a) for a in (getattr(args, "argv", None) or sys.argv[1:]))
     report = build_space_report(

@@ -25,12 +25,11 @@ from isoscope.commands.common import (
     embed_config,
     emit,
     encoder_for,
-    endpoint_cache,
-    endpoint_from_args,
     epoch_bar,
     output_from_args,
     progress_bar,
     space_from_args,
+    space_sources,
 )
 from isoscope.data.limits import count_option
 from isoscope.errors import InputError
@@ -113,6 +112,29 @@ def _prompts(args: argparse.Namespace, encoder) -> tuple[str, str]:
     )
 
 
+def _given_space(args: argparse.Namespace, space, task, config, flow):
+    """The run on the vectors ``space_vectors`` gives of the queries and the documents (no model runs here: a prompt
+    is its text, ``--query-prompt`` and ``--doc-prompt``)."""
+    from isoscope.encode.embed import EmbedConfig
+    from isoscope.retrieval.run import evaluate_retrieval
+    from isoscope.sources import space_vectors
+
+    if args.query_prompt_name or args.doc_prompt_name:
+        raise InputError(f"{space.model} is an endpoint: give prompts as text (--query-prompt, --doc-prompt)")
+    stage = lambda s: _progress(args, s)  # noqa: E731
+    readers, prompts = space_sources(args), {"query": args.query_prompt or "", "document": args.doc_prompt or ""}
+    sides = [
+        space_vectors(space, texts, readers=readers, config=EmbedConfig(prompt=prompt), progress=stage(f"embed {n}"))
+        for texts, prompt, n in [
+            (task.queries, prompts["query"], "queries"),
+            (task.documents, prompts["document"], "documents"),
+        ]
+    ]
+    result = evaluate_retrieval(sides[0].raw, sides[1].raw, task, config=config, flow=flow, progress=stage)
+    result.model, result.prompts = sides[0].model_name, prompts
+    return result
+
+
 def _evaluate(args: argparse.Namespace, task, config):
     """The run on the task's own vectors, on an endpoint's, or on the model's."""
     from isoscope.calibrate import Flow
@@ -129,22 +151,8 @@ def _evaluate(args: argparse.Namespace, task, config):
         result.model = task.name
         return result
     space = space_from_args(args, "retrieval")
-    if space.kind == "endpoint":
-        from isoscope.retrieval.embedding import embed_side_endpoint
-
-        if args.query_prompt_name or args.doc_prompt_name:
-            raise InputError(f"{space.model} is an endpoint: give prompts as text (--query-prompt, --doc-prompt)")
-        endpoint, store = endpoint_from_args(args, space.model, space.base_url or None), endpoint_cache(args)
-        Q = embed_side_endpoint(endpoint, task.queries, prompt=args.query_prompt or "", cache=store,
-                                progress=stage("embed queries"))  # fmt: skip
-        D = embed_side_endpoint(endpoint, task.documents, prompt=args.doc_prompt or "", cache=store,
-                                progress=stage("embed documents"))  # fmt: skip
-        result = evaluate_retrieval(Q, D, task, config=config, flow=flow, progress=stage)
-        result.model, result.prompts = (
-            endpoint.name,
-            {"query": args.query_prompt or "", "document": args.doc_prompt or ""},
-        )
-        return result
+    if not space.has_model:  # an endpoint: its vectors of both sides, each prompt given as text
+        return _given_space(args, space, task, config, flow)
     encoder = encoder_for(args, space)
     return retrieval_report(
         encoder,

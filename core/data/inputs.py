@@ -184,7 +184,11 @@ def load_vector_input(
         found = table.vectors_for(texts.texts)  # (n, d)
         texts.warnings = [*table.warnings, *texts.warnings]
         return VectorInput(texts, found, table.name, table.origin.fingerprint, table.origin, True, table)
-    table = load_vector_file(str(vectors), text_column=text_column)
+    return rows_input(load_vector_file(str(vectors), text_column=text_column))
+
+
+def rows_input(table: VectorTable) -> VectorInput:
+    """A vectors file's own rows as the texts measured (placeholders ``row 0``, ... for a file without texts)."""
     has_texts = table.texts is not None
     items = list(table.texts) if table.texts is not None else [f"row {i}" for i in range(len(table))]
     texts = TextInput(items, None, list(table.warnings), table.origin.file)

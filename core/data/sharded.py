@@ -15,7 +15,8 @@ named; texts are stripped and cut to the text limit like any corpus, rows with a
 vectors too) and counted; the other columns (numbers, texts) are metadata, nested ones ignored with a warning.
 ``scan`` reads the text column (and the vectors, for their checks) once: the rows kept, the texts' digest (the
 rule of ``isoscope.cache.text_digest``, so a folder of shards and the same texts as a list key alike) and how many
-texts repeat an earlier one (by a 64-bit hash of each text).
+texts repeat an earlier one (by a 64-bit hash of each text, counted bucket by bucket on disk: ``DistinctCount``,
+so no process holds a value per row).
 """
 
 from __future__ import annotations
@@ -53,6 +54,38 @@ class Batch:
     texts: list[str]
     meta: pd.DataFrame | None
     vectors: np.ndarray | None = None
+
+
+class DistinctCount:
+    """How many distinct values (uint64 hashes) were added, in memory bounded by a batch and ``1 / BUCKETS`` of them:
+    each batch's values go to ``BUCKETS`` files of a temporary folder by their top bits, each counted on its own."""
+
+    BUCKETS = 256
+
+    def __init__(self) -> None:
+        import tempfile
+
+        self._dir = tempfile.TemporaryDirectory(prefix="isoscope-distinct-")
+        self._used: set[int] = set()
+
+    def add(self, values: np.ndarray) -> None:
+        values = np.asarray(values, np.uint64)
+        bucket = (values >> np.uint64(56)).astype(np.int64) * self.BUCKETS >> 8  # (m,) the top bits
+        order = np.argsort(bucket, kind="stable")
+        edges = np.searchsorted(bucket[order], np.arange(self.BUCKETS + 1))
+        for b in np.flatnonzero(np.diff(edges)).tolist():
+            with open(Path(self._dir.name) / f"{b}.u64", "ab") as f:
+                f.write(values[order[edges[b] : edges[b + 1]]].tobytes())
+            self._used.add(b)
+
+    def count(self) -> int:
+        """The distinct values added (the folder goes with it)."""
+        try:
+            return sum(
+                len(np.unique(np.fromfile(Path(self._dir.name) / f"{b}.u64", np.uint64))) for b in sorted(self._used)
+            )
+        finally:
+            self._dir.cleanup()
 
 
 @dataclass
@@ -169,7 +202,7 @@ class ParquetShards:
         import hashlib
 
         h = hashlib.sha256()
-        hashes: list[np.ndarray] = []
+        hashes = DistinctCount()
         n = cut = 0
         dims = None
         for batch in self.batches(vectors=self.vector is not None, meta=False):
@@ -178,7 +211,7 @@ class ParquetShards:
                 h.update(len(b).to_bytes(8, "little"))
                 h.update(b)
                 cut += isinstance(t, ClippedText)
-            hashes.append(pd.util.hash_array(np.asarray(batch.texts, dtype=object)))
+            hashes.add(pd.util.hash_array(np.asarray(batch.texts, dtype=object)))
             n += len(batch.texts)
             if batch.vectors is not None:
                 d = batch.vectors.shape[1]
@@ -198,7 +231,7 @@ class ParquetShards:
             warnings.append(
                 f"{self.name}: {cut:,} text(s) longer than {self.limits.max_chars} characters were truncated"
             )
-        repeats = n - len(np.unique(np.concatenate(hashes))) if hashes else 0
+        repeats = n - hashes.count()
         self._scan = ShardScan(n, h.hexdigest(), repeats, dims, warnings)
         return self._scan
 

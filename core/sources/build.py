@@ -85,6 +85,11 @@ class SourceReaders:
                 self._read[spec.encoder_key] = load_vector_file(spec.vectors, spec.column, text_column=spec.text_column)
         return self._read[spec.encoder_key]
 
+    def rows_of(self, spec: SpaceSpec) -> VectorTable | None:
+        """The rows a space holds of its own: a vectors file's table (read once); None for a space that embeds the
+        texts it is given (a model, an endpoint)."""
+        return self.table(spec) if spec.kind == "vectors" else None
+
     def endpoint(self, spec: SpaceSpec) -> Endpoint:
         if self.endpoints is not None:
             return self.endpoints(spec)
@@ -134,7 +139,9 @@ def _given(
     progress: Callable[[str], ProgressFn | None] | None,
     rows: Sequence[int] | None,
     n_input: int | None,
+    prompt: str = "",
 ) -> _Given:
+    """``prompt``: put before every text sent to an endpoint (``EmbedConfig.prompt``; a file's rows have none)."""
     if spec.kind == "vectors":
         table = sources.table(spec)
         raw = table.vectors_for(texts, rows, n_input)  # (n, d)
@@ -146,7 +153,8 @@ def _given(
     if store is None and cache is not None:
         store = EndpointCache(cache.root.parent / "endpoints.sqlite")
     bar = progress(f"embed {endpoint.name}") if progress else None
-    return _Given(embed_endpoint(endpoint, texts, progress=bar, cache=store), endpoint.name, endpoint.fingerprint)
+    items = [prompt + t for t in texts] if prompt else texts  # sent as the model should see them
+    return _Given(embed_endpoint(endpoint, items, progress=bar, cache=store), endpoint.name, endpoint.fingerprint)
 
 
 def space_vectors(
@@ -181,7 +189,8 @@ def space_vectors(
         given = _Given(raw, enc.name, fingerprint)
         recipe = describe_run(enc, pooling, config)
     else:
-        given = _given(spec, texts, readers, cache, lambda _stage: progress, rows, n_input)
+        prompt = (config.prompt or "") if config is not None else ""
+        given = _given(spec, texts, readers, cache, lambda _stage: progress, rows, n_input, prompt)
         recipe = ""
     calibrated, cal_warnings = calibrate_space(spec, given.raw)
     warnings = [*given.warnings, *cal_warnings]

@@ -69,6 +69,13 @@ class SpaceSpec:
         """True when the space comes from a model this process runs (layers, tokens and poolings exist)."""
         return self.kind == "model"
 
+    def what(self) -> str:
+        """The space in words, for a message: ``FILE holds vectors``, ``openai:NAME is an embeddings endpoint``, or
+        the model's name."""
+        if self.kind == "vectors":
+            return f"{self.vectors_ref} holds vectors"
+        return f"{self.model} is an embeddings endpoint" if self.kind == "endpoint" else self.model or "the model"
+
     @property
     def encoder_key(self) -> tuple[str | int, ...]:
         """Specs with the same key share one encoder and one forward pass (or one file, one endpoint)."""

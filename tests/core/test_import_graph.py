@@ -1,5 +1,6 @@
 """No import cycles in the package, function-level imports included: between modules, and between the
-sub-packages of ``isoscope`` (``isoscope.evaluate`` and ``isoscope.geometry`` may not import each other).
+sub-packages of ``isoscope`` (``isoscope.evaluate`` and ``isoscope.geometry`` may not import each other); and no module
+over 600 lines.
 
 docs/CONVENTIONS.md states the rule; the graph is read from the source (``tests/import_graph.py``).
 """
@@ -94,3 +95,9 @@ def test_no_two_public_classes_share_a_name() -> None:
                 where[node.name].append(module)
     shared = {name: modules for name, modules in where.items() if len(modules) > 1}
     assert not shared, f"public classes defined more than once: {shared}"
+
+
+def test_no_file_is_longer_than_a_reader_can_hold() -> None:
+    """docs/CONVENTIONS.md caps a module at 600 lines (split it by concept past that)."""
+    long = {name: n for name, path in module_files(REPO).items() if (n := len(path.read_text().splitlines())) > 600}
+    assert not long, f"modules over 600 lines: {long}"

@@ -16,8 +16,7 @@ MAX_LINES = 60
 
 # "folder/file.py::qualified.name": (lines today, why it is still long)
 ALLOWED: dict[str, tuple[int, str]] = {
-    "core/atlas/distributed.py::ivf_graph": (86, "atlas folder: split by the atlas worker"),
-    "core/atlas/pipeline.py::build_atlas": (64, "atlas folder: split by the atlas worker"),
+    "core/atlas/ray_layout.py::ray_layout": (63, "atlas folder: the atlas worker's (not touched by this change)"),
     "core/commands/atlas.py::run": (85, "commands folder: item 2's worker rewrites the command modules"),
     "core/commands/geometry.py::add_arguments": (64, "a flat list of argparse options, one per flag"),
     "core/commands/landscape.py::add_arguments": (112, "a flat list of argparse options, one per flag"),

@@ -34,6 +34,7 @@ NOT_RUN: dict[str, tuple[str, str]] = {
     "results-bash-3": ("STS-B beside a checkout, minutes of work (make docs-numbers runs it)", "../shared/data/stsb"),
     "results-bash-4": ("a checkout's script and STS-B beside it, minutes of work", "scripts/stsb_retrieval.py"),
     "results-bash-5": ("STS-B (a network) and tens of minutes of training", "--task stsb"),
+    "results-bash-6": ("mpnet's PyPI pieces, isotrieve's venv and an hour of embedding", "the tests do not run them"),
 }
 # a page's Python blocks a bash block reads the output of (models.md's writes cls.parquet), run before it
 PYTHON_FIRST: dict[str, tuple[int, ...]] = {"models": (0,)}

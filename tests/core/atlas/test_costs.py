@@ -98,6 +98,24 @@ def test_the_ray_plan_bounds_each_task_by_its_shard():
     assert local.holds_rows > 0 and "this machine holds about" in local.lines()[1]
 
 
+def test_the_ray_drivers_peak_is_a_constant_stated_in_the_plan():
+    """Issue 54.1: the driver's bound is the same at 1M and 100M rows, and is the arithmetic of its terms: the base
+    and the largest stage; here (384 dims, k 15, 100,000 landmarks, shards of 100,000) the landmarks' UMAP."""
+    from isoscope.atlas.ray_graph import MAX_LISTS
+
+    plans = [
+        costs.atlas_plan(n, 384, k=15, spaces=1, landmarks=100_000, engine="ray", shard_rows=100_000, workers=2)
+        for n in (1_000_000, 3_000_000, 100_000_000)
+    ]
+    assert len({p.driver_bytes for p in plans}) == 1
+    landmarks = 100_000 * (4 * 384 + 16 * costs.EDGE_BYTES)  # 395,200,000 bytes
+    assert landmarks > MAX_LISTS * 384 * 20 > 100_000 * (16 * 12 + 16)  # k-means 251,658,240; a shard 20,800,000
+    assert plans[0].driver_bytes == costs.RAY_DRIVER_BASE_BYTES + landmarks == 1_200_506_368  # 1.12 GiB
+    assert "the driver at most 1.1 GB whatever the rows" in plans[0].lines()[1]
+    full = costs.atlas_plan(50_000, 384, k=15, spaces=1, landmarks=0, engine="ray", shard_rows=10_000, workers=2)
+    assert "(UMAP of every row on the driver)" in full.lines()[1]
+
+
 def test_the_one_machine_plan_times_graphs_and_layouts_at_the_measured_rates():
     """Issue 50: the one-machine plan priced 300 rows' graphs and layouts at 0.15 s (a per-row constant fitted to a
     million rows); 14 s were taken. With this machine's rates it is each space's exact graph (n^2 d) and full

@@ -1,4 +1,4 @@
-"""isoscope.atlas.distributed: the ray engine on a two-node Ray cluster on this machine (ray.cluster_utils.Cluster),
+"""isoscope.atlas.distributed and the ray_* modules: the ray engine on a two-node Ray cluster on this machine (ray.cluster_utils.Cluster),
 against the one-machine build of the same vectors: the folder opens alike, the graph's recall against exact
 search, the layout's trustworthiness, and a driver killed mid-build resuming to the same files."""
 
@@ -28,6 +28,7 @@ N = 8_000
 DIM = 32
 CONFIG = {"calibrate": "none", "landmarks": 2_000}
 RAY = {"engine": "ray", "shard_rows": 2_000}  # four shards
+PROGRESS: dict[str, list[tuple[int, int]]] = {}  # the ray build's progress, stage by stage (the ``built`` fixture)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,13 @@ def built(cluster, data, tmp_path_factory):
     """The same vectors built by the ray engine and by the one-machine engine."""
     texts, vectors = data
     root = tmp_path_factory.mktemp("atlases")
-    ray_run = build_atlas(None, texts, root / "ray", config=AtlasConfig(**CONFIG, **RAY), vectors=vectors)
+
+    def progress(stage, done, total):  # what each stage reported as it went (the stage marks (0, 1), (1, 1) apart)
+        if total > 1:
+            PROGRESS.setdefault(stage, []).append((done, total))
+
+    config = AtlasConfig(**CONFIG, **RAY)
+    ray_run = build_atlas(None, texts, root / "ray", config=config, vectors=vectors, progress=progress)
     local_run = build_atlas(None, texts, root / "local", config=AtlasConfig(**CONFIG), vectors=vectors)
     return root, ray_run, local_run
 
@@ -81,7 +88,7 @@ def test_the_ray_engines_clusters_are_the_ones_computed_in_process(built, tmp_pa
     layout in one block of rows."""
     import shutil
 
-    from isoscope.atlas.pipeline import _clusters
+    from isoscope.atlas.clusters import clusters_stage
 
     root, ray_run, _ = built
     assert "raw_clusters" in ray_run.computed
@@ -90,7 +97,7 @@ def test_the_ray_engines_clusters_are_the_ones_computed_in_process(built, tmp_pa
     names = ("cluster.npy", "density.npy", "grid.npy", "clusters.json")
     for name in names:
         (copy / "raw" / name).unlink()
-    _clusters(copy, copy / "raw", AtlasConfig(**CONFIG))
+    clusters_stage(copy, copy / "raw", AtlasConfig(**CONFIG))
     for name in names:
         assert (copy / "raw" / name).read_bytes() == (root / "ray" / "raw" / name).read_bytes(), name
     assert not (copy / "raw" / "clusters.parts").exists() and not (root / "ray" / "raw" / "clusters.parts").exists()
@@ -104,7 +111,7 @@ def test_the_ray_engines_spatial_index_is_the_one_sorted_in_process(built, tmp_p
     groups, several of them cut inside a shard)."""
     import shutil
 
-    from isoscope.atlas.distributed import ray_index
+    from isoscope.atlas.ray_index import ray_index
     from isoscope.atlas.spatial import INDEX_FILES, World, write_index
 
     root, ray_run, _ = built
@@ -185,6 +192,63 @@ def test_a_driver_killed_mid_stage_resumes_to_the_same_files(built, cluster, dat
     assert seen == [before]
     assert "raw_knn" in run.skipped and "raw_layout" in run.computed
     assert ledger_files(out) == ledger_files(root / "ray")  # byte for byte the build that was never interrupted
+
+
+KILLED_IN_INDEX = """
+import os, signal, sys
+import numpy as np, ray
+from isoscope.atlas.pipeline import AtlasConfig, build_atlas
+from isoscope.atlas.synthetic import synthetic_vectors
+
+texts, _, vectors = synthetic_vectors({n}, {dim}, seed=3)
+ray.init(address=sys.argv[1], log_to_driver=False)
+
+def progress(stage, done, total):
+    if stage == "index" and total > 1 and done == 6:  # 4 shards' keys and 2 of the 4 groups recorded: dies here
+        os.kill(os.getpid(), signal.SIGKILL)
+
+build_atlas(None, texts, sys.argv[2], config=AtlasConfig(**{config}), vectors=vectors, progress=progress)
+"""
+
+
+def test_a_driver_killed_in_the_index_stage_resumes_task_by_task(built, cluster, data, tmp_path):
+    """Issue 54.5: the index stage's tasks are recorded in its parts folder's ledger as they finish; a driver killed
+    among them leaves them behind, and the rerun reads them back (the shards' keys are not sorted again) and ends
+    with the files of the build that was never interrupted."""
+    root, _, _ = built
+    texts, vectors = data
+    out = tmp_path / "killed"
+    script = KILLED_IN_INDEX.format(n=N, dim=DIM, config={**CONFIG, **RAY})
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script), cluster.address, str(out)], capture_output=True, timeout=600
+    )
+    assert done.returncode == -9, done.stderr.decode()[-2000:]
+    keys = out / "raw" / "index.parts" / "keys-0.npy"
+    assert keys.exists() and (out / "raw" / "index.parts" / "group-1-rank.npy").exists()
+    assert not (out / "raw" / "morton_rank.npy").exists()
+    before = os.stat(keys).st_mtime_ns
+    seen: list[tuple[int, int, int]] = []
+
+    def progress(stage, done, total):  # the keys and the groups found done are reported first, then the rest
+        if stage == "index" and total > 1:
+            seen.append((done, total, os.stat(keys).st_mtime_ns if keys.exists() else 0))
+
+    run = build_atlas(None, texts, out, config=AtlasConfig(**CONFIG, **RAY), vectors=vectors, progress=progress)
+    assert seen[0] == (1, 12, before) and seen[5][:2] == (6, 12) and seen[-1][:2] == (12, 12)
+    assert "raw_layout" in run.skipped and "index" in run.computed
+    assert ledger_files(out) == ledger_files(root / "ray")  # byte for byte the build that was never interrupted
+    assert not (out / "raw" / "index.parts").exists()
+
+
+def test_the_clusters_extras_and_index_report_shard_by_shard(built):
+    """Issue 54.5: the clusters (bounds, counts, labels per shard, words per row-group task), extras (norms per
+    shard, lengths) and index (keys and ranks per shard, groups) stages report each task as it ends."""
+    seen = PROGRESS
+    assert seen["raw_clusters"] == [(i, 13) for i in range(1, 14)]  # 3 passes of 4 shards, 1 task of words
+    assert seen["extras"] == [(i, 5) for i in range(1, 6)]  # 4 shards of norms, the lengths
+    assert seen["index"] == [(i, 12) for i in range(1, 13)]  # 4 shards of keys, 4 groups, 4 shards of ranks
+    # the graph: 10 rounds of k-means, 4 shards added, 4 searched, as the share of the rows each stands for
+    assert seen["raw_knn"] == [(N * i // 18, N) for i in range(1, 19)]
 
 
 def test_the_command_prints_its_plan_and_builds_both_spaces_on_ray(cluster, tmp_path, capsys):

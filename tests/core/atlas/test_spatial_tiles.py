@@ -150,6 +150,22 @@ def test_spacing_is_the_median_nearest_neighbour_distance_also_when_sampled():
     assert nearest_spacing(twice, 150.0, sample=len(twice)) == pytest.approx(0.5)
 
 
+def test_the_spacing_sample_is_a_set_of_positions_whatever_the_rows_order():
+    """Issue 54.6: the spread (rows in layout order) and the served grid (the index's Morton order) must find the
+    same deepest level; the spacing's sample is chosen by the points' positions, so any order gives the same."""
+    from isoscope.atlas.tiles import nearest_spacing, spacing_sample
+
+    cloud = points(120_000, seed=3)
+    shuffled = cloud[np.random.default_rng(1).permutation(len(cloud))]
+    a, b = spacing_sample(cloud, 1_000, block_rows=7_000), spacing_sample(shuffled, 1_000, block_rows=50_000)
+    assert len(a) == 1_000 and np.array_equal(np.unique(a, axis=0), np.unique(b, axis=0))
+    world = World.around((float(cloud[:, 0].min()), float(cloud[:, 1].min()), *cloud.max(axis=0).tolist()))
+    index = SpatialIndex.build(cloud, world)  # its xy in Morton order
+    assert not np.array_equal(index.xy, cloud)
+    grid = TileGrid.build(index)
+    assert grid.spacing == nearest_spacing(cloud, world.size) == nearest_spacing(shuffled, world.size)
+
+
 def test_a_pick_names_a_lit_point_exactly_where_its_yellow_is_drawn_else_the_nearest_point():
     """Issue 50 item 8 (hover and click name one row, ``pick_row``): over the pixels of highlight tiles, at an
     aggregated level and at a level of discs, the pick at a pixel's centre is the nearest lit point whose disc

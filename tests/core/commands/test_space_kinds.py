@@ -15,16 +15,7 @@ import pytest
 
 COMMANDS = Path(__file__).resolve().parents[3] / "core" / "commands"
 
-PENDING = {  # file -> its branches on a space's kind, to be replaced by space_vectors (issue 52 item 2)
-    "atlas.py": 3,
-    "common.py": 4,  # vector_input and encoder_for; encoder_for's two are a requirement (a model that runs here)
-    "compare.py": 1,
-    "embed.py": 1,
-    "export.py": 2,
-    "geometry.py": 1,
-    "report.py": 3,
-    "retrieval.py": 1,
-}
+PENDING: dict[str, int] = {}  # file -> its branches on a space's kind (issue 52 item 2: none left)
 
 
 def _is_kind(node: ast.AST) -> bool:
@@ -61,3 +52,30 @@ def test_no_command_asks_a_space_its_kind() -> None:
 )
 def test_the_check_finds_a_branch(source: str, n: int) -> None:
     assert kind_branches(source) == n
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"vectors": "v.npy", "column": "emb"}, "v.npy:emb holds vectors; this needs a model that runs here"),
+        ({"model": "openai:small"}, "openai:small is an embeddings endpoint; this needs a model that runs here"),
+    ],
+)
+def test_a_command_that_needs_a_model_asks_for_one(spec, message) -> None:
+    """``encoder_for`` is a requirement: a space without a model is refused in one line, nothing loaded."""
+    import argparse
+
+    from isoscope.commands.common import encoder_for
+    from isoscope.errors import InputError
+    from isoscope.sources import SpaceSpec
+
+    with pytest.raises(InputError, match=message):
+        encoder_for(argparse.Namespace(), SpaceSpec(**spec))
+
+
+def test_only_a_file_holds_rows_of_its_own() -> None:
+    from isoscope.sources import SourceReaders, SpaceSpec
+
+    readers = SourceReaders(tables=lambda spec: spec.vectors)  # type: ignore[arg-type,return-value]
+    assert readers.rows_of(SpaceSpec(vectors="v.npy")) == "v.npy"
+    assert readers.rows_of(SpaceSpec(model="openai:small")) is None and readers.rows_of(SpaceSpec()) is None

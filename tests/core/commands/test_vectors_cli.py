@@ -345,3 +345,36 @@ def test_sts_from_vectors_fits_on_a_corpus_the_file_holds(run_json, pair_files, 
         "sts", "--pairs", str(DEMO_PAIRS), "--vectors", str(pair_files["texts"]), "--fit-on", str(corpus), expect=2
     )
     assert "a sentence the file has no vector for" in msg
+
+
+def _sent(server, since: int) -> list[str]:
+    """The texts the endpoint was sent after its first ``since`` requests."""
+    return [t for r in server.requests[since:] for t in r["body"]["input"]]
+
+
+def test_an_endpoint_is_sent_the_prompt_before_each_text(run_json, files, model_server, tmp_path) -> None:
+    """space_vectors puts --prompt-text before the texts it sends an endpoint, as the model would see them."""
+    since = len(model_server.requests)
+    argv = ["embed", "--input", str(files["corpus"]), "--model", "openai:minilm", "--base-url", model_server.url]
+    run_json(*argv, "--prompt-text", "topic: ", "--out", str(tmp_path / "v.npy"), "--no-cache")
+    sent = _sent(model_server, since)
+    assert sent and all(t.startswith("topic: ") for t in sent)
+
+
+def test_retrieval_through_an_endpoint_sends_each_side_its_prompt(run_json, model_server) -> None:
+    since = len(model_server.requests)
+    argv = ["retrieval", "--model", "openai:minilm", "--base-url", model_server.url, "--resamples", "200"]
+    out = run_json(*argv, "--query-prompt", "q: ", "--doc-prompt", "d: ", "--no-cache")
+    sent = _sent(model_server, since)
+    assert out["prompts"] == {"query": "q: ", "document": "d: "} and out["model"].startswith("openai:minilm at")
+    assert {t[:3] for t in sent} == {"q: ", "d: "}
+    assert sum(t.startswith("q: ") for t in sent) == out["task"]["queries"]
+
+
+def test_sts_through_an_endpoint_sends_the_prompt(run_json, model_server) -> None:
+    """The prompt an endpoint gets with sts too (space_vectors' endpoint path, as before it existed)."""
+    since = len(model_server.requests)
+    argv = ["sts", "--pairs", str(DEMO_PAIRS), "--model", "openai:minilm", "--base-url", model_server.url]
+    run_json(*argv, "--prompt-text", "topic: ", "--no-cache")
+    sent = _sent(model_server, since)
+    assert sent and all(t.startswith("topic: ") for t in sent)

@@ -133,3 +133,20 @@ def test_the_command_builds_an_atlas_from_a_folder_of_shards(tmp_path, capsys):
     assert atlas.points["topic"].tolist() == topics[1:]
     assert main(["atlas", "--vectors", str(folder), "--input", "x.txt", "--out", str(tmp_path / "b")]) == 2
     assert "drop --input" in capsys.readouterr().err
+
+
+def test_distinct_values_are_counted_bucket_by_bucket_on_disk():
+    """``DistinctCount``: the scan's repeated texts without a hash per row in memory; every bucket (the top 8 bits)
+    counted on its own gives the distinct values of all batches, repeats across batches and buckets' edges too."""
+    from isoscope.data.sharded import DistinctCount
+
+    rng = np.random.default_rng(0)
+    values = rng.integers(0, 2**64 - 1, size=5_000, dtype=np.uint64, endpoint=True)
+    edges = np.array([0, 2**64 - 1, 2**56 - 1, 2**56, 0], np.uint64)  # the first and last buckets' ends
+    values = np.concatenate([values, values[:1_200], edges])
+    rng.shuffle(values)
+    counter = DistinctCount()
+    for batch in np.array_split(values, 7):
+        counter.add(batch)
+    assert counter.count() == len(np.unique(values)) == 5_004
+    assert DistinctCount().count() == 0
