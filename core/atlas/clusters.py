@@ -69,7 +69,7 @@ class _Steps:
         return value
 
 
-def clusters_stage(out: Path, d: Path, config: AtlasConfig, progress: ProgressFn | None = None) -> None:
+def clusters_stage(out: Path, d: Path, config: AtlasConfig, *, progress: ProgressFn | None = None) -> None:
     """Density, the cluster levels (the default one in ``cluster.npy``) and their c-TF-IDF labels, from
     ``xy.npy`` in blocks of rows (``density.ClusterMap``: bounds and points per cell summed over blocks, then each
     block's rows labelled), as Ray tasks on that engine; the labels' texts read a row group at a time from

@@ -38,7 +38,7 @@ def _overlap_rows(ids_raw: np.ndarray, ids_cal: np.ndarray) -> np.ndarray:
     return jaccard_tables(ids_raw[:, 1:], ids_cal[:, 1:])[1].astype(np.float32)  # (m,) the row itself left out
 
 
-def extras_stage(out: Path, spaces: Sequence[str], config: AtlasConfig, progress: ProgressFn | None = None) -> None:
+def extras_stage(out: Path, spaces: Sequence[str], config: AtlasConfig, *, progress: ProgressFn | None = None) -> None:
     """Per row: the raw L2 norm and, with a calibrated space, the Jaccard overlap of the two neighbour lists (in
     blocks of rows, as Ray tasks on that engine); the text's length in characters (code points, as ``len``) from
     ``points.parquet`` a row group at a time. ``progress(done, total)`` after each block of each pass."""

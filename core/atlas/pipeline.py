@@ -383,11 +383,16 @@ def _later_stages(stage: _Stages, spaces: list[str], *, config: AtlasConfig) -> 
         outputs = [d / f for f in ("grid.npy", "density.npy", "cluster.npy", "clusters.json")]
         inputs = [d / "xy.npy", out / "points.parquet"]
         report = stage.reporter(f"{space}_clusters")
-        stage(f"{space}_clusters", inputs, outputs, lambda d=d, r=report: clusters_stage(out, d, config, r))
+        stage(f"{space}_clusters", inputs, outputs, lambda d=d, r=report: clusters_stage(out, d, config, progress=r))
     extra_in = [out / "vectors.npy", *([out / s / "knn_ids.npy" for s in spaces] if "cal" in spaces else [])]
     extra_out = [out / f for f in ("norm.npy", "length.npy", "overlap.npy")]
     report = stage.reporter("extras")
-    stage("extras", [*extra_in, out / "points.parquet"], extra_out, lambda: extras_stage(out, spaces, config, report))
+    stage(
+        "extras",
+        [*extra_in, out / "points.parquet"],
+        extra_out,
+        lambda: extras_stage(out, spaces, config, progress=report),
+    )
     report = stage.reporter("index")
     stage("index", *_index_files(out, spaces), lambda: _index(out, spaces, config, report))
     _, index_out = _index_files(out, spaces)  # the tiles draw the index's points, the clusters' colours and contours

@@ -82,6 +82,7 @@ def test_the_first_visit_says_what_it_computes_then_nothing(tmp_path, monkeypatc
     from isoscope.dashboard.services import costs as estimate
     from isoscope.dashboard.services import geometry
     from isoscope.dashboard.services.keyed import texts as keyed_texts
+    from isoscope.dashboard.services.models import ModelKey
     from isoscope.data import load_corpus
     from isoscope.geometry.costs import covariance_cost, metrics_cost
     from isoscope.paths import DEMO_CORPUS
@@ -99,8 +100,8 @@ def test_the_first_visit_says_what_it_computes_then_nothing(tmp_path, monkeypatc
     monkeypatch.setenv("ISOSCOPE_DATA_FILE", str(path))
     monkeypatch.setattr(costs, "SHOW_SECONDS", 1e-6)
     items, methods = keyed_texts(corpus), ("whitening:50", "sn+abtt:3")  # the page's defaults on 200 texts
-    before = geometry.anisotropy_cost("", items, "model", 128, methods=methods)
-    embedding = estimate.embedding("", items, ["model", "mean"], 128)  # one pass: its companions hold the layers
+    before = geometry.anisotropy_cost(ModelKey(), items, "model", 128, methods=methods)
+    embedding = estimate.embedding(ModelKey(), items, ["model", "mean"], 128)  # one pass: its companions hold the layers
     rate = estimate.metrics_rate(384)
     fits_and_spectra = covariance_cost(200, rate, passes=2 + 3)  # 2 calibrators; raw and 2 calibrated spectra
     parts = [embedding, fits_and_spectra, metrics_cost(200, rate, spaces=4 + 7)]  # 4 spaces, 7 layers
@@ -112,4 +113,4 @@ def test_the_first_visit_says_what_it_computes_then_nothing(tmp_path, monkeypatc
     assert list(at.dataframe[0].value.index) == ["raw", *methods]
     (shown,) = estimates(at)
     assert "about" in shown, shown
-    assert geometry.anisotropy_cost("", items, "model", 128, methods=methods) == costs.FREE
+    assert geometry.anisotropy_cost(ModelKey(), items, "model", 128, methods=methods) == costs.FREE
