@@ -101,7 +101,9 @@ def test_the_first_visit_says_what_it_computes_then_nothing(tmp_path, monkeypatc
     monkeypatch.setattr(costs, "SHOW_SECONDS", 1e-6)
     items, methods = keyed_texts(corpus), ("whitening:50", "sn+abtt:3")  # the page's defaults on 200 texts
     before = geometry.anisotropy_cost(ModelKey(), items, "model", 128, methods=methods)
-    embedding = estimate.embedding(ModelKey(), items, ["model", "mean"], 128)  # one pass: its companions hold the layers
+    embedding = estimate.embedding(
+        ModelKey(), items, ["model", "mean"], 128
+    )  # one pass: its companions hold the layers
     rate = estimate.metrics_rate(384)
     fits_and_spectra = covariance_cost(200, rate, passes=2 + 3)  # 2 calibrators; raw and 2 calibrated spectra
     parts = [embedding, fits_and_spectra, metrics_cost(200, rate, spaces=4 + 7)]  # 4 spaces, 7 layers
