@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from isoscope.dashboard.services import embeddings
-from isoscope.dashboard.services.models import fast_encoder
+from isoscope.dashboard.services.models import ModelKey, fast_encoder
 from isoscope.encode.pooling import layer_names
 from tests.core.encode.test_embed import ForwardRows
 
@@ -33,9 +33,11 @@ def test_the_app_reads_what_isoscope_embed_cached(cli_main, encoder, tmp_cache, 
         assert cli_main(["embed", "--input", str(path), "--out", str(out), "--quiet"]) == 0
     assert sum(cli.rows) == len(set(texts))  # each distinct text once
     layers = layer_names(encoder.num_layers)
-    with ForwardRows(fast_encoder("").model) as app:
-        got = embeddings.embed("", texts, "model", 128)  # the sidebar's defaults: the model's pooling, 128 tokens
-        others = embeddings.embed_many("", texts, ["mean", *layers], 128)  # Anisotropy's other vectors
+    with ForwardRows(fast_encoder(ModelKey()).model) as app:
+        got = embeddings.embed(
+            ModelKey(), texts, "model", 128
+        )  # the sidebar's defaults: the model's pooling, 128 tokens
+        others = embeddings.embed_many(ModelKey(), texts, ["mean", *layers], 128)  # Anisotropy's other vectors
     assert app.rows == [], "the app ran its model on texts the command line had embedded"
     np.testing.assert_array_equal(got.array, np.load(out))
     assert set(others) == {"mean", *layers}
@@ -43,8 +45,8 @@ def test_the_app_reads_what_isoscope_embed_cached(cli_main, encoder, tmp_cache, 
 
 def test_isoscope_embed_reads_what_the_app_cached(cli_main, encoder, tmp_cache, tmp_path) -> None:
     path, texts = _corpus(tmp_path, "app first")
-    with ForwardRows(fast_encoder("").model) as app:
-        got = embeddings.embed("", texts, "model", 128)
+    with ForwardRows(fast_encoder(ModelKey()).model) as app:
+        got = embeddings.embed(ModelKey(), texts, "model", 128)
     assert sum(app.rows) == len(set(texts))
     out = tmp_path / "vectors.npy"
     with ForwardRows(encoder.model) as cli:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from isoscope.dashboard.services.models import ModelKey
 from tests.dashboard.conftest import open_page
 
 
@@ -54,13 +55,13 @@ def test_the_estimate_counts_every_pooling_s_uniformity_and_fits(tmp_cache) -> N
     full = load_pairs(DEMO_PAIRS)
     pairs = Pairs(full.sentence1[:300], full.sentence2[:300], full.scores[:300])
     texts = list(dict.fromkeys(pairs.texts))
-    enc = encoder("")
+    enc = encoder(ModelKey())
     modes = pooling_modes_for(enc)
     rate = costs.metrics_rate(enc.hidden_size)
-    speed = lambda hidden: costs.throughput("", hidden, 128, fast=False)  # noqa: E731
+    speed = lambda hidden: costs.throughput(ModelKey(), hidden, 128, fast=False)  # noqa: E731
     embed = embed_texts_cost(enc, texts, modes, max_length=128, rate=speed, cache=ArrayCache())
     parts = embed.seconds + uniformity_cost(len(texts), rate, spaces=2 * len(modes)).seconds
     parts += covariance_cost(len(texts), rate, passes=len(modes)).seconds  # whitening:64 on each pooling
-    got = anatomy.pooling_report_cost("", pairs, ("whitening:64",), 128)
+    got = anatomy.pooling_report_cost(ModelKey(), pairs, ("whitening:64",), 128)
     assert len(modes) == 13 and embed.seconds > 0  # 6 poolings and 7 layers
     assert got.seconds == pytest.approx(parts)
