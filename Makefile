@@ -18,7 +18,7 @@ export TOKENIZERS_PARALLELISM := false
 # pip byte-compiles every file it installs (2 CPU-minutes for torch and the rest); Python compiles what it imports
 PIP_FAST := --no-compile --disable-pip-version-check
 
-.PHONY: run test wheel-gate test-heavy test-ray test-fast test-compat test-remote test-lab test-fresh lint format bench bench-gpu bench-peers bench-migrate-peers bench-renderers bench-widget screenshots docs-numbers browser lock lock-peers clean
+.PHONY: wheel-gate-readme run test wheel-gate test-heavy test-ray test-fast test-compat test-remote test-lab test-fresh lint format bench bench-gpu bench-peers bench-migrate-peers bench-renderers bench-widget screenshots docs-numbers browser lock lock-peers clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,9 @@ test: $(VENV)/.notebook-installed $(LAB)/.installed browser
 # blocks, every page of the app (tests/wheel); its time is its last line. `make test` runs it
 wheel-gate: $(VENV)/.dev-installed
 	PYTHON=$(PYTHON) PYTEST=$(BIN)/pytest bash scripts/wheel_gate.sh
+
+wheel-gate-readme: $(VENV)/.dev-installed  # the gate with the README's blocks as written on the whole demo (+2 min)
+	ISOSCOPE_WHEEL_README=1 PYTHON=$(PYTHON) PYTEST=$(BIN)/pytest bash scripts/wheel_gate.sh
 
 test-heavy: $(VENV)/.notebook-installed browser  # the heavy tier (tests/heavy.py): whole-demo, server, notebook, docs runs
 	$(BIN)/pytest -n 2 --dist loadgroup -m heavy

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make wheel-gate` (part of `make test`): Isoscope as a user installs it. A new venv in a temporary folder outside
 # the checkout holding the CPU torch and the wheel alone (scripts/wheel_venv.sh), then tests/wheel: from an empty
-# folder, the README's blocks as written, every command once, the export in each format, every page of the app,
+# folder, the README's quickstart commands on small inputs (its blocks as written with
+# ISOSCOPE_WHEEL_README=1: make wheel-gate-readme), every command once, the export in each format, every page of the app,
 # the missing extras named in one line. Prints the gate's time as its last line. PYTEST: the pytest that drives it;
 # arguments go to it (scripts/wheel_gate.sh -k pages).
 set -euo pipefail

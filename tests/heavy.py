@@ -8,6 +8,12 @@ that no longer exists fails the collection (tests/test_heavy_list.py), so the li
 from __future__ import annotations
 
 HEAVY: tuple[str, ...] = (
+    # moved out of make test on 2026-12-08 to keep it under 20 minutes with the wheel gate (CI's --durations, quiet):
+    "tests/core/atlas/test_distributed.py::test_the_ray_engines_tiles_are_the_ones_rendered_in_process",  # 34 s setup
+    "tests/core/atlas/test_distributed.py::test_the_ray_engines_spatial_index_is_the_one_sorted_in_process",  # 30 s
+    "tests/dashboard/test_tour.py::test_step_6_random_weights_keep_few_neighbours_and_cls_has_hubs_calibration_removes",  # 29 s
+    "tests/e2e/test_pages.py::test_page[projection]",  # 33 s
+    "tests/docs/test_notebook.py::test_the_example_notebook_runs_and_shows_cards",  # 26 s
     "tests/core/anatomy/test_spectrum.py::test_full_rank_reproduces_original",  # 44 s
     "tests/core/anatomy/test_spectrum.py::test_weight_restored_after_shrink",  # 33 s
     "tests/core/atlas/test_graph_density.py::test_umap_layout_keeps_blobs_apart_and_is_deterministic",  # 15 s
