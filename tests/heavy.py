@@ -14,6 +14,13 @@ HEAVY: tuple[str, ...] = (
     "tests/dashboard/test_tour.py::test_step_6_random_weights_keep_few_neighbours_and_cls_has_hubs_calibration_removes",  # 29 s
     "tests/e2e/test_pages.py::test_page[projection]",  # 33 s
     "tests/docs/test_notebook.py::test_the_example_notebook_runs_and_shows_cards",  # 26 s
+    "tests/e2e/test_pages.py::test_page[frequency]",  # 20 s
+    "tests/e2e/test_pages.py::test_page[compare]",  # 14 s
+    "tests/e2e/test_pages.py::test_page[anisotropy]",  # 14 s
+    "tests/core/calibrate/test_flow.py::test_flow_gaussianizes_held_out_data_better_than_whitening[1]",  # 17 s
+    "tests/core/atlas/test_costs.py::test_the_knn_probe_measures_both_indexes",  # 16 s
+    "tests/core/atlas/test_workers.py::test_layouts_side_by_side_equal_one_after_the_other",  # 13 s
+    "tests/dashboard/test_app.py::test_a_bug_in_core_is_shown_as_a_bug_with_its_traceback",  # 15 s
     "tests/core/anatomy/test_spectrum.py::test_full_rank_reproduces_original",  # 44 s
     "tests/core/anatomy/test_spectrum.py::test_weight_restored_after_shrink",  # 33 s
     "tests/core/atlas/test_graph_density.py::test_umap_layout_keeps_blobs_apart_and_is_deterministic",  # 15 s
