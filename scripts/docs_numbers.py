@@ -73,10 +73,21 @@ def load_numbers(path: Path = NUMBERS) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def without_texts(value: object) -> object:
+    """``value`` with every ``text`` field dropped: the outputs quote the data's sentences (STS-B's among them, which
+    the repository must not hold); the tables read numbers only."""
+    if isinstance(value, dict):
+        return {k: without_texts(v) for k, v in value.items() if k != "text"}
+    if isinstance(value, list):
+        return [without_texts(v) for v in value]
+    return value
+
+
 def save_numbers(numbers: dict, path: Path = NUMBERS) -> None:
-    """Written whole to a temporary file, then renamed: an interrupted run leaves the last complete file."""
+    """Written whole to a temporary file, then renamed: an interrupted run leaves the last complete file. No text
+    of the data is kept (``without_texts``)."""
     known = [c for r in RESULTS for c in r.commands]
-    runs = {c: numbers["runs"][c] for c in dict.fromkeys(known) if c in numbers["runs"]}  # registry order
+    runs = {c: without_texts(numbers["runs"][c]) for c in dict.fromkeys(known) if c in numbers["runs"]}
     body = {
         "about": "written by scripts/docs_numbers.py (make docs-numbers): each command's --json output as the "
         "pages show the command; the tables between <!-- numbers:NAME --> markers are rendered from it",

@@ -147,3 +147,10 @@ def test_a_table_of_numbers_outside_markers_is_found() -> None:
     head = "| engine | sentences/s |\n|---|---:|\n| torch | 175 |\n| onnx | 20.9 |\n"
     assert unsourced("docs/results.md", f"Copied from bench/RESULTS.md:\n\n{head}") == []
     assert unsourced("docs/results.md", f"Measured once:\n\n{head}") != []
+
+
+def test_the_numbers_file_keeps_no_text_of_the_data() -> None:
+    """The outputs quote sentences (STS-B's among them): the file keeps their numbers only."""
+    body = (ROOT / "docs" / "numbers.json").read_text(encoding="utf-8")
+    assert '"text":' not in body
+    assert script.without_texts({"a": [{"text": "x", "n": 1}], "text": "y"}) == {"a": [{"n": 1}]}
